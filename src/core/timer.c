@@ -1,0 +1,28 @@
+/* Monotonic timers (see dt/timer.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "dt/timer.h"
+
+#include <time.h>
+
+double dt_time_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void dt_timer_reset(dt_timer *t) {
+  t->total = 0.0;
+  t->started = -1.0;
+  t->count = 0;
+}
+
+void dt_timer_start(dt_timer *t) { t->started = dt_time_now(); }
+
+double dt_timer_stop(dt_timer *t) {
+  if (t->started < 0.0) return 0.0;
+  double dt = dt_time_now() - t->started;
+  t->total += dt;
+  t->count++;
+  t->started = -1.0;
+  return dt;
+}

@@ -1,0 +1,142 @@
+/* IDX file reader (the MNIST format: a 4-byte magic, big-endian uint32 dimensions, then bytes).
+ * zlib's gz* interface reads raw and gzip files alike, so one path handles both; every way a
+ * file can be wrong gets its own message naming the file. */
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "dt/data.h"
+
+/* Refuse anything larger than this: a corrupt header must not make us allocate terabytes. */
+#define IDX_MAX_BYTES ((uint64_t)8 << 30)
+
+static const char *gz_message(gzFile f) {
+  int errnum = 0;
+  const char *msg = gzerror(f, &errnum);
+  return (msg != NULL && msg[0] != '\0') ? msg : "unknown read error";
+}
+
+/* Reads exactly n bytes; returns how many arrived (< n at end of file), or -1 on a read error. */
+static int64_t read_full(gzFile f, uint8_t *buf, uint64_t n) {
+  uint64_t got = 0;
+  while (got < n) {
+    uint64_t want = n - got;
+    unsigned chunk = want > (1u << 30) ? (1u << 30) : (unsigned)want;
+    int r = gzread(f, buf + got, chunk);
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += (uint64_t)r;
+  }
+  return (int64_t)got;
+}
+
+dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data) {
+  dt_status st = DT_OK;
+  uint8_t *buf = NULL;
+  *data = NULL;
+  gzFile f = gzopen(path, "rb");
+  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "%s: cannot open file", path);
+  gzbuffer(f, 1u << 17);
+
+  uint8_t head[4];
+  int64_t got = read_full(f, head, 4);
+  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK_GOTO(got == 4, DT_ERR_DATA,
+                "%s: truncated: the file has %lld bytes, an IDX header needs at least 4", path,
+                (long long)got);
+  DT_CHECK_GOTO(head[0] == 0 && head[1] == 0, DT_ERR_DATA,
+                "%s: wrong magic number 0x%02x%02x%02x%02x: not an IDX file (expected "
+                "0x000008%02x)",
+                path, head[0], head[1], head[2], head[3], ndims);
+  DT_CHECK_GOTO(head[2] == 0x08, DT_ERR_DATA,
+                "%s: IDX element type 0x%02x is not supported (expected 0x08, unsigned byte)",
+                path, head[2]);
+  DT_CHECK_GOTO(head[3] == ndims, DT_ERR_DATA,
+                "%s: IDX file has %d dimensions, expected %d (%s file)", path, head[3], ndims,
+                ndims == 1 ? "a label" : "an image");
+
+  uint8_t raw_dims[4 * 4];
+  got = read_full(f, raw_dims, 4 * (uint64_t)ndims);
+  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK_GOTO(got == 4 * ndims, DT_ERR_DATA, "%s: truncated inside the header", path);
+  uint64_t total = 1;
+  for (int i = 0; i < ndims; i++) {
+    const uint8_t *d = raw_dims + 4 * i;
+    dims[i] = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+    DT_CHECK_GOTO(dims[i] > 0, DT_ERR_DATA, "%s: dimension %d is zero", path, i);
+    total *= dims[i];
+    DT_CHECK_GOTO(total <= IDX_MAX_BYTES, DT_ERR_DATA,
+                  "%s: dimensions describe more than %llu bytes: corrupt header?", path,
+                  (unsigned long long)IDX_MAX_BYTES);
+  }
+
+  DT_ALLOC_GOTO(buf, total, path);
+  got = read_full(f, buf, total);
+  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK_GOTO((uint64_t)got == total, DT_ERR_DATA,
+                "%s: truncated: the header promises %llu bytes of data, the file holds %lld", path,
+                (unsigned long long)total, (long long)got);
+  /* Reading past the end also makes zlib verify the gzip trailer (CRC and length). */
+  uint8_t extra[64];
+  got = read_full(f, extra, sizeof extra);
+  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK_GOTO(got == 0, DT_ERR_DATA,
+                "%s: %s%lld unexpected bytes after the %llu bytes the header describes", path,
+                got == (int64_t)sizeof extra ? "at least " : "", (long long)got,
+                (unsigned long long)total);
+  *data = buf;
+  buf = NULL;
+
+cleanup:
+  if (f != NULL) gzclose(f);
+  dt_free(buf);
+  return st;
+}
+
+void dt_image_set_free(dt_image_set *set) {
+  if (set == NULL) return;
+  dt_free(set->pixels);
+  dt_free(set->labels);
+  memset(set, 0, sizeof *set);
+}
+
+dt_status dt_image_set_read(const char *images_path, const char *labels_path, int num_classes,
+                            dt_image_set *set) {
+  dt_status st = DT_OK;
+  uint32_t idims[3], ldims[1];
+  uint8_t *pixels = NULL, *labels = NULL;
+  memset(set, 0, sizeof *set);
+  DT_TRY_GOTO(dt_idx_read(images_path, 3, idims, &pixels));
+  DT_TRY_GOTO(dt_idx_read(labels_path, 1, ldims, &labels));
+  DT_CHECK_GOTO(idims[0] == ldims[0], DT_ERR_DATA,
+                "%s holds %u images but %s holds %u labels: the files do not belong together",
+                images_path, idims[0], labels_path, ldims[0]);
+  for (uint32_t i = 0; i < ldims[0]; i++)
+    DT_CHECK_GOTO(labels[i] < num_classes, DT_ERR_DATA,
+                  "%s: label %u of sample %u is outside [0, %d)", labels_path, labels[i], i,
+                  num_classes);
+  set->count = idims[0];
+  set->rows = (int)idims[1];
+  set->cols = (int)idims[2];
+  set->pixels = pixels;
+  set->labels = labels;
+  pixels = labels = NULL;
+cleanup:
+  dt_free(pixels);
+  dt_free(labels);
+  return st;
+}
+
+void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, float mean,
+                    float std, float *x, int32_t *y) {
+  const size_t d = (size_t)set->rows * (size_t)set->cols;
+  /* (p/255 - mean)/std as one multiply-add, precomputed per byte value: exact and branch-free. */
+  float lut[256];
+  for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - mean) / std;
+  for (size_t b = 0; b < n; b++) {
+    const uint8_t *src = set->pixels + (size_t)idx[b] * d;
+    float *dst = x + b * d;
+    for (size_t p = 0; p < d; p++) dst[p] = lut[src[p]];
+    if (y != NULL) y[b] = set->labels[idx[b]];
+  }
+}
