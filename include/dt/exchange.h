@@ -1,0 +1,84 @@
+/* MPI communicator handle and the neighbourhood exchange.
+ *
+ * The exchange moves, in one neighbourhood collective over a distributed-graph communicator,
+ * one or more flat float vectors of every local graph node to the graph neighbours that live on
+ * other ranks; neighbours on the same rank are read in place. Optimizers talk to each other only
+ * through it, so bytes and time are counted here. No MPI type appears in this header. */
+#ifndef DT_EXCHANGE_H
+#define DT_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dt/graph.h"
+#include "dt/status.h"
+
+typedef struct dt_comm dt_comm;
+
+/* Initialises MPI (thread level FUNNELED) unless already initialised, and wraps
+ * MPI_COMM_WORLD. Works without mpirun (a singleton of one rank). Collective. */
+dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out);
+/* Frees the handle; finalises MPI if dt_comm_init initialised it. Collective. NULL is a no-op. */
+dt_status dt_comm_finalize(dt_comm *c);
+int dt_comm_rank(const dt_comm *c);
+int dt_comm_size(const dt_comm *c);
+/* Broadcast bytes from root. Collective. */
+dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root);
+/* In-place reductions over all ranks. Collective. */
+dt_status dt_comm_allreduce_sum_f64(dt_comm *c, double *buf, int n);
+dt_status dt_comm_allreduce_sum_f32(dt_comm *c, float *buf, int n);
+dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n);
+dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n);
+dt_status dt_comm_barrier(dt_comm *c);
+/* Wall-clock seconds and bytes of the reductions above (what the centralized baseline sends). */
+typedef struct dt_comm_stats {
+  uint64_t bytes;
+  double seconds;
+} dt_comm_stats;
+dt_comm_stats dt_comm_stats_get(const dt_comm *c);
+
+typedef struct dt_exchange dt_exchange;
+
+typedef struct dt_exchange_stats {
+  uint64_t bytes_sent; /* bytes each local node sent to its neighbours, whatever their rank:
+                          placement-independent, what a real deployment would transmit */
+  uint64_t bytes_mpi;  /* bytes this rank actually passed to MPI (remote neighbours only) */
+  double seconds;      /* time inside run/start..wait */
+  long exchanges;
+} dt_exchange_stats;
+
+/* Creates the exchange for graph g placed on comm's ranks (contiguous blocks): each local node
+ * owns `nvec` vectors of `len` floats. Builds the distributed-graph communicator
+ * (MPI_Dist_graph_create_adjacent, reorder = 0) between ranks that host neighbouring nodes.
+ * Collective. Errors: DT_ERR_USAGE when the rank count does not fit the graph. */
+dt_status dt_exchange_create(dt_comm *comm, const dt_graph *g, int nvec, size_t len,
+                             dt_exchange **out);
+/* Collective (frees a communicator). NULL is a no-op. */
+void dt_exchange_free(dt_exchange *ex);
+
+int dt_exchange_first_node(const dt_exchange *ex); /* first local node id */
+int dt_exchange_num_local(const dt_exchange *ex);  /* local node count */
+
+/* Where local node `node` writes vector `vec` before an exchange; len floats, 64-byte aligned.
+ * The exchange owns it. Neighbours on the same rank read this memory directly, so it must not
+ * change between an exchange and the last read of its results. */
+float *dt_exchange_send_buffer(dt_exchange *ex, int node, int vec);
+
+/* Sends every local node's vectors along its out-edges. edge_mask, when not NULL, selects the
+ * directed edges i→j that carry data: edge_mask[g->nbr_start[i] + k] != 0 for i's k-th
+ * neighbour; it must be identical on every rank (draw it from a shared seeded stream).
+ * Collective. */
+dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask);
+/* Non-blocking form: start, compute, wait. The send buffers must not change until wait returns.
+ * Both collective. */
+dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask);
+dt_status dt_exchange_wait(dt_exchange *ex);
+
+/* What neighbour `nbr` sent to local node `node` in the last exchange: len floats, valid until
+ * the next start/run. NULL when nbr is not a neighbour of node or the edge nbr→node was masked
+ * out. */
+const float *dt_exchange_recv(const dt_exchange *ex, int node, int nbr, int vec);
+
+dt_exchange_stats dt_exchange_stats_get(const dt_exchange *ex);
+
+#endif

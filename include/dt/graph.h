@@ -1,0 +1,99 @@
+/* Communication graphs: topologies (built with igraph), mixing weights, spectral figures, and
+ * the placement of graph nodes on MPI ranks.
+ *
+ * A graph is a pure function of its spec (seed included): building it involves no communication
+ * and gives the same graph on every rank for every rank count. */
+#ifndef DT_GRAPH_H
+#define DT_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dt/status.h"
+
+typedef enum dt_graph_type {
+  DT_GRAPH_WHEEL = 0, /* node 0 the hub, nodes 1..N-1 a cycle (networkx.wheel_graph) */
+  DT_GRAPH_CYCLE,     /* alias ring */
+  DT_GRAPH_COMPLETE,
+  DT_GRAPH_STAR,      /* node 0 the centre */
+  DT_GRAPH_PATH,
+  DT_GRAPH_RANDOM,    /* Erdős–Rényi G(N, p), redrawn until connected */
+  DT_GRAPH_GRID,      /* rows x cols lattice */
+  DT_GRAPH_TORUS,     /* rows x cols lattice with wrap-around */
+  DT_GRAPH_REGULAR,   /* random k-regular, redrawn until connected */
+  DT_GRAPH_GEOMETRIC, /* random geometric in the unit square, radius r, redrawn until connected */
+  DT_GRAPH_EXPONENTIAL, /* i ~ i ± 2^k (mod N), k = 0, 1, ... */
+  DT_GRAPH_FILE,      /* edge list "u v" per line, '#' comments */
+  DT_GRAPH_TYPE_COUNT
+} dt_graph_type;
+
+typedef enum dt_mixing {
+  DT_MIXING_METROPOLIS = 0, /* W_ij = 1 / (1 + max(deg_i, deg_j)) */
+  DT_MIXING_UNIFORM,        /* W_ij = 1 / (1 + max degree) */
+  DT_MIXING_COUNT
+} dt_mixing;
+
+/* Names as written in configs ("wheel", ...; "metropolis", ...). */
+const char *dt_graph_type_name(dt_graph_type t);
+const char *dt_mixing_name(dt_mixing m);
+
+typedef struct dt_graph_spec {
+  dt_graph_type type;
+  int num_nodes;
+  uint64_t seed;      /* experiment seed; random types draw from (seed, DT_RNG_GRAPH, attempt) */
+  double p;           /* random: edge probability */
+  int gen_attempts;   /* random types: draws before giving up (>= 1) */
+  int rows, cols;     /* grid, torus: 0, 0 = the most square factorisation of num_nodes */
+  int degree;         /* regular: k */
+  double radius;      /* geometric */
+  const char *edge_file; /* file: path (borrowed) */
+  dt_mixing mixing;
+} dt_graph_spec;
+
+typedef struct dt_graph {
+  int n;            /* nodes */
+  int num_edges;    /* undirected edges */
+  int *edges;       /* 2*num_edges ids, each pair u < v, sorted; owned */
+  int *nbr_start;   /* n+1 offsets into nbr (CSR); owned */
+  int *nbr;         /* neighbours of each node in increasing id order; owned */
+  double *w_nbr;    /* mixing weight W_ij for each nbr entry; owned */
+  double *w_self;   /* W_ii; owned */
+  dt_graph_type type;
+  dt_mixing mixing;
+  int attempts;     /* draws used by random types (1 otherwise) */
+  double fiedler;   /* algebraic connectivity: 2nd-smallest Laplacian eigenvalue */
+  double spectral_gap; /* 1 - max(|λ2(W)|, |λN(W)|); 1 for N = 1 */
+} dt_graph;
+
+/* Builds the graph of spec: topology, connectivity check, mixing weights (checked symmetric and
+ * doubly stochastic) and spectral figures. Caller frees with dt_graph_free.
+ * Errors: DT_ERR_CONFIG for impossible specs (N < 1, grid shape not N, k*N odd, a random graph
+ * still disconnected after gen_attempts draws, ...); DT_ERR_IO / DT_ERR_CONFIG for an unreadable
+ * or invalid edge file, naming file:line. Not collective: every rank may call it. */
+dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out);
+void dt_graph_free(dt_graph *g);
+
+static inline int dt_graph_degree(const dt_graph *g, int i) {
+  return g->nbr_start[i + 1] - g->nbr_start[i];
+}
+
+/* Index of j in i's neighbour list, or -1 when j is not a neighbour. */
+int dt_graph_nbr_index(const dt_graph *g, int i, int j);
+
+/* 64-bit fingerprint of nodes, edges and the exact bits of every weight: equal fingerprints
+ * mean identical graphs (used to prove rank-count independence). */
+uint64_t dt_graph_fingerprint(const dt_graph *g);
+
+/* Writes the graph as YAML: nodes, edges, mixing weights, degrees, Fiedler value, spectral gap. */
+dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f);
+
+/* ---- placement: N nodes on P ranks in contiguous blocks, the first N mod P ranks one larger -- */
+
+/* DT_ERR_USAGE unless 1 <= num_ranks <= num_nodes, with a message that says how to fix the
+ * mpirun command. */
+dt_status dt_placement_check(int num_nodes, int num_ranks);
+int dt_placement_first(int num_nodes, int num_ranks, int rank); /* first node of rank */
+int dt_placement_count(int num_nodes, int num_ranks, int rank); /* nodes on rank */
+int dt_placement_rank(int num_nodes, int num_ranks, int node);  /* rank hosting node */
+
+#endif

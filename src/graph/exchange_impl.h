@@ -1,0 +1,16 @@
+/* The dt_comm structure, shared by comm.c and exchange.c (both include <mpi.h>). */
+#ifndef DT_EXCHANGE_IMPL_H
+#define DT_EXCHANGE_IMPL_H
+
+#include <mpi.h>
+
+#include "dt/exchange.h"
+
+struct dt_comm {
+  MPI_Comm comm;
+  int rank, size;
+  int owns_mpi;
+  dt_comm_stats stats;
+};
+
+#endif

@@ -1,0 +1,13 @@
+/* Internal pieces of the graph module shared between its files. */
+#ifndef DT_GRAPH_IMPL_H
+#define DT_GRAPH_IMPL_H
+
+#include "dt/graph.h"
+
+/* Mixing weights W (w_nbr, w_self) of g for its mixing rule; checks symmetry and stochasticity. */
+dt_status dt_graph_mixing_compute(dt_graph *g);
+
+/* Fiedler value of the Laplacian and spectral gap of W (dense LAPACK dsyev). */
+dt_status dt_graph_spectrum_compute(dt_graph *g);
+
+#endif

@@ -1,0 +1,164 @@
+/* Mixing weights, spectral figures, fingerprint, YAML output and node placement.
+ * The spectra use LAPACK's dsyev on dense matrices: graphs here have at most a few thousand
+ * nodes, and an exact eigensolver is simpler and more trustworthy than an iterative one. */
+#include <math.h>
+#include <string.h>
+
+#include "../core/core_impl.h"
+#include "graph_impl.h"
+
+/* LAPACK (from OpenBLAS), Fortran calling convention with hidden string lengths. */
+extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+                   double *w, double *work, const int *lwork, int *info, size_t jobz_len,
+                   size_t uplo_len);
+
+static const char *const mixing_names[DT_MIXING_COUNT] = {
+    [DT_MIXING_METROPOLIS] = "metropolis",
+    [DT_MIXING_UNIFORM] = "uniform",
+};
+
+const char *dt_mixing_name(dt_mixing m) {
+  return (unsigned)m < DT_MIXING_COUNT ? mixing_names[m] : "unknown";
+}
+
+dt_status dt_graph_mixing_compute(dt_graph *g) {
+  int max_deg = 0;
+  for (int i = 0; i < g->n; i++) max_deg = dt_graph_degree(g, i) > max_deg ? dt_graph_degree(g, i) : max_deg;
+  for (int i = 0; i < g->n; i++) {
+    double sum = 0.0;
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) {
+      int j = g->nbr[k];
+      int dmax = dt_graph_degree(g, i) > dt_graph_degree(g, j) ? dt_graph_degree(g, i) : dt_graph_degree(g, j);
+      g->w_nbr[k] = g->mixing == DT_MIXING_UNIFORM ? 1.0 / (1.0 + max_deg) : 1.0 / (1.0 + dmax);
+      sum += g->w_nbr[k];
+    }
+    g->w_self[i] = 1.0 - sum;
+  }
+  /* Both rules are symmetric and doubly stochastic by construction; check it anyway, since the
+   * consensus guarantees of every algorithm rest on it. */
+  for (int i = 0; i < g->n; i++) {
+    double row = g->w_self[i];
+    DT_ASSERT(g->w_self[i] >= -1e-12);
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) {
+      int j = g->nbr[k];
+      int back = dt_graph_nbr_index(g, j, i);
+      DT_ASSERT(back >= 0 && g->w_nbr[g->nbr_start[j] + back] == g->w_nbr[k]);
+      row += g->w_nbr[k];
+    }
+    DT_ASSERT(fabs(row - 1.0) < 1e-12);
+  }
+  return DT_OK;
+}
+
+/* Eigenvalues (ascending) of the dense symmetric n x n matrix a (overwritten). */
+static dt_status sym_eigenvalues(int n, double *a, double *w) {
+  dt_status st = DT_OK;
+  double *work = NULL, query = 0.0;
+  int lwork = -1, info = 0;
+  dsyev_("N", "U", &n, a, &n, w, &query, &lwork, &info, 1, 1);
+  DT_LAPACK_GOTO(info);
+  lwork = (int)query;
+  DT_ALLOC_GOTO(work, lwork, "eigensolver workspace");
+  dsyev_("N", "U", &n, a, &n, w, work, &lwork, &info, 1, 1);
+  DT_LAPACK_GOTO(info);
+cleanup:
+  dt_free(work);
+  return st;
+}
+
+dt_status dt_graph_spectrum_compute(dt_graph *g) {
+  dt_status st = DT_OK;
+  const int n = g->n;
+  double *a = NULL, *w = NULL;
+  if (n == 1) {
+    g->fiedler = 0.0;
+    g->spectral_gap = 1.0;
+    return DT_OK;
+  }
+  DT_ALLOC_GOTO(a, (size_t)n * n, "Laplacian");
+  DT_ALLOC_GOTO(w, n, "eigenvalues");
+  for (int i = 0; i < n; i++) {
+    a[(size_t)i * n + i] = dt_graph_degree(g, i);
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) a[(size_t)i * n + g->nbr[k]] = -1.0;
+  }
+  DT_TRY_GOTO(sym_eigenvalues(n, a, w));
+  g->fiedler = w[1];
+
+  memset(a, 0, sizeof(double) * (size_t)n * n);
+  for (int i = 0; i < n; i++) {
+    a[(size_t)i * n + i] = g->w_self[i];
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) a[(size_t)i * n + g->nbr[k]] = g->w_nbr[k];
+  }
+  DT_TRY_GOTO(sym_eigenvalues(n, a, w));
+  double second = fabs(w[n - 2]) > fabs(w[0]) ? fabs(w[n - 2]) : fabs(w[0]);
+  g->spectral_gap = 1.0 - second;
+cleanup:
+  dt_free(a);
+  dt_free(w);
+  return st;
+}
+
+uint64_t dt_graph_fingerprint(const dt_graph *g) {
+  uint64_t h = 0xcbf29ce484222325ull;
+#define MIX(ptr, bytes)                                              \
+  for (size_t b_ = 0; b_ < (bytes); b_++) {                          \
+    h ^= ((const unsigned char *)(ptr))[b_];                         \
+    h *= 0x100000001b3ull;                                           \
+  }
+  MIX(&g->n, sizeof g->n);
+  MIX(&g->num_edges, sizeof g->num_edges);
+  MIX(g->edges, sizeof(int) * 2 * (size_t)g->num_edges);
+  MIX(g->w_nbr, sizeof(double) * 2 * (size_t)g->num_edges);
+  MIX(g->w_self, sizeof(double) * (size_t)g->n);
+#undef MIX
+  return h;
+}
+
+dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
+  fprintf(f, "type: %s\nmixing: %s\nnum_nodes: %d\nnum_edges: %d\ngen_attempts_used: %d\n",
+          dt_graph_type_name(g->type), dt_mixing_name(g->mixing), g->n, g->num_edges,
+          g->attempts);
+  fprintf(f, "fiedler_value: %.17g\nspectral_gap: %.17g\ndegrees: [", g->fiedler,
+          g->spectral_gap);
+  for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_degree(g, i));
+  fprintf(f, "]\nedges:\n");
+  for (int e = 0; e < g->num_edges; e++) fprintf(f, "  - [%d, %d]\n", g->edges[2 * e], g->edges[2 * e + 1]);
+  fprintf(f, "mixing_weights:\n");
+  for (int i = 0; i < g->n; i++) {
+    fprintf(f, "  - {node: %d, self: %.17g, neighbors: [", i, g->w_self[i]);
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
+      fprintf(f, "%s%d", k > g->nbr_start[i] ? ", " : "", g->nbr[k]);
+    fprintf(f, "], weights: [");
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
+      fprintf(f, "%s%.17g", k > g->nbr_start[i] ? ", " : "", g->w_nbr[k]);
+    fprintf(f, "]}\n");
+  }
+  DT_CHECK(!ferror(f), DT_ERR_IO, "error writing graph YAML");
+  return DT_OK;
+}
+
+/* ---- placement ------------------------------------------------------------------------------- */
+
+dt_status dt_placement_check(int num_nodes, int num_ranks) {
+  DT_CHECK(num_ranks >= 1, DT_ERR_USAGE, "no MPI ranks");
+  DT_CHECK(num_ranks <= num_nodes, DT_ERR_USAGE,
+           "%d MPI ranks for a graph of %d nodes: every rank must host at least one node; run "
+           "with mpirun -np K for some K <= %d (or without mpirun, all nodes in one process)",
+           num_ranks, num_nodes, num_nodes);
+  return DT_OK;
+}
+
+int dt_placement_count(int num_nodes, int num_ranks, int rank) {
+  return num_nodes / num_ranks + (rank < num_nodes % num_ranks ? 1 : 0);
+}
+
+int dt_placement_first(int num_nodes, int num_ranks, int rank) {
+  int base = num_nodes / num_ranks, extra = num_nodes % num_ranks;
+  return rank * base + (rank < extra ? rank : extra);
+}
+
+int dt_placement_rank(int num_nodes, int num_ranks, int node) {
+  int base = num_nodes / num_ranks, extra = num_nodes % num_ranks;
+  int cut = extra * (base + 1); /* nodes held by the larger blocks */
+  return node < cut ? node / (base + 1) : extra + (node - cut) / base;
+}

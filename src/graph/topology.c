@@ -1,0 +1,513 @@
+/* Graph topologies. igraph generates them (random ones from an igraph RNG seeded by dtrun's own
+ * (seed, graph, attempt) stream, so a draw never depends on the rank); dtrun then normalises the
+ * edge list (no loops, no duplicates, u < v, sorted) into CSR arrays that the rest of the code
+ * reads without igraph. */
+#include <ctype.h>
+#include <errno.h>
+#include <igraph.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/rng.h"
+#include "graph_impl.h"
+
+static const char *const type_names[DT_GRAPH_TYPE_COUNT] = {
+    [DT_GRAPH_WHEEL] = "wheel",         [DT_GRAPH_CYCLE] = "cycle",
+    [DT_GRAPH_COMPLETE] = "complete",   [DT_GRAPH_STAR] = "star",
+    [DT_GRAPH_PATH] = "path",           [DT_GRAPH_RANDOM] = "random",
+    [DT_GRAPH_GRID] = "grid",           [DT_GRAPH_TORUS] = "torus",
+    [DT_GRAPH_REGULAR] = "regular",     [DT_GRAPH_GEOMETRIC] = "geometric",
+    [DT_GRAPH_EXPONENTIAL] = "exponential", [DT_GRAPH_FILE] = "file",
+};
+
+const char *dt_graph_type_name(dt_graph_type t) {
+  return (unsigned)t < DT_GRAPH_TYPE_COUNT ? type_names[t] : "unknown";
+}
+
+static dt_status igraph_fail(igraph_error_t rc, const char *file, int line, const char *func,
+                             const char *call) {
+  return dt_error_set(rc == IGRAPH_ENOMEM ? DT_ERR_MEMORY : DT_ERR_INTERNAL, file, line, func,
+                      "igraph call %s failed: %s", call, igraph_strerror(rc));
+}
+
+#define IG_GOTO(call)                                                          \
+  do {                                                                         \
+    igraph_error_t ig_rc_ = (call);                                            \
+    if (ig_rc_ != IGRAPH_SUCCESS) {                                            \
+      st = igraph_fail(ig_rc_, __FILE__, __LINE__, __func__, #call);           \
+      goto cleanup;                                                            \
+    }                                                                          \
+  } while (0)
+
+/* igraph's default handler aborts the process; dtrun wants the error code back. */
+static void igraph_quiet(void) {
+  static int done = 0;
+  if (!done) {
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    done = 1;
+  }
+}
+
+/* ---- edge list → CSR ------------------------------------------------------------------------ */
+
+static int cmp_edge(const void *a, const void *b) {
+  const int *x = a, *y = b;
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Takes ownership of *edges_io (2*m ids, any order/orientation; loops and duplicates dropped)
+ * and sets it to NULL, whatever the outcome. */
+static dt_status graph_from_edges(int n, int **edges_io, int m, dt_graph *g) {
+  dt_status st = DT_OK;
+  int *edges = *edges_io;
+  *edges_io = NULL;
+  for (int e = 0; e < m; e++) {
+    int u = edges[2 * e], v = edges[2 * e + 1];
+    edges[2 * e] = u < v ? u : v;
+    edges[2 * e + 1] = u < v ? v : u;
+  }
+  qsort(edges, (size_t)m, 2 * sizeof(int), cmp_edge);
+  int k = 0;
+  for (int e = 0; e < m; e++) {
+    int u = edges[2 * e], v = edges[2 * e + 1];
+    if (u == v) continue;
+    if (k > 0 && edges[2 * (k - 1)] == u && edges[2 * (k - 1) + 1] == v) continue;
+    edges[2 * k] = u;
+    edges[2 * k + 1] = v;
+    k++;
+  }
+  g->n = n;
+  g->num_edges = k;
+  g->edges = edges;
+  DT_ALLOC_GOTO(g->nbr_start, n + 1, "graph offsets");
+  DT_ALLOC_GOTO(g->nbr, 2 * k + 1, "graph neighbours");
+  DT_ALLOC_GOTO(g->w_nbr, 2 * k + 1, "mixing weights");
+  DT_ALLOC_GOTO(g->w_self, n, "mixing weights");
+  for (int e = 0; e < k; e++) {
+    g->nbr_start[edges[2 * e] + 1]++;
+    g->nbr_start[edges[2 * e + 1] + 1]++;
+  }
+  for (int i = 0; i < n; i++) g->nbr_start[i + 1] += g->nbr_start[i];
+  int *fill = NULL;
+  DT_ALLOC_GOTO(fill, n, "graph fill");
+  /* Edges are sorted by (u, v): visiting them in order appends each node's neighbours in
+   * increasing id for both endpoints (lower ids arrive first as u for v, and as v for u). */
+  for (int e = 0; e < k; e++) {
+    int u = edges[2 * e], v = edges[2 * e + 1];
+    g->nbr[g->nbr_start[v] + fill[v]++] = u;
+  }
+  for (int e = 0; e < k; e++) {
+    int u = edges[2 * e], v = edges[2 * e + 1];
+    g->nbr[g->nbr_start[u] + fill[u]++] = v;
+  }
+  dt_free(fill);
+cleanup:
+  return st;
+}
+
+static dt_status edges_from_igraph(const igraph_t *ig, int **edges, int *m) {
+  dt_status st = DT_OK;
+  igraph_vector_int_t el;
+  int inited = 0;
+  IG_GOTO(igraph_vector_int_init(&el, 0));
+  inited = 1;
+  IG_GOTO(igraph_get_edgelist(ig, &el, 0));
+  *m = (int)(igraph_vector_int_size(&el) / 2);
+  DT_ALLOC_GOTO(*edges, 2 * *m + 2, "edge list");
+  for (int i = 0; i < 2 * *m; i++) (*edges)[i] = (int)VECTOR(el)[i];
+cleanup:
+  if (inited) igraph_vector_int_destroy(&el);
+  return st;
+}
+
+static int is_connected(const dt_graph *g) {
+  if (g->n <= 1) return 1;
+  int *stack = malloc(sizeof(int) * (size_t)g->n);
+  char *seen = calloc((size_t)g->n, 1);
+  int top = 0, reached = 1;
+  if (stack == NULL || seen == NULL) {
+    free(stack);
+    free(seen);
+    return -1;
+  }
+  stack[top++] = 0;
+  seen[0] = 1;
+  while (top > 0) {
+    int u = stack[--top];
+    for (int k = g->nbr_start[u]; k < g->nbr_start[u + 1]; k++) {
+      int v = g->nbr[k];
+      if (!seen[v]) {
+        seen[v] = 1;
+        reached++;
+        stack[top++] = v;
+      }
+    }
+  }
+  free(stack);
+  free(seen);
+  return reached == g->n;
+}
+
+/* First unreachable nodes from node 0, for error messages. */
+static void describe_unreachable(const dt_graph *g, char *buf, size_t size) {
+  char *seen = calloc((size_t)g->n, 1);
+  int *stack = malloc(sizeof(int) * (size_t)g->n);
+  int top = 0;
+  buf[0] = '\0';
+  if (seen == NULL || stack == NULL) goto done;
+  stack[top++] = 0;
+  seen[0] = 1;
+  while (top > 0) {
+    int u = stack[--top];
+    for (int k = g->nbr_start[u]; k < g->nbr_start[u + 1]; k++)
+      if (!seen[g->nbr[k]]) {
+        seen[g->nbr[k]] = 1;
+        stack[top++] = g->nbr[k];
+      }
+  }
+  size_t used = 0;
+  int shown = 0, total = 0;
+  for (int i = 0; i < g->n; i++) {
+    if (seen[i]) continue;
+    total++;
+    if (shown < 8 && used < size) {
+      used += (size_t)snprintf(buf + used, size - used, "%s%d", shown ? ", " : "", i);
+      shown++;
+    }
+  }
+  if (total > shown && used < size) snprintf(buf + used, size - used, ", ... (%d in all)", total);
+done:
+  free(seen);
+  free(stack);
+}
+
+/* ---- deterministic topologies ---------------------------------------------------------------- */
+
+static void grid_shape(const dt_graph_spec *s, int *rows, int *cols) {
+  if (s->rows > 0 || s->cols > 0) {
+    *rows = s->rows > 0 ? s->rows : s->num_nodes / s->cols;
+    *cols = s->cols > 0 ? s->cols : s->num_nodes / s->rows;
+    return;
+  }
+  int r = (int)floor(sqrt((double)s->num_nodes));
+  while (r > 1 && s->num_nodes % r != 0) r--;
+  *rows = r;
+  *cols = s->num_nodes / r;
+}
+
+static dt_status make_deterministic(const dt_graph_spec *s, int **edges, int *m) {
+  dt_status st = DT_OK;
+  const int n = s->num_nodes;
+  int cap = 0, k = 0;
+  switch (s->type) {
+    case DT_GRAPH_WHEEL: cap = 2 * n; break;
+    case DT_GRAPH_CYCLE: cap = n; break;
+    case DT_GRAPH_COMPLETE: cap = n * (n - 1) / 2; break;
+    case DT_GRAPH_STAR: cap = n; break;
+    case DT_GRAPH_PATH: cap = n; break;
+    case DT_GRAPH_GRID:
+    case DT_GRAPH_TORUS: cap = 2 * n; break;
+    case DT_GRAPH_EXPONENTIAL: cap = n * 32; break;
+    default: DT_ASSERT_GOTO(0);
+  }
+  DT_ALLOC_GOTO(*edges, 2 * cap + 2, "edge list");
+  int *e = *edges;
+#define EDGE(a, b) (e[2 * k] = (a), e[2 * k + 1] = (b), k++)
+  switch (s->type) {
+    case DT_GRAPH_WHEEL:
+      /* networkx.wheel_graph: hub 0 joined to every rim node, rim 1..n-1 a cycle. */
+      for (int i = 1; i < n; i++) EDGE(0, i);
+      for (int i = 1; i < n && n > 3; i++) EDGE(i, i + 1 < n ? i + 1 : 1);
+      break;
+    case DT_GRAPH_CYCLE:
+      for (int i = 0; i < n && n > 1; i++) EDGE(i, (i + 1) % n);
+      break;
+    case DT_GRAPH_COMPLETE:
+      for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) EDGE(i, j);
+      break;
+    case DT_GRAPH_STAR:
+      for (int i = 1; i < n; i++) EDGE(0, i);
+      break;
+    case DT_GRAPH_PATH:
+      for (int i = 0; i + 1 < n; i++) EDGE(i, i + 1);
+      break;
+    case DT_GRAPH_GRID:
+    case DT_GRAPH_TORUS: {
+      int rows, cols;
+      grid_shape(s, &rows, &cols);
+      DT_CHECK_GOTO(rows * cols == n && rows > 0 && cols > 0, DT_ERR_CONFIG,
+                    "graph: a %s of %d x %d has %d nodes, but num_nodes is %d; choose rows and "
+                    "cols whose product is num_nodes",
+                    type_names[s->type], rows, cols, rows * cols, n);
+      int wrap = s->type == DT_GRAPH_TORUS;
+      for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+          int i = r * cols + c;
+          if (c + 1 < cols) EDGE(i, i + 1);
+          else if (wrap && cols > 2) EDGE(i, r * cols);
+          if (r + 1 < rows) EDGE(i, i + cols);
+          else if (wrap && rows > 2) EDGE(i, c);
+        }
+      break;
+    }
+    case DT_GRAPH_EXPONENTIAL:
+      /* Static exponential graph (Ying et al., NeurIPS 2021), undirected: i ~ i + 2^k mod n. */
+      for (int i = 0; i < n; i++)
+        for (int hop = 1; hop < n; hop *= 2) EDGE(i, (i + hop) % n);
+      break;
+    default: break;
+  }
+#undef EDGE
+  *m = k;
+cleanup:
+  return st;
+}
+
+/* ---- random topologies ----------------------------------------------------------------------- */
+
+static dt_status make_random(const dt_graph_spec *s, int attempt, int **edges, int *m) {
+  dt_status st = DT_OK;
+  igraph_t ig;
+  int have = 0;
+  dt_rng r;
+  dt_rng_init(&r, s->seed, DT_RNG_GRAPH, (uint64_t)attempt);
+  IG_GOTO(igraph_rng_seed(igraph_rng_default(), (igraph_uint_t)dt_rng_u64(&r)));
+  switch (s->type) {
+    case DT_GRAPH_RANDOM:
+      IG_GOTO(igraph_erdos_renyi_game_gnp(&ig, s->num_nodes, s->p, 0, 0));
+      break;
+    case DT_GRAPH_REGULAR:
+      IG_GOTO(igraph_k_regular_game(&ig, s->num_nodes, s->degree, 0, 0));
+      break;
+    case DT_GRAPH_GEOMETRIC:
+      IG_GOTO(igraph_grg_game(&ig, s->num_nodes, s->radius, 0, NULL, NULL));
+      break;
+    default: DT_ASSERT_GOTO(0);
+  }
+  have = 1;
+  DT_TRY_GOTO(edges_from_igraph(&ig, edges, m));
+cleanup:
+  if (have) igraph_destroy(&ig);
+  return st;
+}
+
+/* ---- edge-list file -------------------------------------------------------------------------- */
+
+static dt_status read_edge_file(const char *path, int n, int **edges_out, int *m_out) {
+  dt_status st = DT_OK;
+  int *edges = NULL, *first_line = NULL, cap = 64, m = 0, lineno = 0;
+  char line[1024];
+  FILE *f = fopen(path, "r");
+  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "graph.edge_file '%s': cannot open: %s", path,
+                strerror(errno));
+  DT_ALLOC_GOTO(edges, 2 * cap, "edge list");
+  while (fgets(line, sizeof line, f) != NULL) {
+    lineno++;
+    size_t len = strlen(line);
+    DT_CHECK_GOTO(len + 1 < sizeof line || line[len - 1] == '\n' || feof(f), DT_ERR_CONFIG,
+                  "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
+    char *hash = strchr(line, '#');
+    if (hash != NULL) *hash = '\0';
+    char *p = line;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '\0') continue;
+    char *end1, *end2;
+    errno = 0;
+    long u = strtol(p, &end1, 10);
+    long v = end1 != p ? strtol(end1, &end2, 10) : 0;
+    int ok = end1 != p && end2 != end1 && errno == 0;
+    if (ok) {
+      while (isspace((unsigned char)*end2)) end2++;
+      ok = *end2 == '\0';
+    }
+    if (!ok) {
+      p[strcspn(p, "\r\n")] = '\0';
+      DT_CHECK_GOTO(0, DT_ERR_CONFIG, "%s:%d: expected two node ids 'u v', found '%s'", path,
+                    lineno, p);
+    }
+    DT_CHECK_GOTO(u >= 0 && u < n && v >= 0 && v < n, DT_ERR_CONFIG,
+                  "%s:%d: node id %ld is out of range: graph.num_nodes is %d, so ids are 0..%d",
+                  path, lineno, (u < 0 || u >= n) ? u : v, n, n - 1);
+    DT_CHECK_GOTO(u != v, DT_ERR_CONFIG, "%s:%d: self-loop on node %ld is not allowed", path,
+                  lineno, u);
+    if (m == cap) {
+      cap *= 2;
+      int *grown = realloc(edges, sizeof(int) * 2 * (size_t)cap);
+      DT_CHECK_GOTO(grown != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
+      edges = grown;
+    }
+    edges[2 * m] = (int)u;
+    edges[2 * m + 1] = (int)v;
+    m++;
+    /* Remember the line of each edge to report duplicates precisely (m is small: O(m) scan). */
+    int *fl = realloc(first_line, sizeof(int) * (size_t)m);
+    DT_CHECK_GOTO(fl != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
+    first_line = fl;
+    first_line[m - 1] = lineno;
+    for (int e = 0; e + 1 < m; e++) {
+      int a = edges[2 * e], b = edges[2 * e + 1];
+      DT_CHECK_GOTO(!((a == u && b == v) || (a == v && b == u)), DT_ERR_CONFIG,
+                    "%s:%d: duplicate edge %ld-%ld (first given on line %d)", path, lineno, u, v,
+                    first_line[e]);
+    }
+  }
+  DT_CHECK_GOTO(!ferror(f), DT_ERR_IO, "%s: read error", path);
+  DT_CHECK_GOTO(m > 0 || n == 1, DT_ERR_CONFIG, "%s: no edges found (expected lines 'u v')", path);
+  *edges_out = edges;
+  *m_out = m;
+  edges = NULL;
+cleanup:
+  if (f != NULL) fclose(f);
+  free(edges);
+  free(first_line);
+  return st;
+}
+
+/* ---- build ----------------------------------------------------------------------------------- */
+
+static dt_status check_spec(const dt_graph_spec *s) {
+  const int n = s->num_nodes;
+  DT_CHECK(n >= 1, DT_ERR_CONFIG, "graph.num_nodes must be at least 1, found %d", n);
+  DT_CHECK((unsigned)s->type < DT_GRAPH_TYPE_COUNT, DT_ERR_CONFIG, "graph.type %d is unknown",
+           (int)s->type);
+  DT_CHECK((unsigned)s->mixing < DT_MIXING_COUNT, DT_ERR_CONFIG, "graph.mixing %d is unknown",
+           (int)s->mixing);
+  switch (s->type) {
+    case DT_GRAPH_RANDOM:
+      DT_CHECK(s->p > 0.0 && s->p <= 1.0, DT_ERR_CONFIG,
+               "graph.p must lie in (0, 1] for a random graph, found %g", s->p);
+      break;
+    case DT_GRAPH_REGULAR:
+      DT_CHECK(s->degree >= 1 && s->degree < n, DT_ERR_CONFIG,
+               "graph.degree must lie in [1, num_nodes - 1] = [1, %d], found %d", n - 1,
+               s->degree);
+      DT_CHECK((n * s->degree) % 2 == 0, DT_ERR_CONFIG,
+               "a %d-regular graph on %d nodes does not exist (num_nodes * degree must be even)",
+               s->degree, n);
+      break;
+    case DT_GRAPH_GEOMETRIC:
+      DT_CHECK(s->radius > 0.0, DT_ERR_CONFIG, "graph.radius must be positive, found %g",
+               s->radius);
+      break;
+    case DT_GRAPH_FILE:
+      DT_CHECK(s->edge_file != NULL && s->edge_file[0] != '\0', DT_ERR_CONFIG,
+               "graph.type file needs graph.edge_file");
+      break;
+    case DT_GRAPH_GRID:
+    case DT_GRAPH_TORUS:
+      DT_CHECK(s->rows >= 0 && s->cols >= 0, DT_ERR_CONFIG, "graph.rows and graph.cols must be "
+               "positive (or 0 to choose automatically)");
+      break;
+    default: break;
+  }
+  if (s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_REGULAR || s->type == DT_GRAPH_GEOMETRIC)
+    DT_CHECK(s->gen_attempts >= 1, DT_ERR_CONFIG, "graph.gen_attempts must be at least 1, found %d",
+             s->gen_attempts);
+  return DT_OK;
+}
+
+int dt_graph_nbr_index(const dt_graph *g, int i, int j) {
+  int lo = g->nbr_start[i], hi = g->nbr_start[i + 1];
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (g->nbr[mid] < j) lo = mid + 1;
+    else hi = mid;
+  }
+  return (lo < g->nbr_start[i + 1] && g->nbr[lo] == j) ? lo - g->nbr_start[i] : -1;
+}
+
+void dt_graph_free(dt_graph *g) {
+  if (g == NULL) return;
+  dt_free(g->edges);
+  dt_free(g->nbr_start);
+  dt_free(g->nbr);
+  dt_free(g->w_nbr);
+  dt_free(g->w_self);
+  dt_free(g);
+}
+
+/* Releases the topology arrays of g, keeping the struct (between random attempts). */
+static void clear_topology(dt_graph *g) {
+  dt_free(g->edges);
+  dt_free(g->nbr_start);
+  dt_free(g->nbr);
+  dt_free(g->w_nbr);
+  dt_free(g->w_self);
+  g->edges = g->nbr_start = g->nbr = NULL;
+  g->w_nbr = g->w_self = NULL;
+}
+
+dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
+  dt_status st = DT_OK;
+  dt_graph *g = NULL;
+  int *edges = NULL, m = 0;
+  *out = NULL;
+  igraph_quiet();
+  DT_TRY_GOTO(check_spec(spec));
+  DT_ALLOC_GOTO(g, 1, "graph");
+  g->type = spec->type;
+  g->mixing = spec->mixing;
+  g->attempts = 1;
+
+  const int random = spec->type == DT_GRAPH_RANDOM || spec->type == DT_GRAPH_REGULAR ||
+                     spec->type == DT_GRAPH_GEOMETRIC;
+  if (random) {
+    int connected = 0;
+    for (int a = 0; a < spec->gen_attempts && !connected; a++) {
+      clear_topology(g);
+      DT_TRY_GOTO(make_random(spec, a, &edges, &m));
+      DT_TRY_GOTO(graph_from_edges(spec->num_nodes, &edges, m, g));
+      g->attempts = a + 1;
+      connected = is_connected(g);
+      DT_CHECK_GOTO(connected >= 0, DT_ERR_MEMORY, "out of memory checking connectivity");
+    }
+    if (!connected) {
+      char hint[160] = "";
+      if (spec->type == DT_GRAPH_RANDOM)
+        snprintf(hint, sizeof hint, "; connectivity needs p above about ln(N)/N = %.3g",
+                 log((double)spec->num_nodes) / spec->num_nodes);
+      if (spec->type == DT_GRAPH_GEOMETRIC)
+        snprintf(hint, sizeof hint, "; connectivity needs a radius above about sqrt(ln(N)/(pi N)) = %.3g",
+                 sqrt(log((double)spec->num_nodes) / (3.14159265358979 * spec->num_nodes)));
+      if (spec->type == DT_GRAPH_RANDOM)
+        DT_CHECK_GOTO(0, DT_ERR_CONFIG,
+                      "graph: no connected random graph with p = %g on %d nodes in %d attempts "
+                      "(graph.gen_attempts)%s; raise graph.p or graph.gen_attempts",
+                      spec->p, spec->num_nodes, spec->gen_attempts, hint);
+      DT_CHECK_GOTO(0, DT_ERR_CONFIG,
+                    "graph: no connected %s graph on %d nodes in %d attempts "
+                    "(graph.gen_attempts)%s",
+                    type_names[spec->type], spec->num_nodes, spec->gen_attempts, hint);
+    }
+  } else {
+    if (spec->type == DT_GRAPH_FILE)
+      DT_TRY_GOTO(read_edge_file(spec->edge_file, spec->num_nodes, &edges, &m));
+    else
+      DT_TRY_GOTO(make_deterministic(spec, &edges, &m));
+    DT_TRY_GOTO(graph_from_edges(spec->num_nodes, &edges, m, g));
+    int connected = is_connected(g);
+    DT_CHECK_GOTO(connected >= 0, DT_ERR_MEMORY, "out of memory checking connectivity");
+    if (!connected) {
+      char which[200];
+      describe_unreachable(g, which, sizeof which);
+      if (spec->type == DT_GRAPH_FILE)
+        DT_CHECK_GOTO(0, DT_ERR_CONFIG,
+                      "%s: the graph is not connected: nodes %s cannot be reached from node 0",
+                      spec->edge_file, which);
+      DT_CHECK_GOTO(0, DT_ERR_CONFIG, "graph: the %s graph on %d nodes is not connected",
+                    type_names[spec->type], spec->num_nodes);
+    }
+  }
+  DT_TRY_GOTO(dt_graph_mixing_compute(g));
+  DT_TRY_GOTO(dt_graph_spectrum_compute(g));
+  *out = g;
+  g = NULL;
+cleanup:
+  free(edges);
+  dt_graph_free(g);
+  return st;
+}

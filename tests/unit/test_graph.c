@@ -1,0 +1,194 @@
+/* Topologies, mixing weights, spectral figures and placement, against hand-computed values and
+ * closed forms; and every edge-file error with its message. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dt/graph.h"
+
+static dt_graph *build(dt_graph_type type, int n) {
+  dt_graph_spec s = {.type = type, .num_nodes = n, .gen_attempts = 20, .p = 0.5, .degree = 3, .radius = 0.6};
+  dt_graph *g = NULL;
+  CHECK_OK(dt_graph_build(&s, &g));
+  return g;
+}
+
+static double w(const dt_graph *g, int i, int j) {
+  if (i == j) return g->w_self[i];
+  int k = dt_graph_nbr_index(g, i, j);
+  return k < 0 ? 0.0 : g->w_nbr[g->nbr_start[i] + k];
+}
+
+static void test_wheel(void) {
+  dt_graph *g = build(DT_GRAPH_WHEEL, 5);
+  if (g == NULL) return;
+  CHECK(g->num_edges == 8, "wheel(5) edges %d", g->num_edges);
+  CHECK(dt_graph_degree(g, 0) == 4, "hub degree");
+  for (int i = 1; i < 5; i++) {
+    CHECK(dt_graph_degree(g, i) == 3, "rim degree %d", i);
+    CHECK_CLOSE(w(g, 0, i), 1.0 / 5, 0, 1e-15);
+    CHECK_CLOSE(w(g, i, 0), 1.0 / 5, 0, 1e-15);
+    CHECK_CLOSE(w(g, i, i), 0.3, 0, 1e-15);
+    int next = i == 4 ? 1 : i + 1;
+    CHECK_CLOSE(w(g, i, next), 1.0 / 4, 0, 1e-15);
+  }
+  CHECK_CLOSE(w(g, 0, 0), 1.0 / 5, 0, 1e-15);
+  CHECK(w(g, 1, 3) == 0.0, "1 and 3 are not adjacent in wheel(5)");
+  /* neighbour lists are sorted */
+  for (int i = 0; i < 5; i++)
+    for (int k = g->nbr_start[i] + 1; k < g->nbr_start[i + 1]; k++) CHECK(g->nbr[k - 1] < g->nbr[k], "unsorted");
+  /* Laplacian of W5: eigenvalues 0, 3, 3, 5, 5 -> Fiedler 3 */
+  CHECK_CLOSE(g->fiedler, 3.0, 0, 1e-10);
+  dt_graph_free(g);
+}
+
+static void test_closed_forms(void) {
+  const double pi = 3.14159265358979323846;
+  for (int n = 3; n <= 12; n += 3) {
+    dt_graph *g = build(DT_GRAPH_CYCLE, n);
+    CHECK_CLOSE(g->fiedler, 2 - 2 * cos(2 * pi / n), 0, 1e-10);
+    /* Metropolis on a cycle: W = I/3 + A/3, eigenvalues (1 + 2cos(2πk/n))/3 */
+    double l2 = (1 + 2 * cos(2 * pi / n)) / 3, ln = n % 2 ? (1 + 2 * cos(pi * (n - 1) / n)) / 3 : -1.0 / 3;
+    double second = fabs(l2) > fabs(ln) ? fabs(l2) : fabs(ln);
+    CHECK_CLOSE(g->spectral_gap, 1 - second, 0, 1e-10);
+    dt_graph_free(g);
+    g = build(DT_GRAPH_PATH, n);
+    CHECK_CLOSE(g->fiedler, 2 - 2 * cos(pi / n), 0, 1e-10);
+    CHECK(g->num_edges == n - 1, "path edges");
+    dt_graph_free(g);
+    g = build(DT_GRAPH_COMPLETE, n);
+    CHECK_CLOSE(g->fiedler, (double)n, 0, 1e-10);
+    CHECK_CLOSE(g->spectral_gap, 1.0, 0, 1e-10); /* W = J/n */
+    CHECK(g->num_edges == n * (n - 1) / 2, "complete edges");
+    dt_graph_free(g);
+    g = build(DT_GRAPH_STAR, n);
+    CHECK_CLOSE(g->fiedler, 1.0, 0, 1e-10);
+    dt_graph_free(g);
+  }
+}
+
+static void test_small_and_others(void) {
+  for (int t = 0; t < DT_GRAPH_TYPE_COUNT; t++) {
+    if (t == DT_GRAPH_FILE || t == DT_GRAPH_REGULAR || t == DT_GRAPH_GEOMETRIC || t == DT_GRAPH_RANDOM) continue;
+    for (int n = 1; n <= 2; n++) {
+      dt_graph *g = build((dt_graph_type)t, n);
+      if (g == NULL) continue;
+      CHECK(g->num_edges == n - 1, "%s(%d): %d edges", dt_graph_type_name((dt_graph_type)t), n, g->num_edges);
+      if (n == 2) CHECK_CLOSE(w(g, 0, 1), 0.5, 0, 1e-15);
+      if (n == 1) CHECK(g->w_self[0] == 1.0 && g->spectral_gap == 1.0, "N=1");
+      dt_graph_free(g);
+    }
+  }
+  dt_graph *g = build(DT_GRAPH_TORUS, 12); /* 3 x 4 torus: 4-regular */
+  for (int i = 0; i < 12; i++) CHECK(dt_graph_degree(g, i) == 4, "torus degree %d", dt_graph_degree(g, i));
+  dt_graph_free(g);
+  g = build(DT_GRAPH_GRID, 12);
+  CHECK(g->num_edges == 3 * 3 + 2 * 4, "grid 3x4 edges %d", g->num_edges);
+  dt_graph_free(g);
+  g = build(DT_GRAPH_EXPONENTIAL, 8); /* hops 1, 2, 4: degree 2+2+1 */
+  for (int i = 0; i < 8; i++) CHECK(dt_graph_degree(g, i) == 5, "exponential degree %d", dt_graph_degree(g, i));
+  dt_graph_free(g);
+  g = build(DT_GRAPH_REGULAR, 10);
+  for (int i = 0; i < 10; i++) CHECK(dt_graph_degree(g, i) == 3, "3-regular degree %d", dt_graph_degree(g, i));
+  dt_graph_free(g);
+  g = build(DT_GRAPH_GEOMETRIC, 10);
+  CHECK(g != NULL && g->fiedler > 1e-9, "geometric connected");
+  dt_graph_free(g);
+
+  /* Uniform mixing: 1/(1 + max degree) on every edge. */
+  dt_graph_spec s = {.type = DT_GRAPH_WHEEL, .num_nodes = 5, .mixing = DT_MIXING_UNIFORM};
+  CHECK_OK(dt_graph_build(&s, &g));
+  CHECK_CLOSE(w(g, 1, 2), 0.2, 0, 1e-15);
+  CHECK_CLOSE(w(g, 1, 1), 0.4, 0, 1e-15);
+  dt_graph_free(g);
+}
+
+static void test_random(void) {
+  dt_graph_spec s = {.type = DT_GRAPH_RANDOM, .num_nodes = 20, .p = 0.3, .gen_attempts = 10, .seed = 7};
+  dt_graph *a = NULL, *b = NULL;
+  CHECK_OK(dt_graph_build(&s, &a));
+  CHECK_OK(dt_graph_build(&s, &b));
+  CHECK(a && b && dt_graph_fingerprint(a) == dt_graph_fingerprint(b), "same seed, different graph");
+  dt_graph_free(b);
+  s.seed = 8;
+  CHECK_OK(dt_graph_build(&s, &b));
+  CHECK(a && b && dt_graph_fingerprint(a) != dt_graph_fingerprint(b), "seed ignored");
+  dt_graph_free(a);
+  dt_graph_free(b);
+  s.p = 0.01;
+  s.gen_attempts = 3;
+  CHECK_FAILS(dt_graph_build(&s, &a), DT_ERR_CONFIG, "no connected random graph with p = 0.01 on 20 nodes in 3 attempts");
+  s.p = 1.5;
+  CHECK_FAILS(dt_graph_build(&s, &a), DT_ERR_CONFIG, "graph.p must lie in (0, 1]");
+  dt_graph_spec r = {.type = DT_GRAPH_REGULAR, .num_nodes = 5, .degree = 3, .gen_attempts = 1};
+  CHECK_FAILS(dt_graph_build(&r, &a), DT_ERR_CONFIG, "num_nodes * degree must be even");
+  dt_graph_spec gr = {.type = DT_GRAPH_GRID, .num_nodes = 10, .rows = 3};
+  CHECK_FAILS(dt_graph_build(&gr, &a), DT_ERR_CONFIG, "a grid of 3 x 3 has 9 nodes, but num_nodes is 10");
+  dt_graph_spec z = {.type = DT_GRAPH_CYCLE, .num_nodes = 0};
+  CHECK_FAILS(dt_graph_build(&z, &a), DT_ERR_CONFIG, "graph.num_nodes must be at least 1");
+}
+
+static void test_edge_file(void) {
+  char path[] = "/tmp/dt_edges_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  struct {
+    const char *text, *needle;
+    dt_status code;
+  } cases[] = {
+      {"# ring\n0 1\n1 2\n2 3 # comment\n3 0\n", NULL, DT_OK},
+      {"0 1\n1 2\n2 x\n", ":3: expected two node ids 'u v', found '2 x'", DT_ERR_CONFIG},
+      {"0 1\n1 4\n", ":2: node id 4 is out of range: graph.num_nodes is 4, so ids are 0..3", DT_ERR_CONFIG},
+      {"0 1\n-1 2\n", ":2: node id -1 is out of range", DT_ERR_CONFIG},
+      {"0 1\n2 2\n", ":2: self-loop on node 2", DT_ERR_CONFIG},
+      {"0 1\n1 2\n\n2 1\n", ":4: duplicate edge 2-1 (first given on line 2)", DT_ERR_CONFIG},
+      {"0 1\n2 3\n", "the graph is not connected: nodes 2, 3 cannot be reached from node 0", DT_ERR_CONFIG},
+      {"# nothing\n", "no edges found", DT_ERR_CONFIG},
+      {"0 1 2\n", "expected two node ids 'u v', found '0 1 2'", DT_ERR_CONFIG},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    FILE *f = fopen(path, "w");
+    fputs(cases[c].text, f);
+    fclose(f);
+    dt_graph_spec s = {.type = DT_GRAPH_FILE, .num_nodes = 4, .edge_file = path};
+    dt_graph *g = NULL;
+    if (cases[c].code == DT_OK) {
+      CHECK_OK(dt_graph_build(&s, &g));
+      CHECK(g && g->num_edges == 4 && dt_graph_degree(g, 0) == 2, "edge file ring");
+      dt_graph_free(g);
+    } else {
+      CHECK_FAILS(dt_graph_build(&s, &g), cases[c].code, cases[c].needle);
+    }
+  }
+  unlink(path);
+  dt_graph_spec s = {.type = DT_GRAPH_FILE, .num_nodes = 4, .edge_file = "/nonexistent/edges.txt"};
+  dt_graph *g = NULL;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_IO, "graph.edge_file '/nonexistent/edges.txt': cannot open");
+}
+
+static void test_placement(void) {
+  for (int n = 1; n <= 12; n++)
+    for (int p = 1; p <= n; p++) {
+      int next = 0;
+      for (int r = 0; r < p; r++) {
+        int first = dt_placement_first(n, p, r), count = dt_placement_count(n, p, r);
+        CHECK(first == next && count >= n / p && count <= n / p + 1, "n=%d p=%d r=%d", n, p, r);
+        for (int i = first; i < first + count; i++) CHECK(dt_placement_rank(n, p, i) == r, "rank of %d", i);
+        next += count;
+      }
+      CHECK(next == n, "placement covers %d of %d", next, n);
+    }
+  CHECK_OK(dt_placement_check(5, 5));
+  CHECK_FAILS(dt_placement_check(5, 6), DT_ERR_USAGE, "6 MPI ranks for a graph of 5 nodes");
+}
+
+int main(void) {
+  test_wheel();
+  test_closed_forms();
+  test_small_and_others();
+  test_random();
+  test_edge_file();
+  test_placement();
+  return check_report("test_graph");
+}
