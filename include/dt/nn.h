@@ -1,0 +1,95 @@
+/* Neural networks built from a layer list: conv2d, maxpool2d, linear, relu, flatten, dropout,
+ * closed by log-softmax with the NLL loss.
+ *
+ * A dt_model is the architecture only: shapes and a per-layer offset table into ONE contiguous
+ * parameter vector (and a gradient vector of the same layout), in PyTorch's parameter order.
+ * Every graph node owns its own vectors and may share the model; scratch memory lives in a
+ * dt_workspace (one per thread), so training allocates nothing. */
+#ifndef DT_NN_H
+#define DT_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dt/rng.h"
+#include "dt/status.h"
+
+typedef enum dt_layer_kind {
+  DT_LAYER_CONV2D = 0,
+  DT_LAYER_MAXPOOL2D,
+  DT_LAYER_LINEAR,
+  DT_LAYER_RELU,
+  DT_LAYER_FLATTEN,
+  DT_LAYER_DROPOUT,
+  DT_LAYER_KIND_COUNT
+} dt_layer_kind;
+
+const char *dt_layer_kind_name(dt_layer_kind k);
+
+typedef struct dt_layer_spec {
+  dt_layer_kind kind;
+  int out_channels; /* conv2d */
+  int kernel_size;  /* conv2d, maxpool2d */
+  int stride;       /* conv2d (default 1), maxpool2d (0 = kernel_size) */
+  int padding;      /* conv2d */
+  int out_features; /* linear */
+  float p;          /* dropout probability */
+} dt_layer_spec;
+
+enum { DT_MAX_LAYERS = 32 };
+
+typedef struct dt_model_spec {
+  int in_channels, in_height, in_width; /* e.g. 1 x 28 x 28 */
+  int num_classes;                      /* the last linear layer's width */
+  int num_layers;
+  dt_layer_spec layers[DT_MAX_LAYERS];
+} dt_model_spec;
+
+/* The seed reference's CNN: conv(1→F, k×k) → relu → maxpool 2 → flatten → linear(→H) → relu →
+ * linear(→10); 28,440 parameters for F=3, k=5, H=64 on 28×28 inputs. */
+void dt_model_spec_seed_cnn(dt_model_spec *spec, int num_filters, int kernel_size,
+                            int linear_width);
+
+typedef struct dt_model dt_model;
+typedef struct dt_workspace dt_workspace;
+
+/* Checks the layer list against the input shape and builds the offset table. Errors:
+ * DT_ERR_CONFIG naming the layer (e.g. a kernel larger than its input, a linear layer before
+ * flatten, a last layer whose width is not num_classes). */
+dt_status dt_model_create(const dt_model_spec *spec, dt_model **out);
+void dt_model_free(dt_model *m);
+
+size_t dt_model_num_params(const dt_model *m);
+const dt_model_spec *dt_model_spec_of(const dt_model *m);
+/* Floats per input sample (C*H*W). */
+size_t dt_model_input_size(const dt_model *m);
+/* One line per layer with its output shape and parameter count, for `dtrun check`. */
+void dt_model_describe(const dt_model *m, char *buf, size_t size);
+
+/* PyTorch's default initialisation: weights Kaiming-uniform (a = √5), biases uniform in
+ * ±1/√fan_in — both reduce to U(−1/√fan_in, 1/√fan_in) — drawn from the streams
+ * (seed, DT_RNG_INIT, 2·layer) for weights and (seed, DT_RNG_INIT, 2·layer+1) for biases. */
+void dt_model_init_params(const dt_model *m, uint64_t seed, float *params);
+
+/* Scratch for batches of up to max_batch samples. One per thread. */
+dt_status dt_workspace_create(const dt_model *m, int max_batch, dt_workspace **out);
+void dt_workspace_free(dt_workspace *ws);
+
+/* One training step's worth of math: forward on x (batch × input_size floats) with labels y,
+ * mean NLL loss into *loss, and its gradient with respect to params written (not added) to grad.
+ * dropout draws from `dropout_rng` (may be NULL when the model has no dropout). batch must not
+ * exceed the workspace's max_batch. */
+dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const float *params,
+                                    const float *x, const int32_t *y, int batch, float *grad,
+                                    float *loss, dt_rng *dropout_rng);
+
+/* Forward only (dropout off) over n samples: adds the summed NLL to *loss_sum and the number of
+ * correct top-1 predictions to *correct. x holds n samples; processed in workspace-sized chunks. */
+dt_status dt_model_evaluate(const dt_model *m, dt_workspace *ws, const float *params,
+                            const float *x, const int32_t *y, int n, double *loss_sum,
+                            long *correct);
+
+/* Logits (before log-softmax) of the last forward pass, batch × num_classes, for tests. */
+const float *dt_workspace_logits(const dt_workspace *ws);
+
+#endif

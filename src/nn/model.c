@@ -1,0 +1,336 @@
+/* Models from a layer list: shape inference, the parameter offset table (PyTorch order: each
+ * layer's weight, then its bias), forward, backward and evaluation through a backend table.
+ * All scratch lives in the workspace, sized once, so a training step allocates nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "dt/nn.h"
+
+typedef struct layer {
+  dt_layer_spec spec;
+  int in_c, in_h, in_w, out_c, out_h, out_w;
+  size_t in_size, out_size; /* floats per sample */
+  size_t w_off, n_w, b_off, n_b;
+  int fan_in;
+  dt_conv_shape conv;
+  dt_pool_shape pool;
+} layer;
+
+struct dt_model {
+  dt_model_spec spec;
+  int L;
+  layer layers[DT_MAX_LAYERS];
+  size_t num_params;
+  size_t max_size; /* largest activation per sample, input included */
+  size_t col_size; /* largest im2col matrix */
+  const dt_backend_ops *ops;
+};
+
+struct dt_workspace {
+  int max_batch;
+  const dt_model *m;
+  float *act[DT_MAX_LAYERS + 1]; /* act[l+1] = output of layer l; act[0] = the input */
+  int owned[DT_MAX_LAYERS + 1];
+  int32_t *argmax[DT_MAX_LAYERS];
+  uint8_t *mask[DT_MAX_LAYERS];
+  float *grad_a, *grad_b; /* ping-pong buffers for activation gradients */
+  float *col, *dcol;
+};
+
+static const char *const kind_names[DT_LAYER_KIND_COUNT] = {
+    [DT_LAYER_CONV2D] = "conv2d", [DT_LAYER_MAXPOOL2D] = "maxpool2d", [DT_LAYER_LINEAR] = "linear",
+    [DT_LAYER_RELU] = "relu",     [DT_LAYER_FLATTEN] = "flatten",     [DT_LAYER_DROPOUT] = "dropout",
+};
+
+const char *dt_layer_kind_name(dt_layer_kind k) {
+  return (unsigned)k < DT_LAYER_KIND_COUNT ? kind_names[k] : "unknown";
+}
+
+void dt_model_spec_seed_cnn(dt_model_spec *s, int num_filters, int kernel_size, int linear_width) {
+  memset(s, 0, sizeof *s);
+  s->in_channels = 1;
+  s->in_height = s->in_width = 28;
+  s->num_classes = 10;
+  s->num_layers = 7;
+  s->layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = num_filters, .kernel_size = kernel_size, .stride = 1};
+  s->layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[2] = (dt_layer_spec){.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2, .stride = 2};
+  s->layers[3] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+  s->layers[4] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = linear_width};
+  s->layers[5] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 10};
+}
+
+dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
+  dt_status st = DT_OK;
+  dt_model *m = NULL;
+  *out = NULL;
+  DT_CHECK(spec->num_layers >= 1 && spec->num_layers <= DT_MAX_LAYERS, DT_ERR_CONFIG,
+           "model: %d layers; a model needs 1 to %d", spec->num_layers, DT_MAX_LAYERS);
+  DT_CHECK(spec->in_channels >= 1 && spec->in_height >= 1 && spec->in_width >= 1, DT_ERR_CONFIG,
+           "model: input shape %dx%dx%d is empty", spec->in_channels, spec->in_height, spec->in_width);
+  DT_ALLOC_GOTO(m, 1, "model");
+  m->spec = *spec;
+  m->L = spec->num_layers;
+  m->ops = &dt_backend_cpu;
+  int c = spec->in_channels, h = spec->in_height, w = spec->in_width, flat = 0;
+  size_t off = 0;
+  m->max_size = (size_t)c * h * w;
+  for (int l = 0; l < m->L; l++) {
+    layer *ly = &m->layers[l];
+    const dt_layer_spec *ls = &spec->layers[l];
+    ly->spec = *ls;
+    ly->in_c = c;
+    ly->in_h = h;
+    ly->in_w = w;
+    ly->in_size = (size_t)c * h * w;
+    const char *name = dt_layer_kind_name(ls->kind);
+    switch (ls->kind) {
+      case DT_LAYER_CONV2D: {
+        DT_CHECK_GOTO(!flat, DT_ERR_CONFIG, "model layer %d (conv2d) comes after flatten", l);
+        DT_CHECK_GOTO(ls->out_channels >= 1 && ls->kernel_size >= 1 && ls->stride >= 1 && ls->padding >= 0,
+                      DT_ERR_CONFIG, "model layer %d (conv2d) needs out_channels >= 1, kernel_size >= 1, "
+                      "stride >= 1 and padding >= 0", l);
+        int oh = (h + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
+        int ow = (w + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
+        DT_CHECK_GOTO(h + 2 * ls->padding >= ls->kernel_size && w + 2 * ls->padding >= ls->kernel_size,
+                      DT_ERR_CONFIG, "model layer %d (conv2d): kernel %dx%d is larger than its padded "
+                      "input %dx%d", l, ls->kernel_size, ls->kernel_size, h + 2 * ls->padding, w + 2 * ls->padding);
+        ly->conv = (dt_conv_shape){.c = c, .h = h, .w = w, .f = ls->out_channels, .k = ls->kernel_size,
+                                   .stride = ls->stride, .pad = ls->padding, .oh = oh, .ow = ow};
+        ly->fan_in = c * ls->kernel_size * ls->kernel_size;
+        ly->n_w = (size_t)ls->out_channels * ly->fan_in;
+        ly->n_b = (size_t)ls->out_channels;
+        size_t col = (size_t)ly->fan_in * oh * ow;
+        if (col > m->col_size) m->col_size = col;
+        c = ls->out_channels;
+        h = oh;
+        w = ow;
+        break;
+      }
+      case DT_LAYER_MAXPOOL2D: {
+        DT_CHECK_GOTO(!flat, DT_ERR_CONFIG, "model layer %d (maxpool2d) comes after flatten", l);
+        int stride = ls->stride > 0 ? ls->stride : ls->kernel_size;
+        DT_CHECK_GOTO(ls->kernel_size >= 1 && ls->kernel_size <= h && ls->kernel_size <= w, DT_ERR_CONFIG,
+                      "model layer %d (maxpool2d): kernel_size %d does not fit its %dx%d input", l,
+                      ls->kernel_size, h, w);
+        int oh = (h - ls->kernel_size) / stride + 1, ow = (w - ls->kernel_size) / stride + 1;
+        ly->pool = (dt_pool_shape){.c = c, .h = h, .w = w, .k = ls->kernel_size, .stride = stride, .oh = oh, .ow = ow};
+        h = oh;
+        w = ow;
+        break;
+      }
+      case DT_LAYER_FLATTEN:
+        c = c * h * w;
+        h = w = 1;
+        flat = 1;
+        break;
+      case DT_LAYER_LINEAR:
+        DT_CHECK_GOTO(flat || (h == 1 && w == 1), DT_ERR_CONFIG,
+                      "model layer %d (linear) receives a %dx%dx%d input; put a flatten layer before it",
+                      l, c, h, w);
+        DT_CHECK_GOTO(ls->out_features >= 1, DT_ERR_CONFIG, "model layer %d (linear) needs out_features >= 1", l);
+        ly->fan_in = c;
+        ly->n_w = (size_t)ls->out_features * c;
+        ly->n_b = (size_t)ls->out_features;
+        c = ls->out_features;
+        break;
+      case DT_LAYER_RELU: break;
+      case DT_LAYER_DROPOUT:
+        DT_CHECK_GOTO(ls->p >= 0.0f && ls->p < 1.0f, DT_ERR_CONFIG,
+                      "model layer %d (dropout): p must lie in [0, 1), found %g", l, ls->p);
+        break;
+      default: DT_CHECK_GOTO(0, DT_ERR_CONFIG, "model layer %d has unknown kind %d", l, (int)ls->kind);
+    }
+    (void)name;
+    ly->out_c = c;
+    ly->out_h = h;
+    ly->out_w = w;
+    ly->out_size = (size_t)c * h * w;
+    ly->w_off = off;
+    off += ly->n_w;
+    ly->b_off = off;
+    off += ly->n_b;
+    if (ly->out_size > m->max_size) m->max_size = ly->out_size;
+  }
+  m->num_params = off;
+  const layer *last = &m->layers[m->L - 1];
+  DT_CHECK_GOTO(last->spec.kind == DT_LAYER_LINEAR && last->out_size == (size_t)spec->num_classes,
+                DT_ERR_CONFIG,
+                "model: the last layer must be linear with out_features = %d (the number of "
+                "classes), found %s with %zu outputs",
+                spec->num_classes, dt_layer_kind_name(last->spec.kind), last->out_size);
+  *out = m;
+  m = NULL;
+cleanup:
+  dt_free(m);
+  return st;
+}
+
+void dt_model_free(dt_model *m) { dt_free(m); }
+size_t dt_model_num_params(const dt_model *m) { return m->num_params; }
+const dt_model_spec *dt_model_spec_of(const dt_model *m) { return &m->spec; }
+size_t dt_model_input_size(const dt_model *m) { return m->layers[0].in_size; }
+
+void dt_model_describe(const dt_model *m, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "input %dx%dx%d\n", m->spec.in_channels,
+                                 m->spec.in_height, m->spec.in_width);
+  for (int l = 0; l < m->L && used < size; l++) {
+    const layer *ly = &m->layers[l];
+    used += (size_t)snprintf(buf + used, size - used, "%2d %-9s -> %dx%dx%d  %zu params\n", l,
+                             dt_layer_kind_name(ly->spec.kind), ly->out_c, ly->out_h, ly->out_w,
+                             ly->n_w + ly->n_b);
+  }
+  if (used < size) snprintf(buf + used, size - used, "total %zu parameters\n", m->num_params);
+}
+
+void dt_model_init_params(const dt_model *m, uint64_t seed, float *params) {
+  for (int l = 0; l < m->L; l++) {
+    const layer *ly = &m->layers[l];
+    if (ly->n_w == 0) continue;
+    const float bound = 1.0f / sqrtf((float)ly->fan_in);
+    dt_rng r;
+    dt_rng_init(&r, seed, DT_RNG_INIT, 2 * (uint64_t)l);
+    for (size_t i = 0; i < ly->n_w; i++) params[ly->w_off + i] = (2.0f * dt_rng_float(&r) - 1.0f) * bound;
+    dt_rng_init(&r, seed, DT_RNG_INIT, 2 * (uint64_t)l + 1);
+    for (size_t i = 0; i < ly->n_b; i++) params[ly->b_off + i] = (2.0f * dt_rng_float(&r) - 1.0f) * bound;
+  }
+}
+
+void dt_workspace_free(dt_workspace *ws) {
+  if (ws == NULL) return;
+  for (int l = 0; l <= DT_MAX_LAYERS; l++)
+    if (ws->owned[l]) dt_free(ws->act[l]);
+  for (int l = 0; l < DT_MAX_LAYERS; l++) {
+    dt_free(ws->argmax[l]);
+    dt_free(ws->mask[l]);
+  }
+  dt_free(ws->grad_a);
+  dt_free(ws->grad_b);
+  dt_free(ws->col);
+  dt_free(ws->dcol);
+  dt_free(ws);
+}
+
+dt_status dt_workspace_create(const dt_model *m, int max_batch, dt_workspace **out) {
+  dt_status st = DT_OK;
+  dt_workspace *ws = NULL;
+  *out = NULL;
+  DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
+  DT_ALLOC_GOTO(ws, 1, "workspace");
+  ws->max_batch = max_batch;
+  ws->m = m;
+  const size_t B = (size_t)max_batch;
+  for (int l = 0; l < m->L; l++) {
+    const layer *ly = &m->layers[l];
+    if (ly->spec.kind == DT_LAYER_FLATTEN) continue; /* aliases its input */
+    DT_ALLOC_GOTO(ws->act[l + 1], B * ly->out_size, "activations");
+    ws->owned[l + 1] = 1;
+    if (ly->spec.kind == DT_LAYER_MAXPOOL2D) DT_ALLOC_GOTO(ws->argmax[l], B * ly->out_size, "pooling indices");
+    if (ly->spec.kind == DT_LAYER_DROPOUT) DT_ALLOC_GOTO(ws->mask[l], B * ly->out_size, "dropout mask");
+  }
+  DT_ALLOC_GOTO(ws->grad_a, B * m->max_size, "gradients");
+  DT_ALLOC_GOTO(ws->grad_b, B * m->max_size, "gradients");
+  if (m->col_size > 0) {
+    DT_ALLOC_GOTO(ws->col, m->col_size, "im2col");
+    DT_ALLOC_GOTO(ws->dcol, m->col_size, "im2col");
+  }
+  *out = ws;
+  ws = NULL;
+cleanup:
+  dt_workspace_free(ws);
+  return st;
+}
+
+const float *dt_workspace_logits(const dt_workspace *ws) { return ws->act[ws->m->L]; }
+
+static void forward(const dt_model *m, dt_workspace *ws, const float *params, const float *x,
+                    int batch, dt_rng *dropout_rng, int train) {
+  const dt_backend_ops *ops = m->ops;
+  ws->act[0] = (float *)x; /* read only: no op writes its input */
+  for (int l = 0; l < m->L; l++) {
+    const layer *ly = &m->layers[l];
+    const float *in = ws->act[l];
+    float *o = ws->act[l + 1];
+    const float *wt = params + ly->w_off, *bs = params + ly->b_off;
+    switch (ly->spec.kind) {
+      case DT_LAYER_CONV2D: ops->conv2d_forward(&ly->conv, batch, in, wt, bs, o, ws->col); break;
+      case DT_LAYER_MAXPOOL2D: ops->maxpool_forward(&ly->pool, batch, in, o, ws->argmax[l]); break;
+      case DT_LAYER_LINEAR:
+        ops->linear_forward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, bs, o);
+        break;
+      case DT_LAYER_RELU: ops->relu_forward((size_t)batch * ly->out_size, in, o); break;
+      case DT_LAYER_FLATTEN: ws->act[l + 1] = (float *)in; break;
+      case DT_LAYER_DROPOUT:
+        if (train && ly->spec.p > 0.0f && dropout_rng != NULL)
+          ops->dropout_forward((size_t)batch * ly->out_size, ly->spec.p, in, o, ws->mask[l], dropout_rng);
+        else
+          memcpy(o, in, sizeof(float) * (size_t)batch * ly->out_size);
+        break;
+      default: break;
+    }
+  }
+}
+
+dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const float *params,
+                                    const float *x, const int32_t *y, int batch, float *grad,
+                                    float *loss, dt_rng *dropout_rng) {
+  DT_CHECK(batch >= 1 && batch <= ws->max_batch, DT_ERR_INTERNAL,
+           "batch %d outside the workspace's 1..%d", batch, ws->max_batch);
+  const dt_backend_ops *ops = m->ops;
+  forward(m, ws, params, x, batch, dropout_rng, 1);
+  float *dcur = ws->grad_a, *dnext = ws->grad_b;
+  double total = ops->log_softmax_nll(batch, m->spec.num_classes, ws->act[m->L], y, dcur,
+                                      1.0f / (float)batch, NULL);
+  *loss = (float)(total / batch);
+  for (int l = m->L - 1; l >= 0; l--) {
+    const layer *ly = &m->layers[l];
+    const float *in = ws->act[l];
+    const float *wt = params + ly->w_off;
+    float *dw = grad + ly->w_off, *db = grad + ly->b_off;
+    /* The first layer's input gradient is never needed (the input is data). */
+    float *dx = l > 0 ? dnext : NULL;
+    const size_t n_out = (size_t)batch * ly->out_size;
+    switch (ly->spec.kind) {
+      case DT_LAYER_CONV2D:
+        ops->conv2d_backward(&ly->conv, batch, in, wt, dcur, dw, db, dx, ws->col, ws->dcol);
+        break;
+      case DT_LAYER_LINEAR:
+        ops->linear_backward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, dcur, dw, db, dx);
+        break;
+      case DT_LAYER_MAXPOOL2D:
+        if (dx != NULL) ops->maxpool_backward(&ly->pool, batch, dcur, ws->argmax[l], dx);
+        break;
+      case DT_LAYER_RELU:
+        ops->relu_backward(n_out, ws->act[l + 1], dcur, dcur);
+        dx = dcur; /* in place */
+        break;
+      case DT_LAYER_DROPOUT:
+        if (ly->spec.p > 0.0f && dropout_rng != NULL) ops->dropout_backward(n_out, ly->spec.p, ws->mask[l], dcur, dcur);
+        dx = dcur;
+        break;
+      case DT_LAYER_FLATTEN: dx = dcur; break;
+      default: break;
+    }
+    if (dx == dnext) {
+      dnext = dcur;
+      dcur = dx;
+    }
+  }
+  return DT_OK;
+}
+
+dt_status dt_model_evaluate(const dt_model *m, dt_workspace *ws, const float *params,
+                            const float *x, const int32_t *y, int n, double *loss_sum,
+                            long *correct) {
+  const size_t d = dt_model_input_size(m);
+  for (int start = 0; start < n; start += ws->max_batch) {
+    int b = n - start < ws->max_batch ? n - start : ws->max_batch;
+    forward(m, ws, params, x + (size_t)start * d, b, NULL, 0);
+    *loss_sum += m->ops->log_softmax_nll(b, m->spec.num_classes, ws->act[m->L], y + start, NULL,
+                                         0.0f, correct);
+  }
+  return DT_OK;
+}

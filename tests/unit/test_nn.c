@@ -1,0 +1,322 @@
+/* Neural-network core: each CPU op against a naive loop, finite-difference gradient checks for
+ * every layer kind and for whole models, the seed CNN's size and PyTorch-style initialisation,
+ * and the optimizers against their formulas evaluated in double. */
+#include <stdlib.h>
+
+#include "../../src/backend/backend.h"
+#include "check.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+
+static dt_rng rng;
+
+static void randu(float *v, size_t n, float scale) {
+  for (size_t i = 0; i < n; i++) v[i] = (2.0f * dt_rng_float(&rng) - 1.0f) * scale;
+}
+
+static float *fvec(size_t n) { return calloc(n + 1, sizeof(float)); }
+
+/* ---- ops against naive loops ------------------------------------------------------------- */
+
+static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
+  dt_conv_shape s = {.c = c, .h = h, .w = h + 1, .f = f, .k = k, .stride = stride, .pad = pad};
+  s.oh = (s.h + 2 * pad - k) / stride + 1;
+  s.ow = (s.w + 2 * pad - k) / stride + 1;
+  const int B = 3;
+  size_t nin = (size_t)B * c * s.h * s.w, nout = (size_t)B * f * s.oh * s.ow, nw = (size_t)f * c * k * k;
+  float *x = fvec(nin), *w = fvec(nw), *b = fvec(f), *y = fvec(nout), *col = fvec((size_t)c * k * k * s.oh * s.ow);
+  float *dcol = fvec((size_t)c * k * k * s.oh * s.ow), *dy = fvec(nout), *dw = fvec(nw), *db = fvec(f), *dx = fvec(nin);
+  randu(x, nin, 1);
+  randu(w, nw, 1);
+  randu(b, f, 1);
+  randu(dy, nout, 1);
+  dt_backend_cpu.conv2d_forward(&s, B, x, w, b, y, col);
+  dt_backend_cpu.conv2d_backward(&s, B, x, w, dy, dw, db, dx, col, dcol);
+  double *rdw = calloc(nw, sizeof(double)), *rdx = calloc(nin, sizeof(double)), *rdb = calloc(f, sizeof(double));
+  double maxerr = 0;
+  for (int n = 0; n < B; n++)
+    for (int o = 0; o < f; o++)
+      for (int i = 0; i < s.oh; i++)
+        for (int j = 0; j < s.ow; j++) {
+          double acc = b[o];
+          size_t yi = (((size_t)n * f + o) * s.oh + i) * s.ow + j;
+          rdb[o] += dy[yi];
+          for (int ci = 0; ci < c; ci++)
+            for (int ki = 0; ki < k; ki++)
+              for (int kj = 0; kj < k; kj++) {
+                int ih = i * stride - pad + ki, iw = j * stride - pad + kj;
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                size_t xi = (((size_t)n * c + ci) * s.h + ih) * s.w + iw, wi = (((size_t)o * c + ci) * k + ki) * k + kj;
+                acc += (double)x[xi] * w[wi];
+                rdw[wi] += (double)dy[yi] * x[xi];
+                rdx[xi] += (double)dy[yi] * w[wi];
+              }
+          maxerr = fmax(maxerr, fabs(acc - y[yi]));
+        }
+  CHECK(maxerr < 1e-4, "conv forward c%d h%d f%d k%d s%d p%d: max error %g", c, h, f, k, stride, pad, maxerr);
+  double e_w = 0, e_x = 0, e_b = 0;
+  for (size_t i = 0; i < nw; i++) e_w = fmax(e_w, fabs(rdw[i] - dw[i]));
+  for (size_t i = 0; i < nin; i++) e_x = fmax(e_x, fabs(rdx[i] - dx[i]));
+  for (int i = 0; i < f; i++) e_b = fmax(e_b, fabs(rdb[i] - db[i]));
+  CHECK(e_w < 1e-3 && e_x < 1e-4 && e_b < 1e-4, "conv backward c%d k%d s%d p%d: dw %g dx %g db %g", c, k, stride, pad, e_w, e_x, e_b);
+  free(x), free(w), free(b), free(y), free(col), free(dcol), free(dy), free(dw), free(db), free(dx);
+  free(rdw), free(rdx), free(rdb);
+}
+
+static void test_linear_pool_loss_ops(void) {
+  const int B = 5, in = 17, out = 7;
+  float *x = fvec(B * in), *w = fvec(out * in), *b = fvec(out), *y = fvec(B * out), *dy = fvec(B * out);
+  float *dw = fvec(out * in), *db = fvec(out), *dx = fvec(B * in);
+  randu(x, B * in, 1), randu(w, out * in, 1), randu(b, out, 1), randu(dy, B * out, 1);
+  dt_backend_cpu.linear_forward(B, in, out, x, w, b, y);
+  dt_backend_cpu.linear_backward(B, in, out, x, w, dy, dw, db, dx);
+  double e = 0, ew = 0, ex = 0, eb = 0;
+  for (int n = 0; n < B; n++)
+    for (int o = 0; o < out; o++) {
+      double acc = b[o];
+      for (int i = 0; i < in; i++) acc += (double)x[n * in + i] * w[o * in + i];
+      e = fmax(e, fabs(acc - y[n * out + o]));
+    }
+  for (int o = 0; o < out; o++) {
+    double sb = 0;
+    for (int n = 0; n < B; n++) sb += dy[n * out + o];
+    eb = fmax(eb, fabs(sb - db[o]));
+    for (int i = 0; i < in; i++) {
+      double s = 0;
+      for (int n = 0; n < B; n++) s += (double)dy[n * out + o] * x[n * in + i];
+      ew = fmax(ew, fabs(s - dw[o * in + i]));
+    }
+  }
+  for (int n = 0; n < B; n++)
+    for (int i = 0; i < in; i++) {
+      double s = 0;
+      for (int o = 0; o < out; o++) s += (double)dy[n * out + o] * w[o * in + i];
+      ex = fmax(ex, fabs(s - dx[n * in + i]));
+    }
+  CHECK(e < 1e-5 && ew < 1e-5 && ex < 1e-5 && eb < 1e-5, "linear: y %g dw %g dx %g db %g", e, ew, ex, eb);
+
+  /* maxpool 3x3 stride 2 on 7x8 (non-square, overlapping windows) */
+  dt_pool_shape ps = {.c = 2, .h = 7, .w = 8, .k = 3, .stride = 2, .oh = 3, .ow = 3};
+  size_t nin = 2 * 2 * 7 * 8, nout = 2 * 2 * 3 * 3;
+  float *px = fvec(nin), *py = fvec(nout), *pdy = fvec(nout), *pdx = fvec(nin);
+  int32_t *arg = calloc(nout, sizeof(int32_t));
+  double *rdx = calloc(nin, sizeof(double));
+  randu(px, nin, 1), randu(pdy, nout, 1);
+  dt_backend_cpu.maxpool_forward(&ps, 2, px, py, arg);
+  dt_backend_cpu.maxpool_backward(&ps, 2, pdy, arg, pdx);
+  int bad = 0;
+  for (int pl = 0; pl < 4; pl++)
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        float m = -INFINITY;
+        int mi = 0;
+        for (int a = 0; a < 3; a++)
+          for (int c = 0; c < 3; c++) {
+            int idx = (2 * i + a) * 8 + 2 * j + c;
+            if (px[pl * 56 + idx] > m) m = px[pl * 56 + idx], mi = idx;
+          }
+        bad += py[pl * 9 + i * 3 + j] != m;
+        rdx[pl * 56 + mi] += pdy[pl * 9 + i * 3 + j];
+      }
+  for (size_t i = 0; i < nin; i++) bad += fabs(rdx[i] - pdx[i]) > 1e-6;
+  CHECK(bad == 0, "maxpool: %d mismatches", bad);
+
+  /* log-softmax + NLL against the textbook formula in double */
+  const int C = 10;
+  float z[3 * 10], dz[3 * 10];
+  int32_t lab[3] = {3, 0, 9};
+  randu(z, 30, 5);
+  long correct = 0;
+  double loss = dt_backend_cpu.log_softmax_nll(3, C, z, lab, dz, 0.5f, &correct);
+  double ref = 0, ed = 0;
+  long rc = 0;
+  for (int n = 0; n < 3; n++) {
+    double s = 0;
+    int am = 0;
+    for (int c = 0; c < C; c++) {
+      s += exp(z[n * C + c]);
+      if (z[n * C + c] > z[n * C + am]) am = c;
+    }
+    ref += log(s) - z[n * C + lab[n]];
+    rc += am == lab[n];
+    for (int c = 0; c < C; c++) ed = fmax(ed, fabs(0.5 * (exp(z[n * C + c]) / s - (c == lab[n])) - dz[n * C + c]));
+  }
+  CHECK_CLOSE(loss, ref, 1e-6, 1e-6);
+  CHECK(rc == correct && ed < 1e-6, "log_softmax_nll: correct %ld vs %ld, grad error %g", correct, rc, ed);
+  free(x), free(w), free(b), free(y), free(dy), free(dw), free(db), free(dx);
+  free(px), free(py), free(pdy), free(pdx), free(arg), free(rdx);
+}
+
+/* ---- finite differences -------------------------------------------------------------------- */
+
+static double loss_at(const dt_model *m, dt_workspace *ws, const float *p, const float *x, const int32_t *y, int B) {
+  double s = 0;
+  long c = 0;
+  dt_model_evaluate(m, ws, p, x, y, B, &s, &c);
+  return s / B;
+}
+
+static void gradcheck(const char *name, const dt_model_spec *spec, int samples_per_layer) {
+  dt_model *m = NULL;
+  dt_workspace *ws = NULL;
+  CHECK_OK(dt_model_create(spec, &m));
+  if (m == NULL) return;
+  const int B = 4;
+  size_t P = dt_model_num_params(m), D = dt_model_input_size(m);
+  CHECK_OK(dt_workspace_create(m, B, &ws));
+  float *p = fvec(P), *g = fvec(P), *x = fvec(B * D);
+  int32_t y[4] = {1, 0, 3, 2};
+  dt_model_init_params(m, 5, p);
+  randu(x, B * D, 1.5f);
+  float loss;
+  CHECK_OK(dt_model_forward_backward(m, ws, p, x, y, B, g, &loss, NULL));
+  CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
+  int bad = 0, tried = 0;
+  for (size_t i = 0; i < P; i += (P / (size_t)samples_per_layer) + 1) {
+    const float h = 1e-3f; /* larger steps cross relu kinks too often */
+    float keep = p[i];
+    p[i] = keep + h;
+    double lp = loss_at(m, ws, p, x, y, B);
+    p[i] = keep - h;
+    double lm = loss_at(m, ws, p, x, y, B);
+    p[i] = keep;
+    double fd = (lp - lm) / (2 * h);
+    tried++;
+    if (fabs(fd - g[i]) > 1e-3 + 2e-2 * fabs(fd)) {
+      if (bad < 5) fprintf(stderr, "%s: param %zu: analytic %.6g, finite difference %.6g\n", name, i, g[i], fd);
+      bad++;
+    }
+  }
+  /* Kinks of relu/maxpool can spoil a difference now and then; a real bug spoils many. */
+  CHECK(bad <= tried / 50, "%s: %d of %d gradient entries disagree with finite differences", name, bad, tried);
+  free(p), free(g), free(x);
+  dt_workspace_free(ws);
+  dt_model_free(m);
+}
+
+static void test_gradients(void) {
+  dt_model_spec s = {.in_channels = 2, .in_height = 9, .in_width = 8, .num_classes = 4};
+  /* conv with stride and padding → relu → maxpool → flatten → dropout(0) → linear */
+  s.num_layers = 6;
+  s.layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 3, .kernel_size = 3, .stride = 2, .padding = 1};
+  s.layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s.layers[2] = (dt_layer_spec){.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2};
+  s.layers[3] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+  s.layers[4] = (dt_layer_spec){.kind = DT_LAYER_DROPOUT, .p = 0.0f};
+  s.layers[5] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 4};
+  gradcheck("conv-pool-linear", &s, 400);
+  /* two convolutions (the second needs its input gradient), then two linears */
+  s.num_layers = 7;
+  s.layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 1};
+  s.layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s.layers[2] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 3, .kernel_size = 2, .stride = 1, .padding = 1};
+  s.layers[3] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+  s.layers[4] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 6};
+  s.layers[5] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s.layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 4};
+  gradcheck("conv-conv-linear-linear", &s, 600);
+  dt_model_spec seed;
+  dt_model_spec_seed_cnn(&seed, 3, 5, 64);
+  gradcheck("seed CNN", &seed, 600);
+}
+
+static void test_seed_cnn(void) {
+  dt_model_spec s;
+  dt_model_spec_seed_cnn(&s, 3, 5, 64);
+  dt_model *m = NULL;
+  CHECK_OK(dt_model_create(&s, &m));
+  CHECK(m && dt_model_num_params(m) == 28440, "seed CNN has %zu parameters", m ? dt_model_num_params(m) : 0);
+  float *p = fvec(28440), *q = fvec(28440);
+  dt_model_init_params(m, 0, p);
+  dt_model_init_params(m, 0, q);
+  CHECK(memcmp(p, q, 28440 * sizeof(float)) == 0, "init not reproducible");
+  /* PyTorch order: conv.weight (75), conv.bias (3), fc1.weight (27648), fc1.bias (64), fc2... */
+  const float conv_bound = 1.0f / 5.0f, fc1_bound = 1.0f / sqrtf(432.0f), fc2_bound = 1.0f / 8.0f;
+  float mx[3] = {0};
+  for (int i = 0; i < 78; i++) mx[0] = fmaxf(mx[0], fabsf(p[i]));
+  for (int i = 78; i < 78 + 27712; i++) mx[1] = fmaxf(mx[1], fabsf(p[i]));
+  for (int i = 78 + 27712; i < 28440; i++) mx[2] = fmaxf(mx[2], fabsf(p[i]));
+  CHECK(mx[0] <= conv_bound && mx[0] > 0.9f * conv_bound, "conv init bound %g", mx[0]);
+  CHECK(mx[1] <= fc1_bound && mx[1] > 0.99f * fc1_bound, "fc1 init bound %g", mx[1]);
+  CHECK(mx[2] <= fc2_bound && mx[2] > 0.9f * fc2_bound, "fc2 init bound %g", mx[2]);
+  dt_model_init_params(m, 1, q);
+  CHECK(memcmp(p, q, 28440 * sizeof(float)) != 0, "seed ignored by init");
+  free(p), free(q);
+  dt_model_free(m);
+
+  s.layers[4].out_features = 10;
+  s.layers[6].out_features = 7;
+  CHECK_FAILS(dt_model_create(&s, &m), DT_ERR_CONFIG, "the last layer must be linear with out_features = 10");
+  dt_model_spec_seed_cnn(&s, 3, 30, 64);
+  CHECK_FAILS(dt_model_create(&s, &m), DT_ERR_CONFIG, "kernel 30x30 is larger than its padded input 28x28");
+  dt_model_spec_seed_cnn(&s, 3, 5, 64);
+  s.layers[3].kind = DT_LAYER_RELU;
+  CHECK_FAILS(dt_model_create(&s, &m), DT_ERR_CONFIG, "put a flatten layer before it");
+}
+
+/* ---- optimizers ------------------------------------------------------------------------------ */
+
+static void test_optimizers(void) {
+  enum { N = 37, STEPS = 5 };
+  float p[N], g[N], b[N];
+  double rp[N], rm[N], rv[N], rbuf[N];
+  for (int variant = 0; variant < 5; variant++) {
+    dt_optim_spec s;
+    const char *name;
+    switch (variant) {
+      case 0: s = dt_optim_spec_default(DT_OPTIM_ADAM); s.weight_decay = 0.01f; name = "adam+wd"; break;
+      case 1: s = dt_optim_spec_default(DT_OPTIM_ADAMW); s.lr = 0.01f; name = "adamw"; break;
+      case 2: s = dt_optim_spec_default(DT_OPTIM_SGD); s.momentum = 0.9f; s.dampening = 0.1f; s.weight_decay = 0.001f; name = "sgd momentum"; break;
+      case 3: s = dt_optim_spec_default(DT_OPTIM_SGD); s.momentum = 0.9f; s.nesterov = 1; name = "sgd nesterov"; break;
+      default: s = dt_optim_spec_default(DT_OPTIM_SGD); name = "sgd plain"; break;
+    }
+    dt_optim *o = NULL;
+    CHECK_OK(dt_optim_create(&s, N, &o));
+    randu(p, N, 1);
+    randu(b, N, 0.1f);
+    for (int i = 0; i < N; i++) rp[i] = p[i], rm[i] = rv[i] = rbuf[i] = 0;
+    dt_grad_extra extra = {.alpha = 0.3f, .b = b};
+    double err = 0;
+    for (int t = 1; t <= STEPS; t++) {
+      randu(g, N, 1);
+      dt_optim_step(o, p, g, -1.0f, variant == 0 ? &extra : NULL);
+      for (int i = 0; i < N; i++) {
+        double d = g[i] + (variant == 0 ? 0.3 * rp[i] + b[i] : 0.0);
+        if (s.kind == DT_OPTIM_SGD) {
+          d += s.weight_decay * rp[i];
+          if (s.momentum != 0) {
+            rbuf[i] = t == 1 ? d : s.momentum * rbuf[i] + (1 - s.dampening) * d;
+            d = s.nesterov ? d + s.momentum * rbuf[i] : rbuf[i];
+          }
+          rp[i] -= s.lr * d;
+        } else {
+          if (s.kind == DT_OPTIM_ADAMW) rp[i] *= 1 - s.lr * s.weight_decay;
+          else d += s.weight_decay * rp[i];
+          rm[i] = s.beta1 * rm[i] + (1 - s.beta1) * d;
+          rv[i] = s.beta2 * rv[i] + (1 - s.beta2) * d * d;
+          double mh = rm[i] / (1 - pow(s.beta1, t)), vh = rv[i] / (1 - pow(s.beta2, t));
+          rp[i] -= s.lr * mh / (sqrt(vh) + s.eps);
+        }
+        err = fmax(err, fabs(rp[i] - p[i]) / fmax(1e-3, fabs(rp[i])));
+      }
+    }
+    CHECK(err < 2e-5, "%s: relative error %g after %d steps", name, err, STEPS);
+    CHECK(dt_optim_steps(o) == STEPS, "%s steps", name);
+    dt_optim_reset(o);
+    CHECK(dt_optim_steps(o) == 0, "reset");
+    dt_optim_free(o);
+  }
+}
+
+int main(void) {
+  dt_rng_init(&rng, 1, DT_RNG_TEST, 42);
+  test_conv_op(1, 8, 3, 5, 1, 0);
+  test_conv_op(3, 9, 4, 3, 2, 1);
+  test_conv_op(2, 6, 5, 2, 1, 2);
+  test_conv_op(4, 7, 2, 3, 3, 0);
+  test_linear_pool_loss_ops();
+  test_gradients();
+  test_seed_cnn();
+  test_optimizers();
+  return check_report("test_nn");
+}

@@ -1,0 +1,113 @@
+/* Cross-check against PyTorch 1.13 (Debian python3-torch): the same weights and batch through
+ * dtrun's model and PyTorch's give the same loss, gradients and parameters after one Adam step,
+ * to 1e-5 relative, for the seed CNN and the larger two-convolution CNN. Skipped (77) when
+ * /usr/bin/python3 has no torch. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dt/nn.h"
+#include "dt/optim.h"
+
+static int have_torch(void) {
+  return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+}
+
+static void large_cnn(dt_model_spec *s) {
+  memset(s, 0, sizeof *s);
+  *s = (dt_model_spec){.in_channels = 1, .in_height = 28, .in_width = 28, .num_classes = 10, .num_layers = 9};
+  s->layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 32, .kernel_size = 3, .stride = 1};
+  s->layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[2] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 64, .kernel_size = 3, .stride = 1};
+  s->layers[3] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[4] = (dt_layer_spec){.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2};
+  s->layers[5] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+  s->layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 128};
+  s->layers[7] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[8] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 10};
+}
+
+/* max |a-b| / (max|b| over the vector): relative to the vector's scale, as llm.c's checks. */
+static double rel_err(const float *a, const float *b, size_t n) {
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)a[i] - b[i]));
+  return err / fmax(scale, 1e-30);
+}
+
+static void crosscheck(const char *arch) {
+  dt_model_spec spec;
+  if (strcmp(arch, "seed") == 0) dt_model_spec_seed_cnn(&spec, 3, 5, 64);
+  else large_cnn(&spec);
+  dt_model *m = NULL;
+  dt_workspace *ws = NULL;
+  dt_optim *opt = NULL;
+  CHECK_OK(dt_model_create(&spec, &m));
+  const int B = 16;
+  CHECK_OK(dt_workspace_create(m, B, &ws));
+  const size_t P = dt_model_num_params(m);
+  float *p = calloc(P, 4), *g = calloc(P, 4), *tg = calloc(P, 4), *tp = calloc(P, 4), *x = calloc(B * 784, 4);
+  int32_t y[16];
+  dt_rng r;
+  dt_rng_init(&r, 3, DT_RNG_TEST, 0);
+  dt_model_init_params(m, 11, p);
+  for (int i = 0; i < B * 784; i++) x[i] = (float)dt_rng_normal(&r);
+  for (int i = 0; i < B; i++) y[i] = (int32_t)dt_rng_below(&r, 10);
+  const double lr = 0.01;
+
+  char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
+  int fi = mkstemp(in), fo = mkstemp(out);
+  FILE *f = fdopen(fi, "wb");
+  int64_t hdr[2] = {(int64_t)P, B};
+  fwrite(hdr, 8, 2, f);
+  fwrite(&lr, 8, 1, f);
+  fwrite(p, 4, P, f);
+  fwrite(x, 4, (size_t)B * 784, f);
+  fwrite(y, 4, B, f);
+  fclose(f);
+  close(fo);
+  char cmd[1024];
+  const char *root = getenv("DT_SOURCE_ROOT");
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_crosscheck.py %s %s %s", root ? root : ".", in, out, arch);
+  CHECK(system(cmd) == 0, "%s failed", cmd);
+
+  float loss;
+  CHECK_OK(dt_model_forward_backward(m, ws, p, x, y, B, g, &loss, NULL));
+  dt_optim_spec os = dt_optim_spec_default(DT_OPTIM_ADAM);
+  os.lr = (float)lr;
+  CHECK_OK(dt_optim_create(&os, P, &opt));
+
+  double tloss = 0;
+  f = fopen(out, "rb");
+  int ok = f && fread(&tloss, 8, 1, f) == 1 && fread(tg, 4, P, f) == P && fread(tp, 4, P, f) == P;
+  if (f) fclose(f);
+  CHECK(ok, "could not read PyTorch's results");
+  if (ok) {
+    CHECK(fabs(loss - tloss) <= 1e-5 * fabs(tloss), "%s loss: dtrun %.9g, PyTorch %.9g", arch, loss, tloss);
+    /* Adam's first step is about lr·g/(|g|+eps): entries of g near zero turn float noise of
+     * the gradient into different updates. The step is checked on PyTorch's own gradient, which
+     * tests the optimizer exactly; the gradient check above tests the model. */
+    if (opt != NULL) dt_optim_step(opt, p, tg, -1.0f, NULL);
+    double eg = rel_err(g, tg, P), ep = rel_err(p, tp, P);
+    CHECK(eg <= 1e-5, "%s gradient: relative error %g", arch, eg);
+    CHECK(ep <= 1e-5, "%s parameters after one Adam step: relative error %g", arch, ep);
+    printf("%s CNN (%zu params): loss %.7f vs %.7f, gradient error %.2e, Adam step error %.2e\n", arch, P, loss, tloss, eg, ep);
+  }
+  unlink(in);
+  unlink(out);
+  free(p), free(g), free(tg), free(tp), free(x);
+  dt_optim_free(opt);
+  dt_workspace_free(ws);
+  dt_model_free(m);
+}
+
+int main(void) {
+  if (!have_torch()) {
+    fprintf(stderr, "skipping: /usr/bin/python3 has no torch (scripts/setup.sh --with-torch)\n");
+    return 77;
+  }
+  crosscheck("seed");
+  crosscheck("large");
+  return check_report("test_torch");
+}
