@@ -89,6 +89,15 @@ dt_status dt_model_evaluate(const dt_model *m, dt_workspace *ws, const float *pa
                             const float *x, const int32_t *y, int n, double *loss_sum,
                             long *correct);
 
+/* Makes OpenBLAS use the best kernels this CPU has. Where OpenBLAS runs AVX2 (Haswell/Zen)
+ * kernels on an AVX-512 CPU — Zen 4 mis-detected, or OPENBLAS_CORETYPE=Haswell pinned in the
+ * environment — re-executes the program once with OPENBLAS_CORETYPE=SKYLAKEX; so it must be
+ * called first in main(), before MPI or threads start, with main's argv. DT_BLAS_KERNELS=keep
+ * disables it. Returns only when no restart was needed or possible. */
+void dt_cpu_select_kernels(char **argv);
+/* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...). */
+const char *dt_cpu_kernel_name(void);
+
 /* Logits (before log-softmax) of the last forward pass, batch × num_classes, for tests. */
 const float *dt_workspace_logits(const dt_workspace *ws);
 

@@ -121,6 +121,34 @@ static void test_linear_pool_loss_ops(void) {
   for (size_t i = 0; i < nin; i++) bad += fabs(rdx[i] - pdx[i]) > 1e-6;
   CHECK(bad == 0, "maxpool: %d mismatches", bad);
 
+  /* maxpool 2x2 stride 2 (the vectorised path): rows of 13 and 5 outputs, ties and a NaN */
+  for (int wide = 0; wide < 2; wide++) {
+    dt_pool_shape q = {.c = 3, .h = 6, .w = wide ? 27 : 10, .k = 2, .stride = 2, .oh = 3, .ow = wide ? 13 : 5};
+    size_t qi = (size_t)2 * 3 * 6 * q.w, qo = (size_t)2 * 3 * 3 * q.ow;
+    float *qx = fvec(qi), *qy = fvec(qo);
+    int32_t *qa = calloc(qo, sizeof(int32_t));
+    randu(qx, qi, 1);
+    for (size_t i = 0; i < qi; i += 7) qx[i] = 0.25f; /* ties */
+    qx[q.w + 3] = NAN;
+    dt_backend_cpu.maxpool_forward(&q, 2, qx, qy, qa);
+    int qbad = 0;
+    for (int pl = 0; pl < 6; pl++)
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < q.ow; j++) {
+          const float *xp = qx + (size_t)pl * 6 * q.w;
+          int best = 2 * i * q.w + 2 * j;
+          const int off[3] = {1, q.w, q.w + 1};
+          for (int t = 0; t < 3; t++) {
+            int idx = 2 * i * q.w + 2 * j + off[t];
+            if (xp[idx] > xp[best] || isnan(xp[idx])) best = idx;
+          }
+          size_t o = ((size_t)pl * 3 + i) * q.ow + j;
+          qbad += qa[o] != best || !(qy[o] == xp[best] || (isnan(qy[o]) && isnan(xp[best])));
+        }
+    CHECK(qbad == 0, "maxpool 2x2 (row of %d): %d mismatches", q.ow, qbad);
+    free(qx), free(qy), free(qa);
+  }
+
   /* log-softmax + NLL against the textbook formula in double */
   const int C = 10;
   float z[3 * 10], dz[3 * 10];
