@@ -1,27 +1,125 @@
-/* dtrun's entry point: parses the command line, sets up MPI when a command needs it, maps the
- * outcome to the exit codes of the CLI contract (0 ok, 1 runtime, 2 usage/config, 130
- * interrupted). Everything else lives in the library. */
+/* dtrun's entry point: parses the command line, sets up MPI when a command needs it, has rank 0
+ * load the config and broadcast it, and maps the outcome to the exit codes of the CLI contract
+ * (0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted). Everything else lives in
+ * the library. Only this file may exit or call MPI_Abort. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "dt/config.h"
+#include "dt/exchange.h"
 #include "dt/log.h"
+#include "dt/nn.h"
+#include "dt/run.h"
 #include "dt/status.h"
 #include "dt_config.h"
 
 static const char usage_text[] =
-    "usage: dtrun --help | --version\n"
+    "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR] [--set key.path=value]... [--quiet]\n"
+    "       dtrun check EXPERIMENT.yaml [--set key.path=value]...\n"
+    "       dtrun compare RUN_DIR... [--metric M] [--target X] [--plot FILE.png|FILE.svg]\n"
+    "       dtrun --help | --version\n"
     "\n"
-    "dtrun runs decentralized-optimization experiments described in one YAML file.\n"
+    "Runs decentralized-optimization experiments described in one YAML file (configs/README.md\n"
+    "lists every key). Without mpirun all graph nodes run in one process; with mpirun -np P\n"
+    "(1 <= P <= nodes) they are spread over P ranks, with identical results.\n"
     "\n"
-    "options:\n"
-    "  -h, --help      show this help and exit\n"
-    "  -V, --version   show the version and the build's features and exit\n"
+    "  run          run every problem of the experiment, write results under output_metadir\n"
+    "  check        validate the experiment, print the resolved config and a summary\n"
+    "  compare      tables (and a plot) of saved runs\n"
+    "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
+    "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10\n"
+    "  --quiet              print only errors and the final summary\n"
+    "  --metric M           compare: the accuracy column (default top1_accuracy)\n"
+    "  --target X           compare: rounds and samples until the mean metric reaches X\n"
+    "  --plot FILE          compare: accuracy and consensus against round (needs gnuplot)\n"
     "\n"
     "exit codes: 0 success, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
-static void print_version(void) {
-  printf("dtrun %s\n", DT_VERSION);
-  printf("backends: cpu%s\n", DT_HAVE_CUDA ? ", cuda" : "");
+enum { MAX_SETS = 64 };
+
+typedef struct args {
+  const char *cmd;
+  const char *file;
+  const char *output_dir;
+  const char *sets[MAX_SETS];
+  int nsets;
+  int quiet;
+  const char *dirs[256];
+  int ndirs;
+  dt_compare_options cmp;
+} args;
+
+static dt_status parse_args(int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  a->cmd = "run";
+  a->cmp.target = -1;
+  int i = 1;
+  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0) a->cmd = argv[i++];
+  for (; i < argc; i++) {
+    const char *s = argv[i];
+    const int has_next = i + 1 < argc;
+    if (strcmp(s, "--set") == 0 || strcmp(s, "-s") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--set needs key.path=value");
+      DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
+      a->sets[a->nsets++] = argv[++i];
+    } else if (strncmp(s, "--set=", 6) == 0) {
+      DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
+      a->sets[a->nsets++] = s + 6;
+    } else if (strcmp(s, "--output-dir") == 0 || strcmp(s, "-o") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--output-dir needs a folder");
+      a->output_dir = argv[++i];
+    } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+      a->quiet = 1;
+    } else if (strcmp(s, "--metric") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--metric needs a column name");
+      a->cmp.metric = argv[++i];
+    } else if (strcmp(s, "--target") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--target needs a number");
+      char *end;
+      a->cmp.target = strtod(argv[++i], &end);
+      DT_CHECK(*end == '\0' && a->cmp.target >= 0, DT_ERR_USAGE, "--target: expected a number >= 0, found '%s'", argv[i]);
+    } else if (strcmp(s, "--plot") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .png or .svg");
+      a->cmp.plot = argv[++i];
+      const char *ext = strrchr(a->cmp.plot, '.');
+      DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0), DT_ERR_USAGE,
+               "--plot %s: the file name must end in .png or .svg", a->cmp.plot);
+    } else if (s[0] == '-' && s[1] != '\0') {
+      return DT_ERROR(DT_ERR_USAGE, "unknown option '%s' (see dtrun --help)", s);
+    } else if (strcmp(a->cmd, "compare") == 0) {
+      DT_CHECK(a->ndirs < 256, DT_ERR_USAGE, "at most 256 run folders");
+      a->dirs[a->ndirs++] = s;
+    } else {
+      DT_CHECK(a->file == NULL, DT_ERR_USAGE, "more than one experiment file: '%s' and '%s'", a->file, s);
+      a->file = s;
+    }
+  }
+  if (strcmp(a->cmd, "compare") == 0) DT_CHECK(a->ndirs > 0, DT_ERR_USAGE, "compare needs at least one run folder");
+  else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
+  return DT_OK;
+}
+
+/* Prints the error (rank 0 only); the traceback too for failures that are not the user's. */
+static int report(dt_status st, int rank) {
+  if (st == DT_OK) return 0;
+  if (rank == 0) {
+    if (st == DT_ERR_CONFIG || st == DT_ERR_USAGE || st == DT_ERR_INTERRUPTED || dt_log_get_level() < DT_LOG_DEBUG) {
+      fprintf(stderr, "dtrun: %s\n", dt_error_message());
+    } else {
+      char buf[8192];
+      dt_error_format(buf, sizeof buf);
+      fprintf(stderr, "dtrun: %s\n", buf);
+    }
+    if (st == DT_ERR_USAGE && strstr(dt_error_message(), "MPI ranks") == NULL) fprintf(stderr, "(dtrun --help shows the usage)\n");
+  }
+  return dt_status_exit_code(st);
+}
+
+static void command_line(int argc, char **argv, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < argc && used < size; i++) used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", argv[i]);
 }
 
 int main(int argc, char **argv) {
@@ -30,15 +128,61 @@ int main(int argc, char **argv) {
     fputs(usage_text, stderr);
     return 2;
   }
-  const char *cmd = argv[1];
-  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage_text, stdout);
     return 0;
   }
-  if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
-    print_version();
+  if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+    printf("dtrun %s\nbackends: cpu%s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, DT_HAVE_CUDA ? ", cuda" : "", dt_cpu_kernel_name());
     return 0;
   }
-  fprintf(stderr, "dtrun: unknown command or option '%s'\n\n%s", cmd, usage_text);
-  return 2;
+  args a;
+  dt_status st = parse_args(argc, argv, &a);
+  if (st != DT_OK) return report(st, 0);
+
+  if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
+
+  static dt_config cfg; /* plain data, ~100 KB: not on the stack */
+  if (strcmp(a.cmd, "check") == 0) {
+    st = dt_config_load(a.file, a.sets, a.nsets, &cfg);
+    if (st == DT_OK) st = dt_experiment_check(&cfg, stdout);
+    return report(st, 0);
+  }
+
+  /* run: pick the BLAS kernels before MPI starts (this may restart the process once) */
+  dt_cpu_select_kernels(argv);
+  dt_comm *comm = NULL;
+  st = dt_comm_init(&argc, &argv, &comm);
+  if (st != DT_OK) return report(st, 0);
+  const int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
+  dt_log_init(rank, size, a.quiet ? DT_LOG_WARN : DT_LOG_INFO);
+  dt_run_install_signal_handlers();
+  /* only rank 0 reads the file; every rank receives the same resolved config */
+  double ok = 1;
+  if (rank == 0) {
+    st = dt_config_load(a.file, a.sets, a.nsets, &cfg);
+    ok = st == DT_OK;
+  }
+  if (size > 1) {
+    dt_status bst = dt_comm_bcast(comm, &ok, sizeof ok, 0);
+    if (bst == DT_OK && ok) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
+    if (bst != DT_OK) st = bst;
+  }
+  if (ok && st == DT_OK) {
+    char cmdline[4096];
+    command_line(argc, argv, cmdline, sizeof cmdline);
+    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .command_line = cmdline};
+    st = dt_experiment_run(comm, &cfg, &ro);
+  } else if (st == DT_OK) {
+    st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load the experiment");
+  }
+  int code = report(st, rank);
+  if (st != DT_OK && st != DT_ERR_CONFIG && st != DT_ERR_USAGE && st != DT_ERR_INTERRUPTED && size > 1) {
+    /* a failure on one rank would leave the others waiting in a collective */
+    fflush(stdout);
+    fflush(stderr);
+    dt_comm_abort(comm, code);
+  }
+  dt_comm_finalize(comm);
+  return code;
 }

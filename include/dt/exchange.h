@@ -20,6 +20,9 @@ typedef struct dt_comm dt_comm;
 dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out);
 /* Frees the handle; finalises MPI if dt_comm_init initialised it. Collective. NULL is a no-op. */
 dt_status dt_comm_finalize(dt_comm *c);
+/* Ends every rank of the job with exit code `code` (MPI_Abort). Only main() calls it, after a
+ * failure that other ranks may not share and would wait on forever. */
+void dt_comm_abort(dt_comm *c, int code);
 int dt_comm_rank(const dt_comm *c);
 int dt_comm_size(const dt_comm *c);
 /* Broadcast bytes from root. Collective. */
@@ -30,12 +33,26 @@ dt_status dt_comm_allreduce_sum_f32(dt_comm *c, float *buf, int n);
 dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n);
 dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n);
 dt_status dt_comm_barrier(dt_comm *c);
+/* Sum over all num_nodes nodes (placed in contiguous blocks) of a per-node float vector of
+ * length d, in node order, in double: rank 0 receives the vectors one node at a time and
+ * broadcasts the sum to out. Unlike MPI_Allreduce, the summation order does not depend on the
+ * rank count, so results are bit-identical for every P. v[l] is local node l's vector.
+ * Counts the bytes in the stats. Collective. */
+dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out);
+/* Gathers every node's float vector to rank 0 in node order into all (num_nodes * d floats; only
+ * read on rank 0, may be NULL elsewhere). Collective. */
+dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all);
 /* Wall-clock seconds and bytes of the reductions above (what the centralized baseline sends). */
 typedef struct dt_comm_stats {
   uint64_t bytes;
   double seconds;
 } dt_comm_stats;
 dt_comm_stats dt_comm_stats_get(const dt_comm *c);
+/* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
+ * all (num_nodes * k; read on rank 0 only). Collective. */
+dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
+/* Name of this host (MPI_Get_processor_name). */
+void dt_comm_host(char *buf, size_t size);
 
 typedef struct dt_exchange dt_exchange;
 

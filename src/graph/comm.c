@@ -1,6 +1,8 @@
 /* The MPI_COMM_WORLD handle behind dt_comm: initialisation, broadcast and the few reductions the
  * runner and the centralized baseline need, with their bytes and time counted. */
 #include <mpi.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../core/core_impl.h"
 #include "dt/exchange.h"
@@ -41,6 +43,7 @@ dt_status dt_comm_finalize(dt_comm *c) {
 }
 
 int dt_comm_rank(const dt_comm *c) { return c->rank; }
+void dt_comm_abort(dt_comm *c, int code) { MPI_Abort(c->comm, code); }
 int dt_comm_size(const dt_comm *c) { return c->size; }
 
 dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root) {
@@ -80,3 +83,110 @@ dt_status dt_comm_barrier(dt_comm *c) {
   return DT_OK;
 }
 dt_comm_stats dt_comm_stats_get(const dt_comm *c) { return c->stats; }
+
+/* Receives (or takes locally) node j's vector on rank 0, in node order, and hands it to fn. */
+static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *buf,
+                             void (*fn)(void *ctx, int node, const float *x), void *ctx) {
+  const int first = dt_placement_first(num_nodes, c->size, c->rank);
+  const int count = dt_placement_count(num_nodes, c->size, c->rank);
+  DT_CHECK(d <= (size_t)1 << 30, DT_ERR_INTERNAL, "vector too long for one message");
+  if (c->rank == 0) {
+    for (int j = 0; j < num_nodes; j++) {
+      const float *x;
+      if (j < count) {
+        x = v[j];
+      } else {
+        DT_MPI(MPI_Recv(buf, (int)d, MPI_FLOAT, dt_placement_rank(num_nodes, c->size, j), j, c->comm, MPI_STATUS_IGNORE));
+        x = buf;
+      }
+      fn(ctx, j, x);
+    }
+  } else {
+    for (int l = 0; l < count; l++) {
+      DT_MPI(MPI_Send(v[l], (int)d, MPI_FLOAT, 0, first + l, c->comm));
+      c->stats.bytes += d * sizeof(float);
+    }
+  }
+  return DT_OK;
+}
+
+typedef struct sum_ctx {
+  double *out;
+  size_t d;
+} sum_ctx;
+
+static void add_to(void *ctx, int node, const float *x) {
+  sum_ctx *s = ctx;
+  (void)node;
+  for (size_t i = 0; i < s->d; i++) s->out[i] += x[i];
+}
+
+dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out) {
+  dt_status st = DT_OK;
+  float *buf = NULL;
+  double t0 = dt_time_now();
+  memset(out, 0, sizeof(double) * d);
+  if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
+  sum_ctx s = {.out = out, .d = d};
+  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, buf, add_to, &s));
+  if (c->size > 1) {
+    DT_TRY_GOTO(dt_comm_bcast(c, out, sizeof(double) * d, 0));
+    if (c->rank == 0) c->stats.bytes += (uint64_t)(c->size - 1) * d * sizeof(double);
+  }
+  c->stats.seconds += dt_time_now() - t0;
+cleanup:
+  dt_free(buf);
+  return st;
+}
+
+typedef struct gather_ctx {
+  float *all;
+  size_t d;
+} gather_ctx;
+
+static void put(void *ctx, int node, const float *x) {
+  gather_ctx *g = ctx;
+  memcpy(g->all + (size_t)node * g->d, x, sizeof(float) * g->d);
+}
+
+dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all) {
+  dt_status st = DT_OK;
+  float *buf = NULL;
+  if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
+  gather_ctx g = {.all = all, .d = d};
+  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, buf, put, &g));
+cleanup:
+  dt_free(buf);
+  return st;
+}
+
+dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all) {
+  dt_status st = DT_OK;
+  int *counts = NULL, *displs = NULL;
+  const int count = dt_placement_count(num_nodes, c->size, c->rank);
+  if (c->size == 1) {
+    memcpy(all, local, sizeof(double) * (size_t)num_nodes * (size_t)k);
+    return DT_OK;
+  }
+  if (c->rank == 0) {
+    DT_ALLOC_GOTO(counts, c->size, "gather counts");
+    DT_ALLOC_GOTO(displs, c->size, "gather displacements");
+    for (int r = 0; r < c->size; r++) {
+      counts[r] = dt_placement_count(num_nodes, c->size, r) * k;
+      displs[r] = dt_placement_first(num_nodes, c->size, r) * k;
+    }
+  }
+  DT_MPI_GOTO(MPI_Gatherv(local, count * k, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, c->comm));
+cleanup:
+  dt_free(counts);
+  dt_free(displs);
+  return st;
+}
+
+void dt_comm_host(char *buf, size_t size) {
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  if (MPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
+  name[len] = '\0';
+  snprintf(buf, size, "%s", len ? name : "unknown");
+}

@@ -1,0 +1,77 @@
+/* `dtrun check`: the resolved config plus what it implies — graph figures, the model and its
+ * size, rounds and traffic per problem — without loading data or running anything. */
+#include <libgen.h>
+#include <string.h>
+
+#include "dt/graph.h"
+#include "dt/optimizer.h"
+#include "dt/run.h"
+
+dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec);
+
+dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
+  const dt_graph_config *g = &cfg->experiment.graph;
+  static _Thread_local char edge_path[2 * DT_PATH_MAX + 2];
+  memset(spec, 0, sizeof *spec);
+  spec->type = (dt_graph_type)g->type;
+  spec->num_nodes = g->num_nodes;
+  spec->seed = cfg->experiment.seed;
+  spec->p = g->p;
+  spec->gen_attempts = g->gen_attempts;
+  spec->rows = g->rows;
+  spec->cols = g->cols;
+  spec->degree = g->degree;
+  spec->radius = g->radius;
+  spec->mixing = (dt_mixing)g->mixing;
+  if (g->edge_file[0] != '\0') {
+    /* relative edge files are relative to the config file's folder */
+    if (g->edge_file[0] == '/') {
+      snprintf(edge_path, sizeof edge_path, "%s", g->edge_file);
+    } else {
+      char src[DT_PATH_MAX];
+      snprintf(src, sizeof src, "%s", cfg->source);
+      snprintf(edge_path, sizeof edge_path, "%s/%s", dirname(src), g->edge_file);
+    }
+    spec->edge_file = edge_path;
+  }
+  return DT_OK;
+}
+
+dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
+  dt_status st = DT_OK;
+  dt_graph *g = NULL;
+  dt_model *m = NULL;
+  dt_graph_spec gs;
+  DT_TRY_GOTO(dt_config_emit(cfg, out));
+  DT_TRY_GOTO(dt_graph_spec_from_config(cfg, &gs));
+  DT_TRY_GOTO(dt_graph_build(&gs, &g));
+  const dt_experiment_config *e = &cfg->experiment;
+  int in_c = 1, in_h = 28, in_w = 28, classes = 10;
+  if (e->dataset == DT_DATA_SYNTHETIC) in_h = 1, in_w = e->synthetic_features, classes = 4;
+  dt_model_spec ms;
+  dt_config_model_spec(cfg, in_c, in_h, in_w, classes, &ms);
+  DT_TRY_GOTO(dt_model_create(&ms, &m));
+  const size_t d = dt_model_num_params(m);
+  fprintf(out, "# ---- summary ----\n");
+  fprintf(out, "# graph: %s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), g->n, g->num_edges, dt_mixing_name(g->mixing));
+  fprintf(out, "#   degrees:");
+  for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_degree(g, i));
+  fprintf(out, "%s\n#   Fiedler value %.6g, spectral gap of W %.6g\n", g->n > 64 ? " ..." : "", g->fiedler, g->spectral_gap);
+  char desc[4096];
+  dt_model_describe(m, desc, sizeof desc);
+  fprintf(out, "# model: %zu parameters\n", d);
+  for (char *line = strtok(desc, "\n"); line != NULL; line = strtok(NULL, "\n")) fprintf(out, "#   %s\n", line);
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const int nvec = strcmp(pc->alg_name, "dsgt") == 0 ? 2 : 1;
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, batch %d", pc->problem_name, pc->alg_name, pc->outer_iterations,
+            pc->evaluate_frequency, pc->train_batch_size);
+    if (strcmp(pc->alg_name, "cadmm") == 0 || strcmp(pc->alg_name, "dsgd") == 0 || strcmp(pc->alg_name, "dsgt") == 0)
+      fprintf(out, ", %.3g MB sent per round", 2.0 * g->num_edges * nvec * d * 4 / 1e6);
+    fprintf(out, "\n");
+  }
+cleanup:
+  dt_model_free(m);
+  dt_graph_free(g);
+  return st;
+}

@@ -1,0 +1,24 @@
+/* Result-file helpers of the runner: a growable text buffer and atomic writes. */
+#ifndef DT_WRITER_IMPL_H
+#define DT_WRITER_IMPL_H
+
+#include <stddef.h>
+
+#include "dt/status.h"
+
+typedef struct strbuf {
+  char *data;
+  size_t len, cap;
+  int failed; /* an allocation failed; the content is incomplete */
+} strbuf;
+
+void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_free(strbuf *sb);
+
+/* Writes dir/name through a temporary file and rename(2): readers see the old file or the
+ * complete new one, never a part. */
+dt_status dt_write_atomic(const char *dir, const char *name, const void *data, size_t len);
+/* Writes an n × d float32 matrix in NumPy's .npy format (version 1.0), atomically. */
+dt_status dt_write_npy(const char *dir, const char *name, const float *data, int n, size_t d);
+
+#endif

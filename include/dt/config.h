@@ -1,0 +1,168 @@
+/* Experiment configuration: the YAML schema (as tables), loading with precise errors, overrides
+ * from the command line, and the resolved config emitted back as YAML.
+ *
+ * Every key is described by a dt_key row (name, type, default, range, help); the same rows drive
+ * parsing, validation, defaults, the emitted resolved config, `dtrun check` and
+ * configs/README.md. Optimizer plug-ins contribute their own rows (dt/optimizer.h). A loaded
+ * dt_config is plain data (no pointers), so rank 0 can broadcast it as bytes. */
+#ifndef DT_CONFIG_H
+#define DT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dt/nn.h"
+#include "dt/status.h"
+
+/* ---- schema rows ------------------------------------------------------------------------- */
+
+typedef enum dt_key_type {
+  DT_KEY_BOOL,    /* bool */
+  DT_KEY_INT,     /* int, within [min, max] */
+  DT_KEY_FLOAT,   /* double, within [min, max] */
+  DT_KEY_SEED,    /* uint64_t */
+  DT_KEY_STRING,  /* char[size] */
+  DT_KEY_ENUM,    /* int index into values[] */
+  DT_KEY_SECTION, /* nested mapping described by sub[] (stored at offset) */
+  DT_KEY_SPECIAL, /* parsed by the owning module (metrics list, layers, problems, optimizer) */
+} dt_key_type;
+
+enum {
+  DT_KEY_REQUIRED = 1u << 0, /* no default: must be given */
+  DT_KEY_NO_EMIT = 1u << 1,  /* input-only spelling (e.g. a shorthand); not in the resolved YAML */
+};
+
+typedef struct dt_key {
+  const char *name;
+  dt_key_type type;
+  size_t offset;             /* of the field in the struct the table describes */
+  size_t size;               /* DT_KEY_STRING: capacity including the NUL */
+  const char *def;           /* default, written as YAML text; NULL with DT_KEY_REQUIRED */
+  double min, max;           /* DT_KEY_INT, DT_KEY_FLOAT: inclusive range */
+  const char *const *values; /* DT_KEY_ENUM: NULL-terminated names */
+  const char *const *value_aliases; /* DT_KEY_ENUM: NULL-terminated pairs "alias", "name" */
+  const struct dt_key *sub;  /* DT_KEY_SECTION: rows of the nested mapping, ended by {0} */
+  const char *alias_of;      /* another spelling of the key `alias_of` in the same table */
+  const char *const *excludes; /* keys that may not be given together with this one */
+  unsigned flags;
+  const char *help;
+} dt_key;
+
+/* ---- resolved configuration ------------------------------------------------------------------ */
+
+enum { DT_NAME_MAX = 128, DT_PATH_MAX = 1024, DT_MAX_PROBLEMS = 32, DT_OPTS_MAX = 256 };
+
+typedef enum dt_split_type { DT_SPLIT_RANDOM = 0, DT_SPLIT_HETERO, DT_SPLIT_DIRICHLET } dt_split_type;
+typedef enum dt_backend_kind { DT_BACKEND_CPU = 0, DT_BACKEND_CUDA, DT_BACKEND_AUTO } dt_backend_kind;
+typedef enum dt_dataset_name { DT_DATA_MNIST = 0, DT_DATA_FASHION_MNIST, DT_DATA_SYNTHETIC } dt_dataset_name;
+
+/* Metrics a problem records (bit flags). */
+typedef enum dt_metric {
+  DT_METRIC_FORWARD_PASS_COUNT = 1u << 0,
+  DT_METRIC_VALIDATION_LOSS = 1u << 1,
+  DT_METRIC_CONSENSUS_ERROR = 1u << 2,
+  DT_METRIC_TOP1_ACCURACY = 1u << 3,
+  DT_METRIC_CURRENT_EPOCH = 1u << 4,
+  DT_METRIC_CONSENSUS_MATRIX = 1u << 5, /* pairwise distances to <problem>_consensus.csv */
+  DT_METRIC_COUNT_ = 6
+} dt_metric;
+const char *dt_metric_name(int bit);
+
+typedef struct dt_graph_config {
+  int num_nodes;
+  int type; /* dt_graph_type */
+  double p;
+  int gen_attempts;
+  int rows, cols, degree;
+  double radius;
+  char edge_file[DT_PATH_MAX];
+  int mixing; /* dt_mixing */
+} dt_graph_config;
+
+typedef struct dt_model_config {
+  int num_filters, kernel_size, linear_width; /* the seed CNN, used when layers is empty */
+  int num_layers;                             /* > 0: the `layers:` list replaces the seed CNN */
+  dt_layer_spec layers[DT_MAX_LAYERS];
+} dt_model_config;
+
+typedef struct dt_solo_config {
+  bool train_solo;
+  int optimizer; /* dt_optim_kind */
+  double lr;
+  int epochs;
+  int train_batch_size, val_batch_size;
+  bool verbose;
+} dt_solo_config;
+
+typedef struct dt_experiment_config {
+  char name[DT_NAME_MAX];
+  char data_dir[DT_PATH_MAX];
+  char output_metadir[DT_PATH_MAX];
+  bool writeout;
+  bool use_cuda;
+  int backend;         /* dt_backend_kind */
+  int dataset;         /* dt_dataset_name */
+  int data_split_type; /* dt_split_type */
+  double dirichlet_alpha;
+  int min_per_node;
+  int loss;            /* 0 = NLL, the only loss */
+  uint64_t seed;
+  bool save_models;
+  int synthetic_samples, synthetic_features; /* dataset: synthetic */
+  dt_graph_config graph;
+  dt_model_config model;
+  dt_solo_config individual_training;
+} dt_experiment_config;
+
+typedef struct dt_problem_config {
+  char key[DT_NAME_MAX];          /* the entry's name under problem_configs */
+  char problem_name[DT_NAME_MAX];
+  int train_batch_size, val_batch_size;
+  bool verbose_evals;
+  int evaluate_frequency;
+  unsigned metrics;               /* dt_metric bits */
+  bool full_batch;                /* gradients on the node's whole data set (convex problems) */
+  double l2;                      /* λ of the λ/2‖θ‖² term added to every node's loss */
+  char alg_name[32];              /* canonical optimizer name (aliases resolved) */
+  int outer_iterations;           /* rounds */
+  bool profile;
+  _Alignas(16) unsigned char alg_opts[DT_OPTS_MAX]; /* the optimizer's own options struct */
+} dt_problem_config;
+
+typedef struct dt_config {
+  char source[DT_PATH_MAX]; /* file it was loaded from */
+  dt_experiment_config experiment;
+  int num_problems;
+  dt_problem_config problems[DT_MAX_PROBLEMS];
+} dt_config;
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+/* Loads and validates path, applies the `--set key.path=value` overrides (num_overrides strings
+ * "key.path=value"), fills every default. Errors are DT_ERR_CONFIG with a message
+ * "FILE:LINE:COL: KEY.PATH: expected ..., found ...[; did you mean ...?]" (or naming the
+ * override). Not collective: rank 0 loads, then broadcasts the struct. */
+dt_status dt_config_load(const char *path, const char *const *overrides, int num_overrides,
+                         dt_config *out);
+
+/* The same from a string (tests); `name` stands for the file name in messages. */
+dt_status dt_config_load_string(const char *text, size_t len, const char *name,
+                                const char *const *overrides, int num_overrides, dt_config *out);
+
+/* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
+ * again gives an identical dt_config. */
+dt_status dt_config_emit(const dt_config *cfg, FILE *f);
+
+/* Visits every documented key path ("experiment.graph.num_nodes",
+ * "problem_configs.<name>.optimizer_config.<alg>.rho_init", ...) with its row; for
+ * configs/README.md and the test that keeps it complete. */
+typedef void (*dt_config_key_visitor)(const char *path, const dt_key *key, void *ctx);
+void dt_config_visit_keys(dt_config_key_visitor visit, void *ctx);
+
+/* The model spec the config describes (seed CNN or layer list) for the dataset's input shape. */
+void dt_config_model_spec(const dt_config *cfg, int in_c, int in_h, int in_w, int classes,
+                          dt_model_spec *spec);
+
+#endif

@@ -1,0 +1,38 @@
+/* The experiment runner and the `check` and `compare` commands. */
+#ifndef DT_RUN_H
+#define DT_RUN_H
+
+#include <stdio.h>
+
+#include "dt/config.h"
+#include "dt/exchange.h"
+#include "dt/status.h"
+
+typedef struct dt_run_options {
+  const char *output_dir;   /* exact output folder, or NULL for <output_metadir>/<time>_<name> */
+  int quiet;                /* only errors and the final summary */
+  const char *command_line; /* recorded in summary.yaml */
+} dt_run_options;
+
+/* Runs every problem of cfg (identical on all ranks). Writes the files of DESIGN.md "Files"
+ * unless writeout is false. Returns DT_ERR_INTERRUPTED after SIGINT/SIGTERM (files of what was
+ * measured are written, marked interrupted). Collective. */
+dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
+
+/* Installs the SIGINT/SIGTERM handlers that let a run finish its round and save. */
+void dt_run_install_signal_handlers(void);
+
+/* `dtrun check`: prints the resolved config and a summary (graph, model, rounds) to out.
+ * Builds the graph (and reads the edge file) but loads no data. Not collective. */
+dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
+
+typedef struct dt_compare_options {
+  const char *metric; /* accuracy metric for --target (default top1_accuracy) */
+  double target;      /* < 0: none */
+  const char *plot;   /* PNG or SVG file, or NULL */
+} dt_compare_options;
+
+/* `dtrun compare RUN_DIR...`: a table per problem, and optionally a plot through gnuplot. */
+dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out);
+
+#endif

@@ -1,0 +1,110 @@
+/* The centralized baseline: exact gradient averaging over all nodes each step (bulk-synchronous
+ * data parallelism), or local steps followed by model averaging (periodic parameter
+ * averaging). Sums over nodes run in node order (dt_run_node_sum), so they are bit-identical for
+ * any rank count. Update equations: README.md here. */
+#include <string.h>
+
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+
+static const char *const modes[] = {"gradient", "model", NULL};
+
+static const dt_key keys[] = {
+    {.name = "mode", .type = DT_KEY_ENUM, .offset = offsetof(dt_centralized_opts, mode), .def = "gradient", .values = modes,
+     .help = "gradient: average gradients every step; model: local steps, then average models"},
+    {.name = "local_steps", .type = DT_KEY_INT, .offset = offsetof(dt_centralized_opts, local_steps), .def = "1", .min = 1, .max = 1e6,
+     .help = "steps per round"},
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_centralized_opts, optimizer), .def = "adam",
+     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "learning rate"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1})"},
+    {0},
+};
+
+typedef struct central_state {
+  dt_centralized_opts o;
+  double lr;
+  int count;
+  dt_optim **opt;
+  float **grad;
+  double *sum;
+  float *avg;
+} central_state;
+
+static void destroy(void *p) {
+  central_state *s = p;
+  if (s == NULL) return;
+  for (int l = 0; l < s->count; l++) {
+    if (s->opt) dt_optim_free(s->opt[l]);
+    if (s->grad) dt_free(s->grad[l]);
+  }
+  dt_free(s->opt);
+  dt_free(s->grad);
+  dt_free(s->sum);
+  dt_free(s->avg);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  central_state *s = NULL;
+  DT_ALLOC_GOTO(s, 1, "centralized");
+  s->o = *(const dt_centralized_opts *)opts;
+  s->lr = s->o.lr;
+  s->count = run->count;
+  DT_ALLOC_GOTO(s->opt, run->count, "centralized");
+  DT_ALLOC_GOTO(s->grad, run->count, "centralized");
+  for (int l = 0; l < run->count; l++) {
+    DT_TRY_GOTO(dt_run_local_optim(run, s->o.optimizer, s->lr, &s->opt[l]));
+    DT_ALLOC_GOTO(s->grad[l], run->dim, "centralized");
+  }
+  DT_ALLOC_GOTO(s->sum, run->dim, "centralized");
+  DT_ALLOC_GOTO(s->avg, run->dim, "centralized");
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static void average(central_state *s, size_t d, int n) {
+  for (size_t q = 0; q < d; q++) s->avg[q] = (float)(s->sum[q] / n);
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  central_state *s = p;
+  const size_t d = run->dim;
+  const int n = run->graph->n;
+  (void)k;
+  s->lr = s->lr * (1.0 - s->o.mu * s->lr);
+  for (int t = 0; t < s->o.local_steps; t++) {
+    for (int l = 0; l < run->count; l++) DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad[l]));
+    if (s->o.mode == DT_CENTRAL_GRADIENT) {
+      DT_TRY(dt_run_node_sum(run, (const float *const *)s->grad, s->sum));
+      average(s, d, n);
+    }
+    dt_timer_start(&run->t_compute);
+    for (int l = 0; l < run->count; l++)
+      dt_optim_step(s->opt[l], run->theta[l], s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->grad[l], (float)s->lr, NULL);
+    dt_timer_stop(&run->t_compute);
+  }
+  if (s->o.mode == DT_CENTRAL_MODEL) {
+    DT_TRY(dt_run_node_sum(run, (const float *const *)run->theta, s->sum));
+    average(s, d, n);
+    for (int l = 0; l < run->count; l++) memcpy(run->theta[l], s->avg, sizeof(float) * d);
+  }
+  return DT_OK;
+}
+
+const dt_optimizer_def dt_optimizer_centralized = {
+    .name = "centralized",
+    .summary = "centralized baseline: exact gradient averaging, or local steps plus model averaging",
+    .keys = keys,
+    .opts_size = sizeof(dt_centralized_opts),
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+};

@@ -1,0 +1,76 @@
+/* Decentralized SGD (Nedić & Ozdaglar 2009; stochastic form as in Lian et al., NeurIPS 2017),
+ * synchronous. Update equations: README.md here. */
+#include <string.h>
+
+#include "../mix.h"
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+
+static const dt_key keys[] = {
+    {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, alpha0), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "initial step size"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, mu), .def = "0.001", .min = 0, .max = DT_INF,
+     .help = "step decay: alpha_k = alpha_{k-1} (1 - mu alpha_{k-1})"},
+    {0},
+};
+
+typedef struct dsgd_state {
+  double alpha;
+  double mu;
+  float *mixed, *grad;
+} dsgd_state;
+
+static void destroy(void *p) {
+  dsgd_state *s = p;
+  if (s == NULL) return;
+  dt_free(s->mixed);
+  dt_free(s->grad);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  dsgd_state *s = NULL;
+  dt_exchange *ex;
+  const dt_dsgd_opts *o = opts;
+  DT_ALLOC_GOTO(s, 1, "dsgd");
+  s->alpha = o->alpha0;
+  s->mu = o->mu;
+  DT_ALLOC_GOTO(s->mixed, run->dim, "dsgd");
+  DT_ALLOC_GOTO(s->grad, run->dim, "dsgd");
+  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  dsgd_state *s = p;
+  const size_t d = run->dim;
+  (void)k;
+  s->alpha = s->alpha * (1.0 - s->mu * s->alpha);
+  const float a = (float)s->alpha;
+  for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l;
+    dt_mix(run, i, 0, s->mixed);
+    DT_TRY(dt_run_gradient(run, i, s->mixed, s->grad));
+    float *x = run->theta[l];
+    for (size_t q = 0; q < d; q++) x[q] = s->mixed[q] - a * s->grad[q];
+  }
+  return DT_OK;
+}
+
+const dt_optimizer_def dt_optimizer_dsgd = {
+    .name = "dsgd",
+    .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
+    .keys = keys,
+    .opts_size = sizeof(dt_dsgd_opts),
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+};

@@ -1,0 +1,101 @@
+/* Decentralized stochastic gradient tracking (Pu & Nedić, Math. Programming 2021), synchronous;
+ * x and y travel in one exchange. Update equations: README.md here. */
+#include <string.h>
+
+#include "../mix.h"
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+
+static const dt_key keys[] = {
+    {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgt_opts, alpha), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "step size"},
+    {.name = "init_grads", .type = DT_KEY_BOOL, .offset = offsetof(dt_dsgt_opts, init_grads), .def = "true",
+     .help = "start the tracker at the first local gradient (false: at zero)"},
+    {0},
+};
+
+typedef struct dsgt_state {
+  float alpha;
+  int count;
+  float **y, **g; /* tracker and last gradient per local node */
+  float *gnew, *tmp;
+} dsgt_state;
+
+static void destroy(void *p) {
+  dsgt_state *s = p;
+  if (s == NULL) return;
+  for (int l = 0; l < s->count; l++) {
+    if (s->y) dt_free(s->y[l]);
+    if (s->g) dt_free(s->g[l]);
+  }
+  dt_free(s->y);
+  dt_free(s->g);
+  dt_free(s->gnew);
+  dt_free(s->tmp);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  dsgt_state *s = NULL;
+  dt_exchange *ex;
+  const dt_dsgt_opts *o = opts;
+  DT_ALLOC_GOTO(s, 1, "dsgt");
+  s->alpha = (float)o->alpha;
+  s->count = run->count;
+  DT_ALLOC_GOTO(s->y, run->count, "dsgt");
+  DT_ALLOC_GOTO(s->g, run->count, "dsgt");
+  DT_ALLOC_GOTO(s->gnew, run->dim, "dsgt");
+  DT_ALLOC_GOTO(s->tmp, run->dim, "dsgt");
+  for (int l = 0; l < run->count; l++) {
+    DT_ALLOC_GOTO(s->y[l], run->dim, "dsgt tracker");
+    DT_ALLOC_GOTO(s->g[l], run->dim, "dsgt gradient");
+    if (o->init_grads) {
+      DT_TRY_GOTO(dt_run_gradient(run, run->first + l, run->theta[l], s->g[l]));
+      memcpy(s->y[l], s->g[l], sizeof(float) * run->dim);
+    }
+  }
+  DT_TRY_GOTO(dt_run_exchange(run, 2, &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  dsgt_state *s = p;
+  const size_t d = run->dim;
+  (void)k;
+  /* send x_j − α y_j (vector 0) and y_j (vector 1): both mixes need only these */
+  for (int l = 0; l < run->count; l++) {
+    float *v0 = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
+    const float *x = run->theta[l], *y = s->y[l];
+    for (size_t q = 0; q < d; q++) v0[q] = x[q] - s->alpha * y[q];
+    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 1), y, sizeof(float) * d);
+  }
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l;
+    dt_mix(run, i, 0, run->theta[l]); /* x_i ← Σ_j W_ij (x_j − α y_j) */
+    DT_TRY(dt_run_gradient(run, i, run->theta[l], s->gnew));
+    dt_mix(run, i, 1, s->tmp); /* Σ_j W_ij y_j */
+    float *y = s->y[l], *g = s->g[l];
+    for (size_t q = 0; q < d; q++) {
+      y[q] = s->tmp[q] + s->gnew[q] - g[q];
+      g[q] = s->gnew[q];
+    }
+  }
+  return DT_OK;
+}
+
+const dt_optimizer_def dt_optimizer_dsgt = {
+    .name = "dsgt",
+    .summary = "decentralized stochastic gradient tracking",
+    .keys = keys,
+    .opts_size = sizeof(dt_dsgt_opts),
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+};

@@ -1,0 +1,171 @@
+/* Gossip SGD: local steps, then pairwise averaging over a random matching (Boyd et al.,
+ * "Randomized gossip algorithms", 2006) or GoSGD push-sum (Blot et al., 2016). Every random
+ * choice of round k comes from the stream (seed, gossip, k), so every rank knows every edge
+ * used without asking. Update equations: README.md here. */
+#include <string.h>
+
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+#include "dt/rng.h"
+
+static const char *const modes[] = {"pairwise", "push", NULL};
+
+static const dt_key keys[] = {
+    {.name = "mode", .type = DT_KEY_ENUM, .offset = offsetof(dt_gossip_opts, mode), .def = "pairwise", .values = modes,
+     .help = "pairwise: matched neighbours average; push: GoSGD push-sum"},
+    {.name = "local_steps", .type = DT_KEY_INT, .offset = offsetof(dt_gossip_opts, local_steps), .def = "1", .min = 1, .max = 1e6,
+     .help = "local optimizer steps per round"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_gossip_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
+     .help = "initial learning rate"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1}); 0 keeps it constant"},
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, p), .def = "0.5", .min = 0, .max = 1,
+     .help = "push: probability that a node pushes in a round"},
+    {0},
+};
+
+typedef struct gossip_state {
+  dt_gossip_opts o;
+  double lr;
+  int count, n;
+  dt_optim **opt;
+  float *grad;
+  uint8_t *mask;
+  int *partner;    /* pairwise: matched node or -1; push: push target or -1 */
+  uint32_t *order; /* edge order for the matching */
+  double *w;       /* push-sum weights of ALL nodes (every rank tracks all of them) */
+} gossip_state;
+
+static void destroy(void *p) {
+  gossip_state *s = p;
+  if (s == NULL) return;
+  for (int l = 0; s->opt && l < s->count; l++) dt_optim_free(s->opt[l]);
+  dt_free(s->opt);
+  dt_free(s->grad);
+  dt_free(s->mask);
+  dt_free(s->partner);
+  dt_free(s->order);
+  dt_free(s->w);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  gossip_state *s = NULL;
+  dt_exchange *ex;
+  const dt_graph *g = run->graph;
+  DT_ALLOC_GOTO(s, 1, "gossip");
+  s->o = *(const dt_gossip_opts *)opts;
+  s->lr = s->o.lr;
+  s->count = run->count;
+  s->n = g->n;
+  DT_ALLOC_GOTO(s->opt, run->count, "gossip");
+  for (int l = 0; l < run->count; l++) DT_TRY_GOTO(dt_run_local_optim(run, s->o.local_optimizer, s->lr, &s->opt[l]));
+  DT_ALLOC_GOTO(s->grad, run->dim, "gossip");
+  DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
+  DT_ALLOC_GOTO(s->partner, g->n, "gossip");
+  DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
+  DT_ALLOC_GOTO(s->w, g->n, "gossip");
+  for (int i = 0; i < g->n; i++) s->w[i] = 1.0;
+  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static void set_edge(const dt_graph *g, uint8_t *mask, int from, int to) {
+  mask[g->nbr_start[from] + dt_graph_nbr_index(g, from, to)] = 1;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  gossip_state *s = p;
+  const dt_graph *g = run->graph;
+  const size_t d = run->dim;
+  s->lr = s->lr * (1.0 - s->o.mu * s->lr);
+  for (int l = 0; l < run->count; l++)
+    for (int t = 0; t < s->o.local_steps; t++) {
+      DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad));
+      dt_timer_start(&run->t_compute);
+      dt_optim_step(s->opt[l], run->theta[l], s->grad, (float)s->lr, NULL);
+      dt_timer_stop(&run->t_compute);
+    }
+
+  /* Who talks to whom this round: the same draws on every rank. */
+  dt_rng r;
+  dt_rng_init(&r, run->seed, DT_RNG_GOSSIP, (uint64_t)k);
+  memset(s->mask, 0, 2 * (size_t)g->num_edges);
+  for (int i = 0; i < g->n; i++) s->partner[i] = -1;
+  if (s->o.mode == DT_GOSSIP_PAIRWISE) {
+    for (int e = 0; e < g->num_edges; e++) s->order[e] = (uint32_t)e;
+    dt_rng_shuffle_u32(&r, s->order, (size_t)g->num_edges);
+    for (int t = 0; t < g->num_edges; t++) {
+      int u = g->edges[2 * s->order[t]], v = g->edges[2 * s->order[t] + 1];
+      if (s->partner[u] >= 0 || s->partner[v] >= 0) continue;
+      s->partner[u] = v;
+      s->partner[v] = u;
+      set_edge(g, s->mask, u, v);
+      set_edge(g, s->mask, v, u);
+    }
+  } else {
+    for (int i = 0; i < g->n; i++) {
+      double u = dt_rng_double(&r);
+      uint32_t pick = dt_rng_below(&r, (uint32_t)(dt_graph_degree(g, i) > 0 ? dt_graph_degree(g, i) : 1));
+      if (u < s->o.p && dt_graph_degree(g, i) > 0) {
+        s->partner[i] = g->nbr[g->nbr_start[i] + (int)pick];
+        set_edge(g, s->mask, i, s->partner[i]);
+      }
+    }
+  }
+  for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
+  DT_TRY(dt_run_exchange_go(run, s->mask));
+
+  if (s->o.mode == DT_GOSSIP_PAIRWISE) {
+    for (int l = 0; l < run->count; l++) {
+      const int i = run->first + l, j = s->partner[i];
+      if (j < 0) continue;
+      const float *xj = dt_exchange_recv(run->exchange, i, j, 0);
+      const float *xi = dt_exchange_send_buffer(run->exchange, i, 0);
+      float *x = run->theta[l];
+      /* (x_i + x_j)/2 computes the same float on both ends: the pair agrees exactly */
+      for (size_t q = 0; q < d; q++) x[q] = 0.5f * (xi[q] + xj[q]);
+    }
+    return DT_OK;
+  }
+  /* push: senders halve their weight; receivers merge pushes in sender order */
+  for (int i = 0; i < g->n; i++)
+    if (s->partner[i] >= 0) s->w[i] *= 0.5;
+  for (int l = 0; l < run->count; l++) {
+    const int j = run->first + l;
+    float *x = run->theta[l];
+    double wj = s->w[j]; /* grows with each merged push */
+    for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++) {
+      const int i = g->nbr[e];
+      if (s->partner[i] != j) continue;
+      const float *xi = dt_exchange_recv(run->exchange, j, i, 0);
+      const double wi = s->w[i], tot = wj + wi;
+      const float a = (float)(wj / tot), b = (float)(wi / tot);
+      for (size_t q = 0; q < d; q++) x[q] = a * x[q] + b * xi[q];
+      wj = tot;
+    }
+  }
+  /* weights of receivers, for every node (all ranks keep the full vector) */
+  for (int j = 0; j < g->n; j++)
+    for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++)
+      if (s->partner[g->nbr[e]] == j) s->w[j] += s->w[g->nbr[e]];
+  return DT_OK;
+}
+
+const dt_optimizer_def dt_optimizer_gossip = {
+    .name = "gossip",
+    .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
+    .keys = keys,
+    .opts_size = sizeof(dt_gossip_opts),
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+};

@@ -1,0 +1,26 @@
+/* The optimizer registry: one line per plug-in. Adding an optimizer = its folder, a line here,
+ * a line in meson.build, a test. */
+#include <string.h>
+
+#include "dt/optimizer.h"
+
+extern const dt_optimizer_def dt_optimizer_cadmm, dt_optimizer_dsgd, dt_optimizer_dsgt,
+    dt_optimizer_gossip, dt_optimizer_centralized, dt_optimizer_solo;
+
+const dt_optimizer_def *const dt_optimizers[] = {
+    &dt_optimizer_cadmm,  &dt_optimizer_dsgd,        &dt_optimizer_dsgt,
+    &dt_optimizer_gossip, &dt_optimizer_centralized, &dt_optimizer_solo,
+    NULL,
+};
+
+const char *const dt_local_optim_names[] = {"sgd", "adam", "adamw", NULL};
+
+const dt_optimizer_def *dt_optimizer_find(const char *name) {
+  for (int i = 0; dt_optimizers[i] != NULL; i++) {
+    const dt_optimizer_def *d = dt_optimizers[i];
+    if (strcmp(d->name, name) == 0) return d;
+    for (int a = 0; d->aliases != NULL && d->aliases[a] != NULL; a++)
+      if (strcmp(d->aliases[a], name) == 0) return d;
+  }
+  return NULL;
+}

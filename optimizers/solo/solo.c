@@ -1,0 +1,72 @@
+/* The solo baseline: every node trains on its own data and never communicates. Update
+ * equations: README.md here. */
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+
+static const dt_key keys[] = {
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_opts, optimizer), .def = "adam",
+     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "learning rate"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1})"},
+    {0},
+};
+
+typedef struct solo_state {
+  double lr, mu;
+  int count;
+  dt_optim **opt;
+  float *grad;
+} solo_state;
+
+static void destroy(void *p) {
+  solo_state *s = p;
+  if (s == NULL) return;
+  for (int l = 0; s->opt && l < s->count; l++) dt_optim_free(s->opt[l]);
+  dt_free(s->opt);
+  dt_free(s->grad);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  solo_state *s = NULL;
+  const dt_solo_opts *o = opts;
+  DT_ALLOC_GOTO(s, 1, "solo");
+  s->lr = o->lr;
+  s->mu = o->mu;
+  s->count = run->count;
+  DT_ALLOC_GOTO(s->opt, run->count, "solo");
+  for (int l = 0; l < run->count; l++) DT_TRY_GOTO(dt_run_local_optim(run, o->optimizer, o->lr, &s->opt[l]));
+  DT_ALLOC_GOTO(s->grad, run->dim, "solo");
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  solo_state *s = p;
+  (void)k;
+  s->lr = s->lr * (1.0 - s->mu * s->lr);
+  for (int l = 0; l < run->count; l++) {
+    DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad));
+    dt_timer_start(&run->t_compute);
+    dt_optim_step(s->opt[l], run->theta[l], s->grad, (float)s->lr, NULL);
+    dt_timer_stop(&run->t_compute);
+  }
+  return DT_OK;
+}
+
+const dt_optimizer_def dt_optimizer_solo = {
+    .name = "solo",
+    .summary = "no communication: every node trains alone (the lower baseline)",
+    .keys = keys,
+    .opts_size = sizeof(dt_solo_opts),
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+};

@@ -1,0 +1,632 @@
+/* The experiment schema (seed format plus dtrun's extensions), loading, overrides, the special
+ * keys (problem_configs, metrics, layers, optimizer_config) and the resolved-config emitter.
+ * Reference for every key: configs/README.md, generated from these tables. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config_impl.h"
+#include "dt/graph.h"
+#include "dt/optim.h"
+#include "dt/optimizer.h"
+
+#define INF 1e308
+#define OFF(field) offsetof(dt_experiment_config, field)
+
+static const char *const graph_types[] = {"wheel", "cycle", "complete", "star", "path", "random", "grid",
+                                          "torus", "regular", "geometric", "exponential", "file", NULL};
+static const char *const graph_type_aliases[] = {"ring", "cycle", "erdos_renyi", "random", NULL};
+static const char *const mixing_names[] = {"metropolis", "uniform", NULL};
+static const char *const split_names[] = {"random", "hetero", "dirichlet", NULL};
+static const char *const backend_names[] = {"cpu", "cuda", "auto", NULL};
+static const char *const dataset_names[] = {"mnist", "fashion_mnist", "synthetic", NULL};
+static const char *const loss_names[] = {"NLL", NULL};
+static const char *const loss_aliases[] = {"nll", "NLL", NULL};
+static const char *const optim_names[] = {"sgd", "adam", "adamw", NULL};
+static const char *const layer_names[] = {"conv2d", "maxpool2d", "linear", "relu", "flatten", "dropout", NULL};
+static const char *const metric_names[] = {"forward_pass_count", "validation_loss", "consensus_error",
+                                           "top1_accuracy", "current_epoch", "consensus_matrix"};
+
+const char *dt_metric_name(int bit) { return bit >= 0 && bit < DT_METRIC_COUNT_ ? metric_names[bit] : "unknown"; }
+
+static const dt_key graph_keys[] = {
+    {.name = "num_nodes", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, num_nodes), .def = "5", .min = 1, .max = 4096,
+     .help = "number of graph nodes (agents)"},
+    {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, type), .def = "cycle", .values = graph_types,
+     .value_aliases = graph_type_aliases, .help = "topology; ring = cycle, erdos_renyi = random"},
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, p), .def = "0.3", .min = 0, .max = 1,
+     .help = "random: edge probability"},
+    {.name = "gen_attempts", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, gen_attempts), .def = "100", .min = 1, .max = 1e6,
+     .help = "random, regular, geometric: draws until a connected graph"},
+    {.name = "rows", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, rows), .def = "0", .min = 0, .max = 4096,
+     .help = "grid, torus: rows (0 = most square factorisation of num_nodes)"},
+    {.name = "cols", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, cols), .def = "0", .min = 0, .max = 4096,
+     .help = "grid, torus: columns (0 = num_nodes / rows)"},
+    {.name = "degree", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, degree), .def = "3", .min = 1, .max = 4095,
+     .help = "regular: degree k"},
+    {.name = "radius", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, radius), .def = "0.5", .min = 0, .max = 2,
+     .help = "geometric: connection radius in the unit square"},
+    {.name = "edge_file", .type = DT_KEY_STRING, .offset = offsetof(dt_graph_config, edge_file), .size = DT_PATH_MAX, .def = "\"\"",
+     .help = "file: path of an edge list, one 'u v' per line (relative to the config file)"},
+    {.name = "mixing", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, mixing), .def = "metropolis", .values = mixing_names,
+     .help = "mixing weights: metropolis (1/(1+max(deg_i,deg_j))) or uniform (1/(1+max degree))"},
+    {0},
+};
+
+static const dt_key model_keys[] = {
+    {.name = "num_filters", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, num_filters), .def = "3", .min = 1, .max = 4096,
+     .help = "seed CNN: convolution filters"},
+    {.name = "kernel_size", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, kernel_size), .def = "5", .min = 1, .max = 27,
+     .help = "seed CNN: convolution kernel size"},
+    {.name = "linear_width", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, linear_width), .def = "64", .min = 1, .max = 1 << 20,
+     .help = "seed CNN: hidden linear width"},
+    {.name = "layers", .type = DT_KEY_SPECIAL,
+     .help = "list of layers replacing the seed CNN: {type: conv2d|maxpool2d|linear|relu|flatten|dropout, ...}"},
+    {0},
+};
+
+static const dt_key solo_keys[] = {
+    {.name = "train_solo", .type = DT_KEY_BOOL, .offset = offsetof(dt_solo_config, train_solo), .def = "false",
+     .help = "train every node alone on its own data first (the no-communication baseline)"},
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_config, optimizer), .def = "adam", .values = optim_names,
+     .help = "local optimizer"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_config, lr), .def = "0.005", .min = 0, .max = INF, .help = "learning rate"},
+    {.name = "epochs", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, epochs), .def = "1", .min = 1, .max = 1e6,
+     .help = "passes over the node's data"},
+    {.name = "train_batch_size", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, train_batch_size), .def = "64", .min = 1, .max = 65536,
+     .help = "training minibatch size"},
+    {.name = "val_batch_size", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, val_batch_size), .def = "128", .min = 1, .max = 65536,
+     .help = "evaluation batch size"},
+    {.name = "verbose", .type = DT_KEY_BOOL, .offset = offsetof(dt_solo_config, verbose), .def = "true", .help = "print each node's result"},
+    {0},
+};
+
+static const dt_key split_keys[] = {
+    {.name = "alpha", .type = DT_KEY_FLOAT, .offset = OFF(dirichlet_alpha), .def = "0.5", .min = 1e-6, .max = 1e6,
+     .help = "dirichlet: concentration; small = each node sees few classes"},
+    {.name = "min_per_node", .type = DT_KEY_INT, .offset = OFF(min_per_node), .def = "10", .min = 1, .max = 1 << 30,
+     .help = "dirichlet: redraw until every node holds at least this many samples"},
+    {0},
+};
+
+static const dt_key synthetic_keys[] = {
+    {.name = "samples", .type = DT_KEY_INT, .offset = OFF(synthetic_samples), .def = "2000", .min = 10, .max = 1 << 24,
+     .help = "synthetic: training samples (a test set of a quarter of that is drawn too)"},
+    {.name = "features", .type = DT_KEY_INT, .offset = OFF(synthetic_features), .def = "20", .min = 1, .max = 100000,
+     .help = "synthetic: features per sample"},
+    {0},
+};
+
+static const dt_key experiment_keys[] = {
+    {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
+     .help = "experiment name; part of the output folder name"},
+    {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "\"\"",
+     .help = "folder with the IDX files, or a torchvision root; empty = data/<dataset> of the working directory"},
+    {.name = "output_metadir", .type = DT_KEY_STRING, .offset = OFF(output_metadir), .size = DT_PATH_MAX, .def = "outputs",
+     .help = "where run folders are created"},
+    {.name = "writeout", .type = DT_KEY_BOOL, .offset = OFF(writeout), .def = "true", .help = "write result files (false: write nothing)"},
+    {.name = "use_cuda", .type = DT_KEY_BOOL, .offset = OFF(use_cuda), .def = "false",
+     .help = "seed key: true selects the cuda backend when backend is auto"},
+    {.name = "backend", .type = DT_KEY_ENUM, .offset = OFF(backend), .def = "cpu", .values = backend_names,
+     .help = "compute backend: cpu, cuda, or auto (cuda when built and use_cuda is true)"},
+    {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist", .values = dataset_names,
+     .help = "mnist, fashion_mnist, or synthetic (the convex logistic-regression problem)"},
+    {.name = "data_split_type", .type = DT_KEY_ENUM, .offset = OFF(data_split_type), .def = "random", .values = split_names,
+     .help = "how training data is split over nodes: random, hetero (by class), dirichlet"},
+    {.name = "split", .type = DT_KEY_SECTION, .offset = 0, .sub = split_keys, .help = "split parameters"},
+    {.name = "loss", .type = DT_KEY_ENUM, .offset = OFF(loss), .def = "NLL", .values = loss_names, .value_aliases = loss_aliases,
+     .help = "loss: NLL of log-softmax outputs"},
+    {.name = "seed", .type = DT_KEY_SEED, .offset = OFF(seed), .def = "0",
+     .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
+    {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
+     .help = "write each problem's final parameters as <problem_name>_models.npy (N x d float32)"},
+    {.name = "synthetic", .type = DT_KEY_SECTION, .offset = 0, .sub = synthetic_keys, .help = "synthetic dataset size"},
+    {.name = "graph", .type = DT_KEY_SECTION, .offset = OFF(graph), .sub = graph_keys, .help = "communication graph"},
+    {.name = "model", .type = DT_KEY_SECTION, .offset = OFF(model), .sub = model_keys, .help = "model"},
+    {.name = "individual_training", .type = DT_KEY_SECTION, .offset = OFF(individual_training), .sub = solo_keys,
+     .help = "the solo baseline run before the problems"},
+    {0},
+};
+
+#define POFF(field) offsetof(dt_problem_config, field)
+static const dt_key problem_keys[] = {
+    {.name = "problem_name", .type = DT_KEY_STRING, .offset = POFF(problem_name), .size = DT_NAME_MAX,
+     .help = "name used in result file names; default: the entry's key"},
+    {.name = "train_batch_size", .type = DT_KEY_INT, .offset = POFF(train_batch_size), .def = "64", .min = 1, .max = 65536,
+     .help = "training minibatch size per node"},
+    {.name = "val_batch_size", .type = DT_KEY_INT, .offset = POFF(val_batch_size), .def = "128", .min = 1, .max = 65536,
+     .help = "evaluation batch size"},
+    {.name = "verbose_evals", .type = DT_KEY_BOOL, .offset = POFF(verbose_evals), .def = "true", .help = "print a line per evaluation"},
+    {.name = "evaluate_frequency", .type = DT_KEY_INT, .offset = POFF(evaluate_frequency), .def = "20", .min = 1, .max = 1e9,
+     .help = "evaluate every this many rounds (also at round 0 and after the last)"},
+    {.name = "metrics_config", .type = DT_KEY_SPECIAL, .help = "seed spelling: {evaluate_frequency: N}"},
+    {.name = "metrics", .type = DT_KEY_SPECIAL,
+     .help = "list of metrics: forward_pass_count, validation_loss, consensus_error, top1_accuracy, current_epoch, consensus_matrix"},
+    {.name = "full_batch", .type = DT_KEY_BOOL, .offset = POFF(full_batch), .def = "false",
+     .help = "gradients on each node's whole data set instead of minibatches"},
+    {.name = "l2", .type = DT_KEY_FLOAT, .offset = POFF(l2), .def = "0.0", .min = 0, .max = INF,
+     .help = "L2 regularisation: lambda/2 ||theta||^2 added to every node's loss"},
+    {.name = "optimizer_config", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the algorithm and its keys"},
+    {0},
+};
+
+static const dt_key optimizer_common_keys[] = {
+    {.name = "alg_name", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the algorithm: cadmm (dinno), dsgd, dsgt, gossip, centralized, solo"},
+    {.name = "outer_iterations", .type = DT_KEY_INT, .offset = POFF(outer_iterations), .def = "100", .min = 1, .max = 1e9,
+     .help = "communication rounds"},
+    {.name = "profile", .type = DT_KEY_BOOL, .offset = POFF(profile), .def = "false", .help = "print a per-round time breakdown at the end"},
+    {0},
+};
+
+/* ---- special keys ------------------------------------------------------------------------- */
+
+static dt_status read_metrics(const schema_ctx *ctx, const ynode *n, const char *path, unsigned *out) {
+  char found[96];
+  if (n == NULL) {
+    *out = DT_METRIC_FORWARD_PASS_COUNT | DT_METRIC_VALIDATION_LOSS | DT_METRIC_CONSENSUS_ERROR | DT_METRIC_TOP1_ACCURACY |
+           DT_METRIC_CURRENT_EPOCH;
+    return DT_OK;
+  }
+  if (n->kind != YN_SEQ)
+    return schema_error(ctx, n, path, "expected a list of metric names, found %s",
+                        n->kind == YN_MAP ? "a mapping" : (snprintf(found, sizeof found, "'%s'", n->text), found));
+  *out = 0;
+  for (int i = 0; i < n->n; i++) {
+    const ynode *it = n->items[i];
+    int bit = -1;
+    for (int b = 0; it->kind == YN_SCALAR && b < DT_METRIC_COUNT_; b++)
+      if (strcmp(it->text, metric_names[b]) == 0) bit = b;
+    if (bit < 0) {
+      char sub[600];
+      snprintf(sub, sizeof sub, "%s[%d]", path, i);
+      const char *near = it->kind == YN_SCALAR ? schema_nearest(it->text, metric_names, DT_METRIC_COUNT_) : NULL;
+      if (near) return schema_error(ctx, it, sub, "unknown metric '%s'; did you mean '%s'?", it->text, near);
+      return schema_error(ctx, it, sub, "expected one of forward_pass_count, validation_loss, consensus_error, top1_accuracy, "
+                          "current_epoch, consensus_matrix, found %s", it->kind == YN_SCALAR ? it->text : "a non-name");
+    }
+    *out |= 1u << bit;
+  }
+  return DT_OK;
+}
+
+static const dt_key layer_keys[] = {
+    {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_layer_spec, kind), .flags = DT_KEY_REQUIRED, .values = layer_names,
+     .help = "conv2d, maxpool2d, linear, relu, flatten, dropout"},
+    {.name = "out_channels", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_channels), .min = 1, .max = 65536, .help = "conv2d: filters"},
+    {.name = "kernel_size", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, kernel_size), .min = 1, .max = 1024,
+     .help = "conv2d, maxpool2d: window size"},
+    {.name = "stride", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, stride), .min = 1, .max = 1024,
+     .help = "conv2d (default 1), maxpool2d (default kernel_size)"},
+    {.name = "padding", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, padding), .min = 0, .max = 1024, .help = "conv2d: zero padding"},
+    {.name = "out_features", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_features), .min = 1, .max = 1 << 24, .help = "linear: outputs"},
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_layer_spec, p), .min = 0, .max = 0.999999, .help = "dropout: probability"},
+    {0},
+};
+
+static dt_status read_layers(const schema_ctx *ctx, const ynode *n, const char *path, dt_model_config *m) {
+  char sub[600];
+  if (n == NULL) return DT_OK;
+  if (n->kind != YN_SEQ || n->n == 0)
+    return schema_error(ctx, n, path, "expected a non-empty list of layers ({type: conv2d, ...})");
+  if (n->n > DT_MAX_LAYERS) return schema_error(ctx, n, path, "%d layers; at most %d are supported", n->n, DT_MAX_LAYERS);
+  m->num_layers = n->n;
+  /* which keys each type needs (R) or allows (A) */
+  static const char *const needs[][8] = {
+      [DT_LAYER_CONV2D] = {"R", "out_channels", "kernel_size", "A", "stride", "padding", NULL},
+      [DT_LAYER_MAXPOOL2D] = {"R", "kernel_size", "A", "stride", NULL},
+      [DT_LAYER_LINEAR] = {"R", "out_features", NULL},
+      [DT_LAYER_RELU] = {NULL},
+      [DT_LAYER_FLATTEN] = {NULL},
+      [DT_LAYER_DROPOUT] = {"R", "p", NULL},
+  };
+  for (int i = 0; i < n->n; i++) {
+    const ynode *it = n->items[i];
+    dt_layer_spec *ls = &m->layers[i];
+    memset(ls, 0, sizeof *ls);
+    snprintf(sub, sizeof sub, "%s[%d]", path, i);
+    DT_TRY(schema_read(ctx, layer_keys, it, sub, ls));
+    const char *const *rule = needs[ls->kind];
+    for (int k = 0; k < it->n; k++) {
+      const char *key = it->keys[k]->text;
+      if (strcmp(key, "type") == 0) continue;
+      int ok = 0;
+      for (int r = 0; rule[r] != NULL && !ok; r++) ok = strcmp(rule[r], key) == 0;
+      if (!ok) {
+        char ksub[700];
+        snprintf(ksub, sizeof ksub, "%s.%s", sub, key);
+        return schema_error(ctx, it->keys[k], ksub, "does not apply to a %s layer", layer_names[ls->kind]);
+      }
+    }
+    int required = 0;
+    for (int r = 0; rule[r] != NULL; r++) {
+      if (strcmp(rule[r], "R") == 0) required = 1;
+      else if (strcmp(rule[r], "A") == 0) required = 0;
+      else if (required && ynode_get(it, rule[r]) == NULL)
+        return schema_error(ctx, it, sub, "a %s layer needs '%s'", layer_names[ls->kind], rule[r]);
+    }
+    if (ls->kind == DT_LAYER_CONV2D && ls->stride == 0) ls->stride = 1;
+    if (ls->kind == DT_LAYER_MAXPOOL2D && ls->stride == 0) ls->stride = ls->kernel_size;
+  }
+  return DT_OK;
+}
+
+static dt_status read_optimizer(const schema_ctx *ctx, const ynode *n, const char *path, dt_problem_config *pc) {
+  char sub[600], found[96];
+  if (n == NULL || n->kind != YN_MAP)
+    return schema_error(ctx, n, path, "expected a mapping with alg_name and the algorithm's keys, found %s",
+                        n == NULL ? "nothing" : n->kind == YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%s'", n->text), found));
+  const ynode *alg = ynode_get(n, "alg_name");
+  snprintf(sub, sizeof sub, "%s.alg_name", path);
+  if (alg == NULL) {
+    char where[1200];
+    ynode_where(n, ctx->file, where, sizeof where);
+    return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (the algorithm: cadmm, dinno, dsgd, dsgt, gossip, centralized, solo)",
+                    where, sub);
+  }
+  const dt_optimizer_def *def = alg->kind == YN_SCALAR ? dt_optimizer_find(alg->text) : NULL;
+  if (def == NULL) {
+    const char *names[32];
+    int nn = 0;
+    char list[512] = "";
+    size_t used = 0;
+    for (int i = 0; dt_optimizers[i] != NULL; i++) {
+      names[nn++] = dt_optimizers[i]->name;
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", dt_optimizers[i]->name);
+      for (int a = 0; dt_optimizers[i]->aliases && dt_optimizers[i]->aliases[a]; a++) {
+        names[nn++] = dt_optimizers[i]->aliases[a];
+        used += (size_t)snprintf(list + used, sizeof list - used, " (%s)", dt_optimizers[i]->aliases[a]);
+      }
+    }
+    const char *near = alg->kind == YN_SCALAR ? schema_nearest(alg->text, names, nn) : NULL;
+    return schema_error(ctx, alg, sub, "unknown algorithm %s; available: %s%s%s%s", alg->kind == YN_SCALAR ? alg->text : "(not a name)",
+                        list, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+  }
+  snprintf(pc->alg_name, sizeof pc->alg_name, "%s", def->name);
+  /* Common keys and the algorithm's keys share one mapping: check names against both. */
+  dt_key merged[64];
+  int m = 0;
+  for (int i = 0; optimizer_common_keys[i].name; i++) merged[m++] = optimizer_common_keys[i];
+  for (int i = 0; def->keys[i].name; i++) {
+    merged[m] = def->keys[i];
+    merged[m].type = DT_KEY_SPECIAL; /* read below into alg_opts */
+    m++;
+  }
+  memset(&merged[m], 0, sizeof merged[m]);
+  DT_TRY(schema_read(ctx, merged, n, path, pc));
+  /* now the algorithm's keys alone, into its options struct (common keys marked as special) */
+  dt_key algk[64];
+  m = 0;
+  for (int i = 0; def->keys[i].name; i++) algk[m++] = def->keys[i];
+  for (int i = 0; optimizer_common_keys[i].name; i++) {
+    algk[m] = optimizer_common_keys[i];
+    algk[m].type = DT_KEY_SPECIAL;
+    algk[m].flags = 0;
+    m++;
+  }
+  memset(&algk[m], 0, sizeof algk[m]);
+  DT_ASSERT(def->opts_size <= DT_OPTS_MAX);
+  memset(pc->alg_opts, 0, sizeof pc->alg_opts);
+  DT_TRY(schema_read(ctx, algk, n, path, pc->alg_opts));
+  if (def->finalize != NULL) {
+    char err[512];
+    if (!def->finalize(pc->alg_opts, pc->outer_iterations, err, sizeof err)) return schema_error(ctx, n, path, "%s", err);
+  }
+  return DT_OK;
+}
+
+static dt_status read_problem(const schema_ctx *ctx, const char *key, const ynode *n, dt_problem_config *pc) {
+  char path[600], sub[700];
+  snprintf(path, sizeof path, "problem_configs.%s", key);
+  memset(pc, 0, sizeof *pc);
+  snprintf(pc->key, sizeof pc->key, "%s", key);
+  if (n->kind != YN_MAP) return schema_error(ctx, n, path, "expected a mapping (problem_name, optimizer_config, ...)");
+  DT_TRY(schema_read(ctx, problem_keys, n, path, pc));
+  if (pc->problem_name[0] == '\0') snprintf(pc->problem_name, sizeof pc->problem_name, "%s", key);
+  for (const char *c = pc->problem_name; *c; c++)
+    if (*c == '/' || *c == '\\' || (unsigned char)*c < 32)
+      return schema_error(ctx, ynode_get(n, "problem_name"), path, "problem_name '%s' must not contain '/' or control characters "
+                          "(it names result files)", pc->problem_name);
+  const ynode *mc = ynode_get(n, "metrics_config");
+  if (mc != NULL) {
+    snprintf(sub, sizeof sub, "%s.metrics_config", path);
+    static const dt_key mc_keys[] = {
+        {.name = "evaluate_frequency", .type = DT_KEY_INT, .offset = POFF(evaluate_frequency), .min = 1, .max = 1e9,
+         .help = "evaluate every this many rounds"},
+        {0},
+    };
+    const ynode *top = ynode_get(n, "evaluate_frequency");
+    if (top != NULL && ynode_get(mc, "evaluate_frequency") != NULL)
+      return schema_error(ctx, top, path, "evaluate_frequency is given twice, here and in metrics_config; keep one");
+    DT_TRY(schema_read(ctx, mc_keys, mc, sub, pc));
+  }
+  snprintf(sub, sizeof sub, "%s.metrics", path);
+  DT_TRY(read_metrics(ctx, ynode_get(n, "metrics"), sub, &pc->metrics));
+  snprintf(sub, sizeof sub, "%s.optimizer_config", path);
+  DT_TRY(read_optimizer(ctx, ynode_get(n, "optimizer_config"), sub, pc));
+  return DT_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static const dt_key root_keys[] = {
+    {.name = "experiment", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the experiment"},
+    {.name = "problem_configs", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the (problem, optimizer) pairs"},
+    {0},
+};
+
+static dt_status load_tree(const schema_ctx *ctx, ynode *root, dt_config *cfg) {
+  char found[96];
+  if (root->kind != YN_MAP)
+    return schema_error(ctx, root, "(top level)", "expected a mapping with 'experiment' and 'problem_configs', found %s",
+                        root->kind == YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%.60s'", root->text), found));
+  DT_TRY(schema_read(ctx, root_keys, root, "", cfg));
+  const ynode *exp = ynode_get(root, "experiment");
+  DT_TRY(schema_read(ctx, experiment_keys, exp, "experiment", &cfg->experiment));
+  const ynode *model = ynode_get(ynode_get(root, "experiment"), "model");
+  DT_TRY(read_layers(ctx, ynode_get(model, "layers"), "experiment.model.layers", &cfg->experiment.model));
+  const ynode *pcs = ynode_get(root, "problem_configs");
+  if (pcs->kind != YN_MAP || pcs->n == 0)
+    return schema_error(ctx, pcs, "problem_configs", "expected a mapping of named problems (problem1: {...}), found %s",
+                        pcs->kind == YN_SEQ ? "a list" : pcs->kind == YN_MAP ? "an empty mapping" : "a single value");
+  if (pcs->n > DT_MAX_PROBLEMS) return schema_error(ctx, pcs, "problem_configs", "%d problems; at most %d", pcs->n, DT_MAX_PROBLEMS);
+  cfg->num_problems = pcs->n;
+  for (int i = 0; i < pcs->n; i++) DT_TRY(read_problem(ctx, pcs->keys[i]->text, pcs->items[i], &cfg->problems[i]));
+  for (int i = 0; i < cfg->num_problems; i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(cfg->problems[i].problem_name, cfg->problems[j].problem_name) == 0)
+        return schema_error(ctx, pcs->items[i], "problem_configs", "problems '%s' and '%s' share problem_name '%s'; result files "
+                            "would collide", cfg->problems[j].key, cfg->problems[i].key, cfg->problems[i].problem_name);
+  /* Cross-key checks that need the whole experiment. */
+  dt_experiment_config *e = &cfg->experiment;
+  const ynode *graph = ynode_get(exp, "graph");
+  if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
+    return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
+  if (e->data_dir[0] == '\0')
+    snprintf(e->data_dir, sizeof e->data_dir, "data/%s", e->dataset == DT_DATA_FASHION_MNIST ? "fashion_mnist" : "mnist");
+  return DT_OK;
+}
+
+dt_status dt_config_load_string(const char *text, size_t len, const char *name, const char *const *overrides,
+                                int num_overrides, dt_config *out) {
+  dt_status st = DT_OK;
+  ynode *root = NULL;
+  memset(out, 0, sizeof *out);
+  snprintf(out->source, sizeof out->source, "%s", name);
+  schema_ctx ctx = {.file = name};
+  DT_TRY_GOTO(yaml_tree_parse(text, len, name, &root));
+  for (int i = 0; i < num_overrides; i++) {
+    const char *eq = strchr(overrides[i], '=');
+    DT_CHECK_GOTO(eq != NULL && eq != overrides[i], DT_ERR_USAGE,
+                  "--set %s: expected key.path=value, e.g. --set experiment.graph.num_nodes=10", overrides[i]);
+    char path[512];
+    snprintf(path, sizeof path, "%.*s", (int)(eq - overrides[i]), overrides[i]);
+    DT_CHECK_GOTO(root->kind == YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
+    DT_TRY_GOTO(ynode_set_path(root, path, eq + 1, overrides[i]));
+  }
+  DT_TRY_GOTO(load_tree(&ctx, root, out));
+cleanup:
+  ynode_free(root);
+  return st;
+}
+
+dt_status dt_config_load(const char *path, const char *const *overrides, int num_overrides, dt_config *out) {
+  dt_status st = DT_OK;
+  char *buf = NULL;
+  FILE *f = fopen(path, "rb");
+  DT_CHECK(f != NULL, DT_ERR_CONFIG, "%s: cannot open the experiment file", path);
+  DT_CHECK_GOTO(fseek(f, 0, SEEK_END) == 0, DT_ERR_IO, "%s: cannot read", path);
+  long size = ftell(f);
+  DT_CHECK_GOTO(size >= 0, DT_ERR_CONFIG, "%s: not a regular file", path);
+  DT_CHECK_GOTO(size <= YAML_MAX_BYTES, DT_ERR_CONFIG, "%s: the file is %ld bytes; an experiment file may hold at most %d bytes",
+                path, size, YAML_MAX_BYTES);
+  rewind(f);
+  buf = malloc((size_t)size + 1);
+  DT_CHECK_GOTO(buf != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
+  DT_CHECK_GOTO(fread(buf, 1, (size_t)size, f) == (size_t)size, DT_ERR_IO, "%s: read error", path);
+  buf[size] = '\0';
+  DT_TRY_GOTO(dt_config_load_string(buf, (size_t)size, path, overrides, num_overrides, out));
+cleanup:
+  fclose(f);
+  free(buf);
+  return st;
+}
+
+/* ---- emitting ------------------------------------------------------------------------------ */
+
+typedef struct emitter {
+  yaml_emitter_t e;
+  int ok;
+} emitter;
+
+static void ev_scalar(emitter *em, const char *text, int quoted) {
+  yaml_event_t ev;
+  if (!em->ok) return;
+  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, quoted,
+                               quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE);
+  em->ok = yaml_emitter_emit(&em->e, &ev);
+}
+
+static void ev_map(emitter *em, int start, int flow) {
+  yaml_event_t ev;
+  if (!em->ok) return;
+  if (start) yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+  else yaml_mapping_end_event_initialize(&ev);
+  em->ok = yaml_emitter_emit(&em->e, &ev);
+}
+
+static void ev_seq(emitter *em, int start, int flow) {
+  yaml_event_t ev;
+  if (!em->ok) return;
+  if (start) yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+  else yaml_sequence_end_event_initialize(&ev);
+  em->ok = yaml_emitter_emit(&em->e, &ev);
+}
+
+static void emit_layers(emitter *em, const dt_model_config *m) {
+  char buf[64];
+  ev_scalar(em, "layers", 0);
+  ev_seq(em, 1, 0);
+  for (int i = 0; i < m->num_layers; i++) {
+    const dt_layer_spec *ls = &m->layers[i];
+    ev_map(em, 1, 1);
+    ev_scalar(em, "type", 0);
+    ev_scalar(em, layer_names[ls->kind], 0);
+#define FIELD(name, fmt, value)              \
+  do {                                       \
+    ev_scalar(em, name, 0);                  \
+    snprintf(buf, sizeof buf, fmt, value);   \
+    ev_scalar(em, buf, 0);                   \
+  } while (0)
+    switch (ls->kind) {
+      case DT_LAYER_CONV2D:
+        FIELD("out_channels", "%d", ls->out_channels);
+        FIELD("kernel_size", "%d", ls->kernel_size);
+        FIELD("stride", "%d", ls->stride);
+        FIELD("padding", "%d", ls->padding);
+        break;
+      case DT_LAYER_MAXPOOL2D:
+        FIELD("kernel_size", "%d", ls->kernel_size);
+        FIELD("stride", "%d", ls->stride);
+        break;
+      case DT_LAYER_LINEAR: FIELD("out_features", "%d", ls->out_features); break;
+      case DT_LAYER_DROPOUT: FIELD("p", "%.9g", (double)ls->p); break;
+      default: break;
+    }
+#undef FIELD
+    ev_map(em, 0, 1);
+  }
+  ev_seq(em, 0, 0);
+}
+
+static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
+  char buf[DT_PATH_MAX + 64];
+  for (int i = 0; keys[i].name != NULL; i++) {
+    const dt_key *k = &keys[i];
+    if (keys == model_keys && k->type == DT_KEY_SPECIAL && ((const dt_model_config *)base)->num_layers > 0) {
+      emit_layers(em, base);
+      continue;
+    }
+    if ((k->flags & DT_KEY_NO_EMIT) || k->alias_of != NULL || k->type == DT_KEY_SPECIAL) continue;
+    ev_scalar(em, k->name, 0);
+    if (k->type == DT_KEY_SECTION) {
+      ev_map(em, 1, 0);
+      emit_rows(em, k->sub, (const char *)base + k->offset);
+      ev_map(em, 0, 0);
+      continue;
+    }
+    schema_format(k, base, buf, sizeof buf);
+    ev_scalar(em, buf, k->type == DT_KEY_STRING);
+  }
+}
+
+static int write_handler(void *data, unsigned char *buffer, size_t size) {
+  return fwrite(buffer, 1, size, (FILE *)data) == size;
+}
+
+dt_status dt_config_emit(const dt_config *cfg, FILE *f) {
+  emitter em = {.ok = 1};
+  yaml_event_t ev;
+  DT_CHECK(yaml_emitter_initialize(&em.e), DT_ERR_MEMORY, "cannot initialise the YAML emitter");
+  yaml_emitter_set_output(&em.e, write_handler, f);
+  yaml_emitter_set_width(&em.e, 100);
+  yaml_emitter_set_unicode(&em.e, 1);
+  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+  em.ok = yaml_emitter_emit(&em.e, &ev);
+  if (em.ok) {
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+    em.ok = yaml_emitter_emit(&em.e, &ev);
+  }
+  ev_map(&em, 1, 0);
+  ev_scalar(&em, "experiment", 0);
+  ev_map(&em, 1, 0);
+  const dt_experiment_config *e = &cfg->experiment;
+  emit_rows(&em, experiment_keys, e);
+  ev_map(&em, 0, 0);
+  ev_scalar(&em, "problem_configs", 0);
+  ev_map(&em, 1, 0);
+  char buf[128];
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    ev_scalar(&em, pc->key, 1);
+    ev_map(&em, 1, 0);
+    emit_rows(&em, problem_keys, pc);
+    ev_scalar(&em, "metrics", 0);
+    ev_seq(&em, 1, 1);
+    for (int b = 0; b < DT_METRIC_COUNT_; b++)
+      if (pc->metrics & (1u << b)) ev_scalar(&em, metric_names[b], 0);
+    ev_seq(&em, 0, 1);
+    ev_scalar(&em, "optimizer_config", 0);
+    ev_map(&em, 1, 0);
+    ev_scalar(&em, "alg_name", 0);
+    ev_scalar(&em, pc->alg_name, 0);
+    emit_rows(&em, optimizer_common_keys, pc);
+    if (def != NULL) emit_rows(&em, def->keys, pc->alg_opts);
+    ev_map(&em, 0, 0);
+    ev_map(&em, 0, 0);
+    (void)buf;
+  }
+  ev_map(&em, 0, 0);
+  ev_map(&em, 0, 0);
+  if (em.ok) {
+    yaml_document_end_event_initialize(&ev, 1);
+    em.ok = yaml_emitter_emit(&em.e, &ev);
+  }
+  if (em.ok) {
+    yaml_stream_end_event_initialize(&ev);
+    em.ok = yaml_emitter_emit(&em.e, &ev);
+  }
+  int ok = em.ok && yaml_emitter_flush(&em.e);
+  yaml_emitter_delete(&em.e);
+  DT_CHECK(ok && !ferror(f), DT_ERR_IO, "error writing the resolved config");
+  return DT_OK;
+}
+
+/* ---- documentation walk -------------------------------------------------------------------- */
+
+static void visit_rows(const dt_key *keys, const char *prefix, dt_config_key_visitor visit, void *ctx) {
+  for (int i = 0; keys[i].name != NULL; i++) {
+    char path[512];
+    int len = snprintf(path, sizeof path, "%s%s.", prefix, keys[i].name);
+    if (len < 0 || (size_t)len >= sizeof path) continue; /* no schema nests that deep */
+    if (keys[i].type == DT_KEY_SECTION) visit_rows(keys[i].sub, path, visit, ctx);
+    path[len - 1] = '\0';
+    visit(path, &keys[i], ctx);
+  }
+}
+
+void dt_config_visit_keys(dt_config_key_visitor visit, void *ctx) {
+  visit_rows(experiment_keys, "experiment.", visit, ctx);
+  visit_rows(layer_keys, "experiment.model.layers[].", visit, ctx);
+  visit_rows(problem_keys, "problem_configs.<name>.", visit, ctx);
+  static const dt_key mc = {.name = "evaluate_frequency", .type = DT_KEY_INT, .help = "seed spelling of evaluate_frequency"};
+  visit("problem_configs.<name>.metrics_config.evaluate_frequency", &mc, ctx);
+  visit_rows(optimizer_common_keys, "problem_configs.<name>.optimizer_config.", visit, ctx);
+  for (int i = 0; dt_optimizers[i] != NULL; i++) {
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "problem_configs.<name>.optimizer_config.(%s).", dt_optimizers[i]->name);
+    visit_rows(dt_optimizers[i]->keys, prefix, visit, ctx);
+  }
+}
+
+void dt_config_model_spec(const dt_config *cfg, int in_c, int in_h, int in_w, int classes, dt_model_spec *spec) {
+  const dt_model_config *m = &cfg->experiment.model;
+  if (m->num_layers == 0 && cfg->experiment.dataset == DT_DATA_SYNTHETIC) {
+    /* the convex problem's default: multinomial logistic regression */
+    memset(spec, 0, sizeof *spec);
+    spec->num_layers = 2;
+    spec->layers[0] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+    spec->layers[1] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = classes};
+  } else if (m->num_layers > 0) {
+    memset(spec, 0, sizeof *spec);
+    spec->num_layers = m->num_layers;
+    memcpy(spec->layers, m->layers, sizeof(dt_layer_spec) * (size_t)m->num_layers);
+  } else {
+    dt_model_spec_seed_cnn(spec, m->num_filters, m->kernel_size, m->linear_width);
+  }
+  spec->in_channels = in_c;
+  spec->in_height = in_h;
+  spec->in_width = in_w;
+  spec->num_classes = classes;
+}

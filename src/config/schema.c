@@ -1,0 +1,268 @@
+/* Table-driven reading of YAML mappings into structs (see dt_key in dt/config.h): type
+ * conversion, ranges, enums with aliases, defaults, unknown keys with a suggestion, and the
+ * formatting used to emit resolved values. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config_impl.h"
+
+dt_status schema_error(const schema_ctx *ctx, const ynode *n, const char *path, const char *fmt, ...) {
+  char where[1200], msg[1500];
+  ynode_where(n, ctx->file, where, sizeof where);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return DT_ERROR(DT_ERR_CONFIG, "%s: %s: %s", where, path, msg);
+}
+
+static int edit_distance(const char *a, const char *b) {
+  int la = (int)strlen(a), lb = (int)strlen(b);
+  if (la > 64 || lb > 64) return 99;
+  int d[65][65];
+  for (int i = 0; i <= la; i++) d[i][0] = i;
+  for (int j = 0; j <= lb; j++) d[0][j] = j;
+  for (int i = 1; i <= la; i++)
+    for (int j = 1; j <= lb; j++) {
+      int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+      d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+  return d[la][lb];
+}
+
+const char *schema_nearest(const char *word, const char *const *cands, int n) {
+  const char *best = NULL;
+  int bd = 1 << 30;
+  for (int i = 0; i < n; i++) {
+    int d = edit_distance(word, cands[i]);
+    if (d < bd) bd = d, best = cands[i];
+  }
+  /* Close enough to be a typo: at most a third of the word, and at least one edit allowed. */
+  int limit = (int)strlen(word) / 3 + 1;
+  return bd <= limit ? best : NULL;
+}
+
+static const char *describe(const ynode *n, char *buf, size_t size) {
+  if (n == NULL) return "nothing";
+  if (n->kind == YN_MAP) return "a mapping";
+  if (n->kind == YN_SEQ) return "a list";
+  if (n->text[0] == '\0') return "an empty value";
+  snprintf(buf, size, "'%.60s%s'", n->text, strlen(n->text) > 60 ? "..." : "");
+  return buf;
+}
+
+static int parse_bool(const char *s, bool *out) {
+  static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+  static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    if (strcmp(s, yes[i]) == 0) return *out = true, 1;
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    if (strcmp(s, no[i]) == 0) return *out = false, 1;
+  return 0;
+}
+
+static void range_text(const dt_key *k, char *buf, size_t size) {
+  int lo = k->min > -1e300, hi = k->max < 1e300;
+  if (k->type == DT_KEY_INT) {
+    if (lo && hi) snprintf(buf, size, " in [%.0f, %.0f]", k->min, k->max);
+    else if (lo) snprintf(buf, size, " >= %.0f", k->min);
+    else buf[0] = '\0';
+  } else {
+    if (lo && hi) snprintf(buf, size, " in [%g, %g]", k->min, k->max);
+    else if (lo) snprintf(buf, size, " >= %g", k->min);
+    else buf[0] = '\0';
+  }
+}
+
+static void enum_list(const dt_key *k, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; k->values[i] != NULL && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", k->values[i]);
+}
+
+dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const ynode *n,
+                              const char *path, void *base) {
+  char found[96], range[96];
+  void *dst = (char *)base + k->offset;
+  if (n->kind != YN_SCALAR || (n->plain && (strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 || n->text[0] == '\0'))) {
+    const char *what = k->type == DT_KEY_BOOL ? "true or false" : k->type == DT_KEY_INT ? "an integer"
+                     : k->type == DT_KEY_FLOAT ? "a number" : k->type == DT_KEY_SEED ? "a non-negative integer"
+                     : k->type == DT_KEY_ENUM ? "one of the names listed" : "a string";
+    return schema_error(ctx, n, path, "expected %s, found %s", what,
+                        n->kind == YN_SCALAR && n->text[0] != '\0' ? "null" : describe(n, found, sizeof found));
+  }
+  const char *s = n->text;
+  switch (k->type) {
+    case DT_KEY_BOOL: {
+      bool v;
+      if (!parse_bool(s, &v)) return schema_error(ctx, n, path, "expected true or false, found %s", describe(n, found, sizeof found));
+      *(bool *)dst = v;
+      return DT_OK;
+    }
+    case DT_KEY_INT: {
+      char *end;
+      errno = 0;
+      long long v = strtoll(s, &end, 10);
+      range_text(k, range, sizeof range);
+      if (end == s || *end != '\0' || errno != 0) {
+        /* 1e3 or 2.0 written for an integer: accept only exact integral values */
+        double d = strtod(s, &end);
+        if (end != s && *end == '\0' && d == floor(d) && fabs(d) < 2e9) v = (long long)d;
+        else return schema_error(ctx, n, path, "expected an integer%s, found %s", range, describe(n, found, sizeof found));
+      }
+      if ((double)v < k->min || (double)v > k->max)
+        return schema_error(ctx, n, path, "expected an integer%s, found %lld", range, v);
+      *(int *)dst = (int)v;
+      return DT_OK;
+    }
+    case DT_KEY_FLOAT: {
+      char *end;
+      errno = 0;
+      double v = strtod(s, &end);
+      range_text(k, range, sizeof range);
+      if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
+        return schema_error(ctx, n, path, "expected a finite number%s, found %s", range, describe(n, found, sizeof found));
+      if (v < k->min || v > k->max) return schema_error(ctx, n, path, "expected a number%s, found %g", range, v);
+      *(double *)dst = v;
+      return DT_OK;
+    }
+    case DT_KEY_SEED: {
+      char *end;
+      errno = 0;
+      if (s[0] == '-') return schema_error(ctx, n, path, "expected a non-negative integer, found %s", describe(n, found, sizeof found));
+      unsigned long long v = strtoull(s, &end, 10);
+      if (end == s || *end != '\0' || errno != 0)
+        return schema_error(ctx, n, path, "expected a non-negative integer below 2^64, found %s", describe(n, found, sizeof found));
+      *(uint64_t *)dst = (uint64_t)v;
+      return DT_OK;
+    }
+    case DT_KEY_STRING:
+      if (strlen(s) >= k->size)
+        return schema_error(ctx, n, path, "expected a string of at most %zu characters, found one of %zu", k->size - 1, strlen(s));
+      snprintf((char *)dst, k->size, "%s", s);
+      return DT_OK;
+    case DT_KEY_ENUM: {
+      for (int i = 0; k->values[i] != NULL; i++)
+        if (strcmp(s, k->values[i]) == 0) return *(int *)dst = i, DT_OK;
+      for (int i = 0; k->value_aliases != NULL && k->value_aliases[i] != NULL; i += 2)
+        if (strcmp(s, k->value_aliases[i]) == 0)
+          for (int j = 0; k->values[j] != NULL; j++)
+            if (strcmp(k->value_aliases[i + 1], k->values[j]) == 0) return *(int *)dst = j, DT_OK;
+      /* case-insensitive match: tell the user the right spelling */
+      int count = 0;
+      while (k->values[count] != NULL) count++;
+      char list[512];
+      enum_list(k, list, sizeof list);
+      const char *near = schema_nearest(s, k->values, count);
+      for (int i = 0; k->values[i] != NULL && near == NULL; i++)
+        if (strcasecmp(s, k->values[i]) == 0) near = k->values[i];
+      if (near != NULL)
+        return schema_error(ctx, n, path, "expected one of %s, found %s; did you mean '%s'?", list, describe(n, found, sizeof found), near);
+      return schema_error(ctx, n, path, "expected one of %s, found %s", list, describe(n, found, sizeof found));
+    }
+    default: return DT_ERROR(DT_ERR_INTERNAL, "schema row %s has no scalar type", k->name);
+  }
+}
+
+void schema_format(const dt_key *k, const void *base, char *buf, size_t size) {
+  const void *src = (const char *)base + k->offset;
+  switch (k->type) {
+    case DT_KEY_BOOL: snprintf(buf, size, "%s", *(const bool *)src ? "true" : "false"); break;
+    case DT_KEY_INT: snprintf(buf, size, "%d", *(const int *)src); break;
+    case DT_KEY_FLOAT: {
+      /* the shortest text that reads back to the same double */
+      const double v = *(const double *)src;
+      for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+      }
+      if (strchr(buf, '.') == NULL && strchr(buf, 'e') == NULL && strchr(buf, 'n') == NULL && strlen(buf) + 2 < size)
+        strcat(buf, ".0");
+      break;
+    }
+    case DT_KEY_SEED: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)src); break;
+    case DT_KEY_STRING: snprintf(buf, size, "%s", (const char *)src); break;
+    case DT_KEY_ENUM: snprintf(buf, size, "%s", k->values[*(const int *)src]); break;
+    default: buf[0] = '\0';
+  }
+}
+
+static void key_names(const dt_key *keys, const char **names, int *n) {
+  *n = 0;
+  for (int i = 0; keys[i].name != NULL; i++)
+    if (!(keys[i].flags & DT_KEY_NO_EMIT) || keys[i].alias_of != NULL) names[(*n)++] = keys[i].name;
+}
+
+dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const ynode *map,
+                      const char *path, void *base) {
+  char sub[512];
+  if (map != NULL && map->kind != YN_MAP) {
+    char found[96];
+    return schema_error(ctx, map, path, "expected a mapping of keys, found %s", describe(map, found, sizeof found));
+  }
+  /* Unknown keys first: a typo should be reported as a typo, not as a missing key. */
+  for (int i = 0; map != NULL && i < map->n; i++) {
+    const char *name = map->keys[i]->text;
+    int known = 0;
+    for (int r = 0; keys[r].name != NULL && !known; r++) known = strcmp(keys[r].name, name) == 0;
+    if (!known) {
+      const char *names[128] = {0};
+      int nn;
+      key_names(keys, names, &nn);
+      const char *near = schema_nearest(name, names, nn);
+      char list[1024] = "";
+      size_t used = 0;
+      for (int r = 0; r < nn && used < sizeof list; r++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", r ? ", " : "", names[r]);
+      snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", name);
+      if (near != NULL) return schema_error(ctx, map->keys[i], sub, "unknown key; did you mean '%s'?", near);
+      return schema_error(ctx, map->keys[i], sub, "unknown key; valid keys here: %s", list);
+    }
+  }
+  for (int r = 0; keys[r].name != NULL; r++) {
+    const dt_key *k = &keys[r];
+    if (k->alias_of != NULL) continue; /* read together with its canonical row */
+    snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", k->name);
+    const ynode *v = ynode_get(map, k->name);
+    /* an alias spelling of this key */
+    for (int a = 0; keys[a].name != NULL; a++) {
+      if (keys[a].alias_of == NULL || strcmp(keys[a].alias_of, k->name) != 0) continue;
+      const ynode *av = ynode_get(map, keys[a].name);
+      if (av == NULL) continue;
+      if (v != NULL)
+        return schema_error(ctx, av, sub, "given twice, as '%s' and as '%s'; keep one", k->name, keys[a].name);
+      v = av;
+    }
+    for (int e = 0; v != NULL && k->excludes != NULL && k->excludes[e] != NULL; e++) {
+      const ynode *other = ynode_get(map, k->excludes[e]);
+      if (other != NULL)
+        return schema_error(ctx, other, sub, "'%s' cannot be combined with '%s' (%s)", k->excludes[e], k->name, k->help);
+    }
+    if (k->type == DT_KEY_SPECIAL) continue;
+    if (k->type == DT_KEY_SECTION) {
+      DT_TRY(schema_read(ctx, k->sub, v, sub, (char *)base + k->offset));
+      continue;
+    }
+    if (v == NULL) {
+      if (k->flags & DT_KEY_REQUIRED) {
+        char where[1200];
+        ynode_where(map, ctx->file, where, sizeof where);
+        return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
+      }
+      if (k->def == NULL) continue; /* optional, no default: left as the caller initialised it */
+      ynode d = {.kind = YN_SCALAR, .text = (char *)k->def, .plain = 1};
+      schema_ctx dctx = {.file = "built-in default"};
+      DT_TRY(schema_parse_scalar(&dctx, k, &d, sub, base));
+      continue;
+    }
+    DT_TRY(schema_parse_scalar(ctx, k, v, sub, base));
+  }
+  return DT_OK;
+}

@@ -1,0 +1,349 @@
+/* YAML text → a tree of nodes that remember their line and column, using libyaml's event
+ * parser. Duplicate keys, aliases that expand past YAML_MAX_NODES, documents deeper than
+ * YAML_MAX_DEPTH, files over YAML_MAX_BYTES and more than one document are all errors with a
+ * position, so no input can crash or exhaust the loader. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config_impl.h"
+
+typedef struct anchor {
+  char *name;
+  ynode *node;
+} anchor;
+
+typedef struct builder {
+  yaml_parser_t parser;
+  const char *name;
+  const char *text;
+  size_t len;
+  long nodes; /* nodes created, aliases expanded */
+  anchor *anchors;
+  int nanchors, capanchors;
+} builder;
+
+void ynode_free(ynode *n) {
+  if (n == NULL) return;
+  for (int i = 0; i < n->n; i++) {
+    if (n->keys != NULL) ynode_free(n->keys[i]);
+    ynode_free(n->items[i]);
+  }
+  free(n->keys);
+  free(n->items);
+  free(n->text);
+  free(n);
+}
+
+static dt_status fail_at(const builder *b, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static dt_status fail_at(const builder *b, int line, int col, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg);
+}
+
+static ynode *new_node(builder *b, ynode_kind kind, const yaml_mark_t *m) {
+  ynode *n = calloc(1, sizeof *n);
+  if (n == NULL) return NULL;
+  n->kind = kind;
+  n->line = (int)m->line + 1;
+  n->col = (int)m->column + 1;
+  b->nodes++;
+  return n;
+}
+
+static int push(ynode *parent, ynode *key, ynode *val) {
+  if (parent->n == parent->cap) {
+    int cap = parent->cap ? 2 * parent->cap : 8;
+    ynode **items = realloc(parent->items, sizeof(ynode *) * (size_t)cap);
+    if (items == NULL) return 0;
+    parent->items = items;
+    if (parent->kind == YN_MAP) {
+      ynode **keys = realloc(parent->keys, sizeof(ynode *) * (size_t)cap);
+      if (keys == NULL) return 0;
+      parent->keys = keys;
+    }
+    parent->cap = cap;
+  }
+  if (parent->kind == YN_MAP) parent->keys[parent->n] = key;
+  parent->items[parent->n++] = val;
+  return 1;
+}
+
+static ynode *copy_tree(builder *b, const ynode *src) {
+  if (b->nodes > YAML_MAX_NODES) return NULL;
+  ynode *n = calloc(1, sizeof *n);
+  if (n == NULL) return NULL;
+  *n = *src;
+  n->keys = n->items = NULL;
+  n->n = n->cap = 0;
+  n->text = src->text ? strdup(src->text) : NULL;
+  b->nodes++;
+  for (int i = 0; i < src->n; i++) {
+    ynode *k = src->kind == YN_MAP ? copy_tree(b, src->keys[i]) : NULL;
+    ynode *v = copy_tree(b, src->items[i]);
+    if (v == NULL || (src->kind == YN_MAP && k == NULL) || !push(n, k, v)) {
+      ynode_free(k);
+      ynode_free(v);
+      ynode_free(n);
+      return NULL;
+    }
+  }
+  return n;
+}
+
+static dt_status remember_anchor(builder *b, const yaml_char_t *name, ynode *node) {
+  if (name == NULL) return DT_OK;
+  if (b->nanchors == b->capanchors) {
+    int cap = b->capanchors ? 2 * b->capanchors : 8;
+    anchor *a = realloc(b->anchors, sizeof(anchor) * (size_t)cap);
+    DT_CHECK(a != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+    b->anchors = a;
+    b->capanchors = cap;
+  }
+  b->anchors[b->nanchors].name = strdup((const char *)name);
+  b->anchors[b->nanchors++].node = node;
+  return DT_OK;
+}
+
+static dt_status parser_error(builder *b) {
+  yaml_parser_t *p = &b->parser;
+  int line = (int)p->problem_mark.line + 1, col = (int)p->problem_mark.column + 1;
+  size_t at = p->problem_mark.index;
+  if (p->error == YAML_MEMORY_ERROR) return DT_ERROR(DT_ERR_MEMORY, "out of memory parsing %s", b->name);
+  if (at < b->len && b->text[at] == '\t')
+    return fail_at(b, line, col, "a tab character: YAML indentation must use spaces");
+  if (p->error == YAML_READER_ERROR)
+    return fail_at(b, line, col, "not a text file: %s (byte 0x%02x at offset %zu)",
+                   p->problem ? p->problem : "unreadable input", (unsigned)p->problem_value & 0xff,
+                   p->problem_offset);
+  return fail_at(b, line, col, "YAML syntax error: %s%s%s", p->problem ? p->problem : "unknown",
+                 p->context ? " " : "", p->context ? p->context : "");
+}
+
+/* Parses the node starting with event ev (already taken from the parser). */
+static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out) {
+  dt_status st = DT_OK;
+  ynode *n = NULL;
+  yaml_event_t e;
+  int have_e = 0;
+  *out = NULL;
+  DT_CHECK_GOTO(depth <= YAML_MAX_DEPTH, DT_ERR_CONFIG, "%s:%d:%d: the document nests deeper than %d levels",
+                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, YAML_MAX_DEPTH);
+  DT_CHECK_GOTO(b->nodes <= YAML_MAX_NODES, DT_ERR_CONFIG,
+                "%s:%d:%d: more than %d YAML nodes (after expanding aliases); an experiment needs far fewer",
+                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, YAML_MAX_NODES);
+  switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+      n = new_node(b, YN_SCALAR, &ev->start_mark);
+      DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+      n->text = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
+      DT_CHECK_GOTO(n->text != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+      n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+      DT_TRY_GOTO(remember_anchor(b, ev->data.scalar.anchor, n));
+      break;
+    case YAML_ALIAS_EVENT: {
+      const char *name = (const char *)ev->data.alias.anchor;
+      const ynode *target = NULL;
+      for (int i = b->nanchors - 1; i >= 0 && target == NULL; i--)
+        if (strcmp(b->anchors[i].name, name) == 0) target = b->anchors[i].node;
+      DT_CHECK_GOTO(target != NULL, DT_ERR_CONFIG, "%s:%d:%d: unknown alias *%s", b->name,
+                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name);
+      n = copy_tree(b, target);
+      DT_CHECK_GOTO(n != NULL, DT_ERR_CONFIG,
+                    "%s:%d:%d: alias *%s expands past %d nodes: refusing a 'billion laughs' document",
+                    b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name, YAML_MAX_NODES);
+      n->line = (int)ev->start_mark.line + 1;
+      n->col = (int)ev->start_mark.column + 1;
+      break;
+    }
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: {
+      const int is_map = ev->type == YAML_MAPPING_START_EVENT;
+      n = new_node(b, is_map ? YN_MAP : YN_SEQ, &ev->start_mark);
+      DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+      DT_TRY_GOTO(remember_anchor(b, is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor, n));
+      for (;;) {
+        if (!yaml_parser_parse(&b->parser, &e)) {
+          st = parser_error(b);
+          goto cleanup;
+        }
+        have_e = 1;
+        if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT) break;
+        ynode *key = NULL, *val = NULL;
+        if (is_map) {
+          DT_TRY_GOTO(parse_node(b, &e, depth + 1, &key));
+          yaml_event_delete(&e);
+          have_e = 0;
+          if (key->kind != YN_SCALAR) {
+            st = fail_at(b, key->line, key->col, "mapping keys must be plain names, found a %s",
+                         key->kind == YN_MAP ? "mapping" : "sequence");
+            ynode_free(key);
+            goto cleanup;
+          }
+          for (int i = 0; i < n->n; i++)
+            if (strcmp(n->keys[i]->text, key->text) == 0) {
+              st = fail_at(b, key->line, key->col, "duplicate key '%s' (first given at line %d)",
+                           key->text, n->keys[i]->line);
+              ynode_free(key);
+              goto cleanup;
+            }
+          if (!yaml_parser_parse(&b->parser, &e)) {
+            ynode_free(key);
+            st = parser_error(b);
+            goto cleanup;
+          }
+          have_e = 1;
+        }
+        st = parse_node(b, &e, depth + 1, &val);
+        yaml_event_delete(&e);
+        have_e = 0;
+        if (st != DT_OK) {
+          ynode_free(key);
+          DT_TRY_GOTO(st);
+        }
+        if (!push(n, key, val)) {
+          ynode_free(key);
+          ynode_free(val);
+          DT_CHECK_GOTO(0, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+        }
+      }
+      break;
+    }
+    default:
+      DT_CHECK_GOTO(0, DT_ERR_CONFIG, "%s:%d:%d: unexpected YAML structure", b->name,
+                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1);
+  }
+  *out = n;
+  n = NULL;
+cleanup:
+  if (have_e) yaml_event_delete(&e);
+  ynode_free(n);
+  return st;
+}
+
+dt_status yaml_tree_parse(const char *text, size_t len, const char *name, ynode **root) {
+  dt_status st = DT_OK;
+  builder b;
+  ynode *doc = NULL;
+  memset(&b, 0, sizeof b);
+  b.name = name;
+  b.text = text;
+  b.len = len;
+  *root = NULL;
+  yaml_event_t e;
+  int have_e = 0, parser_ok = 0;
+  DT_CHECK(len <= YAML_MAX_BYTES, DT_ERR_CONFIG,
+           "%s: the file is %zu bytes; an experiment file may hold at most %d bytes", name, len,
+           YAML_MAX_BYTES);
+  DT_CHECK_GOTO(yaml_parser_initialize(&b.parser), DT_ERR_MEMORY, "cannot initialise the YAML parser");
+  parser_ok = 1;
+  yaml_parser_set_input_string(&b.parser, (const unsigned char *)text, len);
+  int docs = 0;
+  for (;;) {
+    if (!yaml_parser_parse(&b.parser, &e)) {
+      st = parser_error(&b);
+      goto cleanup;
+    }
+    have_e = 1;
+    if (e.type == YAML_STREAM_END_EVENT) break;
+    if (e.type == YAML_DOCUMENT_START_EVENT) {
+      docs++;
+      if (docs > 1) {
+        st = fail_at(&b, (int)e.start_mark.line + 1, (int)e.start_mark.column + 1,
+                     "a second YAML document; an experiment file holds exactly one");
+        goto cleanup;
+      }
+    } else if (e.type != YAML_DOCUMENT_END_EVENT && e.type != YAML_STREAM_START_EVENT) {
+      ynode *n = NULL;
+      st = parse_node(&b, &e, 0, &n);
+      if (st != DT_OK) goto cleanup;
+      doc = n;
+    }
+    yaml_event_delete(&e);
+    have_e = 0;
+  }
+  DT_CHECK_GOTO(doc != NULL && !(doc->kind == YN_SCALAR && doc->plain && doc->text[0] == '\0'),
+                DT_ERR_CONFIG,
+                "%s: the file is empty; expected a mapping with 'experiment' and 'problem_configs'",
+                name);
+  *root = doc;
+  doc = NULL;
+cleanup:
+  if (st != DT_OK) ynode_free(doc);
+  if (have_e) yaml_event_delete(&e);
+  if (parser_ok) yaml_parser_delete(&b.parser);
+  for (int i = 0; i < b.nanchors; i++) free(b.anchors[i].name);
+  free(b.anchors);
+  return st;
+}
+
+ynode *ynode_get(const ynode *map, const char *key) {
+  if (map == NULL || map->kind != YN_MAP) return NULL;
+  for (int i = 0; i < map->n; i++)
+    if (strcmp(map->keys[i]->text, key) == 0) return map->items[i];
+  return NULL;
+}
+
+void ynode_where(const ynode *n, const char *file, char *buf, size_t size) {
+  if (n != NULL && n->origin != NULL) snprintf(buf, size, "--set %s", n->origin);
+  else if (n != NULL) snprintf(buf, size, "%s:%d:%d", file, n->line, n->col);
+  else snprintf(buf, size, "%s", file);
+}
+
+dt_status ynode_set_path(ynode *root, const char *path, const char *value, const char *origin) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", path);
+  ynode *cur = root;
+  char *save = NULL;
+  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
+    char *next = strtok_r(NULL, "", &save);
+    DT_CHECK(cur->kind == YN_MAP, DT_ERR_CONFIG,
+             "--set %s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path, part);
+    ynode *child = NULL;
+    int idx = -1;
+    for (int i = 0; i < cur->n; i++)
+      if (strcmp(cur->keys[i]->text, part) == 0) idx = i;
+    if (idx >= 0) child = cur->items[idx];
+    if (next == NULL) {
+      ynode *val = calloc(1, sizeof *val), *key = NULL;
+      DT_CHECK(val != NULL, DT_ERR_MEMORY, "out of memory");
+      val->kind = YN_SCALAR;
+      val->text = strdup(value);
+      val->plain = 1;
+      val->origin = origin;
+      if (idx >= 0) {
+        ynode_free(cur->items[idx]);
+        cur->items[idx] = val;
+      } else {
+        key = calloc(1, sizeof *key);
+        DT_CHECK(key != NULL, DT_ERR_MEMORY, "out of memory");
+        key->kind = YN_SCALAR;
+        key->text = strdup(part);
+        key->origin = origin;
+        DT_CHECK(push(cur, key, val), DT_ERR_MEMORY, "out of memory");
+      }
+      return DT_OK;
+    }
+    if (child == NULL) {
+      ynode *key = calloc(1, sizeof *key), *map = calloc(1, sizeof *map);
+      DT_CHECK(key != NULL && map != NULL, DT_ERR_MEMORY, "out of memory");
+      key->kind = YN_SCALAR;
+      key->text = strdup(part);
+      key->origin = origin;
+      map->kind = YN_MAP;
+      map->origin = origin;
+      DT_CHECK(push(cur, key, map), DT_ERR_MEMORY, "out of memory");
+      child = map;
+    }
+    cur = child;
+    /* put back the rest of the path for the next strtok_r round */
+    save = next;
+  }
+  return DT_OK;
+}
