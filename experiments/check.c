@@ -37,14 +37,27 @@ dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   return DT_OK;
 }
 
+dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
+
+dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
+  dt_graph_spec gs;
+  DT_TRY(dt_graph_spec_from_config(cfg, &gs));
+  dt_status st = dt_graph_build(&gs, out);
+  if (st == DT_ERR_CONFIG && strncmp(dt_error_message(), "graph: ", 7) == 0) {
+    /* name the config file and the section, as every other config error does */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", dt_error_message() + 7);
+    return DT_ERROR(DT_ERR_CONFIG, "%s: experiment.graph: %s", cfg->source, msg);
+  }
+  return st == DT_OK ? DT_OK : dt_error_trace(st, __FILE__, __LINE__, __func__);
+}
+
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
   dt_model *m = NULL;
-  dt_graph_spec gs;
+  DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
   DT_TRY_GOTO(dt_config_emit(cfg, out));
-  DT_TRY_GOTO(dt_graph_spec_from_config(cfg, &gs));
-  DT_TRY_GOTO(dt_graph_build(&gs, &g));
   const dt_experiment_config *e = &cfg->experiment;
   int in_c = 1, in_h = 28, in_w = 28, classes = 10;
   if (e->dataset == DT_DATA_SYNTHETIC) in_h = 1, in_w = e->synthetic_features, classes = 4;

@@ -79,6 +79,7 @@ typedef struct runner {
   int write; /* rank 0 and writeout */
   int tty;
   double t_start;
+  char started[64];
   problem_result res[DT_MAX_PROBLEMS];
 } runner;
 
@@ -295,6 +296,13 @@ static dt_status write_setup_files(runner *r) {
   return st;
 }
 
+static void wall_clock(char *buf, size_t size) {
+  time_t t = time(NULL);
+  struct tm tmv;
+  localtime_r(&t, &tmv);
+  strftime(buf, size, "%Y-%m-%dT%H:%M:%S%z", &tmv);
+}
+
 static void yaml_quote(strbuf *sb, const char *s) {
   sb_printf(sb, "\"");
   for (; *s; s++) {
@@ -313,9 +321,10 @@ static dt_status write_summary(runner *r, int done, const char *end) {
   yaml_quote(&sb, r->opt->command_line ? r->opt->command_line : "");
   sb_printf(&sb, "\nranks: %d\nhost_rank0: ", r->size);
   yaml_quote(&sb, host);
-  sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstart_seconds: 0\nwall_seconds: %.3f\nend: ", r->n, dt_task_dim(r->task),
-            dt_time_now() - r->t_start);
-  yaml_quote(&sb, end);
+  char now[64];
+  wall_clock(now, sizeof now);
+  sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,
+            dt_task_dim(r->task), r->started, now, dt_time_now() - r->t_start, end);
   sb_printf(&sb, "\nproblems:\n");
   for (int p = 0; p < done; p++) {
     const dt_problem_config *pc = &r->cfg->problems[p];
@@ -544,7 +553,7 @@ static void runner_free(runner *r) {
   dt_graph_free(r->graph);
 }
 
-dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec);
+dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
 
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {
   dt_status st = DT_OK;
@@ -558,14 +567,13 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.n = cfg->experiment.graph.num_nodes;
   r.tty = isatty(STDOUT_FILENO);
   r.t_start = dt_time_now();
+  wall_clock(r.started, sizeof r.started);
   dt_backend_cpu_single_thread(); /* parallelism comes from ranks; see DESIGN.md */
   DT_TRY_GOTO(dt_placement_check(r.n, r.size));
   r.first = dt_placement_first(r.n, r.size, r.rank);
   r.count = dt_placement_count(r.n, r.size, r.rank);
 
-  dt_graph_spec gs;
-  DT_TRY_GOTO(dt_graph_spec_from_config(cfg, &gs));
-  DT_TRY_GOTO(dt_graph_build(&gs, &r.graph));
+  DT_TRY_GOTO(dt_graph_from_config(cfg, &r.graph));
   DT_TRY_GOTO(dt_data_load(&cfg->experiment, &r.data, &r.train, &r.test));
   DT_TRY_GOTO(dt_split_make(&r.train, &cfg->experiment, &r.split));
   dt_model_spec ms;

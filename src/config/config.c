@@ -1,7 +1,9 @@
 /* The experiment schema (seed format plus dtrun's extensions), loading, overrides, the special
  * keys (problem_configs, metrics, layers, optimizer_config) and the resolved-config emitter.
  * Reference for every key: configs/README.md, generated from these tables. */
+#include <errno.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -47,7 +49,7 @@ static const dt_key graph_keys[] = {
      .help = "regular: degree k"},
     {.name = "radius", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, radius), .def = "0.5", .min = 0, .max = 2,
      .help = "geometric: connection radius in the unit square"},
-    {.name = "edge_file", .type = DT_KEY_STRING, .offset = offsetof(dt_graph_config, edge_file), .size = DT_PATH_MAX, .def = "\"\"",
+    {.name = "edge_file", .type = DT_KEY_STRING, .offset = offsetof(dt_graph_config, edge_file), .size = DT_PATH_MAX, .def = "",
      .help = "file: path of an edge list, one 'u v' per line (relative to the config file)"},
     {.name = "mixing", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, mixing), .def = "metropolis", .values = mixing_names,
      .help = "mixing weights: metropolis (1/(1+max(deg_i,deg_j))) or uniform (1/(1+max degree))"},
@@ -101,7 +103,7 @@ static const dt_key synthetic_keys[] = {
 static const dt_key experiment_keys[] = {
     {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
      .help = "experiment name; part of the output folder name"},
-    {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "\"\"",
+    {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "",
      .help = "folder with the IDX files, or a torchvision root; empty = data/<dataset> of the working directory"},
     {.name = "output_metadir", .type = DT_KEY_STRING, .offset = OFF(output_metadir), .size = DT_PATH_MAX, .def = "outputs",
      .help = "where run folders are created"},
@@ -183,7 +185,7 @@ static dt_status read_metrics(const schema_ctx *ctx, const ynode *n, const char 
       const char *near = it->kind == YN_SCALAR ? schema_nearest(it->text, metric_names, DT_METRIC_COUNT_) : NULL;
       if (near) return schema_error(ctx, it, sub, "unknown metric '%s'; did you mean '%s'?", it->text, near);
       return schema_error(ctx, it, sub, "expected one of forward_pass_count, validation_loss, consensus_error, top1_accuracy, "
-                          "current_epoch, consensus_matrix, found %s", it->kind == YN_SCALAR ? it->text : "a non-name");
+                          "current_epoch, consensus_matrix, found '%s'", it->kind == YN_SCALAR ? it->text : "(not a name)");
     }
     *out |= 1u << bit;
   }
@@ -413,8 +415,11 @@ cleanup:
 dt_status dt_config_load(const char *path, const char *const *overrides, int num_overrides, dt_config *out) {
   dt_status st = DT_OK;
   char *buf = NULL;
+  struct stat sb;
+  DT_CHECK(stat(path, &sb) == 0, DT_ERR_CONFIG, "%s: cannot open the experiment file: %s", path, strerror(errno));
+  DT_CHECK(S_ISREG(sb.st_mode), DT_ERR_CONFIG, "%s: not a regular file; expected an experiment YAML file", path);
   FILE *f = fopen(path, "rb");
-  DT_CHECK(f != NULL, DT_ERR_CONFIG, "%s: cannot open the experiment file", path);
+  DT_CHECK(f != NULL, DT_ERR_CONFIG, "%s: cannot open the experiment file: %s", path, strerror(errno));
   DT_CHECK_GOTO(fseek(f, 0, SEEK_END) == 0, DT_ERR_IO, "%s: cannot read", path);
   long size = ftell(f);
   DT_CHECK_GOTO(size >= 0, DT_ERR_CONFIG, "%s: not a regular file", path);

@@ -45,7 +45,16 @@ const char *schema_nearest(const char *word, const char *const *cands, int n) {
   }
   /* Close enough to be a typo: at most a third of the word, and at least one edit allowed. */
   int limit = (int)strlen(word) / 3 + 1;
-  return bd <= limit ? best : NULL;
+  if (bd <= limit) return best;
+  /* or an abbreviation: the only candidate that starts with the word */
+  const char *prefix = NULL;
+  size_t lw = strlen(word);
+  for (int i = 0; i < n; i++)
+    if (lw >= 3 && strncmp(cands[i], word, lw) == 0) {
+      if (prefix != NULL) return NULL;
+      prefix = cands[i];
+    }
+  return prefix;
 }
 
 static const char *describe(const ynode *n, char *buf, size_t size) {
@@ -245,19 +254,20 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const ynode *ma
       if (other != NULL)
         return schema_error(ctx, other, sub, "'%s' cannot be combined with '%s' (%s)", k->excludes[e], k->name, k->help);
     }
+    if (v == NULL && (k->flags & DT_KEY_REQUIRED)) {
+      char where[1200];
+      ynode_where(map, ctx->file, where, sizeof where);
+      return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
+    }
     if (k->type == DT_KEY_SPECIAL) continue;
     if (k->type == DT_KEY_SECTION) {
       DT_TRY(schema_read(ctx, k->sub, v, sub, (char *)base + k->offset));
       continue;
     }
     if (v == NULL) {
-      if (k->flags & DT_KEY_REQUIRED) {
-        char where[1200];
-        ynode_where(map, ctx->file, where, sizeof where);
-        return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
-      }
       if (k->def == NULL) continue; /* optional, no default: left as the caller initialised it */
-      ynode d = {.kind = YN_SCALAR, .text = (char *)k->def, .plain = 1};
+      /* defaults are YAML text; strings count as quoted so that "" is an empty string */
+      ynode d = {.kind = YN_SCALAR, .text = (char *)k->def, .plain = k->type != DT_KEY_STRING};
       schema_ctx dctx = {.file = "built-in default"};
       DT_TRY(schema_parse_scalar(&dctx, k, &d, sub, base));
       continue;

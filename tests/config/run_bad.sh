@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The config golden suite: every tests/config/bad/NAME.yaml (with the options in NAME.args, if
+# any) must make `dtrun check` exit 2, print nothing on stdout, and print exactly NAME.expected
+# on stderr. Also a few cases generated here (a file over the size limit, deep nesting).
+# usage: run_bad.sh DTRUN SOURCE_ROOT     (runs from SOURCE_ROOT so paths in messages match)
+set -u
+dtrun=$1
+cd "$2" || exit 1
+fail=0 pass=0
+check() { # name expected-exit stdout stderr
+  if [ "$2" != 2 ] || [ -n "$3" ]; then
+    echo "FAIL $1: exit $2 (expected 2)${3:+, printed on stdout}"; fail=$((fail+1)); return
+  fi
+  pass=$((pass+1))
+}
+for f in tests/config/bad/*.yaml; do
+  n=${f%.yaml}
+  args=()
+  [ -f "$n.args" ] && read -r -a args < "$n.args"
+  out=$("$dtrun" check "$f" "${args[@]}" 2>/tmp/dt_bad_err.$$ </dev/null)
+  rc=$?
+  err=$(cat /tmp/dt_bad_err.$$)
+  if [ "$rc" = 2 ] && [ -z "$out" ] && [ "$err" != "$(cat "$n.expected")" ]; then
+    echo "FAIL $(basename "$n"): message differs"
+    diff <(cat "$n.expected") <(echo "$err")
+    fail=$((fail+1))
+    continue
+  fi
+  check "$(basename "$n")" "$rc" "$out" "$err"
+done
+tmp=$(mktemp -d)
+# over the 1 MiB limit
+{ echo "experiment:"; for i in $(seq 1 40000); do echo "  # padding line $i ........................"; done; } > "$tmp/huge.yaml"
+out=$("$dtrun" check "$tmp/huge.yaml" 2>"$tmp/err")
+rc=$?
+grep -q "may hold at most 1048576 bytes" "$tmp/err" || { echo "FAIL huge: $(cat "$tmp/err")"; fail=$((fail+1)); }
+check huge "$rc" "$out"
+# nesting deeper than the limit
+python3 -c 'print("experiment: " + "["*100 + "]"*100)' > "$tmp/deep.yaml" 2>/dev/null || printf 'experiment: %s%s\n' "$(printf '[%.0s' $(seq 100))" "$(printf ']%.0s' $(seq 100))" > "$tmp/deep.yaml"
+out=$("$dtrun" check "$tmp/deep.yaml" 2>"$tmp/err")
+rc=$?
+grep -q "nests deeper than 64 levels" "$tmp/err" || { echo "FAIL deep: $(cat "$tmp/err")"; fail=$((fail+1)); }
+check deep "$rc" "$out"
+# a missing file and a folder
+out=$("$dtrun" check "$tmp/none.yaml" 2>"$tmp/err"); rc=$?
+grep -q "none.yaml: cannot open the experiment file" "$tmp/err" || { echo "FAIL missing file: $(cat "$tmp/err")"; fail=$((fail+1)); }
+check missing_file "$rc" "$out"
+out=$("$dtrun" check "$tmp" 2>"$tmp/err"); rc=$?
+grep -q "not a regular file\|cannot read" "$tmp/err" || { echo "FAIL folder: $(cat "$tmp/err")"; fail=$((fail+1)); }
+check folder "$rc" "$out"
+rm -rf "$tmp" /tmp/dt_bad_err.$$
+echo "config golden suite: $pass passed, $fail failed"
+[ "$fail" = 0 ]
