@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end on real MNIST: files as DESIGN.md "Files" says, loss falls, the same results for
+# P = 1 and P = 4 and for a re-run of the archived config (timing columns aside), writeout:
+# false writes nothing, SIGINT saves and exits 130, compare tabulates and plots, save_models
+# writes a NumPy array. Skipped (77) without data/mnist.
+# usage: run_e2e.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+dtrun=$1 mpiexec=$2
+cd "$3" || exit 1
+[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0 pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
+same_results() { # dirA dirB what
+  for f in "$1"/*_results.csv; do
+    b=$(basename "$f")
+    if ! cmp -s <(strip_times "$f") <(strip_times "$2/$b"); then bad "$3: $b differs"; diff <(strip_times "$f") <(strip_times "$2/$b") | head -5; return; fi
+  done
+  for f in config.yaml graph.yaml split.csv dinno_consensus.csv dinno_models.npy; do
+    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
+  done
+  ok
+}
+
+"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+for f in config.yaml graph.yaml split.csv summary.yaml dinno_results.csv dsgd_results.csv dsgt_results.csv gossip_results.csv \
+         centralized_results.csv solo_results.csv dinno_consensus.csv dinno_models.npy; do
+  [ -s "$tmp/p1/$f" ] && ok || bad "missing $f"
+done
+ls "$tmp/p1" | grep -q '\.tmp' && bad "temporary files left behind" || ok
+# every problem completed; the validation loss falls; rows = (evaluations) x nodes
+grep -c "^    status: completed" "$tmp/p1/summary.yaml" | grep -qx 6 && ok || bad "not every problem completed"
+awk -F, 'NR>1 && $1==0 {a+=$4; n++} NR>1 && $1==60 {b+=$4; m++} END {exit !(n==4 && m==4 && b/m < a/n - 0.3)}' "$tmp/p1/dinno_results.csv" \
+  && ok || bad "dinno's validation loss did not fall"
+[ "$(wc -l < "$tmp/p1/dinno_results.csv")" = 17 ] && ok || bad "dinno_results.csv should hold 4 evaluations x 4 nodes + header"
+[ "$(wc -l < "$tmp/p1/dinno_consensus.csv")" = 65 ] && ok || bad "dinno_consensus.csv should hold 4 evaluations x 16 pairs + header"
+# models: NumPy header, 4 x 28440 float32
+python3 - "$tmp/p1/dinno_models.npy" <<'PY' && ok || bad "dinno_models.npy is not a 4 x 28440 float32 array"
+import sys, ast, struct
+raw = open(sys.argv[1], "rb").read()
+assert raw[:6] == b"\x93NUMPY"
+hl = struct.unpack("<H", raw[8:10])[0]
+h = ast.literal_eval(raw[10:10 + hl].decode())
+assert h["descr"] == "<f4" and h["shape"] == (4, 28440) and len(raw) == 10 + hl + 4 * 4 * 28440
+PY
+
+# the same experiment on 4 ranks, and a re-run of the archived config
+"$mpiexec" --oversubscribe -n 4 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p4" --quiet > "$tmp/p4.log" 2>&1 || bad "P=4 run failed: $(tail -3 "$tmp/p4.log")"
+same_results "$tmp/p1" "$tmp/p4" "P=1 vs P=4"
+"$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/rerun" --quiet > "$tmp/rerun.log" 2>&1 || bad "re-run failed: $(tail -3 "$tmp/rerun.log")"
+same_results "$tmp/p1" "$tmp/rerun" "re-run of config.yaml"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/p2" --quiet > "$tmp/p2.log" 2>&1 || bad "P=2 re-run failed"
+same_results "$tmp/p1" "$tmp/p2" "P=2 re-run"
+
+# writeout: false writes nothing
+mkdir "$tmp/meta"
+"$dtrun" tests/e2e/small.yaml --set experiment.writeout=false --set experiment.output_metadir="$tmp/meta" \
+  --set problem_configs.dinno.optimizer_config.outer_iterations=2 --quiet > /dev/null 2>&1 || bad "writeout false run failed"
+[ -z "$(ls -A "$tmp/meta")" ] && ok || bad "writeout: false wrote $(ls "$tmp/meta")"
+
+# SIGINT: the current round finishes, results are saved marked interrupted, exit 130
+"$dtrun" tests/e2e/small.yaml --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
+  --output-dir "$tmp/int" --quiet > "$tmp/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -f "$tmp/int/split.csv" ] && break; sleep 0.1; done
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && ok || bad "interrupted run exited $rc, expected 130"
+grep -q "status: interrupted" "$tmp/int/summary.yaml" 2>/dev/null && ok || bad "summary.yaml does not say interrupted"
+[ "$(wc -l < "$tmp/int/dinno_results.csv" 2>/dev/null || echo 0)" -gt 5 ] && ok || bad "no results saved after SIGINT"
+
+# compare: a table (and a plot when gnuplot is there)
+"$dtrun" compare "$tmp/p1" "$tmp/p4" --target 0.3 > "$tmp/cmp.txt" 2>&1 && ok || bad "compare failed: $(cat "$tmp/cmp.txt")"
+[ "$(grep -c "dinno" "$tmp/cmp.txt")" = 2 ] && ok || bad "compare table lacks rows: $(cat "$tmp/cmp.txt")"
+if command -v gnuplot > /dev/null; then
+  "$dtrun" compare "$tmp/p1" --plot "$tmp/plot.png" > /dev/null 2>&1 && [ -s "$tmp/plot.png" ] && ok || bad "compare --plot made no PNG"
+fi
+"$dtrun" compare "$tmp/nonexistent" > /dev/null 2>&1; [ $? = 1 ] && ok || bad "compare of a missing folder should exit 1"
+
+echo "e2e: $pass passed, $fail failed"
+[ $fail = 0 ]

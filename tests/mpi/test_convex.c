@@ -1,0 +1,216 @@
+/* Every optimizer on the convex problem (multinomial logistic regression with L2 on synthetic
+ * data split over 5 nodes of a connected graph, full-batch gradients). The test computes the
+ * centralized optimum itself, then checks each algorithm: CADMM, DSGT and centralized reach a
+ * relative objective gap below 1e-3 and a relative consensus error below 1e-3; DSGD and gossip
+ * (decaying steps) below 1e-2; solo must NOT get below 1e-2 (the control).
+ * The "result:" lines must be identical for every rank count (tests/mpi/ranks.sh).
+ * usage: test_convex [alg ...]  (default: all) */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../unit/check.h"
+#include "dt/optimizer.h"
+#include "dt/problem.h"
+
+static const char *const base_yaml =
+    "experiment:\n"
+    "  name: convex\n"
+    "  dataset: synthetic\n"
+    "  synthetic: {samples: 1000, features: 10}\n"
+    "  data_split_type: random\n"
+    "  seed: 3\n"
+    "  graph: {num_nodes: 5, type: wheel}\n"
+    "problem_configs:\n"
+    "  p: {full_batch: true, l2: 0.01, optimizer_config: %s}\n";
+
+typedef struct algo_case {
+  const char *name, *opts;
+  double gap_bound, cons_bound;
+  int must_fail; /* the control: must stay above gap_bound */
+} algo_case;
+
+static const algo_case cases[] = {
+    {"cadmm", "{alg_name: cadmm, outer_iterations: 400, rho_init: 0.5, primal_iterations: 10, primal_optimizer: sgd, primal_lr: 0.1}", 1e-3, 1e-3, 0},
+    {"dsgt", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.5}", 1e-3, 1e-3, 0},
+    {"centralized", "{alg_name: centralized, outer_iterations: 400, mode: gradient, optimizer: sgd, lr: 1.0}", 1e-3, 1e-3, 0},
+    {"centralized_model", "{alg_name: centralized, outer_iterations: 400, mode: model, optimizer: sgd, lr: 1.0}", 1e-2, 1e-3, 0},
+    {"dsgd", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
+    {"gossip", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
+    {"gossip_push", "{alg_name: gossip, outer_iterations: 1500, mode: push, p: 0.7, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
+    {"solo", "{alg_name: solo, outer_iterations: 600, optimizer: sgd, lr: 0.5}", 1e-2, 0, 1},
+};
+
+typedef struct world {
+  dt_comm *comm;
+  dt_config cfg;
+  dt_graph *graph;
+  dt_data *data;
+  dt_samples train, test;
+  dt_split split;
+  dt_task *task;
+  int first, count, n;
+  size_t d;
+} world;
+
+/* F(x) = (1/N) Σ_i f_i(x) for one vector x known to every rank, summed in node order. */
+static double global_objective(world *w, const float *x) {
+  float *vals = calloc((size_t)w->count, sizeof(float) * 16);
+  const float **rows = calloc((size_t)w->count, sizeof(float *));
+  double out[16] = {0};
+  for (int l = 0; l < w->count; l++) {
+    double v = 0;
+    CHECK_OK(dt_task_objective(w->task, w->first + l, x, &v));
+    /* split the double into two floats so the ordered float sum stays exact enough */
+    vals[16 * l] = (float)v;
+    vals[16 * l + 1] = (float)(v - (double)(float)v);
+    rows[l] = vals + 16 * l;
+  }
+  /* dt_comm_node_sum sums float vectors; use a 2-float vector per node */
+  CHECK_OK(dt_comm_node_sum(w->comm, w->n, rows, 2, out));
+  free(vals);
+  free(rows);
+  return (out[0] + out[1]) / w->n;
+}
+
+/* The optimum by full-batch gradient descent with backtracking, to a gradient norm of 1e-7. */
+static double optimum(world *w, float *x) {
+  float *g = calloc(w->d, sizeof(float)), *xn = calloc(w->d, sizeof(float));
+  float **grads = calloc((size_t)w->count, sizeof(float *));
+  double *sum = calloc(w->d, sizeof(double));
+  for (int l = 0; l < w->count; l++) grads[l] = calloc(w->d, sizeof(float));
+  dt_task_init_params(w->task, 0, x);
+  double f = global_objective(w, x), step = 1.0;
+  for (int it = 0; it < 5000; it++) {
+    for (int l = 0; l < w->count; l++) {
+      float loss;
+      CHECK_OK(dt_task_gradient(w->task, w->first + l, x, grads[l], &loss));
+    }
+    CHECK_OK(dt_comm_node_sum(w->comm, w->n, (const float *const *)grads, w->d, sum));
+    double gn = 0;
+    for (size_t q = 0; q < w->d; q++) {
+      g[q] = (float)(sum[q] / w->n);
+      gn += (double)g[q] * g[q];
+    }
+    if (sqrt(gn) < 1e-7) break;
+    for (;;) {
+      for (size_t q = 0; q < w->d; q++) xn[q] = x[q] - (float)step * g[q];
+      double fn = global_objective(w, xn);
+      if (fn <= f - 0.5 * step * gn || step < 1e-6) {
+        memcpy(x, xn, sizeof(float) * w->d);
+        f = fn;
+        step *= 1.5;
+        break;
+      }
+      step *= 0.5;
+    }
+  }
+  for (int l = 0; l < w->count; l++) free(grads[l]);
+  free(grads), free(g), free(xn), free(sum);
+  return f;
+}
+
+static void run_case(world *w, const algo_case *c, double fstar) {
+  char yaml[2048];
+  snprintf(yaml, sizeof yaml, base_yaml, c->opts);
+  dt_config cfg;
+  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, NULL, 0, &cfg));
+  const dt_problem_config *pc = &cfg.problems[0];
+  const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+  dt_optimizer_run run;
+  memset(&run, 0, sizeof run);
+  run.comm = w->comm;
+  run.graph = w->graph;
+  run.pc = pc;
+  run.task = w->task;
+  run.seed = cfg.experiment.seed;
+  run.first = w->first;
+  run.count = w->count;
+  run.dim = w->d;
+  run.theta = calloc((size_t)w->count, sizeof(float *));
+  run.train_loss_sum = calloc((size_t)w->count, sizeof(double));
+  run.train_loss_n = calloc((size_t)w->count, sizeof(long));
+  run.node_bytes = calloc((size_t)w->count, sizeof(uint64_t));
+  dt_timer_reset(&run.t_compute);
+  dt_timer_reset(&run.t_comm);
+  for (int l = 0; l < w->count; l++) {
+    run.theta[l] = calloc(w->d, sizeof(float));
+    dt_task_init_params(w->task, cfg.experiment.seed, run.theta[l]);
+  }
+  CHECK_OK(dt_task_begin(w->task, pc->train_batch_size, pc->full_batch, pc->l2));
+  void *state = NULL;
+  CHECK_OK(def->create(&run, pc->alg_opts, &state));
+  for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(def->round(state, &run, k));
+  if (state != NULL) def->destroy(state);
+  dt_exchange_free(run.exchange);
+
+  /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
+  double *mean = calloc(w->d, sizeof(double));
+  CHECK_OK(dt_comm_node_sum(w->comm, w->n, (const float *const *)run.theta, w->d, mean));
+  double mnorm = 0;
+  for (size_t q = 0; q < w->d; q++) mnorm += (mean[q] / w->n) * (mean[q] / w->n);
+  mnorm = sqrt(mnorm);
+  double worst_gap = 0, worst_cons = 0;
+  float *xi = calloc(w->d, sizeof(float));
+  for (int i = 0; i < w->n; i++) {
+    /* every rank evaluates F at node i's vector: rank of i broadcasts it */
+    if (i >= w->first && i < w->first + w->count) memcpy(xi, run.theta[i - w->first], sizeof(float) * w->d);
+    CHECK_OK(dt_comm_bcast(w->comm, xi, sizeof(float) * w->d, dt_placement_rank(w->n, dt_comm_size(w->comm), i)));
+    double gap = (global_objective(w, xi) - fstar) / fabs(fstar), cons = 0;
+    for (size_t q = 0; q < w->d; q++) cons += (xi[q] - mean[q] / w->n) * (xi[q] - mean[q] / w->n);
+    cons = sqrt(cons) / mnorm;
+    worst_gap = fmax(worst_gap, gap);
+    worst_cons = fmax(worst_cons, cons);
+  }
+  if (dt_comm_rank(w->comm) == 0) printf("result: %-18s gap %.6e consensus %.6e\n", c->name, worst_gap, worst_cons);
+  if (c->must_fail) {
+    CHECK(worst_gap > c->gap_bound, "%s (the control) reached gap %g < %g: the test could not tell", c->name, worst_gap, c->gap_bound);
+  } else {
+    CHECK(worst_gap < c->gap_bound, "%s: relative objective gap %g, must be < %g", c->name, worst_gap, c->gap_bound);
+    CHECK(worst_cons < c->cons_bound, "%s: relative consensus error %g, must be < %g", c->name, worst_cons, c->cons_bound);
+  }
+  for (int l = 0; l < w->count; l++) free(run.theta[l]);
+  free(run.theta), free(run.train_loss_sum), free(run.train_loss_n), free(run.node_bytes), free(mean), free(xi);
+}
+
+dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
+
+int main(int argc, char **argv) {
+  world w;
+  memset(&w, 0, sizeof w);
+  if (dt_comm_init(&argc, &argv, &w.comm) != DT_OK) return 1;
+  char yaml[2048];
+  snprintf(yaml, sizeof yaml, base_yaml, "{alg_name: solo}");
+  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", NULL, 0, &w.cfg));
+  w.n = w.cfg.experiment.graph.num_nodes;
+  const int P = dt_comm_size(w.comm), rank = dt_comm_rank(w.comm);
+  w.first = dt_placement_first(w.n, P, rank);
+  w.count = dt_placement_count(w.n, P, rank);
+  CHECK_OK(dt_graph_from_config(&w.cfg, &w.graph));
+  CHECK_OK(dt_data_load(&w.cfg.experiment, &w.data, &w.train, &w.test));
+  CHECK_OK(dt_split_make(&w.train, &w.cfg.experiment, &w.split));
+  dt_model_spec ms;
+  dt_config_model_spec(&w.cfg, w.train.in_c, w.train.in_h, w.train.in_w, w.train.num_classes, &ms);
+  CHECK_OK(dt_task_create(&w.train, &w.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
+  if (check_failures == 0) {
+    w.d = dt_task_dim(w.task);
+    CHECK_OK(dt_task_begin(w.task, 64, 1, 0.01));
+    float *xstar = calloc(w.d, sizeof(float));
+    double fstar = optimum(&w, xstar);
+    if (rank == 0) printf("result: optimum F* = %.9f (%zu parameters)\n", fstar, w.d);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      int selected = argc < 2;
+      for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], cases[c].name) == 0;
+      if (selected) run_case(&w, &cases[c], fstar);
+    }
+    free(xstar);
+  }
+  double fails = check_failures;
+  dt_comm_allreduce_sum_f64(w.comm, &fails, 1);
+  if (rank == 0) printf("test_convex: %d checks on rank 0, %.0f failed on all ranks\n", check_count, fails);
+  dt_task_free(w.task);
+  dt_split_free(&w.split);
+  dt_data_free(w.data);
+  dt_graph_free(w.graph);
+  dt_comm_finalize(w.comm);
+  return fails == 0 ? 0 : 1;
+}
