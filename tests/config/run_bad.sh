@@ -4,7 +4,7 @@
 # on stderr. Also a few cases generated here (a file over the size limit, deep nesting).
 # usage: run_bad.sh DTRUN SOURCE_ROOT     (runs from SOURCE_ROOT so paths in messages match)
 set -u
-dtrun=$1
+dtrun=$(realpath "$1")
 cd "$2" || exit 1
 fail=0 pass=0
 check() { # name expected-exit stdout stderr

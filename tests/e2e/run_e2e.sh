@@ -5,7 +5,7 @@
 # writes a NumPy array. Skipped (77) without data/mnist.
 # usage: run_e2e.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
-dtrun=$1 mpiexec=$2
+dtrun=$(realpath "$1") mpiexec=$2
 cd "$3" || exit 1
 [ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
 tmp=$(mktemp -d)
