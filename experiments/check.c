@@ -76,12 +76,10 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   for (char *line = strtok(desc, "\n"); line != NULL; line = strtok(NULL, "\n")) fprintf(out, "#   %s\n", line);
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
-    const int nvec = strcmp(pc->alg_name, "dsgt") == 0 ? 2 : 1;
-    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, batch %d", pc->problem_name, pc->alg_name, pc->outer_iterations,
-            pc->evaluate_frequency, pc->train_batch_size);
-    if (strcmp(pc->alg_name, "cadmm") == 0 || strcmp(pc->alg_name, "dsgd") == 0 || strcmp(pc->alg_name, "dsgt") == 0)
-      fprintf(out, ", %.3g MB sent per round", 2.0 * g->num_edges * nvec * d * 4 / 1e6);
-    fprintf(out, "\n");
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, batch %d, %.3g MB sent per round (%s)\n", pc->problem_name,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, pc->train_batch_size,
+            def->bytes_per_round(g, d, pc->alg_opts) / 1e6, def->summary);
   }
 cleanup:
   dt_model_free(m);

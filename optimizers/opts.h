@@ -7,13 +7,21 @@
 
 #include "cadmm/cadmm.h"
 
+/* update_order: synchronous (every node mixes round-k values; the default, what ranks exchanging
+ * messages compute) or sequential (the seed reference's in-place sweep in node order; one
+ * process only). */
+enum { DT_ORDER_SYNCHRONOUS = 0, DT_ORDER_SEQUENTIAL };
+extern const char *const dt_update_orders[];
+
 typedef struct dt_dsgd_opts {
   double alpha0, mu;
+  int update_order;
 } dt_dsgd_opts;
 
 typedef struct dt_dsgt_opts {
   double alpha;
   bool init_grads;
+  int update_order;
 } dt_dsgt_opts;
 
 enum { DT_GOSSIP_PAIRWISE = 0, DT_GOSSIP_PUSH };

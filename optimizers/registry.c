@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "dt/optimizer.h"
+#include "opts.h"
 
 extern const dt_optimizer_def dt_optimizer_cadmm, dt_optimizer_dsgd, dt_optimizer_dsgt,
     dt_optimizer_gossip, dt_optimizer_centralized, dt_optimizer_solo;
@@ -14,6 +15,7 @@ const dt_optimizer_def *const dt_optimizers[] = {
 };
 
 const char *const dt_local_optim_names[] = {"sgd", "adam", "adamw", NULL};
+const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
 
 const dt_optimizer_def *dt_optimizer_find(const char *name) {
   for (int i = 0; dt_optimizers[i] != NULL; i++) {

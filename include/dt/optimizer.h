@@ -28,6 +28,9 @@ typedef struct dt_optimizer_def {
   /* Runs round k (0-based) on every local node; collective. */
   dt_status (*round)(void *state, dt_optimizer_run *run, int k);
   void (*destroy)(void *state);
+  /* Bytes all nodes together send in one round on graph g with dim-float parameters (the
+   * expectation, for randomized algorithms); for `dtrun check` and the docs. */
+  double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
 } dt_optimizer_def;
 
 /* All registered optimizers, ended by NULL. */

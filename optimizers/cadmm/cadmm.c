@@ -107,6 +107,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
 
 static const char *const aliases[] = {"dinno", NULL};
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->num_edges * (double)dim * sizeof(float); /* θ to every neighbour */
+}
+
 const dt_optimizer_def dt_optimizer_cadmm = {
     .name = "cadmm",
     .aliases = aliases,
@@ -117,4 +122,5 @@ const dt_optimizer_def dt_optimizer_cadmm = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

@@ -99,6 +99,12 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return DT_OK;
 }
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  const dt_centralized_opts *o = opts;
+  const double per_sum = (double)g->n * (double)dim * sizeof(float);
+  return o->mode == DT_CENTRAL_GRADIENT ? o->local_steps * per_sum : per_sum;
+}
+
 const dt_optimizer_def dt_optimizer_centralized = {
     .name = "centralized",
     .summary = "centralized baseline: exact gradient averaging, or local steps plus model averaging",
@@ -107,4 +113,5 @@ const dt_optimizer_def dt_optimizer_centralized = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

@@ -12,12 +12,16 @@ static const dt_key keys[] = {
      .help = "initial step size"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, mu), .def = "0.001", .min = 0, .max = DT_INF,
      .help = "step decay: alpha_k = alpha_{k-1} (1 - mu alpha_{k-1})"},
+    {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgd_opts, update_order), .def = "synchronous",
+     .values = dt_update_orders,
+     .help = "synchronous, or sequential: the seed reference's in-place sweep in node order (one process only)"},
     {0},
 };
 
 typedef struct dsgd_state {
   double alpha;
   double mu;
+  int sequential;
   float *mixed, *grad;
 } dsgd_state;
 
@@ -37,6 +41,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "dsgd");
   s->alpha = o->alpha0;
   s->mu = o->mu;
+  s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
+  if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgd"));
   DT_ALLOC_GOTO(s->mixed, run->dim, "dsgd");
   DT_ALLOC_GOTO(s->grad, run->dim, "dsgd");
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
@@ -53,6 +59,15 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   (void)k;
   s->alpha = s->alpha * (1.0 - s->mu * s->alpha);
   const float a = (float)s->alpha;
+  if (s->sequential) {
+    /* the seed reference: mix in place in node order, then every node's gradient step */
+    for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, 0.0f, NULL);
+    for (int i = 0; i < run->count; i++) {
+      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->grad));
+      for (size_t q = 0; q < d; q++) run->theta[i][q] -= a * s->grad[q];
+    }
+    return DT_OK;
+  }
   for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
   DT_TRY(dt_run_exchange_go(run, NULL));
   for (int l = 0; l < run->count; l++) {
@@ -65,6 +80,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return DT_OK;
 }
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  if (((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) return 0.0; /* read in memory */
+  return 2.0 * g->num_edges * (double)dim * sizeof(float);
+}
+
 const dt_optimizer_def dt_optimizer_dsgd = {
     .name = "dsgd",
     .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
@@ -73,4 +93,5 @@ const dt_optimizer_def dt_optimizer_dsgd = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

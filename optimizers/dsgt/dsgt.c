@@ -12,11 +12,16 @@ static const dt_key keys[] = {
      .help = "step size"},
     {.name = "init_grads", .type = DT_KEY_BOOL, .offset = offsetof(dt_dsgt_opts, init_grads), .def = "true",
      .help = "start the tracker at the first local gradient (false: at zero)"},
+    {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, update_order), .def = "synchronous",
+     .values = dt_update_orders,
+     .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = W_ii x_i - alpha y_i + sum W_ij x_j "
+             "(one process only)"},
     {0},
 };
 
 typedef struct dsgt_state {
   float alpha;
+  int sequential;
   int count;
   float **y, **g; /* tracker and last gradient per local node */
   float *gnew, *tmp;
@@ -44,6 +49,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "dsgt");
   s->alpha = (float)o->alpha;
   s->count = run->count;
+  s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
+  if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgt"));
   DT_ALLOC_GOTO(s->y, run->count, "dsgt");
   DT_ALLOC_GOTO(s->g, run->count, "dsgt");
   DT_ALLOC_GOTO(s->gnew, run->dim, "dsgt");
@@ -68,6 +75,20 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
   const size_t d = run->dim;
   (void)k;
+  if (s->sequential) {
+    /* the seed reference: x_i = W_ii x_i − α y_i + Σ_j W_ij x_j in place in node order; then
+     * per node in order: g⁺, y_i = W_ii y_i + Σ_j W_ij y_j + g⁺ − g_i in place */
+    for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, -s->alpha, s->y[i]);
+    for (int i = 0; i < run->count; i++) {
+      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->gnew));
+      dt_mix_inplace(run, i, s->y, 0.0f, NULL);
+      for (size_t q = 0; q < d; q++) {
+        s->y[i][q] += s->gnew[q] - s->g[i][q];
+        s->g[i][q] = s->gnew[q];
+      }
+    }
+    return DT_OK;
+  }
   /* send x_j − α y_j (vector 0) and y_j (vector 1): both mixes need only these */
   for (int l = 0; l < run->count; l++) {
     float *v0 = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
@@ -90,6 +111,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return DT_OK;
 }
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  if (((const dt_dsgt_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) return 0.0; /* read in memory */
+  return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float); /* x − αy and y */
+}
+
 const dt_optimizer_def dt_optimizer_dsgt = {
     .name = "dsgt",
     .summary = "decentralized stochastic gradient tracking",
@@ -98,4 +124,5 @@ const dt_optimizer_def dt_optimizer_dsgt = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

@@ -160,6 +160,13 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return DT_OK;
 }
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  const dt_gossip_opts *o = opts;
+  /* push: each node sends with probability p; pairwise: at most one partner per node */
+  const double senders = o->mode == DT_GOSSIP_PUSH ? o->p * g->n : (double)(g->n - g->n % 2);
+  return senders * (double)dim * sizeof(float);
+}
+
 const dt_optimizer_def dt_optimizer_gossip = {
     .name = "gossip",
     .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
@@ -168,4 +175,5 @@ const dt_optimizer_def dt_optimizer_gossip = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

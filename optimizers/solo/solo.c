@@ -61,6 +61,13 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return DT_OK;
 }
 
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)g;
+  (void)dim;
+  (void)opts;
+  return 0.0;
+}
+
 const dt_optimizer_def dt_optimizer_solo = {
     .name = "solo",
     .summary = "no communication: every node trains alone (the lower baseline)",
@@ -69,4 +76,5 @@ const dt_optimizer_def dt_optimizer_solo = {
     .create = create,
     .round = round_k,
     .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
 };

@@ -55,6 +55,15 @@ same_results "$tmp/p1" "$tmp/rerun" "re-run of config.yaml"
 "$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/p2" --quiet > "$tmp/p2.log" 2>&1 || bad "P=2 re-run failed"
 same_results "$tmp/p1" "$tmp/p2" "P=2 re-run"
 
+# update_order: sequential (the seed's in-place sweep) runs in one process, and on 2 ranks stops
+# with a usage error after the problems before it were written
+seq="--set problem_configs.dsgt.optimizer_config.update_order=sequential"
+"$dtrun" tests/e2e/small.yaml $seq --output-dir "$tmp/seq1" --quiet > "$tmp/seq1.log" 2>&1 && ok || bad "sequential dsgt failed: $(tail -2 "$tmp/seq1.log")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" tests/e2e/small.yaml $seq --output-dir "$tmp/seq2" --quiet > "$tmp/seq2.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "needs all 4 nodes in one process" "$tmp/seq2.log" && ok || bad "sequential on 2 ranks: exit $rc: $(tail -2 "$tmp/seq2.log")"
+[ -s "$tmp/seq2/dsgd_results.csv" ] && ok || bad "the problems before the failing one lost their results"
+
 # writeout: false writes nothing
 mkdir "$tmp/meta"
 "$dtrun" tests/e2e/small.yaml --set experiment.writeout=false --set experiment.output_metadir="$tmp/meta" \

@@ -142,6 +142,13 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(def->round(state, &run, k));
   if (state != NULL) def->destroy(state);
   dt_exchange_free(run.exchange);
+  /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
+  double bytes = 0;
+  for (int l = 0; l < w->count; l++) bytes += (double)run.node_bytes[l];
+  CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, &bytes, 1));
+  if (strcmp(pc->alg_name, "gossip") != 0)
+    CHECK(bytes == pc->outer_iterations * def->bytes_per_round(w->graph, w->d, pc->alg_opts), "%s: sent %.0f bytes, declared %.0f", c->name,
+          bytes, pc->outer_iterations * def->bytes_per_round(w->graph, w->d, pc->alg_opts));
 
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
   double *mean = calloc(w->d, sizeof(double));
