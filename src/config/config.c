@@ -12,6 +12,7 @@
 #include "dt/graph.h"
 #include "dt/optim.h"
 #include "dt/optimizer.h"
+#include "dt_config.h"
 
 #define INF 1e308
 #define OFF(field) offsetof(dt_experiment_config, field)
@@ -384,6 +385,10 @@ static dt_status load_tree(const schema_ctx *ctx, ynode *root, dt_config *cfg) {
   const ynode *graph = ynode_get(exp, "graph");
   if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
     return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
+  if (e->backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
+    return schema_error(ctx, ynode_get(exp, "backend"), "experiment.backend",
+                        "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "
+                        "(auto picks cuda only when it is built and use_cuda is true)");
   if (e->data_dir[0] == '\0')
     snprintf(e->data_dir, sizeof e->data_dir, "data/%s", e->dataset == DT_DATA_FASHION_MNIST ? "fashion_mnist" : "mnist");
   return DT_OK;

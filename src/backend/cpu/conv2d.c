@@ -24,45 +24,53 @@ typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 #define load8(p) (*(const v8u *)(const void *)(p))
 #define store8(p, v) (*(v8u *)(void *)(p) = (v))
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* Output rows of FT filters at once: the FT accumulators of one 8-wide column block stay in
- * registers across all taps, and each input load feeds FT multiply-adds. */
-#define DIRECT_FORWARD_GROUP(FT)                                                               \
-  static inline void forward_group##FT(const dt_conv_shape *s, const float *restrict xn,      \
-                                       const float *restrict w, const float *restrict b,      \
-                                       float *restrict yn, int f0) {                          \
-    const int OH = s->oh, OW = s->ow, H = s->h, W = s->w, K = s->k, taps = s->c * K * K;      \
-    const int OW8 = OW & ~7;                                                                  \
-    for (int oh = 0; oh < OH; oh++) {                                                         \
-      for (int ow = 0; ow < OW8; ow += 8) {                                                   \
-        v8 acc[FT];                                                                           \
-        for (int j = 0; j < FT; j++) acc[j] = (v8){0} + b[f0 + j];                            \
-        for (int c = 0; c < s->c; c++)                                                        \
-          for (int ki = 0; ki < K; ki++) {                                                    \
-            const float *xr = xn + ((size_t)c * H + oh + ki) * W + ow;                        \
-            const int t0 = (c * K + ki) * K;                                                  \
-            for (int kj = 0; kj < K; kj++) {                                                  \
-              const v8 xv = load8(xr + kj);                                                   \
-              for (int j = 0; j < FT; j++) acc[j] += w[(size_t)(f0 + j) * taps + t0 + kj] * xv; \
-            }                                                                                 \
-          }                                                                                   \
-        for (int j = 0; j < FT; j++) store8(yn + ((size_t)(f0 + j) * OH + oh) * OW + ow, acc[j]); \
-      }                                                                                       \
-      for (int ow = OW8; ow < OW; ow++)                                                       \
-        for (int j = 0; j < FT; j++) {                                                        \
-          float a = b[f0 + j];                                                                \
-          for (int c = 0; c < s->c; c++)                                                      \
-            for (int ki = 0; ki < K; ki++)                                                    \
-              for (int kj = 0; kj < K; kj++)                                                  \
-                a += w[(size_t)(f0 + j) * taps + (c * K + ki) * K + kj] *                     \
-                     xn[((size_t)c * H + oh + ki) * W + ow + kj];                             \
-          yn[((size_t)(f0 + j) * OH + oh) * OW + ow] = a;                                     \
-        }                                                                                     \
-    }                                                                                         \
+ * registers across all taps, and each input load feeds FT multiply-adds. FT and K are
+ * compile-time constants at every call (see dispatch below), so the tap loops unroll. */
+INLINE void forward_group(const dt_conv_shape *s, const float *restrict xn, const float *restrict w,
+                          const float *restrict b, float *restrict yn, int f0, const int FT, const int K) {
+  const int OH = s->oh, OW = s->ow, H = s->h, W = s->w, taps = s->c * K * K;
+  const int OW8 = OW & ~7;
+  for (int oh = 0; oh < OH; oh++) {
+    for (int ow = 0; ow < OW8; ow += 8) {
+      v8 acc[4];
+      for (int j = 0; j < FT; j++) acc[j] = (v8){0} + b[f0 + j];
+      for (int c = 0; c < s->c; c++)
+        for (int ki = 0; ki < K; ki++) {
+          const float *xr = xn + ((size_t)c * H + oh + ki) * W + ow;
+          const int t0 = (c * K + ki) * K;
+          for (int kj = 0; kj < K; kj++) {
+            const v8 xv = load8(xr + kj);
+            for (int j = 0; j < FT; j++) acc[j] += w[(size_t)(f0 + j) * taps + t0 + kj] * xv;
+          }
+        }
+      for (int j = 0; j < FT; j++) store8(yn + ((size_t)(f0 + j) * OH + oh) * OW + ow, acc[j]);
+    }
+    for (int ow = OW8; ow < OW; ow++)
+      for (int j = 0; j < FT; j++) {
+        float a = b[f0 + j];
+        for (int c = 0; c < s->c; c++)
+          for (int ki = 0; ki < K; ki++)
+            for (int kj = 0; kj < K; kj++)
+              a += w[(size_t)(f0 + j) * taps + (c * K + ki) * K + kj] * xn[((size_t)c * H + oh + ki) * W + ow + kj];
+        yn[((size_t)(f0 + j) * OH + oh) * OW + ow] = a;
+      }
   }
-DIRECT_FORWARD_GROUP(1)
-DIRECT_FORWARD_GROUP(2)
-DIRECT_FORWARD_GROUP(3)
-DIRECT_FORWARD_GROUP(4)
+}
+
+INLINE void forward_sample(const dt_conv_shape *s, const float *restrict xn, const float *restrict w,
+                           const float *restrict b, float *restrict yn, const int K) {
+  int f = 0;
+  for (; f + 4 <= s->f; f += 4) forward_group(s, xn, w, b, yn, f, 4, K);
+  switch (s->f - f) {
+    case 3: forward_group(s, xn, w, b, yn, f, 3, K); break;
+    case 2: forward_group(s, xn, w, b, yn, f, 2, K); break;
+    case 1: forward_group(s, xn, w, b, yn, f, 1, K); break;
+    default: break;
+  }
+}
 
 DT_CLONES
 static void direct_forward(const dt_conv_shape *s, int batch, const float *restrict x,
@@ -71,44 +79,55 @@ static void direct_forward(const dt_conv_shape *s, int batch, const float *restr
   for (int n = 0; n < batch; n++) {
     const float *xn = x + n * in_size;
     float *yn = y + n * out_size;
-    int f = 0;
-    for (; f + 4 <= s->f; f += 4) forward_group4(s, xn, w, b, yn, f);
-    switch (s->f - f) {
-      case 3: forward_group3(s, xn, w, b, yn, f); break;
-      case 2: forward_group2(s, xn, w, b, yn, f); break;
-      case 1: forward_group1(s, xn, w, b, yn, f); break;
-      default: break;
+    switch (s->k) { /* common kernel sizes get fully unrolled taps */
+      case 3: forward_sample(s, xn, w, b, yn, 3); break;
+      case 5: forward_sample(s, xn, w, b, yn, 5); break;
+      default: forward_sample(s, xn, w, b, yn, s->k); break;
     }
   }
 }
 
-/* dW[f][t] = Σ dy[f][p]·x[p + t]: for KG neighbouring kernel columns at once, the KG
- * accumulators stay in registers over the whole output plane, sharing each dy load; they are
+/* dW[f][t] = Σ dy[f][p]·x[p + t]: the KG taps kj0 .. kj0+KG-1 of one kernel row at once; their
+ * accumulators stay in registers over the whole output plane, sharing each dy load, and are
  * reduced (8 lanes → 1) once per plane, so no floating-point reassociation is needed. */
-#define DW_GROUP(KG)                                                                          \
-  static inline void dw_group##KG(const dt_conv_shape *s, const float *restrict xc,           \
-                                  const float *restrict g, int ki, int kj0, float *restrict out) { \
-    const int OH = s->oh, OW = s->ow, W = s->w, OW8 = OW & ~7;                                \
-    v8 acc[KG];                                                                               \
-    float tail[KG];                                                                           \
-    for (int j = 0; j < KG; j++) acc[j] = (v8){0}, tail[j] = 0.0f;                            \
-    for (int oh = 0; oh < OH; oh++) {                                                         \
-      const float *gr = g + (size_t)oh * OW, *xr = xc + (size_t)(oh + ki) * W + kj0;          \
-      for (int ow = 0; ow < OW8; ow += 8) {                                                   \
-        const v8 gv = load8(gr + ow);                                                         \
-        for (int j = 0; j < KG; j++) acc[j] += gv * load8(xr + ow + j);                       \
-      }                                                                                       \
-      for (int ow = OW8; ow < OW; ow++)                                                       \
-        for (int j = 0; j < KG; j++) tail[j] += gr[ow] * xr[ow + j];                          \
-    }                                                                                         \
-    for (int j = 0; j < KG; j++) {                                                            \
-      float sum = tail[j];                                                                    \
-      for (int l = 0; l < 8; l++) sum += acc[j][l];                                           \
-      out[j] += sum;                                                                          \
-    }                                                                                         \
+INLINE void dw_group(const dt_conv_shape *s, const float *restrict xc, const float *restrict g, int ki,
+                     int kj0, float *restrict out, const int KG) {
+  const int OH = s->oh, OW = s->ow, W = s->w, OW8 = OW & ~7;
+  v8 acc[8];
+  float tail[8];
+  for (int j = 0; j < KG; j++) acc[j] = (v8){0}, tail[j] = 0.0f;
+  for (int oh = 0; oh < OH; oh++) {
+    const float *gr = g + (size_t)oh * OW, *xr = xc + (size_t)(oh + ki) * W + kj0;
+    for (int ow = 0; ow < OW8; ow += 8) {
+      const v8 gv = load8(gr + ow);
+      for (int j = 0; j < KG; j++) acc[j] += gv * load8(xr + ow + j);
+    }
+    for (int ow = OW8; ow < OW; ow++)
+      for (int j = 0; j < KG; j++) tail[j] += gr[ow] * xr[ow + j];
   }
-DW_GROUP(1)
-DW_GROUP(4)
+  for (int j = 0; j < KG; j++) {
+    float sum = tail[j];
+    for (int l = 0; l < 8; l++) sum += acc[j][l];
+    out[j] += sum;
+  }
+}
+
+/* All K taps of kernel row ki: one pass when K <= 8 (the usual case), else groups of 8. */
+INLINE void dw_row(const dt_conv_shape *s, const float *restrict xc, const float *restrict g, int ki,
+                   float *restrict out, const int K) {
+  int kj = 0;
+  for (; kj + 8 <= K; kj += 8) dw_group(s, xc, g, ki, kj, out + kj, 8);
+  switch (K - kj) {
+    case 7: dw_group(s, xc, g, ki, kj, out + kj, 7); break;
+    case 6: dw_group(s, xc, g, ki, kj, out + kj, 6); break;
+    case 5: dw_group(s, xc, g, ki, kj, out + kj, 5); break;
+    case 4: dw_group(s, xc, g, ki, kj, out + kj, 4); break;
+    case 3: dw_group(s, xc, g, ki, kj, out + kj, 3); break;
+    case 2: dw_group(s, xc, g, ki, kj, out + kj, 2); break;
+    case 1: dw_group(s, xc, g, ki, kj, out + kj, 1); break;
+    default: break;
+  }
+}
 
 DT_CLONES
 static void direct_backward(const dt_conv_shape *s, int batch, const float *restrict x,
@@ -131,9 +150,11 @@ static void direct_backward(const dt_conv_shape *s, int batch, const float *rest
         const float *xc = x + n * in_size + (size_t)c * H * W;
         for (int ki = 0; ki < K; ki++) {
           float *out = dwf + (c * K + ki) * K;
-          int kj = 0;
-          for (; kj + 4 <= K; kj += 4) dw_group4(s, xc, g, ki, kj, out + kj);
-          for (; kj < K; kj++) dw_group1(s, xc, g, ki, kj, out + kj);
+          switch (K) {
+            case 3: dw_row(s, xc, g, ki, out, 3); break;
+            case 5: dw_row(s, xc, g, ki, out, 5); break;
+            default: dw_row(s, xc, g, ki, out, K); break;
+          }
         }
       }
     }
