@@ -261,26 +261,28 @@ cleanup:
 
 /* ---- files --------------------------------------------------------------------------------- */
 
-static dt_status write_setup_files(runner *r) {
-  if (!r->write) return DT_OK;
-  dt_status st = DT_OK;
-  strbuf sb = {0};
+/* Writes what emit() prints as outdir/name, atomically. */
+static dt_status write_emitted(const runner *r, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj) {
   char *text = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&text, &len);
   DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
-  st = dt_config_emit(r->cfg, mem);
+  dt_status st = emit(obj, mem);
   fclose(mem);
-  if (st == DT_OK) st = dt_write_atomic(r->outdir, "config.yaml", text, len);
+  if (st == DT_OK) st = dt_write_atomic(r->outdir, name, text, len);
   free(text);
-  DT_TRY(st);
-  mem = open_memstream(&text, &len);
-  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
-  st = dt_graph_write_yaml(r->graph, mem);
-  fclose(mem);
-  if (st == DT_OK) st = dt_write_atomic(r->outdir, "graph.yaml", text, len);
-  free(text);
-  DT_TRY(st);
+  return st;
+}
+
+static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit(cfg, f); }
+static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
+
+static dt_status write_setup_files(runner *r) {
+  if (!r->write) return DT_OK;
+  dt_status st = DT_OK;
+  strbuf sb = {0};
+  DT_TRY(write_emitted(r, "config.yaml", emit_config, r->cfg));
+  DT_TRY(write_emitted(r, "graph.yaml", emit_graph, r->graph));
   sb_printf(&sb, "node,samples");
   for (int c = 0; c < r->train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
   sb_printf(&sb, "\n");

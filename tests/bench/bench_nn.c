@@ -9,22 +9,9 @@
 
 #include "../../src/backend/backend.h"
 #include "dt/nn.h"
+#include "../unit/models.h"
 #include "dt/optim.h"
 #include "dt/timer.h"
-
-static void large_cnn(dt_model_spec *s) {
-  memset(s, 0, sizeof *s);
-  *s = (dt_model_spec){.in_channels = 1, .in_height = 28, .in_width = 28, .num_classes = 10, .num_layers = 9};
-  s->layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 32, .kernel_size = 3, .stride = 1};
-  s->layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
-  s->layers[2] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 64, .kernel_size = 3, .stride = 1};
-  s->layers[3] = (dt_layer_spec){.kind = DT_LAYER_RELU};
-  s->layers[4] = (dt_layer_spec){.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2};
-  s->layers[5] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
-  s->layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 128};
-  s->layers[7] = (dt_layer_spec){.kind = DT_LAYER_RELU};
-  s->layers[8] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 10};
-}
 
 /* Multiply-add FLOPs of one forward pass (conv and linear layers), per sample. */
 static double forward_flops(const dt_model_spec *s) {
