@@ -369,7 +369,7 @@ static dt_status individual_training(runner *r) {
   const dt_solo_config *sc = &r->cfg->experiment.individual_training;
   dt_status st = DT_OK;
   dt_optim *opt = NULL;
-  float *grad = NULL, *loss_l = NULL;
+  float *grad = NULL;
   double *vl = NULL, *acc = NULL, *rows = NULL, *all = NULL;
   const size_t d = dt_task_dim(r->task);
   say(r, "individual training: %d epochs per node, %s, lr %g\n", sc->epochs, dt_optim_kind_name((dt_optim_kind)sc->optimizer), sc->lr);
@@ -410,7 +410,6 @@ static dt_status individual_training(runner *r) {
 cleanup:
   dt_optim_free(opt);
   dt_free(grad);
-  dt_free(loss_l);
   dt_free(vl);
   dt_free(acc);
   dt_free(rows);

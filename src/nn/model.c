@@ -86,7 +86,6 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
     ly->in_h = h;
     ly->in_w = w;
     ly->in_size = (size_t)c * h * w;
-    const char *name = dt_layer_kind_name(ls->kind);
     switch (ls->kind) {
       case DT_LAYER_CONV2D: {
         DT_CHECK_GOTO(!flat, DT_ERR_CONFIG, "model layer %d (conv2d) comes after flatten", l);
@@ -144,7 +143,6 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
         break;
       default: DT_CHECK_GOTO(0, DT_ERR_CONFIG, "model layer %d has unknown kind %d", l, (int)ls->kind);
     }
-    (void)name;
     ly->out_c = c;
     ly->out_h = h;
     ly->out_w = w;
