@@ -7,9 +7,11 @@ set -u
 dtrun=$(realpath "$1")
 cd "$2" || exit 1
 fail=0 pass=0
-check() { # name expected-exit stdout stderr
+check() { # name exit stdout stderr
   if [ "$2" != 2 ] || [ -n "$3" ]; then
-    echo "FAIL $1: exit $2 (expected 2)${3:+, printed on stdout}"; fail=$((fail+1)); return
+    echo "FAIL $1: exit $2 (expected 2)${3:+, printed on stdout}"
+    [ -n "${4:-}" ] && printf '%s\n' "$4" | head -40
+    fail=$((fail+1)); return
   fi
   pass=$((pass+1))
 }
