@@ -111,7 +111,8 @@ static int report(dt_status st, int rank) {
       dt_error_format(buf, sizeof buf);
       fprintf(stderr, "dtrun: %s\n", buf);
     }
-    if (st == DT_ERR_USAGE && strstr(dt_error_message(), "MPI ranks") == NULL) fprintf(stderr, "(dtrun --help shows the usage)\n");
+    if (st == DT_ERR_USAGE && strstr(dt_error_message(), "MPI ranks") == NULL && strstr(dt_error_message(), "--help") == NULL)
+      fprintf(stderr, "(dtrun --help shows the usage)\n");
   }
   return dt_status_exit_code(st);
 }

@@ -64,6 +64,18 @@ rc=$?
 [ $rc = 2 ] && grep -q "needs all 4 nodes in one process" "$tmp/seq2.log" && ok || bad "sequential on 2 ranks: exit $rc: $(tail -2 "$tmp/seq2.log")"
 [ -s "$tmp/seq2/dsgd_results.csv" ] && ok || bad "the problems before the failing one lost their results"
 
+# more ranks than nodes: a clear usage error, no hang
+timeout 120 "$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p5" > "$tmp/p5.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "5 MPI ranks for a graph of 4 nodes" "$tmp/p5.log" && ok || bad "5 ranks for 4 nodes: exit $rc: $(head -2 "$tmp/p5.log")"
+
+# Fashion-MNIST (gzip IDX from the Debian package)
+if [ -e data/fashion_mnist/train-images-idx3-ubyte.gz ]; then
+  "$dtrun" tests/e2e/small.yaml --set experiment.dataset=fashion_mnist --set experiment.data_dir=data/fashion_mnist \
+    --set problem_configs.dinno.optimizer_config.outer_iterations=20 --output-dir "$tmp/fm" --quiet > "$tmp/fm.log" 2>&1 \
+    && grep -q "^    status: completed" "$tmp/fm/summary.yaml" && ok || bad "fashion_mnist run failed: $(tail -2 "$tmp/fm.log")"
+fi
+
 # writeout: false writes nothing
 mkdir "$tmp/meta"
 "$dtrun" tests/e2e/small.yaml --set experiment.writeout=false --set experiment.output_metadir="$tmp/meta" \
