@@ -456,6 +456,7 @@ static dt_status run_problem(runner *r, int p) {
   run->count = r->count;
   run->dim = d;
   run->theta = r->theta;
+  run->threads = dt_run_threads(r->size, r->count);
   dt_timer_reset(&run->t_compute);
   dt_timer_reset(&run->t_comm);
   dt_timer_reset(&pr.t_eval);
@@ -479,7 +480,10 @@ static dt_status run_problem(runner *r, int p) {
   DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
   DT_TRY_GOTO(evaluate(r, &pr, 0, res));
   for (int k = 0; k < pc->outer_iterations; k++) {
+    /* compute time = the round's wall time less its communication (timed by the exchange) */
+    const double round_start = dt_time_now(), comm_before = run->t_comm.total;
     DT_TRY_GOTO(def->round(state, run, k));
+    run->t_compute.total += (dt_time_now() - round_start) - (run->t_comm.total - comm_before);
     /* one agreement per round on whether to stop: a signal on any rank, or divergence */
     double flag = stop_signal ? 1 : 0;
     for (int l = 0; l < r->count; l++)
@@ -580,6 +584,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   dt_model_spec ms;
   dt_config_model_spec(cfg, r.train.in_c, r.train.in_h, r.train.in_w, r.train.num_classes, &ms);
   DT_TRY_GOTO(dt_task_create(&r.train, &r.test, &r.split, &ms, r.first, r.count, cfg->experiment.seed, &r.task));
+  DT_TRY_GOTO(dt_task_set_threads(r.task, dt_run_threads(r.size, r.count)));
   const size_t d = dt_task_dim(r.task);
   DT_ALLOC_GOTO(r.theta0, d, "base weights");
   dt_task_init_params(r.task, cfg->experiment.seed, r.theta0);
@@ -595,9 +600,9 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   DT_ALLOC_GOTO(r.mean_norm, d, "consensus");
   if (cfg->experiment.writeout) DT_TRY_GOTO(make_outdir(&r));
   r.write = r.rank == 0 && cfg->experiment.writeout;
-  say(&r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s%s%s\n", DT_VERSION,
-      cfg->experiment.name, r.n, dt_graph_type_name(r.graph->type), r.graph->num_edges, r.graph->spectral_gap, d, r.size,
-      r.size > 1 ? "s" : "", r.write ? "\noutput: " : "", r.write ? r.outdir : "");
+  say(&r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s x %d thread%s%s%s\n",
+      DT_VERSION, cfg->experiment.name, r.n, dt_graph_type_name(r.graph->type), r.graph->num_edges, r.graph->spectral_gap, d, r.size,
+      r.size > 1 ? "s" : "", dt_run_threads(r.size, r.count), dt_run_threads(r.size, r.count) > 1 ? "s" : "", r.write ? "\noutput: " : "", r.write ? r.outdir : "");
   DT_TRY_GOTO(write_setup_files(&r));
   if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
   int done = 0;

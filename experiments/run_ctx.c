@@ -1,15 +1,18 @@
 /* The services the runner offers optimizers (dt_optimizer_run in dt/problem.h): gradients with
  * loss and time accounting, the exchange with byte accounting, ordered sums over all nodes. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "dt/problem.h"
 
 dt_status dt_run_gradient(dt_optimizer_run *run, int node, const float *x, float *grad) {
   float loss;
-  dt_timer_start(&run->t_compute);
-  dt_status st = dt_task_gradient(run->task, node, x, grad, &loss);
-  dt_timer_stop(&run->t_compute);
-  DT_TRY(st);
+  DT_TRY(dt_task_gradient(run->task, node, x, grad, &loss));
   run->train_loss_sum[node - run->first] += loss;
   run->train_loss_n[node - run->first]++;
   return DT_OK;
@@ -53,4 +56,42 @@ dt_status dt_run_local_optim(dt_optimizer_run *run, int kind, double lr, dt_opti
   dt_optim_spec s = dt_optim_spec_default((dt_optim_kind)kind);
   s.lr = (float)lr;
   return dt_optim_create(&s, run->dim, out);
+}
+
+int dt_run_threads(int ranks, int count) {
+  const char *env = getenv("DT_THREADS");
+  int t = env != NULL ? atoi(env) : 0;
+  if (t <= 0) t = ranks == 1 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+  if (t > count) t = count;
+  return t < 1 ? 1 : t;
+}
+
+dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx) {
+  dt_status st = DT_OK;
+  dt_status *sts = NULL;
+  char (*msg)[1024] = NULL;
+  if (run->threads <= 1) { /* the plain loop: no allocation, messages stay where they are */
+    for (int l = 0; l < run->count; l++) DT_TRY(fn(ctx, l));
+    return DT_OK;
+  }
+  DT_ALLOC_GOTO(sts, run->count, "node status");
+  DT_ALLOC_GOTO(msg, run->count, "node messages");
+#pragma omp parallel for schedule(dynamic, 1) num_threads(run->threads)
+  for (int l = 0; l < run->count; l++) {
+    sts[l] = fn(ctx, l);
+    /* the error record is per thread: carry the message to the caller's thread */
+    if (sts[l] != DT_OK) {
+      dt_error_format(msg[l], sizeof msg[l]);
+      dt_error_clear();
+    }
+  }
+  for (int l = 0; l < run->count; l++)
+    if (sts[l] != DT_OK) {
+      st = dt_error_set(sts[l], __FILE__, __LINE__, __func__, "%s", msg[l]);
+      break;
+    }
+cleanup:
+  dt_free(sts);
+  dt_free(msg);
+  return st;
 }

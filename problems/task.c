@@ -8,6 +8,9 @@
 
 #include "dt/problem.h"
 #include "dt/rng.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 enum { EVAL_CHUNK = 500 };
 
@@ -32,7 +35,8 @@ struct dt_task {
   double l2;
   int batch, full_batch, ws_batch;
   node_state *node;
-  dt_workspace *eval_ws;
+  int threads;
+  dt_workspace **eval_ws; /* one per thread */
   float *eval_x;
   int32_t *eval_y;
 };
@@ -63,7 +67,8 @@ void dt_task_free(dt_task *t) {
     dt_free(t->node[l].gtmp);
   }
   dt_free(t->node);
-  dt_workspace_free(t->eval_ws);
+  for (int k = 0; t->eval_ws != NULL && k < t->threads; k++) dt_workspace_free(t->eval_ws[k]);
+  dt_free(t->eval_ws);
   dt_free(t->eval_x);
   dt_free(t->eval_y);
   dt_model_free(t->model);
@@ -88,13 +93,29 @@ dt_status dt_task_create(const dt_samples *train, const dt_samples *test, const 
                 "experiment.model: the model takes %zu inputs per sample but the data has %zu", dt_model_input_size(t->model), train->dim);
   DT_ALLOC_GOTO(t->node, count, "task nodes");
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
-  DT_TRY_GOTO(dt_workspace_create(t->model, EVAL_CHUNK, &t->eval_ws));
+  DT_TRY_GOTO(dt_task_set_threads(t, 1));
   DT_ALLOC_GOTO(t->eval_x, (size_t)EVAL_CHUNK * test->dim, "evaluation batch");
   DT_ALLOC_GOTO(t->eval_y, EVAL_CHUNK, "evaluation batch");
   *out = t;
   t = NULL;
 cleanup:
   dt_task_free(t);
+  return st;
+}
+
+dt_status dt_task_set_threads(dt_task *t, int threads) {
+  dt_status st = DT_OK;
+  dt_workspace **ws = NULL;
+  DT_ALLOC_GOTO(ws, threads, "evaluation workspaces");
+  for (int k = 0; k < threads; k++) DT_TRY_GOTO(dt_workspace_create(t->model, EVAL_CHUNK, &ws[k]));
+  for (int k = 0; t->eval_ws != NULL && k < t->threads; k++) dt_workspace_free(t->eval_ws[k]);
+  dt_free(t->eval_ws);
+  t->eval_ws = ws;
+  t->threads = threads;
+  ws = NULL;
+cleanup:
+  for (int k = 0; ws != NULL && k < threads; k++) dt_workspace_free(ws[k]);
+  dt_free(ws);
   return st;
 }
 
@@ -200,8 +221,16 @@ dt_status dt_task_evaluate(dt_task *t, const float *const *thetas, double *val_l
     size_t b = s->count - start < EVAL_CHUNK ? s->count - start : EVAL_CHUNK;
     for (size_t i = 0; i < b; i++) idx[i] = (uint32_t)(start + i);
     build(s, idx, b, t->eval_x, t->eval_y);
-    for (int l = 0; l < t->count; l++)
-      DT_TRY_GOTO(dt_model_evaluate(t->model, t->eval_ws, thetas[l], t->eval_x, t->eval_y, (int)b, &val_loss[l], &correct[l]));
+    /* nodes in parallel, each summing its own chunks in order: the same result for any threads */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(t->threads)
+    for (int l = 0; l < t->count; l++) {
+#ifdef _OPENMP
+      dt_workspace *ws = t->eval_ws[omp_get_thread_num()];
+#else
+      dt_workspace *ws = t->eval_ws[0];
+#endif
+      dt_model_evaluate(t->model, ws, thetas[l], t->eval_x, t->eval_y, (int)b, &val_loss[l], &correct[l]);
+    }
   }
   for (int l = 0; l < t->count; l++) {
     val_loss[l] /= (double)s->count;

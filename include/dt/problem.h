@@ -66,8 +66,11 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2);
  * written to grad; mean loss to *loss. Thread-safe across different nodes. */
 dt_status dt_task_gradient(dt_task *t, int node, const float *theta, float *grad, float *loss);
 /* Validation loss (mean NLL) and top-1 accuracy on the test set for every local node at once;
- * thetas[l] is local node l's vector. Test images are decoded once per chunk for all nodes. */
+ * thetas[l] is local node l's vector. Test images are decoded once per chunk for all nodes, and
+ * nodes are evaluated on `threads` threads (see dt_task_set_threads). */
 dt_status dt_task_evaluate(dt_task *t, const float *const *thetas, double *val_loss, double *accuracy);
+/* Threads for evaluation (one workspace each). */
+dt_status dt_task_set_threads(dt_task *t, int threads);
 /* Full objective of node (mean loss over its own data + l2 term), for convex tests. */
 dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *value);
 /* Samples the node has processed since begin, and passes over its data (fractional). */
@@ -92,10 +95,20 @@ typedef struct dt_optimizer_run {
   dt_timer t_compute, t_comm;
   dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
   int exchange_nvec;
+  int threads;            /* threads computing local nodes in parallel */
 } dt_optimizer_run;
 
-/* Minibatch gradient of local node `node` at x; accumulates the training loss and compute time. */
+/* Minibatch gradient of local node `node` at x; accumulates the node's training loss. Safe to
+ * call for different nodes from different threads. */
 dt_status dt_run_gradient(dt_optimizer_run *run, int node, const float *x, float *grad);
+/* Runs fn(ctx, l) for every local node index l, in parallel on run->threads threads. The nodes'
+ * computations must be independent (each writes only node l's state), which keeps results
+ * identical for any thread count. The first failure (lowest l) is returned with its message.
+ * Not collective: fn must not communicate. */
+dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx);
+/* Threads to use for count local nodes on a job of `ranks` ranks: DT_THREADS if set, else all
+ * cores when one rank holds every node, else 1 (ranks already share the cores). */
+int dt_run_threads(int ranks, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
 /* Runs an exchange and charges its time and bytes. Collective. */

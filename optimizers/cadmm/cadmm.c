@@ -11,7 +11,7 @@ typedef struct cadmm_state {
   dt_cadmm_opts o;
   double rho;
   int rounds;
-  float **dual, **b, *grad, *s;
+  float **dual, **b, **grad, **s; /* per local node */
   dt_optim **opt;
   int count;
 } cadmm_state;
@@ -22,13 +22,15 @@ static void destroy(void *p) {
   for (int l = 0; l < st->count; l++) {
     if (st->dual) dt_free(st->dual[l]);
     if (st->b) dt_free(st->b[l]);
+    if (st->grad) dt_free(st->grad[l]);
+    if (st->s) dt_free(st->s[l]);
     if (st->opt) dt_optim_free(st->opt[l]);
   }
   dt_free(st->dual);
   dt_free(st->b);
-  dt_free(st->opt);
   dt_free(st->grad);
   dt_free(st->s);
+  dt_free(st->opt);
   dt_free(st);
 }
 
@@ -44,11 +46,13 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(c->dual, run->count, "duals");
   DT_ALLOC_GOTO(c->b, run->count, "penalty");
   DT_ALLOC_GOTO(c->opt, run->count, "optimizers");
-  DT_ALLOC_GOTO(c->grad, run->dim, "gradient");
-  DT_ALLOC_GOTO(c->s, run->dim, "neighbour sum");
+  DT_ALLOC_GOTO(c->grad, run->count, "gradients");
+  DT_ALLOC_GOTO(c->s, run->count, "neighbour sums");
   for (int l = 0; l < run->count; l++) {
     DT_ALLOC_GOTO(c->dual[l], run->dim, "dual");
     DT_ALLOC_GOTO(c->b[l], run->dim, "penalty");
+    DT_ALLOC_GOTO(c->grad[l], run->dim, "gradient");
+    DT_ALLOC_GOTO(c->s[l], run->dim, "neighbour sum");
     DT_TRY_GOTO(dt_run_local_optim(run, c->o.primal_optimizer, c->o.primal_lr_start, &c->opt[l]));
   }
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
@@ -68,41 +72,52 @@ static double primal_lr(const dt_cadmm_opts *o, int k, int rounds) {
   return pow(10.0, a + (b - a) * t);
 }
 
-static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
-  cadmm_state *c = p;
+typedef struct round_ctx {
+  cadmm_state *c;
+  dt_optimizer_run *run;
+  float rho, lr;
+} round_ctx;
+
+/* Dual update and primal steps of local node l (independent of the other nodes). */
+static dt_status node_update(void *p, int l) {
+  const round_ctx *rc = p;
+  cadmm_state *c = rc->c;
+  dt_optimizer_run *run = rc->run;
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
-  c->rho *= c->o.rho_scaling; /* scaled before use: round k uses rho_init * scaling^(k+1) */
-  const float rho = (float)c->rho;
-  for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
-  DT_TRY(dt_run_exchange_go(run, NULL));
-  const float lr = (float)primal_lr(&c->o, k, c->rounds);
-  for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l;
-    float *th = run->theta[l], *dual = c->dual[l], *b = c->b[l], *s = c->s;
-    const int deg = dt_graph_degree(g, i);
-    /* s = Σ_j θ_j over neighbours in id order */
-    memset(s, 0, sizeof(float) * d);
-    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-      const float *tj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
-      for (size_t q = 0; q < d; q++) s[q] += tj[q];
-    }
-    /* dual: p_i += ρ Σ_j (θ_i − θ_j); penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s) */
-    const float fdeg = (float)deg;
-    for (size_t q = 0; q < d; q++) {
-      dual[q] += rho * (fdeg * th[q] - s[q]);
-      b[q] = dual[q] - rho * (fdeg * th[q] + s[q]);
-    }
-    const dt_grad_extra extra = {.alpha = 2.0f * rho * fdeg, .b = b};
-    if (!c->o.persistent_primal_opt) dt_optim_reset(c->opt[l]);
-    for (int it = 0; it < c->o.primal_iterations; it++) {
-      DT_TRY(dt_run_gradient(run, i, th, c->grad));
-      dt_timer_start(&run->t_compute);
-      dt_optim_step(c->opt[l], th, c->grad, lr, &extra);
-      dt_timer_stop(&run->t_compute);
-    }
+  const int i = run->first + l;
+  const float rho = rc->rho;
+  float *th = run->theta[l], *dual = c->dual[l], *b = c->b[l], *s = c->s[l];
+  const int deg = dt_graph_degree(g, i);
+  /* s = Σ_j θ_j over neighbours in id order */
+  memset(s, 0, sizeof(float) * d);
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+    const float *tj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+    for (size_t q = 0; q < d; q++) s[q] += tj[q];
+  }
+  /* dual: p_i += ρ Σ_j (θ_i − θ_j); penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s) */
+  const float fdeg = (float)deg;
+  for (size_t q = 0; q < d; q++) {
+    dual[q] += rho * (fdeg * th[q] - s[q]);
+    b[q] = dual[q] - rho * (fdeg * th[q] + s[q]);
+  }
+  const dt_grad_extra extra = {.alpha = 2.0f * rho * fdeg, .b = b};
+  if (!c->o.persistent_primal_opt) dt_optim_reset(c->opt[l]);
+  for (int it = 0; it < c->o.primal_iterations; it++) {
+    DT_TRY(dt_run_gradient(run, i, th, c->grad[l]));
+    dt_optim_step(c->opt[l], th, c->grad[l], rc->lr, &extra);
   }
   return DT_OK;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  cadmm_state *c = p;
+  c->rho *= c->o.rho_scaling; /* scaled before use: round k uses rho_init * scaling^(k+1) */
+  for (int l = 0; l < run->count; l++)
+    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * run->dim);
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  round_ctx rc = {.c = c, .run = run, .rho = (float)c->rho, .lr = (float)primal_lr(&c->o, k, c->rounds)};
+  return dt_run_for_nodes(run, node_update, &rc);
 }
 
 static const char *const aliases[] = {"dinno", NULL};

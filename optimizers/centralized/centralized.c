@@ -74,22 +74,37 @@ static void average(central_state *s, size_t d, int n) {
   for (size_t q = 0; q < d; q++) s->avg[q] = (float)(s->sum[q] / n);
 }
 
+typedef struct round_ctx {
+  central_state *s;
+  dt_optimizer_run *run;
+} round_ctx;
+
+static dt_status gradient(void *p, int l) {
+  const round_ctx *rc = p;
+  return dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->grad[l]);
+}
+
+static dt_status step(void *p, int l) {
+  const round_ctx *rc = p;
+  central_state *s = rc->s;
+  dt_optim_step(s->opt[l], rc->run->theta[l], s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->grad[l], (float)s->lr, NULL);
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
   const size_t d = run->dim;
   const int n = run->graph->n;
   (void)k;
   s->lr = s->lr * (1.0 - s->o.mu * s->lr);
+  round_ctx rc = {.s = s, .run = run};
   for (int t = 0; t < s->o.local_steps; t++) {
-    for (int l = 0; l < run->count; l++) DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad[l]));
+    DT_TRY(dt_run_for_nodes(run, gradient, &rc));
     if (s->o.mode == DT_CENTRAL_GRADIENT) {
       DT_TRY(dt_run_node_sum(run, (const float *const *)s->grad, s->sum));
       average(s, d, n);
     }
-    dt_timer_start(&run->t_compute);
-    for (int l = 0; l < run->count; l++)
-      dt_optim_step(s->opt[l], run->theta[l], s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->grad[l], (float)s->lr, NULL);
-    dt_timer_stop(&run->t_compute);
+    DT_TRY(dt_run_for_nodes(run, step, &rc));
   }
   if (s->o.mode == DT_CENTRAL_MODEL) {
     DT_TRY(dt_run_node_sum(run, (const float *const *)run->theta, s->sum));

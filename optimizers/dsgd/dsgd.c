@@ -22,12 +22,17 @@ typedef struct dsgd_state {
   double alpha;
   double mu;
   int sequential;
-  float *mixed, *grad;
+  int count;
+  float **mixed, **grad; /* per local node */
 } dsgd_state;
 
 static void destroy(void *p) {
   dsgd_state *s = p;
   if (s == NULL) return;
+  for (int l = 0; l < s->count; l++) {
+    if (s->mixed) dt_free(s->mixed[l]);
+    if (s->grad) dt_free(s->grad[l]);
+  }
   dt_free(s->mixed);
   dt_free(s->grad);
   dt_free(s);
@@ -43,14 +48,36 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->mu = o->mu;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
   if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgd"));
-  DT_ALLOC_GOTO(s->mixed, run->dim, "dsgd");
-  DT_ALLOC_GOTO(s->grad, run->dim, "dsgd");
+  s->count = run->count;
+  DT_ALLOC_GOTO(s->mixed, run->count, "dsgd");
+  DT_ALLOC_GOTO(s->grad, run->count, "dsgd");
+  for (int l = 0; l < run->count; l++) {
+    DT_ALLOC_GOTO(s->mixed[l], run->dim, "dsgd");
+    DT_ALLOC_GOTO(s->grad[l], run->dim, "dsgd");
+  }
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
   s = NULL;
 cleanup:
   destroy(s);
   return st;
+}
+
+typedef struct round_ctx {
+  dsgd_state *s;
+  dt_optimizer_run *run;
+  float alpha;
+} round_ctx;
+
+/* Mix, then the gradient step, for local node l. */
+static dt_status node_update(void *p, int l) {
+  const round_ctx *rc = p;
+  dt_optimizer_run *run = rc->run;
+  float *mixed = rc->s->mixed[l], *grad = rc->s->grad[l], *x = run->theta[l];
+  dt_mix(run, run->first + l, 0, mixed);
+  DT_TRY(dt_run_gradient(run, run->first + l, mixed, grad));
+  for (size_t q = 0; q < run->dim; q++) x[q] = mixed[q] - rc->alpha * grad[q];
+  return DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
@@ -63,21 +90,15 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     /* the seed reference: mix in place in node order, then every node's gradient step */
     for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, 0.0f, NULL);
     for (int i = 0; i < run->count; i++) {
-      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->grad));
-      for (size_t q = 0; q < d; q++) run->theta[i][q] -= a * s->grad[q];
+      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->grad[i]));
+      for (size_t q = 0; q < d; q++) run->theta[i][q] -= a * s->grad[i][q];
     }
     return DT_OK;
   }
   for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
   DT_TRY(dt_run_exchange_go(run, NULL));
-  for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l;
-    dt_mix(run, i, 0, s->mixed);
-    DT_TRY(dt_run_gradient(run, i, s->mixed, s->grad));
-    float *x = run->theta[l];
-    for (size_t q = 0; q < d; q++) x[q] = s->mixed[q] - a * s->grad[q];
-  }
-  return DT_OK;
+  round_ctx rc = {.s = s, .run = run, .alpha = a};
+  return dt_run_for_nodes(run, node_update, &rc);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

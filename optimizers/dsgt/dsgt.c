@@ -23,8 +23,8 @@ typedef struct dsgt_state {
   float alpha;
   int sequential;
   int count;
-  float **y, **g; /* tracker and last gradient per local node */
-  float *gnew, *tmp;
+  float **y, **g;       /* tracker and last gradient per local node */
+  float **gnew, **tmp;  /* scratch per local node */
 } dsgt_state;
 
 static void destroy(void *p) {
@@ -33,6 +33,8 @@ static void destroy(void *p) {
   for (int l = 0; l < s->count; l++) {
     if (s->y) dt_free(s->y[l]);
     if (s->g) dt_free(s->g[l]);
+    if (s->gnew) dt_free(s->gnew[l]);
+    if (s->tmp) dt_free(s->tmp[l]);
   }
   dt_free(s->y);
   dt_free(s->g);
@@ -53,9 +55,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgt"));
   DT_ALLOC_GOTO(s->y, run->count, "dsgt");
   DT_ALLOC_GOTO(s->g, run->count, "dsgt");
-  DT_ALLOC_GOTO(s->gnew, run->dim, "dsgt");
-  DT_ALLOC_GOTO(s->tmp, run->dim, "dsgt");
+  DT_ALLOC_GOTO(s->gnew, run->count, "dsgt");
+  DT_ALLOC_GOTO(s->tmp, run->count, "dsgt");
   for (int l = 0; l < run->count; l++) {
+    DT_ALLOC_GOTO(s->gnew[l], run->dim, "dsgt");
+    DT_ALLOC_GOTO(s->tmp[l], run->dim, "dsgt");
     DT_ALLOC_GOTO(s->y[l], run->dim, "dsgt tracker");
     DT_ALLOC_GOTO(s->g[l], run->dim, "dsgt gradient");
     if (o->init_grads) {
@@ -71,6 +75,30 @@ cleanup:
   return st;
 }
 
+typedef struct round_ctx {
+  dsgt_state *s;
+  dt_optimizer_run *run;
+} round_ctx;
+
+/* x, gradient and tracker updates of local node l, from the exchanged round-k values. */
+static dt_status node_update(void *p, int l) {
+  const round_ctx *rc = p;
+  dsgt_state *s = rc->s;
+  dt_optimizer_run *run = rc->run;
+  const size_t d = run->dim;
+  const int i = run->first + l;
+  dt_mix(run, i, 0, run->theta[l]); /* x_i ← Σ_j W_ij (x_j − α y_j) */
+  DT_TRY(dt_run_gradient(run, i, run->theta[l], s->gnew[l]));
+  dt_mix(run, i, 1, s->tmp[l]); /* Σ_j W_ij y_j */
+  float *y = s->y[l], *g = s->g[l];
+  const float *gn = s->gnew[l], *t = s->tmp[l];
+  for (size_t q = 0; q < d; q++) {
+    y[q] = t[q] + gn[q] - g[q];
+    g[q] = gn[q];
+  }
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
   const size_t d = run->dim;
@@ -80,11 +108,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
      * per node in order: g⁺, y_i = W_ii y_i + Σ_j W_ij y_j + g⁺ − g_i in place */
     for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, -s->alpha, s->y[i]);
     for (int i = 0; i < run->count; i++) {
-      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->gnew));
+      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->gnew[i]));
       dt_mix_inplace(run, i, s->y, 0.0f, NULL);
       for (size_t q = 0; q < d; q++) {
-        s->y[i][q] += s->gnew[q] - s->g[i][q];
-        s->g[i][q] = s->gnew[q];
+        s->y[i][q] += s->gnew[i][q] - s->g[i][q];
+        s->g[i][q] = s->gnew[i][q];
       }
     }
     return DT_OK;
@@ -97,18 +125,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 1), y, sizeof(float) * d);
   }
   DT_TRY(dt_run_exchange_go(run, NULL));
-  for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l;
-    dt_mix(run, i, 0, run->theta[l]); /* x_i ← Σ_j W_ij (x_j − α y_j) */
-    DT_TRY(dt_run_gradient(run, i, run->theta[l], s->gnew));
-    dt_mix(run, i, 1, s->tmp); /* Σ_j W_ij y_j */
-    float *y = s->y[l], *g = s->g[l];
-    for (size_t q = 0; q < d; q++) {
-      y[q] = s->tmp[q] + s->gnew[q] - g[q];
-      g[q] = s->gnew[q];
-    }
-  }
-  return DT_OK;
+  round_ctx rc = {.s = s, .run = run};
+  return dt_run_for_nodes(run, node_update, &rc);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

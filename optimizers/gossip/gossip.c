@@ -32,7 +32,7 @@ typedef struct gossip_state {
   double lr;
   int count, n;
   dt_optim **opt;
-  float *grad;
+  float **grad; /* per local node */
   uint8_t *mask;
   int *partner;    /* pairwise: matched node or -1; push: push target or -1 */
   uint32_t *order; /* edge order for the matching */
@@ -42,7 +42,10 @@ typedef struct gossip_state {
 static void destroy(void *p) {
   gossip_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; s->opt && l < s->count; l++) dt_optim_free(s->opt[l]);
+  for (int l = 0; l < s->count; l++) {
+    if (s->opt) dt_optim_free(s->opt[l]);
+    if (s->grad) dt_free(s->grad[l]);
+  }
   dt_free(s->opt);
   dt_free(s->grad);
   dt_free(s->mask);
@@ -63,8 +66,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->count = run->count;
   s->n = g->n;
   DT_ALLOC_GOTO(s->opt, run->count, "gossip");
-  for (int l = 0; l < run->count; l++) DT_TRY_GOTO(dt_run_local_optim(run, s->o.local_optimizer, s->lr, &s->opt[l]));
-  DT_ALLOC_GOTO(s->grad, run->dim, "gossip");
+  DT_ALLOC_GOTO(s->grad, run->count, "gossip");
+  for (int l = 0; l < run->count; l++) {
+    DT_TRY_GOTO(dt_run_local_optim(run, s->o.local_optimizer, s->lr, &s->opt[l]));
+    DT_ALLOC_GOTO(s->grad[l], run->dim, "gossip");
+  }
   DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->partner, g->n, "gossip");
   DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
@@ -82,18 +88,29 @@ static void set_edge(const dt_graph *g, uint8_t *mask, int from, int to) {
   mask[g->nbr_start[from] + dt_graph_nbr_index(g, from, to)] = 1;
 }
 
+typedef struct round_ctx {
+  gossip_state *s;
+  dt_optimizer_run *run;
+} round_ctx;
+
+/* The local steps of node l. */
+static dt_status local_steps(void *p, int l) {
+  const round_ctx *rc = p;
+  gossip_state *s = rc->s;
+  for (int t = 0; t < s->o.local_steps; t++) {
+    DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], s->grad[l]));
+    dt_optim_step(s->opt[l], rc->run->theta[l], s->grad[l], (float)s->lr, NULL);
+  }
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   gossip_state *s = p;
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
   s->lr = s->lr * (1.0 - s->o.mu * s->lr);
-  for (int l = 0; l < run->count; l++)
-    for (int t = 0; t < s->o.local_steps; t++) {
-      DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad));
-      dt_timer_start(&run->t_compute);
-      dt_optim_step(s->opt[l], run->theta[l], s->grad, (float)s->lr, NULL);
-      dt_timer_stop(&run->t_compute);
-    }
+  round_ctx rc = {.s = s, .run = run};
+  DT_TRY(dt_run_for_nodes(run, local_steps, &rc));
 
   /* Who talks to whom this round: the same draws on every rank. */
   dt_rng r;

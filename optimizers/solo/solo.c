@@ -18,13 +18,16 @@ typedef struct solo_state {
   double lr, mu;
   int count;
   dt_optim **opt;
-  float *grad;
+  float **grad; /* per local node */
 } solo_state;
 
 static void destroy(void *p) {
   solo_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; s->opt && l < s->count; l++) dt_optim_free(s->opt[l]);
+  for (int l = 0; l < s->count; l++) {
+    if (s->opt) dt_optim_free(s->opt[l]);
+    if (s->grad) dt_free(s->grad[l]);
+  }
   dt_free(s->opt);
   dt_free(s->grad);
   dt_free(s);
@@ -39,8 +42,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->mu = o->mu;
   s->count = run->count;
   DT_ALLOC_GOTO(s->opt, run->count, "solo");
-  for (int l = 0; l < run->count; l++) DT_TRY_GOTO(dt_run_local_optim(run, o->optimizer, o->lr, &s->opt[l]));
-  DT_ALLOC_GOTO(s->grad, run->dim, "solo");
+  DT_ALLOC_GOTO(s->grad, run->count, "solo");
+  for (int l = 0; l < run->count; l++) {
+    DT_TRY_GOTO(dt_run_local_optim(run, o->optimizer, o->lr, &s->opt[l]));
+    DT_ALLOC_GOTO(s->grad[l], run->dim, "solo");
+  }
   *out = s;
   s = NULL;
 cleanup:
@@ -48,17 +54,24 @@ cleanup:
   return st;
 }
 
+typedef struct round_ctx {
+  solo_state *s;
+  dt_optimizer_run *run;
+} round_ctx;
+
+static dt_status node_step(void *p, int l) {
+  const round_ctx *rc = p;
+  DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->grad[l]));
+  dt_optim_step(rc->s->opt[l], rc->run->theta[l], rc->s->grad[l], (float)rc->s->lr, NULL);
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
   (void)k;
   s->lr = s->lr * (1.0 - s->mu * s->lr);
-  for (int l = 0; l < run->count; l++) {
-    DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], s->grad));
-    dt_timer_start(&run->t_compute);
-    dt_optim_step(s->opt[l], run->theta[l], s->grad, (float)s->lr, NULL);
-    dt_timer_stop(&run->t_compute);
-  }
-  return DT_OK;
+  round_ctx rc = {.s = s, .run = run};
+  return dt_run_for_nodes(run, node_step, &rc);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

@@ -126,6 +126,7 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   run.first = w->first;
   run.count = w->count;
   run.dim = w->d;
+  run.threads = dt_run_threads(dt_comm_size(w->comm), w->count); /* P=1: threads; P=5: one each */
   run.theta = calloc((size_t)w->count, sizeof(float *));
   run.train_loss_sum = calloc((size_t)w->count, sizeof(double));
   run.train_loss_n = calloc((size_t)w->count, sizeof(long));
