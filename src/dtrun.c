@@ -124,6 +124,8 @@ static void command_line(int argc, char **argv, char *buf, size_t size) {
 }
 
 int main(int argc, char **argv) {
+  /* first, before MPI or threads: this may restart the process once with better BLAS kernels */
+  dt_cpu_select_kernels(argv);
   dt_log_init(0, 1, DT_LOG_INFO);
   if (argc < 2) {
     fputs(usage_text, stderr);
@@ -150,8 +152,6 @@ int main(int argc, char **argv) {
     return report(st, 0);
   }
 
-  /* run: pick the BLAS kernels before MPI starts (this may restart the process once) */
-  dt_cpu_select_kernels(argv);
   dt_comm *comm = NULL;
   st = dt_comm_init(&argc, &argv, &comm);
   if (st != DT_OK) return report(st, 0);
