@@ -16,7 +16,7 @@ run() { # label command...
   local t0=$(date +%s.%N)
   "$@" configs/dist_mnist_paper.yaml --set experiment.graph.num_nodes=5 --output-dir "$tmp/$label" --quiet > "$tmp/$label.log"
   local t1=$(date +%s.%N)
-  printf '%-14s %8.1f s' "$label" "$(echo "$t1 - $t0" | bc)"
+  printf '%-14s %8.1f s' "$label" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
   for p in dinno dsgt dsgd; do
     printf '   %s %.4f' "$p" "$(awk -v p="$p" '$1 == p {print $5}' "$tmp/$label.log")"
   done
