@@ -33,23 +33,23 @@ done
 ls "$tmp/p1" | grep -q '\.tmp' && bad "temporary files left behind" || ok
 # every problem completed; the validation loss falls; rows = (evaluations) x nodes
 grep -c "^    status: completed" "$tmp/p1/summary.yaml" | grep -qx 6 && ok || bad "not every problem completed"
-awk -F, 'NR>1 && $1==0 {a+=$4; n++} NR>1 && $1==60 {b+=$4; m++} END {exit !(n==4 && m==4 && b/m < a/n - 0.3)}' "$tmp/p1/dinno_results.csv" \
+awk -F, 'NR>1 && $1==0 {a+=$4; n++} NR>1 && $1==60 {b+=$4; m++} END {exit !(n==5 && m==5 && b/m < a/n - 0.3)}' "$tmp/p1/dinno_results.csv" \
   && ok || bad "dinno's validation loss did not fall"
-[ "$(wc -l < "$tmp/p1/dinno_results.csv")" = 17 ] && ok || bad "dinno_results.csv should hold 4 evaluations x 4 nodes + header"
-[ "$(wc -l < "$tmp/p1/dinno_consensus.csv")" = 65 ] && ok || bad "dinno_consensus.csv should hold 4 evaluations x 16 pairs + header"
+[ "$(wc -l < "$tmp/p1/dinno_results.csv")" = 21 ] && ok || bad "dinno_results.csv should hold 4 evaluations x 5 nodes + header"
+[ "$(wc -l < "$tmp/p1/dinno_consensus.csv")" = 101 ] && ok || bad "dinno_consensus.csv should hold 4 evaluations x 25 pairs + header"
 # models: NumPy header, 4 x 28440 float32
-python3 - "$tmp/p1/dinno_models.npy" <<'PY' && ok || bad "dinno_models.npy is not a 4 x 28440 float32 array"
+python3 - "$tmp/p1/dinno_models.npy" <<'PY' && ok || bad "dinno_models.npy is not a 5 x 28440 float32 array"
 import sys, ast, struct
 raw = open(sys.argv[1], "rb").read()
 assert raw[:6] == b"\x93NUMPY"
 hl = struct.unpack("<H", raw[8:10])[0]
 h = ast.literal_eval(raw[10:10 + hl].decode())
-assert h["descr"] == "<f4" and h["shape"] == (4, 28440) and len(raw) == 10 + hl + 4 * 4 * 28440
+assert h["descr"] == "<f4" and h["shape"] == (5, 28440) and len(raw) == 10 + hl + 4 * 5 * 28440
 PY
 
-# the same experiment on 4 ranks, and a re-run of the archived config
-"$mpiexec" --oversubscribe -n 4 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p4" --quiet > "$tmp/p4.log" 2>&1 || bad "P=4 run failed: $(tail -3 "$tmp/p4.log")"
-same_results "$tmp/p1" "$tmp/p4" "P=1 vs P=4"
+# the same experiment on 5 ranks, and a re-run of the archived config
+"$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p5" --quiet > "$tmp/p5.log" 2>&1 || bad "P=5 run failed: $(tail -3 "$tmp/p5.log")"
+same_results "$tmp/p1" "$tmp/p5" "P=1 vs P=5"
 "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/rerun" --quiet > "$tmp/rerun.log" 2>&1 || bad "re-run failed: $(tail -3 "$tmp/rerun.log")"
 same_results "$tmp/p1" "$tmp/rerun" "re-run of config.yaml"
 "$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/p2" --quiet > "$tmp/p2.log" 2>&1 || bad "P=2 re-run failed"
@@ -61,13 +61,13 @@ seq="--set problem_configs.dsgt.optimizer_config.update_order=sequential"
 "$dtrun" tests/e2e/small.yaml $seq --output-dir "$tmp/seq1" --quiet > "$tmp/seq1.log" 2>&1 && ok || bad "sequential dsgt failed: $(tail -2 "$tmp/seq1.log")"
 "$mpiexec" --oversubscribe -n 2 "$dtrun" tests/e2e/small.yaml $seq --output-dir "$tmp/seq2" --quiet > "$tmp/seq2.log" 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "needs all 4 nodes in one process" "$tmp/seq2.log" && ok || bad "sequential on 2 ranks: exit $rc: $(tail -2 "$tmp/seq2.log")"
+[ $rc = 2 ] && grep -q "needs all 5 nodes in one process" "$tmp/seq2.log" && ok || bad "sequential on 2 ranks: exit $rc: $(tail -2 "$tmp/seq2.log")"
 [ -s "$tmp/seq2/dsgd_results.csv" ] && ok || bad "the problems before the failing one lost their results"
 
 # more ranks than nodes: a clear usage error, no hang
-timeout 120 "$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p5" > "$tmp/p5.log" 2>&1
+timeout 120 "$mpiexec" --oversubscribe -n 6 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p6" > "$tmp/p6.log" 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "5 MPI ranks for a graph of 4 nodes" "$tmp/p5.log" && ok || bad "5 ranks for 4 nodes: exit $rc: $(head -2 "$tmp/p5.log")"
+[ $rc = 2 ] && grep -q "6 MPI ranks for a graph of 5 nodes" "$tmp/p6.log" && ok || bad "6 ranks for 5 nodes: exit $rc: $(head -2 "$tmp/p6.log")"
 
 # Fashion-MNIST (gzip IDX from the Debian package)
 if [ -e data/fashion_mnist/train-images-idx3-ubyte.gz ]; then
@@ -96,7 +96,7 @@ grep -q "status: interrupted" "$tmp/int/summary.yaml" 2>/dev/null && ok || bad "
 [ "$(wc -l < "$tmp/int/dinno_results.csv" 2>/dev/null || echo 0)" -gt 5 ] && ok || bad "no results saved after SIGINT"
 
 # compare: a table (and a plot when gnuplot is there)
-"$dtrun" compare "$tmp/p1" "$tmp/p4" --target 0.3 > "$tmp/cmp.txt" 2>&1 && ok || bad "compare failed: $(cat "$tmp/cmp.txt")"
+"$dtrun" compare "$tmp/p1" "$tmp/p5" --target 0.3 > "$tmp/cmp.txt" 2>&1 && ok || bad "compare failed: $(cat "$tmp/cmp.txt")"
 [ "$(grep -c "dinno" "$tmp/cmp.txt")" = 2 ] && ok || bad "compare table lacks rows: $(cat "$tmp/cmp.txt")"
 if command -v gnuplot > /dev/null; then
   "$dtrun" compare "$tmp/p1" --plot "$tmp/plot.png" > /dev/null 2>&1 && [ -s "$tmp/plot.png" ] && ok || bad "compare --plot made no PNG"
