@@ -20,7 +20,7 @@ static const dt_key keys[] = {
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
      .help = "learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
-     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1})"},
+     .help = "rate decay: round k uses lr_k = lr / (1 + mu k)"},
     {0},
 };
 
@@ -95,8 +95,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
   const size_t d = run->dim;
   const int n = run->graph->n;
-  (void)k;
-  s->lr = s->lr * (1.0 - s->o.mu * s->lr);
+  s->lr = s->o.lr / (1.0 + s->o.mu * k);
   round_ctx rc = {.s = s, .run = run};
   for (int t = 0; t < s->o.local_steps; t++) {
     DT_TRY(dt_run_for_nodes(run, gradient, &rc));

@@ -11,7 +11,7 @@ static const dt_key keys[] = {
     {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, alpha0), .def = "0.005", .min = 0, .max = DT_INF,
      .help = "initial step size"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, mu), .def = "0.001", .min = 0, .max = DT_INF,
-     .help = "step decay: alpha_k = alpha_{k-1} (1 - mu alpha_{k-1})"},
+     .help = "step decay: round k uses alpha_k = alpha0 / (1 + mu k)"},
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgd_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
      .help = "synchronous, or sequential: the seed reference's in-place sweep in node order (one process only)"},
@@ -19,7 +19,7 @@ static const dt_key keys[] = {
 };
 
 typedef struct dsgd_state {
-  double alpha;
+  double alpha0, alpha;
   double mu;
   int sequential;
   int count;
@@ -44,7 +44,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_exchange *ex;
   const dt_dsgd_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgd");
-  s->alpha = o->alpha0;
+  s->alpha0 = s->alpha = o->alpha0;
   s->mu = o->mu;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
   if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgd"));
@@ -83,8 +83,7 @@ static dt_status node_update(void *p, int l) {
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
   const size_t d = run->dim;
-  (void)k;
-  s->alpha = s->alpha * (1.0 - s->mu * s->alpha);
+  s->alpha = s->alpha0 / (1.0 + s->mu * k);
   const float a = (float)s->alpha;
   if (s->sequential) {
     /* the seed reference: mix in place in node order, then every node's gradient step */

@@ -21,7 +21,7 @@ static const dt_key keys[] = {
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
      .help = "initial learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
-     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1}); 0 keeps it constant"},
+     .help = "rate decay: round k uses lr_k = lr / (1 + mu k); 0 keeps it constant"},
     {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, p), .def = "0.5", .min = 0, .max = 1,
      .help = "push: probability that a node pushes in a round"},
     {0},
@@ -108,7 +108,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   gossip_state *s = p;
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
-  s->lr = s->lr * (1.0 - s->o.mu * s->lr);
+  s->lr = s->o.lr / (1.0 + s->o.mu * k);
   round_ctx rc = {.s = s, .run = run};
   DT_TRY(dt_run_for_nodes(run, local_steps, &rc));
 

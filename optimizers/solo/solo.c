@@ -10,12 +10,12 @@ static const dt_key keys[] = {
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
      .help = "learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
-     .help = "rate decay: lr_k = lr_{k-1} (1 - mu lr_{k-1})"},
+     .help = "rate decay: round k uses lr_k = lr / (1 + mu k)"},
     {0},
 };
 
 typedef struct solo_state {
-  double lr, mu;
+  double lr0, lr, mu;
   int count;
   dt_optim **opt;
   float **grad; /* per local node */
@@ -38,7 +38,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   solo_state *s = NULL;
   const dt_solo_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "solo");
-  s->lr = o->lr;
+  s->lr0 = s->lr = o->lr;
   s->mu = o->mu;
   s->count = run->count;
   DT_ALLOC_GOTO(s->opt, run->count, "solo");
@@ -68,8 +68,7 @@ static dt_status node_step(void *p, int l) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
-  (void)k;
-  s->lr = s->lr * (1.0 - s->mu * s->lr);
+  s->lr = s->lr0 / (1.0 + s->mu * k);
   round_ctx rc = {.s = s, .run = run};
   return dt_run_for_nodes(run, node_step, &rc);
 }
