@@ -8,11 +8,25 @@
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */
 void dt_mix(dt_optimizer_run *run, int i, int vec, float *out);
 
-/* For update_order: sequential. Errors unless every node is on this rank (the sweep reads the
- * neighbours' current vectors directly). */
-dt_status dt_mix_check_sequential(const dt_optimizer_run *run, const char *alg);
-/* In place, node order: x_i ← W_ii x_i + Σ_j W_ij x_j over vectors v[j] as they are now (lower
- * ids already updated this round), plus `extra` (may be NULL) scaled by `a`. */
-void dt_mix_inplace(const dt_optimizer_run *run, int i, float **v, float a, const float *extra);
+/* update_order: sequential — the seed reference's sweep over the nodes in id order, where node
+ * i mixes its lower-id neighbours' vectors of THIS round and its higher-id neighbours' of the
+ * previous one. Ranks hold contiguous id blocks, so the sweep runs rank by rank: at stage s rank
+ * s updates its nodes in order, then one masked exchange carries their new vectors along the
+ * "upward" edges (i → j, j > i). Higher-id neighbours' old vectors come from the round-start
+ * exchange. Every node sees the same values whatever the placement, so results are identical
+ * for every rank count; the logical traffic is one vector set per upward edge per sweep.
+ *
+ * dt_mix_sweep runs one sweep over vector `vec` of every node's send buffer:
+ *   v_i ← W_ii v_i + a·extra(l) + Σ_j W_ij v_j   (extra may return NULL: no term)
+ * writing the result into node i's send buffer (where later nodes and ranks read it) and, when
+ * out(l) is not NULL, into out(l) too. Collective (P stages of exchanges). */
+typedef struct dt_sweep_io {
+  const float *(*extra)(void *ctx, int l); /* term added with weight a, or NULL */
+  float *(*out)(void *ctx, int l);         /* where the new vector also goes, or NULL */
+  void *ctx;
+} dt_sweep_io;
+dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io);
+/* Bytes one sweep sends (upward edges, nvec vectors each). */
+double dt_mix_sweep_bytes(const dt_graph *g, size_t dim, int nvec);
 
 #endif

@@ -96,6 +96,11 @@ dt_status dt_exchange_wait(dt_exchange *ex);
  * out. */
 const float *dt_exchange_recv(const dt_exchange *ex, int node, int nbr, int vec);
 
+/* The most recent vector `vec` that neighbour nbr delivered to this rank by any exchange (a
+ * same-rank neighbour: its send buffer as it is now), whatever the last exchange's mask; NULL
+ * when nbr is not a neighbour of node. For staged algorithms that update nodes in sequence. */
+const float *dt_exchange_latest(const dt_exchange *ex, int node, int nbr, int vec);
+
 dt_exchange_stats dt_exchange_stats_get(const dt_exchange *ex);
 
 #endif

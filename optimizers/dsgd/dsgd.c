@@ -14,7 +14,7 @@ static const dt_key keys[] = {
      .help = "step decay: round k uses alpha_k = alpha0 / (1 + mu k)"},
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgd_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
-     .help = "synchronous, or sequential: the seed reference's in-place sweep in node order (one process only)"},
+     .help = "synchronous, or sequential: the seed reference's in-place sweep in node order"},
     {0},
 };
 
@@ -47,7 +47,6 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->alpha0 = s->alpha = o->alpha0;
   s->mu = o->mu;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgd"));
   s->count = run->count;
   DT_ALLOC_GOTO(s->mixed, run->count, "dsgd");
   DT_ALLOC_GOTO(s->grad, run->count, "dsgd");
@@ -69,6 +68,18 @@ typedef struct round_ctx {
   float alpha;
 } round_ctx;
 
+static float *theta_of(void *ctx, int l) { return ((round_ctx *)ctx)->run->theta[l]; }
+
+/* The gradient step of local node l at its (already mixed) parameters. */
+static dt_status node_step(void *p, int l) {
+  const round_ctx *rc = p;
+  dt_optimizer_run *run = rc->run;
+  float *grad = rc->s->grad[l], *x = run->theta[l];
+  DT_TRY(dt_run_gradient(run, run->first + l, x, grad));
+  for (size_t q = 0; q < run->dim; q++) x[q] -= rc->alpha * grad[q];
+  return DT_OK;
+}
+
 /* Mix, then the gradient step, for local node l. */
 static dt_status node_update(void *p, int l) {
   const round_ctx *rc = p;
@@ -85,23 +96,21 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const size_t d = run->dim;
   s->alpha = s->alpha0 / (1.0 + s->mu * k);
   const float a = (float)s->alpha;
-  if (s->sequential) {
-    /* the seed reference: mix in place in node order, then every node's gradient step */
-    for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, 0.0f, NULL);
-    for (int i = 0; i < run->count; i++) {
-      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->grad[i]));
-      for (size_t q = 0; q < d; q++) run->theta[i][q] -= a * s->grad[i][q];
-    }
-    return DT_OK;
-  }
   for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
   DT_TRY(dt_run_exchange_go(run, NULL));
   round_ctx rc = {.s = s, .run = run, .alpha = a};
+  if (s->sequential) {
+    /* the seed reference: mix in place in node order (a sweep), then every node's step */
+    const dt_sweep_io io = {.out = theta_of, .ctx = &rc};
+    DT_TRY(dt_mix_sweep(run, 0, 0.0f, &io));
+    return dt_run_for_nodes(run, node_step, &rc);
+  }
   return dt_run_for_nodes(run, node_update, &rc);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  if (((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) return 0.0; /* read in memory */
+  if (((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) /* round start + one sweep */
+    return 2.0 * g->num_edges * (double)dim * sizeof(float) + dt_mix_sweep_bytes(g, dim, 1);
   return 2.0 * g->num_edges * (double)dim * sizeof(float);
 }
 

@@ -14,8 +14,7 @@ static const dt_key keys[] = {
      .help = "start the tracker at the first local gradient (false: at zero)"},
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
-     .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = W_ii x_i - alpha y_i + sum W_ij x_j "
-             "(one process only)"},
+     .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = W_ii x_i - alpha y_i + sum W_ij x_j"},
     {0},
 };
 
@@ -52,7 +51,6 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->alpha = (float)o->alpha;
   s->count = run->count;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  if (s->sequential) DT_TRY_GOTO(dt_mix_check_sequential(run, "dsgt"));
   DT_ALLOC_GOTO(s->y, run->count, "dsgt");
   DT_ALLOC_GOTO(s->g, run->count, "dsgt");
   DT_ALLOC_GOTO(s->gnew, run->count, "dsgt");
@@ -99,24 +97,45 @@ static dt_status node_update(void *p, int l) {
   return DT_OK;
 }
 
+static const float *y_of(void *ctx, int l) { return ((round_ctx *)ctx)->s->y[l]; }
+static float *theta_of(void *ctx, int l) { return ((round_ctx *)ctx)->run->theta[l]; }
+static const float *delta_of(void *ctx, int l) { return ((round_ctx *)ctx)->s->tmp[l]; }
+static float *y_out(void *ctx, int l) { return ((round_ctx *)ctx)->s->y[l]; }
+
+/* g⁺ = ∇f_i(x_i) at the swept x, and the tracker's correction g⁺ − g_i into tmp. */
+static dt_status node_gradient(void *p, int l) {
+  const round_ctx *rc = p;
+  dsgt_state *s = rc->s;
+  DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], s->gnew[l]));
+  for (size_t q = 0; q < rc->run->dim; q++) {
+    s->tmp[l][q] = s->gnew[l][q] - s->g[l][q];
+    s->g[l][q] = s->gnew[l][q];
+  }
+  return DT_OK;
+}
+
+/* The seed reference's order: sweep x_i ← W_ii x_i − α y_i + Σ_j W_ij x_j over the nodes in id
+ * order; all gradients at the new x; sweep y_i ← W_ii y_i + (g⁺ − g_i) + Σ_j W_ij y_j. */
+static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
+  const size_t d = run->dim;
+  for (int l = 0; l < run->count; l++) {
+    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
+    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 1), s->y[l], sizeof(float) * d);
+  }
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  round_ctx rc = {.s = s, .run = run};
+  const dt_sweep_io xs = {.extra = y_of, .out = theta_of, .ctx = &rc};
+  DT_TRY(dt_mix_sweep(run, 0, -s->alpha, &xs));
+  DT_TRY(dt_run_for_nodes(run, node_gradient, &rc));
+  const dt_sweep_io ys = {.extra = delta_of, .out = y_out, .ctx = &rc};
+  return dt_mix_sweep(run, 1, 1.0f, &ys);
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
   const size_t d = run->dim;
   (void)k;
-  if (s->sequential) {
-    /* the seed reference: x_i = W_ii x_i − α y_i + Σ_j W_ij x_j in place in node order; then
-     * per node in order: g⁺, y_i = W_ii y_i + Σ_j W_ij y_j + g⁺ − g_i in place */
-    for (int i = 0; i < run->count; i++) dt_mix_inplace(run, i, run->theta, -s->alpha, s->y[i]);
-    for (int i = 0; i < run->count; i++) {
-      DT_TRY(dt_run_gradient(run, i, run->theta[i], s->gnew[i]));
-      dt_mix_inplace(run, i, s->y, 0.0f, NULL);
-      for (size_t q = 0; q < d; q++) {
-        s->y[i][q] += s->gnew[i][q] - s->g[i][q];
-        s->g[i][q] = s->gnew[i][q];
-      }
-    }
-    return DT_OK;
-  }
+  if (s->sequential) return sequential_round(s, run);
   /* send x_j − α y_j (vector 0) and y_j (vector 1): both mixes need only these */
   for (int l = 0; l < run->count; l++) {
     float *v0 = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
@@ -130,7 +149,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  if (((const dt_dsgt_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) return 0.0; /* read in memory */
+  if (((const dt_dsgt_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL) /* round start + two sweeps of (x, y) */
+    return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float) + 2.0 * dt_mix_sweep_bytes(g, dim, 2);
   return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float); /* x − αy and y */
 }
 

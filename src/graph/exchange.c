@@ -57,6 +57,13 @@ const float *dt_exchange_recv(const dt_exchange *ex, int node, int nbr, int vec)
   return ex->recv + (size_t)ex->slot[nbr] * ex->node_stride + (size_t)vec * ex->vec_stride;
 }
 
+const float *dt_exchange_latest(const dt_exchange *ex, int node, int nbr, int vec) {
+  if (dt_graph_nbr_index(ex->g, node, nbr) < 0) return NULL;
+  if (nbr >= ex->first && nbr < ex->first + ex->count)
+    return ex->send + (size_t)(nbr - ex->first) * ex->node_stride + (size_t)vec * ex->vec_stride;
+  return ex->recv + (size_t)ex->slot[nbr] * ex->node_stride + (size_t)vec * ex->vec_stride;
+}
+
 /* An indexed type selecting the nvec vectors of each listed node (node i at base_index[i]
  * node strides into the buffer). An empty list gives MPI_DATATYPE_NULL. */
 static dt_status make_type(const dt_exchange *ex, const int *base_index, int nn,
