@@ -221,8 +221,11 @@ static dt_status evaluate(runner *r, problem_run *pr, int round, problem_result 
     for (int i = 0; i < r->n; i++) {
       const double *row = r->all_rows + (size_t)i * NCOL;
       sb_printf(&pr->csv, "%d,%d", round, i);
-      for (int c = 0; c < NCOL; c++)
-        if (pr->cols[c]) sb_printf(&pr->csv, c == COL_FPC || c == COL_BYTES ? ",%.0f" : ",%.9g", row[c]);
+      for (int c = 0; c < NCOL; c++) {
+        if (!pr->cols[c]) continue;
+        if (isnan(row[c])) sb_printf(&pr->csv, ",nan"); /* one spelling for every reader (not -nan) */
+        else sb_printf(&pr->csv, c == COL_FPC || c == COL_BYTES ? ",%.0f" : ",%.9g", row[c]);
+      }
       sb_printf(&pr->csv, "\n");
     }
     for (int c = 0; c < NCOL; c++) {
@@ -338,9 +341,17 @@ static dt_status write_summary(runner *r, int done, const char *end) {
     sb_printf(&sb, "    wall_seconds: %.3f\n    time_compute: %.3f\n    time_comm: %.3f\n    time_eval: %.3f\n    bytes_sent: %.0f\n",
               res->seconds, res->t_compute, res->t_comm, res->t_eval, res->bytes);
     sb_printf(&sb, "    final:\n");
-    for (int c = 0; c < COL_TRAIN_LOSS; c++)
-      if (col_enabled(c, pc->metrics))
-        sb_printf(&sb, "      %s: {min: %.9g, mean: %.9g, max: %.9g}\n", col_names[c], res->final[c][0], res->final[c][1], res->final[c][2]);
+    for (int c = 0; c < COL_TRAIN_LOSS; c++) {
+      if (!col_enabled(c, pc->metrics)) continue;
+      sb_printf(&sb, "      %s: {", col_names[c]);
+      static const char *const stat[3] = {"min", "mean", "max"};
+      for (int k = 0; k < 3; k++) {
+        const double v = res->final[c][k];
+        if (isnan(v)) sb_printf(&sb, "%s%s: .nan", k ? ", " : "", stat[k]); /* YAML's spelling */
+        else sb_printf(&sb, "%s%s: %.9g", k ? ", " : "", stat[k], v);
+      }
+      sb_printf(&sb, "}\n");
+    }
   }
   dt_status st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "summary.yaml", sb.data, sb.len);
   sb_free(&sb);

@@ -64,6 +64,13 @@ seq="--set problem_configs.dsgt.optimizer_config.update_order=sequential --set p
 same_results "$tmp/seq1" "$tmp/seq2" "sequential sweep, P=1 vs P=2"
 cmp -s <(strip_times "$tmp/seq1/dsgt_results.csv") <(strip_times "$tmp/p1/dsgt_results.csv") && bad "sequential dsgt equals synchronous" || ok
 
+# a diverging problem is marked and the experiment goes on
+"$dtrun" tests/e2e/small.yaml --set problem_configs.dsgd.optimizer_config.alpha0=1e30 --output-dir "$tmp/div" --quiet > /dev/null 2>&1 \
+  && ok || bad "a run with a diverging problem should still exit 0"
+grep -A2 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
+[ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = 5 ] && ok || bad "the problems after the diverged one did not complete"
+grep -q ',nan,' "$tmp/div/dsgd_results.csv" && ! grep -q -- '-nan' "$tmp/div/dsgd_results.csv" && ok || bad "NaN not written as nan"
+
 # more ranks than nodes: a clear usage error, no hang
 timeout 120 "$mpiexec" --oversubscribe -n 6 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p6" > "$tmp/p6.log" 2>&1
 rc=$?
