@@ -7,9 +7,7 @@
 #include "dt/optimizer.h"
 #include "dt/run.h"
 
-dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec);
-
-dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
+static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   const dt_graph_config *g = &cfg->experiment.graph;
   static _Thread_local char edge_path[2 * DT_PATH_MAX + 2];
   memset(spec, 0, sizeof *spec);
@@ -37,11 +35,9 @@ dt_status dt_graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   return DT_OK;
 }
 
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
-
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
   dt_graph_spec gs;
-  DT_TRY(dt_graph_spec_from_config(cfg, &gs));
+  DT_TRY(graph_spec_from_config(cfg, &gs));
   dt_status st = dt_graph_build(&gs, out);
   if (st == DT_ERR_CONFIG && strncmp(dt_error_message(), "graph: ", 7) == 0) {
     /* name the config file and the section, as every other config error does */

@@ -569,8 +569,6 @@ static void runner_free(runner *r) {
   dt_graph_free(r->graph);
 }
 
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
-
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {
   dt_status st = DT_OK;
   runner r;

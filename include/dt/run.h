@@ -6,6 +6,7 @@
 
 #include "dt/config.h"
 #include "dt/exchange.h"
+#include "dt/graph.h"
 #include "dt/status.h"
 
 typedef struct dt_run_options {
@@ -18,6 +19,10 @@ typedef struct dt_run_options {
  * unless writeout is false. Returns DT_ERR_INTERRUPTED after SIGINT/SIGTERM (files of what was
  * measured are written, marked interrupted). Collective. */
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
+
+/* Builds the experiment's communication graph (edge files relative to the config file); graph
+ * errors name the config file and experiment.graph. Not collective. */
+dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
 
 /* Installs the SIGINT/SIGTERM handlers that let a run finish its round and save. */
 void dt_run_install_signal_handlers(void);

@@ -11,6 +11,7 @@
 #include "../unit/check.h"
 #include "dt/optimizer.h"
 #include "dt/problem.h"
+#include "dt/run.h"
 
 static const char *const base_yaml =
     "experiment:\n"
@@ -184,8 +185,6 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   for (int l = 0; l < w->count; l++) free(run.theta[l]);
   free(run.theta), free(run.train_loss_sum), free(run.train_loss_n), free(run.node_bytes), free(mean), free(xi);
 }
-
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
 
 int main(int argc, char **argv) {
   world w;
