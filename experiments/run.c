@@ -612,6 +612,9 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   say(&r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s x %d thread%s%s%s\n",
       DT_VERSION, cfg->experiment.name, r.n, dt_graph_type_name(r.graph->type), r.graph->num_edges, r.graph->spectral_gap, d, r.size,
       r.size > 1 ? "s" : "", dt_run_threads(r.size, r.count), dt_run_threads(r.size, r.count) > 1 ? "s" : "", r.write ? "\noutput: " : "", r.write ? r.outdir : "");
+  if (cfg->experiment.use_cuda && r.rank == 0 && !opt->quiet)
+    dt_log_warn("experiment.use_cuda is true, but %s; running on the CPU",
+                DT_HAVE_CUDA ? "experiment.backend is cpu (set backend: auto or cuda)" : "this dtrun has no CUDA backend");
   DT_TRY_GOTO(write_setup_files(&r));
   if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
   int done = 0;
