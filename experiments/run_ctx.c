@@ -52,10 +52,37 @@ dt_status dt_run_node_sum(dt_optimizer_run *run, const float *const *v, double *
   return DT_OK;
 }
 
-dt_status dt_run_local_optim(dt_optimizer_run *run, int kind, double lr, dt_optim **out) {
-  dt_optim_spec s = dt_optim_spec_default((dt_optim_kind)kind);
-  s.lr = (float)lr;
-  return dt_optim_create(&s, run->dim, out);
+void dt_learners_free(dt_learners *ls) {
+  for (int l = 0; l < ls->count; l++) {
+    if (ls->opt) dt_optim_free(ls->opt[l]);
+    if (ls->grad) dt_free(ls->grad[l]);
+  }
+  dt_free(ls->opt);
+  dt_free(ls->grad);
+  memset(ls, 0, sizeof *ls);
+}
+
+dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out) {
+  dt_status st = DT_OK;
+  dt_optim_spec spec = dt_optim_spec_default((dt_optim_kind)kind);
+  spec.lr = (float)lr;
+  memset(out, 0, sizeof *out);
+  out->count = run->count;
+  DT_ALLOC_GOTO(out->opt, run->count, "local optimizers");
+  DT_ALLOC_GOTO(out->grad, run->count, "gradients");
+  for (int l = 0; l < run->count; l++) {
+    DT_TRY_GOTO(dt_optim_create(&spec, run->dim, &out->opt[l]));
+    DT_ALLOC_GOTO(out->grad[l], run->dim, "gradient");
+  }
+cleanup:
+  if (st != DT_OK) dt_learners_free(out);
+  return st;
+}
+
+dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, int l, float lr) {
+  DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], ls->grad[l]));
+  dt_optim_step(ls->opt[l], run->theta[l], ls->grad[l], lr, NULL);
+  return DT_OK;
 }
 
 int dt_run_threads(int ranks, int count) {

@@ -116,8 +116,24 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask);
 /* Sum over ALL nodes of a per-node vector, in node order (bit-identical for any rank count):
  * v[l] is local node l's vector; every rank receives the sum in out (double). Collective. */
 dt_status dt_run_node_sum(dt_optimizer_run *run, const float *const *v, double *out);
-/* A local optimizer for node vectors per the given kind and lr. */
-dt_status dt_run_local_optim(dt_optimizer_run *run, int kind, double lr, dt_optim **out);
+/* Per local node, a local optimizer and a gradient buffer: the state every SGD-style plug-in
+ * keeps. */
+typedef struct dt_learners {
+  int count;
+  dt_optim **opt; /* [count] */
+  float **grad;   /* [count] dim floats */
+} dt_learners;
+/* Creates run->count learners of optimizer `kind` (dt_optim_kind) at rate lr. On failure what
+ * was made is freed. */
+dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out);
+/* Frees the learners; a zeroed struct is fine. */
+void dt_learners_free(dt_learners *l);
+/* Local node l: the gradient at theta[l] on its next minibatch, then one optimizer step at rate
+ * lr. Safe for different nodes on different threads. */
+dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, int l, float lr);
+
+/* The diminishing rate every plug-in's `mu` means: round k uses r0 / (1 + mu k). */
+static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 + mu * k); }
 
 /* ---- datasets (problems/mnist, problems/logreg) ---------------------------------------------- */
 

@@ -11,8 +11,8 @@ typedef struct cadmm_state {
   dt_cadmm_opts o;
   double rho;
   int rounds;
-  float **dual, **b, **grad, **s; /* per local node */
-  dt_optim **opt;
+  float **dual, **b, **s; /* per local node */
+  dt_learners learners;    /* the primal optimizer and gradient of each local node */
   int count;
 } cadmm_state;
 
@@ -22,15 +22,12 @@ static void destroy(void *p) {
   for (int l = 0; l < st->count; l++) {
     if (st->dual) dt_free(st->dual[l]);
     if (st->b) dt_free(st->b[l]);
-    if (st->grad) dt_free(st->grad[l]);
     if (st->s) dt_free(st->s[l]);
-    if (st->opt) dt_optim_free(st->opt[l]);
   }
   dt_free(st->dual);
   dt_free(st->b);
-  dt_free(st->grad);
   dt_free(st->s);
-  dt_free(st->opt);
+  dt_learners_free(&st->learners);
   dt_free(st);
 }
 
@@ -45,15 +42,12 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   c->count = run->count;
   DT_ALLOC_GOTO(c->dual, run->count, "duals");
   DT_ALLOC_GOTO(c->b, run->count, "penalty");
-  DT_ALLOC_GOTO(c->opt, run->count, "optimizers");
-  DT_ALLOC_GOTO(c->grad, run->count, "gradients");
   DT_ALLOC_GOTO(c->s, run->count, "neighbour sums");
+  DT_TRY_GOTO(dt_learners_create(run, c->o.primal_optimizer, c->o.primal_lr_start, &c->learners));
   for (int l = 0; l < run->count; l++) {
     DT_ALLOC_GOTO(c->dual[l], run->dim, "dual");
     DT_ALLOC_GOTO(c->b[l], run->dim, "penalty");
-    DT_ALLOC_GOTO(c->grad[l], run->dim, "gradient");
     DT_ALLOC_GOTO(c->s[l], run->dim, "neighbour sum");
-    DT_TRY_GOTO(dt_run_local_optim(run, c->o.primal_optimizer, c->o.primal_lr_start, &c->opt[l]));
   }
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = c;
@@ -102,10 +96,12 @@ static dt_status node_update(void *p, int l) {
     b[q] = dual[q] - rho * (fdeg * th[q] + s[q]);
   }
   const dt_grad_extra extra = {.alpha = 2.0f * rho * fdeg, .b = b};
-  if (!c->o.persistent_primal_opt) dt_optim_reset(c->opt[l]);
+  dt_optim *opt = c->learners.opt[l];
+  float *grad = c->learners.grad[l];
+  if (!c->o.persistent_primal_opt) dt_optim_reset(opt);
   for (int it = 0; it < c->o.primal_iterations; it++) {
-    DT_TRY(dt_run_gradient(run, i, th, c->grad[l]));
-    dt_optim_step(c->opt[l], th, c->grad[l], rc->lr, &extra);
+    DT_TRY(dt_run_gradient(run, i, th, grad));
+    dt_optim_step(opt, th, grad, rc->lr, &extra);
   }
   return DT_OK;
 }

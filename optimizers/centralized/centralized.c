@@ -26,10 +26,8 @@ static const dt_key keys[] = {
 
 typedef struct central_state {
   dt_centralized_opts o;
-  double lr;
-  int count;
-  dt_optim **opt;
-  float **grad;
+  float lr; /* this round's rate */
+  dt_learners learners;
   double *sum;
   float *avg;
 } central_state;
@@ -37,12 +35,7 @@ typedef struct central_state {
 static void destroy(void *p) {
   central_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; l < s->count; l++) {
-    if (s->opt) dt_optim_free(s->opt[l]);
-    if (s->grad) dt_free(s->grad[l]);
-  }
-  dt_free(s->opt);
-  dt_free(s->grad);
+  dt_learners_free(&s->learners);
   dt_free(s->sum);
   dt_free(s->avg);
   dt_free(s);
@@ -53,14 +46,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   central_state *s = NULL;
   DT_ALLOC_GOTO(s, 1, "centralized");
   s->o = *(const dt_centralized_opts *)opts;
-  s->lr = s->o.lr;
-  s->count = run->count;
-  DT_ALLOC_GOTO(s->opt, run->count, "centralized");
-  DT_ALLOC_GOTO(s->grad, run->count, "centralized");
-  for (int l = 0; l < run->count; l++) {
-    DT_TRY_GOTO(dt_run_local_optim(run, s->o.optimizer, s->lr, &s->opt[l]));
-    DT_ALLOC_GOTO(s->grad[l], run->dim, "centralized");
-  }
+  DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
   DT_ALLOC_GOTO(s->sum, run->dim, "centralized");
   DT_ALLOC_GOTO(s->avg, run->dim, "centralized");
   *out = s;
@@ -81,13 +67,14 @@ typedef struct round_ctx {
 
 static dt_status gradient(void *p, int l) {
   const round_ctx *rc = p;
-  return dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->grad[l]);
+  return dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->learners.grad[l]);
 }
 
 static dt_status step(void *p, int l) {
   const round_ctx *rc = p;
   central_state *s = rc->s;
-  dt_optim_step(s->opt[l], rc->run->theta[l], s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->grad[l], (float)s->lr, NULL);
+  const float *g = s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->learners.grad[l];
+  dt_optim_step(s->learners.opt[l], rc->run->theta[l], g, s->lr, NULL);
   return DT_OK;
 }
 
@@ -95,12 +82,12 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
   const size_t d = run->dim;
   const int n = run->graph->n;
-  s->lr = s->o.lr / (1.0 + s->o.mu * k);
+  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   round_ctx rc = {.s = s, .run = run};
   for (int t = 0; t < s->o.local_steps; t++) {
     DT_TRY(dt_run_for_nodes(run, gradient, &rc));
     if (s->o.mode == DT_CENTRAL_GRADIENT) {
-      DT_TRY(dt_run_node_sum(run, (const float *const *)s->grad, s->sum));
+      DT_TRY(dt_run_node_sum(run, (const float *const *)s->learners.grad, s->sum));
       average(s, d, n);
     }
     DT_TRY(dt_run_for_nodes(run, step, &rc));

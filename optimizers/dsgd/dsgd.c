@@ -94,7 +94,7 @@ static dt_status node_update(void *p, int l) {
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
   const size_t d = run->dim;
-  s->alpha = s->alpha0 / (1.0 + s->mu * k);
+  s->alpha = dt_rate_at(s->alpha0, s->mu, k);
   const float a = (float)s->alpha;
   for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
   DT_TRY(dt_run_exchange_go(run, NULL));

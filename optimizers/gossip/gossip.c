@@ -29,10 +29,8 @@ static const dt_key keys[] = {
 
 typedef struct gossip_state {
   dt_gossip_opts o;
-  double lr;
-  int count, n;
-  dt_optim **opt;
-  float **grad; /* per local node */
+  float lr; /* this round's rate */
+  dt_learners learners;
   uint8_t *mask;
   int *partner;    /* pairwise: matched node or -1; push: push target or -1 */
   uint32_t *order; /* edge order for the matching */
@@ -42,12 +40,7 @@ typedef struct gossip_state {
 static void destroy(void *p) {
   gossip_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; l < s->count; l++) {
-    if (s->opt) dt_optim_free(s->opt[l]);
-    if (s->grad) dt_free(s->grad[l]);
-  }
-  dt_free(s->opt);
-  dt_free(s->grad);
+  dt_learners_free(&s->learners);
   dt_free(s->mask);
   dt_free(s->partner);
   dt_free(s->order);
@@ -62,15 +55,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   const dt_graph *g = run->graph;
   DT_ALLOC_GOTO(s, 1, "gossip");
   s->o = *(const dt_gossip_opts *)opts;
-  s->lr = s->o.lr;
-  s->count = run->count;
-  s->n = g->n;
-  DT_ALLOC_GOTO(s->opt, run->count, "gossip");
-  DT_ALLOC_GOTO(s->grad, run->count, "gossip");
-  for (int l = 0; l < run->count; l++) {
-    DT_TRY_GOTO(dt_run_local_optim(run, s->o.local_optimizer, s->lr, &s->opt[l]));
-    DT_ALLOC_GOTO(s->grad[l], run->dim, "gossip");
-  }
+  DT_TRY_GOTO(dt_learners_create(run, s->o.local_optimizer, s->o.lr, &s->learners));
   DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->partner, g->n, "gossip");
   DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
@@ -97,10 +82,7 @@ typedef struct round_ctx {
 static dt_status local_steps(void *p, int l) {
   const round_ctx *rc = p;
   gossip_state *s = rc->s;
-  for (int t = 0; t < s->o.local_steps; t++) {
-    DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], s->grad[l]));
-    dt_optim_step(s->opt[l], rc->run->theta[l], s->grad[l], (float)s->lr, NULL);
-  }
+  for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(rc->run, &s->learners, l, s->lr));
   return DT_OK;
 }
 
@@ -108,7 +90,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   gossip_state *s = p;
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
-  s->lr = s->o.lr / (1.0 + s->o.mu * k);
+  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   round_ctx rc = {.s = s, .run = run};
   DT_TRY(dt_run_for_nodes(run, local_steps, &rc));
 

@@ -15,38 +15,24 @@ static const dt_key keys[] = {
 };
 
 typedef struct solo_state {
-  double lr0, lr, mu;
-  int count;
-  dt_optim **opt;
-  float **grad; /* per local node */
+  dt_solo_opts o;
+  float lr; /* this round's rate */
+  dt_learners learners;
 } solo_state;
 
 static void destroy(void *p) {
   solo_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; l < s->count; l++) {
-    if (s->opt) dt_optim_free(s->opt[l]);
-    if (s->grad) dt_free(s->grad[l]);
-  }
-  dt_free(s->opt);
-  dt_free(s->grad);
+  dt_learners_free(&s->learners);
   dt_free(s);
 }
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_status st = DT_OK;
   solo_state *s = NULL;
-  const dt_solo_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "solo");
-  s->lr0 = s->lr = o->lr;
-  s->mu = o->mu;
-  s->count = run->count;
-  DT_ALLOC_GOTO(s->opt, run->count, "solo");
-  DT_ALLOC_GOTO(s->grad, run->count, "solo");
-  for (int l = 0; l < run->count; l++) {
-    DT_TRY_GOTO(dt_run_local_optim(run, o->optimizer, o->lr, &s->opt[l]));
-    DT_ALLOC_GOTO(s->grad[l], run->dim, "solo");
-  }
+  s->o = *(const dt_solo_opts *)opts;
+  DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
   *out = s;
   s = NULL;
 cleanup:
@@ -61,14 +47,12 @@ typedef struct round_ctx {
 
 static dt_status node_step(void *p, int l) {
   const round_ctx *rc = p;
-  DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->grad[l]));
-  dt_optim_step(rc->s->opt[l], rc->run->theta[l], rc->s->grad[l], (float)rc->s->lr, NULL);
-  return DT_OK;
+  return dt_learners_step(rc->run, &rc->s->learners, l, rc->s->lr);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
-  s->lr = s->lr0 / (1.0 + s->mu * k);
+  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   round_ctx rc = {.s = s, .run = run};
   return dt_run_for_nodes(run, node_step, &rc);
 }
