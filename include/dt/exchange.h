@@ -29,25 +29,17 @@ int dt_comm_size(const dt_comm *c);
 dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root);
 /* In-place reductions over all ranks. Collective. */
 dt_status dt_comm_allreduce_sum_f64(dt_comm *c, double *buf, int n);
-dt_status dt_comm_allreduce_sum_f32(dt_comm *c, float *buf, int n);
 dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n);
 dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n);
-dt_status dt_comm_barrier(dt_comm *c);
 /* Sum over all num_nodes nodes (placed in contiguous blocks) of a per-node float vector of
  * length d, in node order, in double: rank 0 receives the vectors one node at a time and
  * broadcasts the sum to out. Unlike MPI_Allreduce, the summation order does not depend on the
  * rank count, so results are bit-identical for every P. v[l] is local node l's vector.
- * Counts the bytes in the stats. Collective. */
+ * Collective. */
 dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out);
 /* Gathers every node's float vector to rank 0 in node order into all (num_nodes * d floats; only
  * read on rank 0, may be NULL elsewhere). Collective. */
 dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all);
-/* Wall-clock seconds and bytes of the reductions above (what the centralized baseline sends). */
-typedef struct dt_comm_stats {
-  uint64_t bytes;
-  double seconds;
-} dt_comm_stats;
-dt_comm_stats dt_comm_stats_get(const dt_comm *c);
 /* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
  * all (num_nodes * k; read on rank 0 only). Collective. */
 dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);

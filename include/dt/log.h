@@ -21,10 +21,6 @@ void dt_log_init(int rank, int size, dt_log_level level);
 
 /* Current threshold; messages above it are dropped. */
 dt_log_level dt_log_get_level(void);
-void dt_log_set_level(dt_log_level level);
-
-/* Parses "error", "warn", "info" or "debug"; false when s is none of them. */
-bool dt_log_parse_level(const char *s, dt_log_level *out);
 
 void dt_log(dt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

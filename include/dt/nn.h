@@ -60,7 +60,6 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out);
 void dt_model_free(dt_model *m);
 
 size_t dt_model_num_params(const dt_model *m);
-const dt_model_spec *dt_model_spec_of(const dt_model *m);
 /* Floats per input sample (C*H*W). */
 size_t dt_model_input_size(const dt_model *m);
 /* One line per layer with its output shape and parameter count, for `dtrun check`. */
@@ -98,7 +97,5 @@ void dt_cpu_select_kernels(char **argv);
 /* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...). */
 const char *dt_cpu_kernel_name(void);
 
-/* Logits (before log-softmax) of the last forward pass, batch × num_classes, for tests. */
-const float *dt_workspace_logits(const dt_workspace *ws);
 
 #endif

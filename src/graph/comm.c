@@ -1,12 +1,11 @@
-/* The MPI_COMM_WORLD handle behind dt_comm: initialisation, broadcast and the few reductions the
- * runner and the centralized baseline need, with their bytes and time counted. */
+/* The MPI_COMM_WORLD handle behind dt_comm: initialisation, broadcast, the few reductions the
+ * runner needs, and the node-ordered sums and gathers that keep results independent of P. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../core/core_impl.h"
 #include "dt/exchange.h"
-#include "dt/timer.h"
 #include "graph_impl.h"
 #include "exchange_impl.h"
 
@@ -56,33 +55,21 @@ dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root) {
   return DT_OK;
 }
 
-static dt_status allreduce(dt_comm *c, void *buf, int n, MPI_Datatype type, MPI_Op op,
-                           size_t elem) {
+static dt_status allreduce(dt_comm *c, void *buf, int n, MPI_Datatype type, MPI_Op op) {
   if (c->size == 1) return DT_OK;
-  double t0 = dt_time_now();
   DT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, n, type, op, c->comm));
-  c->stats.seconds += dt_time_now() - t0;
-  c->stats.bytes += (uint64_t)n * elem;
   return DT_OK;
 }
 
 dt_status dt_comm_allreduce_sum_f64(dt_comm *c, double *buf, int n) {
-  return allreduce(c, buf, n, MPI_DOUBLE, MPI_SUM, sizeof(double));
-}
-dt_status dt_comm_allreduce_sum_f32(dt_comm *c, float *buf, int n) {
-  return allreduce(c, buf, n, MPI_FLOAT, MPI_SUM, sizeof(float));
+  return allreduce(c, buf, n, MPI_DOUBLE, MPI_SUM);
 }
 dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n) {
-  return allreduce(c, buf, n, MPI_DOUBLE, MPI_MAX, sizeof(double));
+  return allreduce(c, buf, n, MPI_DOUBLE, MPI_MAX);
 }
 dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n) {
-  return allreduce(c, buf, n, MPI_DOUBLE, MPI_MIN, sizeof(double));
+  return allreduce(c, buf, n, MPI_DOUBLE, MPI_MIN);
 }
-dt_status dt_comm_barrier(dt_comm *c) {
-  DT_MPI(MPI_Barrier(c->comm));
-  return DT_OK;
-}
-dt_comm_stats dt_comm_stats_get(const dt_comm *c) { return c->stats; }
 
 /* Receives (or takes locally) node j's vector on rank 0, in node order, and hands it to fn. */
 static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *buf,
@@ -104,7 +91,6 @@ static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, s
   } else {
     for (int l = 0; l < count; l++) {
       DT_MPI(MPI_Send(v[l], (int)d, MPI_FLOAT, 0, first + l, c->comm));
-      c->stats.bytes += d * sizeof(float);
     }
   }
   return DT_OK;
@@ -124,16 +110,13 @@ static void add_to(void *ctx, int node, const float *x) {
 dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out) {
   dt_status st = DT_OK;
   float *buf = NULL;
-  double t0 = dt_time_now();
   memset(out, 0, sizeof(double) * d);
   if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
   sum_ctx s = {.out = out, .d = d};
   DT_TRY_GOTO(node_stream(c, num_nodes, v, d, buf, add_to, &s));
   if (c->size > 1) {
     DT_TRY_GOTO(dt_comm_bcast(c, out, sizeof(double) * d, 0));
-    if (c->rank == 0) c->stats.bytes += (uint64_t)(c->size - 1) * d * sizeof(double);
   }
-  c->stats.seconds += dt_time_now() - t0;
 cleanup:
   dt_free(buf);
   return st;

@@ -10,7 +10,6 @@ struct dt_comm {
   MPI_Comm comm;
   int rank, size;
   int owns_mpi;
-  dt_comm_stats stats;
 };
 
 #endif

@@ -169,7 +169,6 @@ cleanup:
 
 void dt_model_free(dt_model *m) { dt_free(m); }
 size_t dt_model_num_params(const dt_model *m) { return m->num_params; }
-const dt_model_spec *dt_model_spec_of(const dt_model *m) { return &m->spec; }
 size_t dt_model_input_size(const dt_model *m) { return m->layers[0].in_size; }
 
 void dt_model_describe(const dt_model *m, char *buf, size_t size) {
@@ -241,8 +240,6 @@ cleanup:
   dt_workspace_free(ws);
   return st;
 }
-
-const float *dt_workspace_logits(const dt_workspace *ws) { return ws->act[ws->m->L]; }
 
 static void forward(const dt_model *m, dt_workspace *ws, const float *params, const float *x,
                     int batch, dt_rng *dropout_rng, int train) {
