@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/backend/backend.h"
 #include "dt/log.h"
 #include "dt/optimizer.h"
 #include "dt/run.h"
 #include "dt_config.h"
+#include "../optimizers/opts.h"
 #include "writer_impl.h"
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -70,11 +70,13 @@ typedef struct runner {
   dt_data *data;
   dt_samples train, test;
   dt_split split;
+  dt_backend *be;
+  dt_backend *host; /* the CPU backend for rank 0's host-side math */
   dt_task *task;
-  float *theta0;
-  float **theta, **normed;
+  float *theta0;           /* host */
+  dt_slab normed;          /* θ/‖θ‖ of the local nodes */
   double *rows, *all_rows; /* count × NCOL, n × NCOL */
-  double *mean_raw, *mean_norm;
+  double *mean_raw, *mean_norm; /* ordered sums over all nodes (backend memory) */
   char outdir[DT_PATH_MAX + 64];
   int write; /* rank 0 and writeout */
   int tty;
@@ -149,47 +151,69 @@ typedef struct problem_run {
   int cols[NCOL];
 } problem_run;
 
-static double norm2(const float *x, size_t d) {
-  double s = 0;
-  for (size_t q = 0; q < d; q++) s += (double)x[q] * x[q];
-  return sqrt(s);
+/* Consensus without gathering models: ordered sums of θ and θ/‖θ‖ over all nodes, then each
+ * node's distance to the means. cons[l], cons_raw[l]: ‖θ̂_l − mean θ̂‖ and ‖θ_l − mean θ‖. */
+static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, double *cons, double *cons_raw) {
+  dt_backend *be = r->be;
+  const size_t d = run->dim;
+  for (int l = 0; l < r->count; l++) {
+    const float *th = dt_slab_node(&run->theta, l);
+    double nrm;
+    DT_TRY(be->ops->nrm2(be, d, th, &nrm));
+    if (nrm > 0) DT_TRY(be->ops->div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
+    else DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
+  }
+  DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
+  DT_TRY(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
+  for (int l = 0; l < r->count && distances; l++) {
+    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&r->normed, l), r->mean_norm, (double)r->n, &cons[l]));
+    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&run->theta, l), r->mean_raw, (double)r->n, &cons_raw[l]));
+  }
+  return DT_OK;
+}
+
+/* Rank 0: the pairwise distances ‖θ̂_i − θ̂_j‖ of all nodes into the consensus CSV. Collective. */
+static dt_status consensus_matrix(runner *r, problem_run *pr, int round) {
+  const size_t d = pr->run.dim;
+  const float *const *rows;
+  float *all = NULL;
+  dt_status st = DT_OK;
+  DT_TRY(dt_run_host_rows(&pr->run, &r->normed, &rows));
+  if (r->rank == 0) DT_ALLOC_GOTO(all, (size_t)r->n * d, "consensus matrix");
+  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
+  for (int i = 0; i < r->n && r->rank == 0; i++)
+    for (int j = 0; j < r->n; j++) {
+      double s;
+      DT_TRY_GOTO(r->host->ops->sqdist(r->host, d, all + (size_t)i * d, all + (size_t)j * d, &s));
+      sb_printf(&pr->consensus_csv, "%d,%d,%d,%.9g\n", round, i, j, sqrt(s));
+    }
+cleanup:
+  dt_free(all);
+  return st;
 }
 
 static dt_status evaluate(runner *r, problem_run *pr, int round, problem_result *res) {
   const dt_problem_config *pc = pr->pc;
   dt_optimizer_run *run = &pr->run;
-  const size_t d = run->dim;
   dt_status st = DT_OK;
-  double *vl = NULL, *acc = NULL;
+  double *vl = NULL, *acc = NULL, *cons = NULL, *cons_raw = NULL;
   dt_timer_start(&pr->t_eval);
   DT_ALLOC_GOTO(vl, r->count, "evaluation");
   DT_ALLOC_GOTO(acc, r->count, "evaluation");
+  DT_ALLOC_GOTO(cons, r->count, "evaluation");
+  DT_ALLOC_GOTO(cons_raw, r->count, "evaluation");
   if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY))
-    DT_TRY_GOTO(dt_task_evaluate(r->task, (const float *const *)run->theta, vl, acc));
-  if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX)) {
-    /* consensus without gathering models: ordered sums of θ and θ/‖θ‖, then local distances */
-    for (int l = 0; l < r->count; l++) {
-      double nrm = norm2(run->theta[l], d);
-      for (size_t q = 0; q < d; q++) r->normed[l][q] = nrm > 0 ? (float)(run->theta[l][q] / nrm) : 0.0f;
-    }
-    DT_TRY_GOTO(dt_comm_node_sum(r->comm, r->n, (const float *const *)run->theta, d, r->mean_raw));
-    DT_TRY_GOTO(dt_comm_node_sum(r->comm, r->n, (const float *const *)r->normed, d, r->mean_norm));
-  }
+    DT_TRY_GOTO(dt_task_evaluate(r->task, &run->theta, vl, acc));
+  if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX))
+    DT_TRY_GOTO(consensus(r, run, (pc->metrics & DT_METRIC_CONSENSUS_ERROR) != 0, cons, cons_raw));
   for (int l = 0; l < r->count; l++) {
     const int i = r->first + l;
     double *row = r->rows + (size_t)l * NCOL;
-    double c = 0, craw = 0;
-    if (pc->metrics & DT_METRIC_CONSENSUS_ERROR)
-      for (size_t q = 0; q < d; q++) {
-        double a = r->normed[l][q] - r->mean_norm[q] / r->n, b = run->theta[l][q] - r->mean_raw[q] / r->n;
-        c += a * a;
-        craw += b * b;
-      }
     row[COL_FPC] = (double)dt_task_samples_seen(r->task, i);
     row[COL_VLOSS] = vl[l];
     row[COL_ACC] = acc[l];
-    row[COL_CONS] = sqrt(c);
-    row[COL_CONS_RAW] = sqrt(craw);
+    row[COL_CONS] = sqrt(cons[l]);
+    row[COL_CONS_RAW] = sqrt(cons_raw[l]);
     row[COL_EPOCH] = dt_task_epoch(r->task, i);
     row[COL_TRAIN_LOSS] = run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
     row[COL_BYTES] = (double)run->node_bytes[l];
@@ -200,23 +224,7 @@ static dt_status evaluate(runner *r, problem_run *pr, int round, problem_result 
     run->train_loss_n[l] = 0;
   }
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, r->rows, NCOL, r->all_rows));
-  if (pc->metrics & DT_METRIC_CONSENSUS_MATRIX) {
-    float *all = NULL;
-    if (r->rank == 0) DT_ALLOC_GOTO(all, (size_t)r->n * d, "consensus matrix");
-    st = dt_comm_node_gather(r->comm, r->n, (const float *const *)r->normed, d, all);
-    if (st == DT_OK && r->rank == 0)
-      for (int i = 0; i < r->n; i++)
-        for (int j = 0; j < r->n; j++) {
-          double s = 0;
-          for (size_t q = 0; q < d; q++) {
-            double t = (double)all[(size_t)i * d + q] - all[(size_t)j * d + q];
-            s += t * t;
-          }
-          sb_printf(&pr->consensus_csv, "%d,%d,%d,%.9g\n", round, i, j, sqrt(s));
-        }
-    dt_free(all);
-    DT_TRY_GOTO(st);
-  }
+  if (pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
   if (r->rank == 0) {
     for (int i = 0; i < r->n; i++) {
       const double *row = r->all_rows + (size_t)i * NCOL;
@@ -259,6 +267,8 @@ cleanup:
   dt_timer_stop(&pr->t_eval);
   dt_free(vl);
   dt_free(acc);
+  dt_free(cons);
+  dt_free(cons_raw);
   return st;
 }
 
@@ -358,12 +368,14 @@ static dt_status write_summary(runner *r, int done, const char *end) {
   return st;
 }
 
-static dt_status save_models(runner *r, const problem_run *pr) {
+static dt_status save_models(runner *r, problem_run *pr) {
   const size_t d = pr->run.dim;
+  const float *const *rows;
   float *all = NULL;
   dt_status st = DT_OK;
+  DT_TRY(dt_run_host_rows(&pr->run, &pr->run.theta, &rows));
   if (r->write) DT_ALLOC_GOTO(all, (size_t)r->n * d, "models");
-  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, (const float *const *)pr->run.theta, d, all));
+  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
   if (r->write) {
     char name[DT_NAME_MAX + 32];
     snprintf(name, sizeof name, "%s_models.npy", pr->pc->problem_name);
@@ -376,36 +388,41 @@ cleanup:
 
 /* ---- the solo baseline of the seed format (individual_training) --------------------------- */
 
+/* Every node trains alone for `epochs` passes over its data with the solo plug-in (each node
+ * stops after its own ceil(samples/batch)·epochs steps), then solo_results.csv. Collective. */
 static dt_status individual_training(runner *r) {
   const dt_solo_config *sc = &r->cfg->experiment.individual_training;
+  const dt_optimizer_def *solo = dt_optimizer_find("solo");
+  dt_problem_config pc;
+  dt_optimizer_run run;
+  void *state = NULL;
   dt_status st = DT_OK;
-  dt_optim *opt = NULL;
-  float *grad = NULL;
   double *vl = NULL, *acc = NULL, *rows = NULL, *all = NULL;
-  const size_t d = dt_task_dim(r->task);
-  say(r, "individual training: %d epochs per node, %s, lr %g\n", sc->epochs, dt_optim_kind_name((dt_optim_kind)sc->optimizer), sc->lr);
+  memset(&run, 0, sizeof run);
+  memset(&pc, 0, sizeof pc);
+  DT_ASSERT(solo != NULL);
+  say(r, "individual training: %d epochs per node, %s, lr %g\n", sc->epochs, dt_local_opt_kind_name((dt_local_opt_kind)sc->optimizer), sc->lr);
+  /* rounds: the most steps any node takes (every rank knows every split) */
+  long rounds = 0;
+  for (int i = 0; i < r->n; i++) {
+    const long steps = (long)((dt_split_size(&r->split, i) + (size_t)sc->train_batch_size - 1) / (size_t)sc->train_batch_size) * sc->epochs;
+    rounds = steps > rounds ? steps : rounds;
+  }
+  snprintf(pc.problem_name, sizeof pc.problem_name, "individual_training");
+  pc.train_batch_size = sc->train_batch_size;
+  pc.outer_iterations = (int)rounds;
+  const dt_solo_opts so = {.optimizer = sc->optimizer, .lr = sc->lr, .mu = 0.0};
+  DT_TRY_GOTO(dt_run_init(&run, r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count, r->size));
+  run.max_epochs = sc->epochs;
+  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run.theta));
   DT_TRY_GOTO(dt_task_begin(r->task, sc->train_batch_size, 0, 0.0));
-  DT_ALLOC_GOTO(grad, d, "solo");
+  DT_TRY_GOTO(solo->create(&run, &so, &state));
+  for (long k = 0; k < rounds && !stop_signal; k++) DT_TRY_GOTO(solo->round(state, &run, (int)k));
   DT_ALLOC_GOTO(vl, r->count, "solo");
   DT_ALLOC_GOTO(acc, r->count, "solo");
   DT_ALLOC_GOTO(rows, 2 * (size_t)r->count, "solo");
   DT_ALLOC_GOTO(all, 2 * (size_t)r->n, "solo");
-  dt_optim_spec os = dt_optim_spec_default((dt_optim_kind)sc->optimizer);
-  os.lr = (float)sc->lr;
-  DT_TRY_GOTO(dt_optim_create(&os, d, &opt));
-  for (int l = 0; l < r->count; l++) {
-    const int i = r->first + l;
-    memcpy(r->theta[l], r->theta0, sizeof(float) * d);
-    dt_optim_reset(opt);
-    const size_t m = dt_split_size(&r->split, i);
-    const long steps = (long)((m + (size_t)sc->train_batch_size - 1) / (size_t)sc->train_batch_size) * sc->epochs;
-    for (long s = 0; s < steps && !stop_signal; s++) {
-      float loss;
-      DT_TRY_GOTO(dt_task_gradient(r->task, i, r->theta[l], grad, &loss));
-      dt_optim_step(opt, r->theta[l], grad, -1.0f, NULL);
-    }
-  }
-  DT_TRY_GOTO(dt_task_evaluate(r->task, (const float *const *)r->theta, vl, acc));
+  DT_TRY_GOTO(dt_task_evaluate(r->task, &run.theta, vl, acc));
   for (int l = 0; l < r->count; l++) rows[2 * l] = vl[l], rows[2 * l + 1] = acc[l];
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, rows, 2, all));
   if (r->rank == 0) {
@@ -419,8 +436,8 @@ static dt_status individual_training(runner *r) {
     sb_free(&sb);
   }
 cleanup:
-  dt_optim_free(opt);
-  dt_free(grad);
+  if (state != NULL) solo->destroy(state);
+  dt_run_free(&run);
   dt_free(vl);
   dt_free(acc);
   dt_free(rows);
@@ -451,29 +468,14 @@ static dt_status run_problem(runner *r, int p) {
   problem_run pr;
   void *state = NULL;
   dt_status st = DT_OK;
-  const size_t d = dt_task_dim(r->task);
   memset(&pr, 0, sizeof pr);
   memset(res, 0, sizeof *res);
   res->status = "completed";
   DT_ASSERT(def != NULL);
   pr.pc = pc;
   dt_optimizer_run *run = &pr.run;
-  run->comm = r->comm;
-  run->graph = r->graph;
-  run->pc = pc;
-  run->task = r->task;
-  run->seed = r->cfg->experiment.seed;
-  run->first = r->first;
-  run->count = r->count;
-  run->dim = d;
-  run->theta = r->theta;
-  run->threads = dt_run_threads(r->size, r->count);
-  dt_timer_reset(&run->t_compute);
-  dt_timer_reset(&run->t_comm);
   dt_timer_reset(&pr.t_eval);
-  DT_ALLOC_GOTO(run->train_loss_sum, r->count, "run");
-  DT_ALLOC_GOTO(run->train_loss_n, r->count, "run");
-  DT_ALLOC_GOTO(run->node_bytes, r->count, "run");
+  DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count, r->size));
   for (int c = 0; c < NCOL; c++) pr.cols[c] = col_enabled(c, pc->metrics);
   if (r->rank == 0) {
     sb_printf(&pr.csv, "round,node");
@@ -485,7 +487,7 @@ static dt_status run_problem(runner *r, int p) {
   say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n, r->size,
       r->size > 1 ? "s" : "");
   /* every problem starts from θ0 with fresh minibatch streams */
-  for (int l = 0; l < r->count; l++) memcpy(r->theta[l], r->theta0, sizeof(float) * d);
+  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
   const double t0 = dt_time_now();
   DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
@@ -540,10 +542,7 @@ static dt_status run_problem(runner *r, int p) {
         res->t_compute, res->t_comm, res->t_eval, res->bytes / 1e6);
 cleanup:
   if (state != NULL) def->destroy(state);
-  dt_exchange_free(run->exchange);
-  dt_free(run->train_loss_sum);
-  dt_free(run->train_loss_n);
-  dt_free(run->node_bytes);
+  dt_run_free(run);
   sb_free(&pr.csv);
   sb_free(&pr.consensus_csv);
   return st;
@@ -552,18 +551,17 @@ cleanup:
 /* ---- the experiment ------------------------------------------------------------------------ */
 
 static void runner_free(runner *r) {
-  for (int l = 0; l < r->count; l++) {
-    if (r->theta) dt_free(r->theta[l]);
-    if (r->normed) dt_free(r->normed[l]);
+  if (r->be != NULL) {
+    dt_slab_free(r->be, &r->normed);
+    r->be->ops->free(r->be, r->mean_raw);
+    r->be->ops->free(r->be, r->mean_norm);
   }
-  dt_free(r->theta);
-  dt_free(r->normed);
   dt_free(r->theta0);
   dt_free(r->rows);
   dt_free(r->all_rows);
-  dt_free(r->mean_raw);
-  dt_free(r->mean_norm);
   dt_task_free(r->task);
+  dt_backend_free(r->be);
+  dt_backend_free(r->host);
   dt_split_free(&r->split);
   dt_data_free(r->data);
   dt_graph_free(r->graph);
@@ -582,37 +580,34 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.tty = isatty(STDOUT_FILENO);
   r.t_start = dt_time_now();
   wall_clock(r.started, sizeof r.started);
-  dt_backend_cpu_single_thread(); /* parallelism comes from ranks; see DESIGN.md */
   DT_TRY_GOTO(dt_placement_check(r.n, r.size));
   r.first = dt_placement_first(r.n, r.size, r.rank);
   r.count = dt_placement_count(r.n, r.size, r.rank);
+  char note[320];
+  DT_TRY_GOTO(dt_backend_select(dt_backend_kind_name(cfg->experiment.backend), dt_run_threads(r.size, r.count), note, sizeof note, &r.be));
+  DT_TRY_GOTO(dt_backend_cpu_create(1, &r.host));
+  if (note[0] != '\0' && r.rank == 0 && !opt->quiet) dt_log_warn("%s", note);
 
   DT_TRY_GOTO(dt_graph_from_config(cfg, &r.graph));
   DT_TRY_GOTO(dt_data_load(&cfg->experiment, &r.data, &r.train, &r.test));
   DT_TRY_GOTO(dt_split_make(&r.train, &cfg->experiment, &r.split));
   dt_model_spec ms;
   dt_config_model_spec(cfg, r.train.in_c, r.train.in_h, r.train.in_w, r.train.num_classes, &ms);
-  DT_TRY_GOTO(dt_task_create(&r.train, &r.test, &r.split, &ms, r.first, r.count, cfg->experiment.seed, &r.task));
-  DT_TRY_GOTO(dt_task_set_threads(r.task, dt_run_threads(r.size, r.count)));
+  DT_TRY_GOTO(dt_task_create(r.be, &r.train, &r.test, &r.split, &ms, r.first, r.count, cfg->experiment.seed, &r.task));
   const size_t d = dt_task_dim(r.task);
   DT_ALLOC_GOTO(r.theta0, d, "base weights");
   dt_task_init_params(r.task, cfg->experiment.seed, r.theta0);
-  DT_ALLOC_GOTO(r.theta, r.count, "parameters");
-  DT_ALLOC_GOTO(r.normed, r.count, "parameters");
-  for (int l = 0; l < r.count; l++) {
-    DT_ALLOC_GOTO(r.theta[l], d, "parameters");
-    DT_ALLOC_GOTO(r.normed[l], d, "parameters");
-  }
+  DT_TRY_GOTO(dt_slab_create(r.be, r.count, d, &r.normed));
   DT_ALLOC_GOTO(r.rows, (size_t)r.count * NCOL, "metrics");
   DT_ALLOC_GOTO(r.all_rows, (size_t)r.n * NCOL, "metrics");
-  DT_ALLOC_GOTO(r.mean_raw, d, "consensus");
-  DT_ALLOC_GOTO(r.mean_norm, d, "consensus");
+  DT_TRY_GOTO(r.be->ops->alloc(r.be, sizeof(double) * d, (void **)&r.mean_raw));
+  DT_TRY_GOTO(r.be->ops->alloc(r.be, sizeof(double) * d, (void **)&r.mean_norm));
   if (cfg->experiment.writeout) DT_TRY_GOTO(make_outdir(&r));
   r.write = r.rank == 0 && cfg->experiment.writeout;
   say(&r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s x %d thread%s%s%s\n",
       DT_VERSION, cfg->experiment.name, r.n, dt_graph_type_name(r.graph->type), r.graph->num_edges, r.graph->spectral_gap, d, r.size,
       r.size > 1 ? "s" : "", dt_run_threads(r.size, r.count), dt_run_threads(r.size, r.count) > 1 ? "s" : "", r.write ? "\noutput: " : "", r.write ? r.outdir : "");
-  if (cfg->experiment.use_cuda && r.rank == 0 && !opt->quiet)
+  if (cfg->experiment.use_cuda && strcmp(r.be->name, "cpu") == 0 && note[0] == '\0' && r.rank == 0 && !opt->quiet)
     dt_log_warn("experiment.use_cuda is true, but %s; running on the CPU",
                 DT_HAVE_CUDA ? "experiment.backend is cpu (set backend: auto or cuda)" : "this dtrun has no CUDA backend");
   DT_TRY_GOTO(write_setup_files(&r));

@@ -1,30 +1,77 @@
-/* The services the runner offers optimizers (dt_optimizer_run in dt/problem.h): gradients with
- * loss and time accounting, the exchange with byte accounting, ordered sums over all nodes. */
+/* The services the runner offers optimizers (dt_optimizer_run in dt/problem.h): node-batched
+ * gradients with loss accounting, the exchange with byte and time accounting, ordered means over
+ * all nodes, and the learners (local optimizer + gradient) of SGD-style plug-ins. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "dt/problem.h"
 
-dt_status dt_run_gradient(dt_optimizer_run *run, int node, const float *x, float *grad) {
-  float loss;
-  DT_TRY(dt_task_gradient(run->task, node, x, grad, &loss));
-  run->train_loss_sum[node - run->first] += loss;
-  run->train_loss_n[node - run->first]++;
+dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
+                      uint64_t seed, int first, int count, int ranks) {
+  dt_status st = DT_OK;
+  memset(run, 0, sizeof *run);
+  run->comm = comm;
+  run->be = dt_task_backend(task);
+  run->graph = g;
+  run->pc = pc;
+  run->task = task;
+  run->seed = seed;
+  run->first = first;
+  run->count = count;
+  run->dim = dt_task_dim(task);
+  run->threads = dt_run_threads(ranks, count);
+  dt_timer_reset(&run->t_compute);
+  dt_timer_reset(&run->t_comm);
+  DT_TRY_GOTO(dt_slab_create(run->be, count, run->dim, &run->theta));
+  DT_ALLOC_GOTO(run->loss, count, "run");
+  DT_ALLOC_GOTO(run->train_loss_sum, count, "run");
+  DT_ALLOC_GOTO(run->train_loss_n, count, "run");
+  DT_ALLOC_GOTO(run->node_bytes, count, "run");
+cleanup:
+  if (st != DT_OK) dt_run_free(run);
+  return st;
+}
+
+void dt_run_free(dt_optimizer_run *run) {
+  dt_exchange_free(run->exchange);
+  /* host rows are copies only off the host; on it they point into the slabs */
+  for (int l = 0; run->host_rows != NULL && run->be != NULL && !run->be->host_memory && l < run->count; l++) dt_free(run->host_rows[l]);
+  dt_free(run->host_rows);
+  if (run->be != NULL) {
+    dt_slab_free(run->be, &run->theta);
+    run->be->ops->free(run->be, run->sum);
+  }
+  dt_free(run->loss);
+  dt_free(run->train_loss_sum);
+  dt_free(run->train_loss_n);
+  dt_free(run->node_bytes);
+  memset(run, 0, sizeof *run);
+}
+
+dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active) {
+  DT_TRY(dt_task_gradients(run->task, x, grad, active, run->loss));
+  for (int l = 0; l < run->count; l++) {
+    if (active != NULL && !active[l]) continue;
+    run->train_loss_sum[l] += run->loss[l];
+    run->train_loss_n[l]++;
+  }
   return DT_OK;
 }
 
 dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out) {
   if (run->exchange == NULL) {
-    DT_TRY(dt_exchange_create(run->comm, run->graph, nvec, run->dim, &run->exchange));
+    DT_TRY(dt_exchange_create(run->comm, run->be, run->graph, nvec, run->dim, &run->exchange));
     run->exchange_nvec = nvec;
   }
   *out = run->exchange;
   return DT_OK;
+}
+
+dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src) {
+  dt_slab dst = dt_exchange_send_slab(run->exchange, vec);
+  return dt_slab_copy(run->be, src, &dst);
 }
 
 dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
@@ -42,46 +89,70 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
   return DT_OK;
 }
 
-dt_status dt_run_node_sum(dt_optimizer_run *run, const float *const *v, double *out) {
+dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows) {
+  dt_status st = DT_OK;
+  if (run->host_rows == NULL) DT_ALLOC_GOTO(run->host_rows, run->count, "host rows");
+  for (int l = 0; l < run->count; l++) {
+    if (run->be->host_memory) {
+      run->host_rows[l] = dt_slab_node(v, l);
+      continue;
+    }
+    if (run->host_rows[l] == NULL) DT_ALLOC_GOTO(run->host_rows[l], run->dim, "host rows");
+    DT_TRY_GOTO(dt_slab_download_node(run->be, v, l, run->host_rows[l]));
+  }
+  *rows = (const float *const *)run->host_rows;
+cleanup:
+  return st;
+}
+
+dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum) {
+  dt_status st = DT_OK;
+  const float *const *rows;
+  double *sum_h = NULL;
+  DT_TRY(dt_run_host_rows(run, v, &rows));
+  sum_h = run->be->host_memory ? sum : NULL;
+  if (sum_h == NULL) DT_ALLOC_GOTO(sum_h, run->dim, "node sum");
+  DT_TRY_GOTO(dt_comm_node_sum(run->comm, run->graph->n, rows, run->dim, sum_h));
+  DT_TRY_GOTO(run->be->ops->upload(run->be, sum, sum_h, sizeof(double) * run->dim));
+cleanup:
+  if (sum_h != sum) dt_free(sum_h);
+  return st;
+}
+
+dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) {
+  if (run->sum == NULL) DT_TRY(run->be->ops->alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
   dt_timer_start(&run->t_comm);
-  dt_status st = dt_comm_node_sum(run->comm, run->graph->n, v, run->dim, out);
+  dt_status st = dt_run_sum_nodes(run, v, run->sum);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   /* Logically every node contributes its vector once: count that, whatever the placement. */
   for (int l = 0; l < run->count; l++) run->node_bytes[l] += run->dim * sizeof(float);
-  return DT_OK;
+  return run->be->ops->mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
 }
 
-void dt_learners_free(dt_learners *ls) {
-  for (int l = 0; l < ls->count; l++) {
-    if (ls->opt) dt_optim_free(ls->opt[l]);
-    if (ls->grad) dt_free(ls->grad[l]);
-  }
-  dt_free(ls->opt);
-  dt_free(ls->grad);
+void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {
+  dt_local_opt_free(ls->opt);
+  if (run->be != NULL) dt_slab_free(run->be, &ls->grad);
   memset(ls, 0, sizeof *ls);
 }
 
 dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out) {
   dt_status st = DT_OK;
-  dt_optim_spec spec = dt_optim_spec_default((dt_optim_kind)kind);
+  dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)kind);
   spec.lr = (float)lr;
   memset(out, 0, sizeof *out);
-  out->count = run->count;
-  DT_ALLOC_GOTO(out->opt, run->count, "local optimizers");
-  DT_ALLOC_GOTO(out->grad, run->count, "gradients");
-  for (int l = 0; l < run->count; l++) {
-    DT_TRY_GOTO(dt_optim_create(&spec, run->dim, &out->opt[l]));
-    DT_ALLOC_GOTO(out->grad[l], run->dim, "gradient");
-  }
+  DT_TRY_GOTO(dt_local_opt_create(run->be, &spec, run->count, run->dim, &out->opt));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &out->grad));
 cleanup:
-  if (st != DT_OK) dt_learners_free(out);
+  if (st != DT_OK) dt_learners_free(run, out);
   return st;
 }
 
-dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, int l, float lr) {
-  DT_TRY(dt_run_gradient(run, run->first + l, run->theta[l], ls->grad[l]));
-  dt_optim_step(ls->opt[l], run->theta[l], ls->grad[l], lr, NULL);
+dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, float lr, const uint8_t *active) {
+  DT_TRY(dt_run_gradients(run, &run->theta, &ls->grad, active));
+  if (active == NULL) return dt_local_opt_step_all(ls->opt, &run->theta, &ls->grad, lr);
+  for (int l = 0; l < run->count; l++)
+    if (active[l]) DT_TRY(dt_local_opt_step(ls->opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&ls->grad, l), lr, NULL));
   return DT_OK;
 }
 

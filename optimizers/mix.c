@@ -4,36 +4,45 @@
 
 #include <string.h>
 
-static void axpy(size_t d, float a, const float *x, float *y) {
-  for (size_t q = 0; q < d; q++) y[q] += a * x[q];
-}
-
-void dt_mix(dt_optimizer_run *run, int i, int vec, float *out) {
+/* Weights and vectors of node i's mix: self at its id place among the neighbours. At most
+ * 1 + degree terms. */
+static int mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w) {
   const dt_graph *g = run->graph;
-  const size_t d = run->dim;
   const float *self = dt_exchange_send_buffer(run->exchange, i, vec);
-  memset(out, 0, sizeof(float) * d);
-  int self_done = 0;
+  int k = 0, self_done = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int j = g->nbr[e];
     if (!self_done && j > i) {
-      axpy(d, (float)g->w_self[i], self, out);
+      x[k] = self, w[k++] = (float)g->w_self[i];
       self_done = 1;
     }
-    axpy(d, (float)g->w_nbr[e], dt_exchange_recv(run->exchange, i, j, vec), out);
+    x[k] = dt_exchange_recv(run->exchange, i, j, vec), w[k++] = (float)g->w_nbr[e];
   }
-  if (!self_done) axpy(d, (float)g->w_self[i], self, out);
+  if (!self_done) x[k] = self, w[k++] = (float)g->w_self[i];
+  return k;
+}
+
+dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out) {
+  const int deg = dt_graph_degree(run->graph, i);
+  const float *x[deg + 1];
+  float w[deg + 1];
+  const int k = mix_terms(run, i, vec, x, w);
+  return run->be->ops->mix(run->be, run->dim, k, x, w, out);
 }
 
 dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io) {
   const dt_graph *g = run->graph;
+  dt_backend *be = run->be;
   const size_t d = run->dim;
   const int P = dt_comm_size(run->comm), me = dt_comm_rank(run->comm);
   dt_status st = DT_OK;
   uint8_t *mask = NULL;
-  float *tmp = NULL;
+  float *tmp = NULL, *w = NULL;
+  const float **x = NULL;
   DT_ALLOC_GOTO(mask, 2 * (size_t)g->num_edges + 1, "sweep mask");
-  DT_ALLOC_GOTO(tmp, d, "sweep");
+  DT_ALLOC_GOTO(x, (size_t)g->n + 2, "sweep");
+  DT_ALLOC_GOTO(w, (size_t)g->n + 2, "sweep");
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * d, (void **)&tmp));
   for (int s = 0; s < P; s++) {
     const int first = dt_placement_first(g->n, P, s), count = dt_placement_count(g->n, P, s);
     if (s == me) {
@@ -41,14 +50,16 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
         const int i = run->first + l;
         float *own = dt_exchange_send_buffer(run->exchange, i, vec);
         const float *extra = io->extra ? io->extra(io->ctx, l) : NULL;
-        const float wii = (float)g->w_self[i];
-        for (size_t q = 0; q < d; q++) tmp[q] = wii * own[q];
-        if (extra != NULL) axpy(d, a, extra, tmp);
+        /* v_i ← W_ii v_i + a·extra + Σ_j W_ij v_j, in that order */
+        int k = 0;
+        x[k] = own, w[k++] = (float)g->w_self[i];
+        if (extra != NULL) x[k] = extra, w[k++] = a;
         for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
-          axpy(d, (float)g->w_nbr[e], dt_exchange_latest(run->exchange, i, g->nbr[e], vec), tmp);
-        memcpy(own, tmp, sizeof(float) * d);
+          x[k] = dt_exchange_latest(run->exchange, i, g->nbr[e], vec), w[k++] = (float)g->w_nbr[e];
+        DT_TRY_GOTO(be->ops->mix(be, d, k, x, w, tmp));
+        DT_TRY_GOTO(be->ops->copy(be, d, tmp, own));
         float *out = io->out ? io->out(io->ctx, l) : NULL;
-        if (out != NULL) memcpy(out, tmp, sizeof(float) * d);
+        if (out != NULL) DT_TRY_GOTO(be->ops->copy(be, d, tmp, out));
       }
     }
     /* stage s's nodes send their new vectors upward; every rank knows the mask */
@@ -59,7 +70,9 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
   }
 cleanup:
   dt_free(mask);
-  dt_free(tmp);
+  dt_free(x);
+  dt_free(w);
+  be->ops->free(be, tmp);
   return st;
 }
 

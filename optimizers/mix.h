@@ -6,7 +6,7 @@
 
 /* out = Σ_j W_ij x_j over j ∈ {i} ∪ N(i), in increasing id (self at its place), where x_j is
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */
-void dt_mix(dt_optimizer_run *run, int i, int vec, float *out);
+DT_MUST_USE dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out);
 
 /* update_order: sequential — the seed reference's sweep over the nodes in id order, where node
  * i mixes its lower-id neighbours' vectors of THIS round and its higher-id neighbours' of the
@@ -25,7 +25,7 @@ typedef struct dt_sweep_io {
   float *(*out)(void *ctx, int l);         /* where the new vector also goes, or NULL */
   void *ctx;
 } dt_sweep_io;
-dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io);
+DT_MUST_USE dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io);
 /* Bytes one sweep sends (upward edges, nvec vectors each). */
 double dt_mix_sweep_bytes(const dt_graph *g, size_t dim, int nvec);
 

@@ -8,7 +8,7 @@
 #include "dt/config.h"
 
 #define DT_INF 1e308
-/* Names of the local optimizers (dt_optim_kind order). */
+/* Names of the local optimizers (dt_local_opt_kind order). */
 extern const char *const dt_local_optim_names[];
 
 #endif

@@ -28,7 +28,7 @@ enum { DT_GOSSIP_PAIRWISE = 0, DT_GOSSIP_PUSH };
 typedef struct dt_gossip_opts {
   int mode;
   int local_steps;
-  int local_optimizer; /* dt_optim_kind */
+  int local_optimizer; /* dt_local_opt_kind */
   double lr, mu;       /* lr_k = lr_{k-1} (1 - mu lr_{k-1}) */
   double p;            /* push mode: probability of pushing in a round */
 } dt_gossip_opts;

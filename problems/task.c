@@ -1,32 +1,27 @@
 /* The learning task shared by the problems: a model on samples split over nodes. Each local
  * node has its own minibatch stream (reshuffled every epoch, like a DataLoader with
- * shuffle=True; the last batch of an epoch may be smaller), its own scratch and batch buffers,
- * so nodes can be computed in parallel. Evaluation decodes each chunk of the test set once and
- * runs every local node's model on it. */
+ * shuffle=True; the last batch of an epoch may be smaller). Batches are built on the host for
+ * all local nodes (in parallel), moved to backend memory, and the gradients of all nodes come
+ * from one node-batched backend call. The test set is decoded into backend memory once, and one
+ * backend call evaluates every local node on it. */
 #include <math.h>
 #include <string.h>
 
 #include "dt/problem.h"
 #include "dt/rng.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { EVAL_CHUNK = 500 };
 
 typedef struct node_state {
   dt_rng rng;
-  uint32_t *perm;   /* this epoch's order of the node's samples */
-  size_t cursor;    /* next position in perm */
-  long epochs;      /* completed passes */
-  uint64_t seen;    /* samples processed since begin */
-  dt_workspace *ws;
-  float *x;         /* batch inputs */
-  int32_t *y;
-  float *gtmp;      /* full-batch accumulation */
+  uint32_t *perm; /* this epoch's order of the node's samples */
+  size_t cursor;  /* next position in perm */
+  long epochs;    /* completed passes */
+  uint64_t seen;  /* samples processed since begin */
 } node_state;
 
 struct dt_task {
+  dt_backend *be;
   const dt_samples *train, *test;
   const dt_split *split;
   dt_model *model;
@@ -35,14 +30,22 @@ struct dt_task {
   double l2;
   int batch, full_batch, ws_batch;
   node_state *node;
-  int threads;
-  dt_workspace **eval_ws; /* one per thread */
-  float *eval_x;
-  int32_t *eval_y;
+  /* training batches of all local nodes: backend slabs and, off the host, host staging */
+  float *x, *xh;
+  int32_t *y, *yh;
+  size_t x_stride, y_stride;
+  int *nb;        /* [count] samples in this call */
+  float *nb_loss; /* [count] */
+  dt_slab gtmp;   /* full batch: one chunk's gradients */
+  dt_slab obj_theta, obj_grad; /* dt_task_objective's vectors */
+  void *train_plan, *eval_plan;
+  float *test_x; /* decoded test set, backend memory */
+  int32_t *test_y;
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
 const dt_model *dt_task_model(const dt_task *t) { return t->model; }
+dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }
 
 static void build(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
@@ -57,31 +60,70 @@ static void build(const dt_samples *s, const uint32_t *idx, size_t n, float *x, 
   }
 }
 
+static void free_batches(dt_task *t) {
+  dt_backend *be = t->be;
+  if (t->xh != t->x) dt_free(t->xh);
+  if (t->yh != t->y) dt_free(t->yh);
+  be->ops->free(be, t->x);
+  be->ops->free(be, t->y);
+  dt_slab_free(be, &t->gtmp);
+  if (t->train_plan != NULL) be->ops->plan_free(be, t->train_plan);
+  t->x = t->xh = NULL;
+  t->y = t->yh = NULL;
+  t->train_plan = NULL;
+}
+
 void dt_task_free(dt_task *t) {
   if (t == NULL) return;
-  for (int l = 0; t->node != NULL && l < t->count; l++) {
-    dt_free(t->node[l].perm);
-    dt_workspace_free(t->node[l].ws);
-    dt_free(t->node[l].x);
-    dt_free(t->node[l].y);
-    dt_free(t->node[l].gtmp);
-  }
+  for (int l = 0; t->node != NULL && l < t->count; l++) dt_free(t->node[l].perm);
   dt_free(t->node);
-  for (int k = 0; t->eval_ws != NULL && k < t->threads; k++) dt_workspace_free(t->eval_ws[k]);
-  dt_free(t->eval_ws);
-  dt_free(t->eval_x);
-  dt_free(t->eval_y);
+  free_batches(t);
+  dt_slab_free(t->be, &t->obj_theta);
+  dt_slab_free(t->be, &t->obj_grad);
+  if (t->eval_plan != NULL) t->be->ops->plan_free(t->be, t->eval_plan);
+  t->be->ops->free(t->be, t->test_x);
+  t->be->ops->free(t->be, t->test_y);
+  dt_free(t->nb);
+  dt_free(t->nb_loss);
   dt_model_free(t->model);
   dt_free(t);
 }
 
-dt_status dt_task_create(const dt_samples *train, const dt_samples *test, const dt_split *split,
-                         const dt_model_spec *spec, int first, int count, uint64_t seed,
-                         dt_task **out) {
+/* The whole test set, decoded once into backend memory. */
+static dt_status load_test_set(dt_task *t) {
+  const dt_samples *s = t->test;
+  dt_backend *be = t->be;
+  dt_status st = DT_OK;
+  float *xh = NULL;
+  int32_t *yh = NULL;
+  uint32_t *idx = NULL;
+  DT_TRY(be->ops->alloc(be, sizeof(float) * s->count * s->dim, (void **)&t->test_x));
+  DT_TRY(be->ops->alloc(be, sizeof(int32_t) * s->count, (void **)&t->test_y));
+  xh = be->host_memory ? t->test_x : NULL;
+  yh = be->host_memory ? t->test_y : NULL;
+  if (!be->host_memory) {
+    DT_ALLOC_GOTO(xh, s->count * s->dim, "test set");
+    DT_ALLOC_GOTO(yh, s->count, "test set");
+  }
+  DT_ALLOC_GOTO(idx, s->count, "test set");
+  for (size_t i = 0; i < s->count; i++) idx[i] = (uint32_t)i;
+  build(s, idx, s->count, xh, yh);
+  DT_TRY_GOTO(be->ops->upload(be, t->test_x, xh, sizeof(float) * s->count * s->dim));
+  DT_TRY_GOTO(be->ops->upload(be, t->test_y, yh, sizeof(int32_t) * s->count));
+cleanup:
+  if (xh != t->test_x) dt_free(xh);
+  if (yh != t->test_y) dt_free(yh);
+  dt_free(idx);
+  return st;
+}
+
+dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_samples *test, const dt_split *split,
+                         const dt_model_spec *spec, int first, int count, uint64_t seed, dt_task **out) {
   dt_status st = DT_OK;
   dt_task *t = NULL;
   *out = NULL;
   DT_ALLOC_GOTO(t, 1, "task");
+  t->be = be;
   t->train = train;
   t->test = test;
   t->split = split;
@@ -93,9 +135,9 @@ dt_status dt_task_create(const dt_samples *train, const dt_samples *test, const 
                 "experiment.model: the model takes %zu inputs per sample but the data has %zu", dt_model_input_size(t->model), train->dim);
   DT_ALLOC_GOTO(t->node, count, "task nodes");
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
-  DT_TRY_GOTO(dt_task_set_threads(t, 1));
-  DT_ALLOC_GOTO(t->eval_x, (size_t)EVAL_CHUNK * test->dim, "evaluation batch");
-  DT_ALLOC_GOTO(t->eval_y, EVAL_CHUNK, "evaluation batch");
+  DT_ALLOC_GOTO(t->nb, count, "task");
+  DT_ALLOC_GOTO(t->nb_loss, count, "task");
+  DT_TRY_GOTO(be->ops->plan_create(be, t->model, EVAL_CHUNK, count, &t->eval_plan));
   *out = t;
   t = NULL;
 cleanup:
@@ -103,24 +145,28 @@ cleanup:
   return st;
 }
 
-dt_status dt_task_set_threads(dt_task *t, int threads) {
-  dt_status st = DT_OK;
-  dt_workspace **ws = NULL;
-  DT_ALLOC_GOTO(ws, threads, "evaluation workspaces");
-  for (int k = 0; k < threads; k++) DT_TRY_GOTO(dt_workspace_create(t->model, EVAL_CHUNK, &ws[k]));
-  for (int k = 0; t->eval_ws != NULL && k < t->threads; k++) dt_workspace_free(t->eval_ws[k]);
-  dt_free(t->eval_ws);
-  t->eval_ws = ws;
-  t->threads = threads;
-  ws = NULL;
-cleanup:
-  for (int k = 0; ws != NULL && k < threads; k++) dt_workspace_free(ws[k]);
-  dt_free(ws);
-  return st;
+static dt_status alloc_batches(dt_task *t, int ws_batch) {
+  dt_backend *be = t->be;
+  free_batches(t);
+  t->x_stride = dt_slab_stride((size_t)ws_batch * t->train->dim);
+  t->y_stride = ((size_t)ws_batch + 15) & ~(size_t)15;
+  DT_TRY(be->ops->alloc(be, sizeof(float) * t->x_stride * (size_t)t->count, (void **)&t->x));
+  DT_TRY(be->ops->alloc(be, sizeof(int32_t) * t->y_stride * (size_t)t->count, (void **)&t->y));
+  if (be->host_memory) {
+    t->xh = t->x;
+    t->yh = t->y;
+  } else {
+    t->xh = dt_calloc_(t->x_stride * (size_t)t->count, sizeof(float));
+    t->yh = dt_calloc_(t->y_stride * (size_t)t->count, sizeof(int32_t));
+    DT_CHECK(t->xh != NULL && t->yh != NULL, DT_ERR_MEMORY, "out of memory for batch staging");
+  }
+  DT_TRY(dt_slab_create(be, t->count, dt_task_dim(t), &t->gtmp));
+  DT_TRY(be->ops->plan_create(be, t->model, ws_batch, t->count, &t->train_plan));
+  t->ws_batch = ws_batch;
+  return DT_OK;
 }
 
 dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
-  dt_status st = DT_OK;
   t->l2 = l2;
   const int ws_batch = full_batch ? 256 : batch_size;
   for (int l = 0; l < t->count; l++) {
@@ -130,108 +176,138 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
     ns->cursor = dt_split_size(t->split, node); /* empty: the first call shuffles */
     ns->epochs = -1;                            /* ... and that first shuffle starts epoch 0 */
     ns->seen = 0;
-    if (ws_batch != t->ws_batch) {
-      dt_workspace_free(ns->ws);
-      dt_free(ns->x);
-      dt_free(ns->y);
-      dt_free(ns->gtmp);
-      ns->ws = NULL;
-      ns->x = ns->gtmp = NULL;
-      ns->y = NULL;
-      DT_TRY_GOTO(dt_workspace_create(t->model, ws_batch, &ns->ws));
-      DT_ALLOC_GOTO(ns->x, (size_t)ws_batch * t->train->dim, "batch");
-      DT_ALLOC_GOTO(ns->y, ws_batch, "batch");
-      DT_ALLOC_GOTO(ns->gtmp, dt_task_dim(t), "gradient");
-    }
   }
-  t->ws_batch = ws_batch;
+  if (ws_batch != t->ws_batch) DT_TRY(alloc_batches(t, ws_batch));
   t->batch = batch_size;
   t->full_batch = full_batch;
-cleanup:
-  return st;
+  return DT_OK;
 }
 
-static void add_l2(const dt_task *t, const float *theta, float *grad, double *loss) {
-  if (t->l2 == 0.0) return;
+/* Moves the host-built batches of the nodes with t->nb[l] > 0 to backend memory. */
+static dt_status upload_batches(dt_task *t) {
+  if (t->be->host_memory) return DT_OK;
+  for (int l = 0; l < t->count; l++) {
+    if (t->nb[l] == 0) continue;
+    DT_TRY(t->be->ops->upload(t->be, t->x + (size_t)l * t->x_stride, t->xh + (size_t)l * t->x_stride,
+                              sizeof(float) * (size_t)t->nb[l] * t->train->dim));
+    DT_TRY(t->be->ops->upload(t->be, t->y + (size_t)l * t->y_stride, t->yh + (size_t)l * t->y_stride, sizeof(int32_t) * (size_t)t->nb[l]));
+  }
+  return DT_OK;
+}
+
+/* The batched backend call for the nodes with t->nb[l] > 0: gradients into grad, losses into
+ * t->nb_loss. */
+static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad) {
+  DT_TRY(upload_batches(t));
+  const dt_node_batch nb = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .grad = grad->data,
+                            .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
+                            .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss};
+  return t->be->ops->model_gradients(t->be, t->train_plan, &nb);
+}
+
+/* λ/2‖θ‖² of node l: its gradient joins grad, its value *loss. */
+static dt_status add_l2(const dt_task *t, const float *theta, float *grad, double *loss) {
+  if (t->l2 == 0.0) return DT_OK;
   const size_t d = dt_task_dim(t);
-  double sq = 0;
-  const float l2 = (float)t->l2;
-  for (size_t i = 0; i < d; i++) {
-    grad[i] += l2 * theta[i];
-    sq += (double)theta[i] * theta[i];
-  }
+  double sq;
+  DT_TRY(t->be->ops->axpy(t->be, d, (float)t->l2, theta, grad));
+  DT_TRY(t->be->ops->dot(t->be, d, theta, theta, &sq));
   *loss += 0.5 * t->l2 * sq;
-}
-
-/* Mean loss and gradient over all of node's samples (chunked); grad overwritten. */
-static dt_status full_gradient(dt_task *t, node_state *ns, int node, const float *theta, float *grad, double *loss) {
-  const size_t m = dt_split_size(t->split, node), d = dt_task_dim(t);
-  const uint32_t *idx = t->split->idx + t->split->start[node];
-  memset(grad, 0, sizeof(float) * d);
-  *loss = 0;
-  for (size_t s = 0; s < m; s += (size_t)t->ws_batch) {
-    size_t b = m - s < (size_t)t->ws_batch ? m - s : (size_t)t->ws_batch;
-    build(t->train, idx + s, b, ns->x, ns->y);
-    float l;
-    DT_TRY(dt_model_forward_backward(t->model, ns->ws, theta, ns->x, ns->y, (int)b, ns->gtmp, &l, NULL));
-    const float w = (float)b / (float)m;
-    for (size_t i = 0; i < d; i++) grad[i] += w * ns->gtmp[i];
-    *loss += (double)l * (double)b / (double)m;
-  }
-  ns->seen += m;
-  ns->epochs++;
   return DT_OK;
 }
 
-dt_status dt_task_gradient(dt_task *t, int node, const float *theta, float *grad, float *loss) {
-  node_state *ns = &t->node[node - t->first];
-  const size_t m = dt_split_size(t->split, node);
-  double total;
-  if (t->full_batch) {
-    if (ns->epochs < 0) ns->epochs = 0;
-    DT_TRY(full_gradient(t, ns, node, theta, grad, &total));
-  } else {
-    if (ns->cursor >= m) {
-      memcpy(ns->perm, t->split->idx + t->split->start[node], sizeof(uint32_t) * m);
-      dt_rng_shuffle_u32(&ns->rng, ns->perm, m);
-      ns->cursor = 0;
-      ns->epochs++;
+/* Mean loss and gradient over all of each active node's samples, in chunks of ws_batch samples
+ * (chunk c of every node in one call); grad overwritten, loss[l] the mean loss. */
+static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, double *loss) {
+  dt_backend *be = t->be;
+  const size_t d = dt_task_dim(t);
+  size_t most = 0;
+  for (int l = 0; l < t->count; l++) {
+    if (active != NULL && !active[l]) continue;
+    const size_t m = dt_split_size(t->split, t->first + l);
+    most = m > most ? m : most;
+    DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(grad, l)));
+    loss[l] = 0;
+  }
+  for (size_t s = 0; s < most; s += (size_t)t->ws_batch) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
+    for (int l = 0; l < t->count; l++) {
+      const int node = t->first + l;
+      const size_t m = dt_split_size(t->split, node);
+      t->nb[l] = 0;
+      if ((active != NULL && !active[l]) || s >= m) continue;
+      const size_t b = m - s < (size_t)t->ws_batch ? m - s : (size_t)t->ws_batch;
+      build(t->train, t->split->idx + t->split->start[node] + s, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+      t->nb[l] = (int)b;
     }
-    size_t b = m - ns->cursor < (size_t)t->batch ? m - ns->cursor : (size_t)t->batch;
-    build(t->train, ns->perm + ns->cursor, b, ns->x, ns->y);
-    float l;
-    DT_TRY(dt_model_forward_backward(t->model, ns->ws, theta, ns->x, ns->y, (int)b, grad, &l, NULL));
-    ns->cursor += b;
-    ns->seen += b;
-    total = l;
+    DT_TRY(model_gradients(t, theta, &t->gtmp));
+    for (int l = 0; l < t->count; l++) {
+      if (t->nb[l] == 0) continue;
+      const size_t m = dt_split_size(t->split, t->first + l), b = (size_t)t->nb[l];
+      DT_TRY(be->ops->axpy(be, d, (float)b / (float)m, dt_slab_node(&t->gtmp, l), dt_slab_node(grad, l)));
+      loss[l] += (double)t->nb_loss[l] * (double)b / (double)m;
+    }
   }
-  add_l2(t, theta, grad, &total);
-  *loss = (float)total;
+  for (int l = 0; l < t->count; l++) {
+    if (active != NULL && !active[l]) continue;
+    t->node[l].seen += dt_split_size(t->split, t->first + l);
+    t->node[l].epochs++;
+  }
   return DT_OK;
 }
 
-dt_status dt_task_evaluate(dt_task *t, const float *const *thetas, double *val_loss, double *accuracy) {
+/* The next minibatch of node l into its batch row (host); its size into t->nb[l]. */
+static void next_batch(dt_task *t, int l) {
+  node_state *ns = &t->node[l];
+  const int node = t->first + l;
+  const size_t m = dt_split_size(t->split, node);
+  if (ns->cursor >= m) {
+    memcpy(ns->perm, t->split->idx + t->split->start[node], sizeof(uint32_t) * m);
+    dt_rng_shuffle_u32(&ns->rng, ns->perm, m);
+    ns->cursor = 0;
+    ns->epochs++;
+  }
+  const size_t b = m - ns->cursor < (size_t)t->batch ? m - ns->cursor : (size_t)t->batch;
+  build(t->train, ns->perm + ns->cursor, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+  ns->cursor += b;
+  ns->seen += b;
+  t->nb[l] = (int)b;
+}
+
+dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss) {
+  dt_backend *be = t->be;
+  double total[t->count > 0 ? t->count : 1];
+  if (t->full_batch) {
+    for (int l = 0; l < t->count; l++)
+      if ((active == NULL || active[l]) && t->node[l].epochs < 0) t->node[l].epochs = 0;
+    DT_TRY(full_gradients(t, theta, grad, active, total));
+  } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
+    for (int l = 0; l < t->count; l++) {
+      t->nb[l] = 0;
+      if (active == NULL || active[l]) next_batch(t, l);
+    }
+    DT_TRY(model_gradients(t, theta, grad));
+    for (int l = 0; l < t->count; l++) total[l] = t->nb_loss[l];
+  }
+  for (int l = 0; l < t->count; l++) {
+    if (active != NULL && !active[l]) continue;
+    DT_TRY(add_l2(t, dt_slab_node(theta, l), dt_slab_node(grad, l), &total[l]));
+    loss[l] = (float)total[l];
+  }
+  return DT_OK;
+}
+
+dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, double *val_loss, double *accuracy) {
   const dt_samples *s = t->test;
-  uint32_t idx[EVAL_CHUNK];
   long *correct = NULL;
   dt_status st = DT_OK;
+  if (t->test_x == NULL) DT_TRY(load_test_set(t));
   DT_ALLOC_GOTO(correct, t->count, "evaluation");
   for (int l = 0; l < t->count; l++) val_loss[l] = 0;
-  for (size_t start = 0; start < s->count; start += EVAL_CHUNK) {
-    size_t b = s->count - start < EVAL_CHUNK ? s->count - start : EVAL_CHUNK;
-    for (size_t i = 0; i < b; i++) idx[i] = (uint32_t)(start + i);
-    build(s, idx, b, t->eval_x, t->eval_y);
-    /* nodes in parallel, each summing its own chunks in order: the same result for any threads */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(t->threads)
-    for (int l = 0; l < t->count; l++) {
-#ifdef _OPENMP
-      dt_workspace *ws = t->eval_ws[omp_get_thread_num()];
-#else
-      dt_workspace *ws = t->eval_ws[0];
-#endif
-      dt_model_evaluate(t->model, ws, thetas[l], t->eval_x, t->eval_y, (int)b, &val_loss[l], &correct[l]);
-    }
-  }
+  const dt_node_eval ne = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .x = t->test_x,
+                           .y = t->test_y, .n = (int)s->count, .loss_sum = val_loss, .correct = correct};
+  DT_TRY_GOTO(t->be->ops->model_evaluate(t->be, t->eval_plan, &ne));
   for (int l = 0; l < t->count; l++) {
     val_loss[l] /= (double)s->count;
     accuracy[l] = (double)correct[l] / (double)s->count;
@@ -242,19 +318,25 @@ cleanup:
 }
 
 dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *value) {
-  node_state *ns = &t->node[node - t->first];
-  float *g = NULL;
-  dt_status st = DT_OK;
-  DT_ALLOC_GOTO(g, dt_task_dim(t), "objective");
-  uint64_t seen = ns->seen;
-  long epochs = ns->epochs;
-  DT_TRY_GOTO(full_gradient(t, ns, node, theta, g, value));
-  add_l2(t, theta, g, value);
+  const int l = node - t->first;
+  node_state *ns = &t->node[l];
+  double loss[t->count];
+  uint8_t active[t->count];
+  if (t->obj_theta.data == NULL) {
+    DT_TRY(dt_slab_create(t->be, t->count, dt_task_dim(t), &t->obj_theta));
+    DT_TRY(dt_slab_create(t->be, t->count, dt_task_dim(t), &t->obj_grad));
+  }
+  memset(active, 0, sizeof active);
+  active[l] = 1;
+  DT_TRY(t->be->ops->copy(t->be, dt_task_dim(t), theta, dt_slab_node(&t->obj_theta, l)));
+  const uint64_t seen = ns->seen;
+  const long epochs = ns->epochs;
+  DT_TRY(full_gradients(t, &t->obj_theta, &t->obj_grad, active, loss));
+  DT_TRY(add_l2(t, theta, dt_slab_node(&t->obj_grad, l), &loss[l]));
   ns->seen = seen; /* an objective evaluation is not training */
   ns->epochs = epochs;
-cleanup:
-  dt_free(g);
-  return st;
+  *value = loss[l];
+  return DT_OK;
 }
 
 uint64_t dt_task_samples_seen(const dt_task *t, int node) { return t->node[node - t->first].seen; }

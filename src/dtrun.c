@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
-    printf("dtrun %s\nbackends: cpu%s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, DT_HAVE_CUDA ? ", cuda" : "", dt_cpu_kernel_name());
+    printf("dtrun %s\nbackends: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, dt_backend_list(), dt_cpu_kernel_name());
     return 0;
   }
   args a;

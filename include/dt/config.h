@@ -56,6 +56,8 @@ enum { DT_NAME_MAX = 128, DT_PATH_MAX = 1024, DT_MAX_PROBLEMS = 32, DT_OPTS_MAX 
 
 typedef enum dt_split_type { DT_SPLIT_RANDOM = 0, DT_SPLIT_HETERO, DT_SPLIT_DIRICHLET } dt_split_type;
 typedef enum dt_backend_kind { DT_BACKEND_CPU = 0, DT_BACKEND_CUDA, DT_BACKEND_AUTO } dt_backend_kind;
+/* "cpu", "cuda" or "auto": the backend registry's name for the config's choice. */
+const char *dt_backend_kind_name(int kind);
 typedef enum dt_dataset_name { DT_DATA_MNIST = 0, DT_DATA_FASHION_MNIST, DT_DATA_SYNTHETIC } dt_dataset_name;
 
 /* Metrics a problem records (bit flags). */
@@ -89,7 +91,7 @@ typedef struct dt_model_config {
 
 typedef struct dt_solo_config {
   bool train_solo;
-  int optimizer; /* dt_optim_kind */
+  int optimizer; /* dt_local_opt_kind */
   double lr;
   int epochs;
   int train_batch_size, val_batch_size;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dt/backend.h"
 #include "dt/graph.h"
 #include "dt/status.h"
 
@@ -57,21 +58,23 @@ typedef struct dt_exchange_stats {
 } dt_exchange_stats;
 
 /* Creates the exchange for graph g placed on comm's ranks (contiguous blocks): each local node
- * owns `nvec` vectors of `len` floats. Builds the distributed-graph communicator
+ * owns `nvec` vectors of `len` floats, in be's memory (be is borrowed). Builds the distributed-graph communicator
  * (MPI_Dist_graph_create_adjacent, reorder = 0) between ranks that host neighbouring nodes.
  * Collective. Errors: DT_ERR_USAGE when the rank count does not fit the graph. */
-dt_status dt_exchange_create(dt_comm *comm, const dt_graph *g, int nvec, size_t len,
-                             dt_exchange **out);
+DT_MUST_USE dt_status dt_exchange_create(dt_comm *comm, dt_backend *be, const dt_graph *g, int nvec, size_t len,
+                                         dt_exchange **out);
 /* Collective (frees a communicator). NULL is a no-op. */
 void dt_exchange_free(dt_exchange *ex);
 
 int dt_exchange_first_node(const dt_exchange *ex); /* first local node id */
 int dt_exchange_num_local(const dt_exchange *ex);  /* local node count */
 
-/* Where local node `node` writes vector `vec` before an exchange; len floats, 64-byte aligned.
- * The exchange owns it. Neighbours on the same rank read this memory directly, so it must not
+/* Where local node `node` writes vector `vec` before an exchange; len floats of backend memory,
+ * 64-byte aligned. The exchange owns it. Neighbours on the same rank read this memory directly, so it must not
  * change between an exchange and the last read of its results. */
 float *dt_exchange_send_buffer(dt_exchange *ex, int node, int vec);
+/* Vector `vec` of every local node as a slab view (node stride nvec·16-rounded len). */
+dt_slab dt_exchange_send_slab(dt_exchange *ex, int vec);
 
 /* Sends every local node's vectors along its out-edges. edge_mask, when not NULL, selects the
  * directed edges i→j that carry data: edge_mask[g->nbr_start[i] + k] != 0 for i's k-th

@@ -3,14 +3,17 @@
  *
  * A dt_model is the architecture only: shapes and a per-layer offset table into ONE contiguous
  * parameter vector (and a gradient vector of the same layout), in PyTorch's parameter order.
- * Every graph node owns its own vectors and may share the model; scratch memory lives in a
- * dt_workspace (one per thread), so training allocates nothing. */
+ * Every graph node owns its own vectors (a row of a backend slab) and may share the model;
+ * scratch memory lives in a dt_workspace in backend memory, so training allocates nothing.
+ * The forward/backward here is the per-node executor the CPU backend runs on its threads; the
+ * node-batched calls the rest of dtrun uses are backend ops (dt/backend.h). */
 #ifndef DT_NN_H
 #define DT_NN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dt/backend.h"
 #include "dt/rng.h"
 #include "dt/status.h"
 
@@ -50,7 +53,6 @@ typedef struct dt_model_spec {
 void dt_model_spec_seed_cnn(dt_model_spec *spec, int num_filters, int kernel_size,
                             int linear_width);
 
-typedef struct dt_model dt_model;
 typedef struct dt_workspace dt_workspace;
 
 /* Checks the layer list against the input shape and builds the offset table. Errors:
@@ -70,32 +72,23 @@ void dt_model_describe(const dt_model *m, char *buf, size_t size);
  * (seed, DT_RNG_INIT, 2·layer) for weights and (seed, DT_RNG_INIT, 2·layer+1) for biases. */
 void dt_model_init_params(const dt_model *m, uint64_t seed, float *params);
 
-/* Scratch for batches of up to max_batch samples. One per thread. */
-dt_status dt_workspace_create(const dt_model *m, int max_batch, dt_workspace **out);
-void dt_workspace_free(dt_workspace *ws);
+/* Scratch in be's memory for batches of up to max_batch samples. One per thread. */
+DT_MUST_USE dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out);
+void dt_workspace_free(dt_backend *be, dt_workspace *ws);
+const dt_model *dt_workspace_model(const dt_workspace *ws);
 
 /* One training step's worth of math: forward on x (batch × input_size floats) with labels y,
  * mean NLL loss into *loss, and its gradient with respect to params written (not added) to grad.
  * dropout draws from `dropout_rng` (may be NULL when the model has no dropout). batch must not
  * exceed the workspace's max_batch. */
-dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const float *params,
+DT_MUST_USE dt_status dt_model_forward_backward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
                                     const float *x, const int32_t *y, int batch, float *grad,
                                     float *loss, dt_rng *dropout_rng);
 
 /* Forward only (dropout off) over n samples: adds the summed NLL to *loss_sum and the number of
  * correct top-1 predictions to *correct. x holds n samples; processed in workspace-sized chunks. */
-dt_status dt_model_evaluate(const dt_model *m, dt_workspace *ws, const float *params,
+DT_MUST_USE dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
                             const float *x, const int32_t *y, int n, double *loss_sum,
                             long *correct);
-
-/* Makes OpenBLAS use the best kernels this CPU has. Where OpenBLAS runs AVX2 (Haswell/Zen)
- * kernels on an AVX-512 CPU — Zen 4 mis-detected, or OPENBLAS_CORETYPE=Haswell pinned in the
- * environment — re-executes the program once with OPENBLAS_CORETYPE=SKYLAKEX; so it must be
- * called first in main(), before MPI or threads start, with main's argv. DT_BLAS_KERNELS=keep
- * disables it. Returns only when no restart was needed or possible. */
-void dt_cpu_select_kernels(char **argv);
-/* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...). */
-const char *dt_cpu_kernel_name(void);
-
 
 #endif

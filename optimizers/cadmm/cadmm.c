@@ -11,24 +11,20 @@ typedef struct cadmm_state {
   dt_cadmm_opts o;
   double rho;
   int rounds;
-  float **dual, **b, **s; /* per local node */
-  dt_learners learners;    /* the primal optimizer and gradient of each local node */
-  int count;
+  dt_slab dual, b, s, t; /* duals, penalty offsets, neighbour sums, scratch: local nodes */
+  dt_learners learners;  /* the primal optimizer and gradient of every local node */
+  dt_optimizer_run *run;
 } cadmm_state;
 
 static void destroy(void *p) {
-  cadmm_state *st = p;
-  if (st == NULL) return;
-  for (int l = 0; l < st->count; l++) {
-    if (st->dual) dt_free(st->dual[l]);
-    if (st->b) dt_free(st->b[l]);
-    if (st->s) dt_free(st->s[l]);
-  }
-  dt_free(st->dual);
-  dt_free(st->b);
-  dt_free(st->s);
-  dt_learners_free(&st->learners);
-  dt_free(st);
+  cadmm_state *c = p;
+  if (c == NULL) return;
+  dt_slab_free(c->run->be, &c->dual);
+  dt_slab_free(c->run->be, &c->b);
+  dt_slab_free(c->run->be, &c->s);
+  dt_slab_free(c->run->be, &c->t);
+  dt_learners_free(c->run, &c->learners);
+  dt_free(c);
 }
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
@@ -36,19 +32,15 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   cadmm_state *c = NULL;
   dt_exchange *ex;
   DT_ALLOC_GOTO(c, 1, "cadmm");
+  c->run = run;
   c->o = *(const dt_cadmm_opts *)opts;
   c->rho = c->o.rho_init;
   c->rounds = run->pc->outer_iterations;
-  c->count = run->count;
-  DT_ALLOC_GOTO(c->dual, run->count, "duals");
-  DT_ALLOC_GOTO(c->b, run->count, "penalty");
-  DT_ALLOC_GOTO(c->s, run->count, "neighbour sums");
   DT_TRY_GOTO(dt_learners_create(run, c->o.primal_optimizer, c->o.primal_lr_start, &c->learners));
-  for (int l = 0; l < run->count; l++) {
-    DT_ALLOC_GOTO(c->dual[l], run->dim, "dual");
-    DT_ALLOC_GOTO(c->b[l], run->dim, "penalty");
-    DT_ALLOC_GOTO(c->s[l], run->dim, "neighbour sum");
-  }
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->dual));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->b));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->s));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->t));
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = c;
   c = NULL;
@@ -72,48 +64,59 @@ typedef struct round_ctx {
   float rho, lr;
 } round_ctx;
 
-/* Dual update and primal steps of local node l (independent of the other nodes). */
-static dt_status node_update(void *p, int l) {
+static float degree(const dt_optimizer_run *run, int l) { return (float)dt_graph_degree(run->graph, run->first + l); }
+
+/* Dual update of local node l and its penalty offset, from the exchanged θ_j. */
+static dt_status node_dual(void *p, int l) {
   const round_ctx *rc = p;
   cadmm_state *c = rc->c;
   dt_optimizer_run *run = rc->run;
+  dt_backend *be = run->be;
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
-  const int i = run->first + l;
-  const float rho = rc->rho;
-  float *th = run->theta[l], *dual = c->dual[l], *b = c->b[l], *s = c->s[l];
-  const int deg = dt_graph_degree(g, i);
+  const int i = run->first + l, deg = dt_graph_degree(g, i);
+  const float rho = rc->rho, fdeg = degree(run, l);
+  const float *th = dt_slab_node(&run->theta, l);
+  float *dual = dt_slab_node(&c->dual, l), *b = dt_slab_node(&c->b, l), *s = dt_slab_node(&c->s, l), *t = dt_slab_node(&c->t, l);
   /* s = Σ_j θ_j over neighbours in id order */
-  memset(s, 0, sizeof(float) * d);
+  const float *x[deg > 0 ? deg : 1];
+  float w[deg > 0 ? deg : 1];
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    const float *tj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
-    for (size_t q = 0; q < d; q++) s[q] += tj[q];
+    x[e - g->nbr_start[i]] = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+    w[e - g->nbr_start[i]] = 1.0f;
   }
-  /* dual: p_i += ρ Σ_j (θ_i − θ_j); penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s) */
-  const float fdeg = (float)deg;
-  for (size_t q = 0; q < d; q++) {
-    dual[q] += rho * (fdeg * th[q] - s[q]);
-    b[q] = dual[q] - rho * (fdeg * th[q] + s[q]);
-  }
-  const dt_grad_extra extra = {.alpha = 2.0f * rho * fdeg, .b = b};
-  dt_optim *opt = c->learners.opt[l];
-  float *grad = c->learners.grad[l];
-  if (!c->o.persistent_primal_opt) dt_optim_reset(opt);
-  for (int it = 0; it < c->o.primal_iterations; it++) {
-    DT_TRY(dt_run_gradient(run, i, th, grad));
-    dt_optim_step(opt, th, grad, rc->lr, &extra);
-  }
+  DT_TRY(be->ops->mix(be, d, deg, x, w, s));
+  /* dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
+   * penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s) */
+  DT_TRY(be->ops->axpby(be, d, fdeg, th, -1.0f, s, t));
+  DT_TRY(be->ops->axpy(be, d, rho, t, dual));
+  DT_TRY(be->ops->axpby(be, d, fdeg, th, 1.0f, s, t));
+  DT_TRY(be->ops->axpby(be, d, 1.0f, dual, -rho, t, b));
   return DT_OK;
+}
+
+/* One primal step of local node l on the penalised loss (gradient already computed). */
+static dt_status node_primal_step(void *p, int l) {
+  const round_ctx *rc = p;
+  cadmm_state *c = rc->c;
+  dt_optimizer_run *run = rc->run;
+  const dt_grad_extra extra = {.alpha = 2.0f * rc->rho * degree(run, l), .b = dt_slab_node(&c->b, l)};
+  return dt_local_opt_step(c->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&c->learners.grad, l), rc->lr, &extra);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   cadmm_state *c = p;
   c->rho *= c->o.rho_scaling; /* scaled before use: round k uses rho_init * scaling^(k+1) */
-  for (int l = 0; l < run->count; l++)
-    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * run->dim);
+  DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
   round_ctx rc = {.c = c, .run = run, .rho = (float)c->rho, .lr = (float)primal_lr(&c->o, k, c->rounds)};
-  return dt_run_for_nodes(run, node_update, &rc);
+  DT_TRY(dt_run_for_nodes(run, node_dual, &rc));
+  if (!c->o.persistent_primal_opt) DT_TRY(dt_local_opt_reset(c->learners.opt));
+  for (int it = 0; it < c->o.primal_iterations; it++) {
+    DT_TRY(dt_run_gradients(run, &run->theta, &c->learners.grad, NULL));
+    DT_TRY(dt_run_for_nodes(run, node_primal_step, &rc));
+  }
+  return DT_OK;
 }
 
 static const char *const aliases[] = {"dinno", NULL};

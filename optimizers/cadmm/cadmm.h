@@ -12,7 +12,7 @@ enum { DT_CADMM_LR_CONSTANT = 0, DT_CADMM_LR_LINEAR, DT_CADMM_LR_LOG };
 typedef struct dt_cadmm_opts {
   double rho_init, rho_scaling;
   int primal_iterations;
-  int primal_optimizer; /* dt_optim_kind */
+  int primal_optimizer; /* dt_local_opt_kind */
   bool persistent_primal_opt;
   double primal_lr_start, primal_lr_finish;
   int lr_decay_type;

@@ -2,8 +2,6 @@
  * data parallelism), or local steps followed by model averaging (periodic parameter
  * averaging). Sums over nodes run in node order (dt_run_node_sum), so they are bit-identical for
  * any rank count. Update equations: README.md here. */
-#include <string.h>
-
 #include "../options_impl.h"
 #include "../opts.h"
 #include "dt/optimizer.h"
@@ -26,18 +24,16 @@ static const dt_key keys[] = {
 
 typedef struct central_state {
   dt_centralized_opts o;
-  float lr; /* this round's rate */
+  dt_optimizer_run *run;
   dt_learners learners;
-  double *sum;
-  float *avg;
+  float *avg; /* the mean over all nodes (backend vector) */
 } central_state;
 
 static void destroy(void *p) {
   central_state *s = p;
   if (s == NULL) return;
-  dt_learners_free(&s->learners);
-  dt_free(s->sum);
-  dt_free(s->avg);
+  dt_learners_free(s->run, &s->learners);
+  s->run->be->ops->free(s->run->be, s->avg);
   dt_free(s);
 }
 
@@ -45,10 +41,10 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_status st = DT_OK;
   central_state *s = NULL;
   DT_ALLOC_GOTO(s, 1, "centralized");
+  s->run = run;
   s->o = *(const dt_centralized_opts *)opts;
   DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
-  DT_ALLOC_GOTO(s->sum, run->dim, "centralized");
-  DT_ALLOC_GOTO(s->avg, run->dim, "centralized");
+  DT_TRY_GOTO(run->be->ops->alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
   *out = s;
   s = NULL;
 cleanup:
@@ -56,46 +52,23 @@ cleanup:
   return st;
 }
 
-static void average(central_state *s, size_t d, int n) {
-  for (size_t q = 0; q < d; q++) s->avg[q] = (float)(s->sum[q] / n);
-}
-
-typedef struct round_ctx {
-  central_state *s;
-  dt_optimizer_run *run;
-} round_ctx;
-
-static dt_status gradient(void *p, int l) {
-  const round_ctx *rc = p;
-  return dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], rc->s->learners.grad[l]);
-}
-
-static dt_status step(void *p, int l) {
-  const round_ctx *rc = p;
-  central_state *s = rc->s;
-  const float *g = s->o.mode == DT_CENTRAL_GRADIENT ? s->avg : s->learners.grad[l];
-  dt_optim_step(s->learners.opt[l], rc->run->theta[l], g, s->lr, NULL);
-  return DT_OK;
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
-  const size_t d = run->dim;
-  const int n = run->graph->n;
-  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
-  round_ctx rc = {.s = s, .run = run};
-  for (int t = 0; t < s->o.local_steps; t++) {
-    DT_TRY(dt_run_for_nodes(run, gradient, &rc));
-    if (s->o.mode == DT_CENTRAL_GRADIENT) {
-      DT_TRY(dt_run_node_sum(run, (const float *const *)s->learners.grad, s->sum));
-      average(s, d, n);
-    }
-    DT_TRY(dt_run_for_nodes(run, step, &rc));
-  }
+  dt_backend *be = run->be;
+  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   if (s->o.mode == DT_CENTRAL_MODEL) {
-    DT_TRY(dt_run_node_sum(run, (const float *const *)run->theta, s->sum));
-    average(s, d, n);
-    for (int l = 0; l < run->count; l++) memcpy(run->theta[l], s->avg, sizeof(float) * d);
+    /* local steps, then every node takes the average model */
+    for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
+    DT_TRY(dt_run_node_mean(run, &run->theta, s->avg));
+    for (int l = 0; l < run->count; l++) DT_TRY(be->ops->copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
+    return DT_OK;
+  }
+  /* every step with the gradient averaged over all nodes */
+  for (int t = 0; t < s->o.local_steps; t++) {
+    DT_TRY(dt_run_gradients(run, &run->theta, &s->learners.grad, NULL));
+    DT_TRY(dt_run_node_mean(run, &s->learners.grad, s->avg));
+    for (int l = 0; l < run->count; l++)
+      DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), s->avg, lr, NULL));
   }
   return DT_OK;
 }

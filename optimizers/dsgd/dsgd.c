@@ -1,7 +1,5 @@
 /* Decentralized SGD (Nedić & Ozdaglar 2009; stochastic form as in Lian et al., NeurIPS 2017),
  * synchronous. Update equations: README.md here. */
-#include <string.h>
-
 #include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
@@ -22,19 +20,15 @@ typedef struct dsgd_state {
   double alpha0, alpha;
   double mu;
   int sequential;
-  int count;
-  float **mixed, **grad; /* per local node */
+  dt_slab mixed, grad; /* local nodes */
+  dt_optimizer_run *run;
 } dsgd_state;
 
 static void destroy(void *p) {
   dsgd_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; l < s->count; l++) {
-    if (s->mixed) dt_free(s->mixed[l]);
-    if (s->grad) dt_free(s->grad[l]);
-  }
-  dt_free(s->mixed);
-  dt_free(s->grad);
+  dt_slab_free(s->run->be, &s->mixed);
+  dt_slab_free(s->run->be, &s->grad);
   dt_free(s);
 }
 
@@ -44,16 +38,12 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_exchange *ex;
   const dt_dsgd_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgd");
+  s->run = run;
   s->alpha0 = s->alpha = o->alpha0;
   s->mu = o->mu;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  s->count = run->count;
-  DT_ALLOC_GOTO(s->mixed, run->count, "dsgd");
-  DT_ALLOC_GOTO(s->grad, run->count, "dsgd");
-  for (int l = 0; l < run->count; l++) {
-    DT_ALLOC_GOTO(s->mixed[l], run->dim, "dsgd");
-    DT_ALLOC_GOTO(s->grad[l], run->dim, "dsgd");
-  }
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
   s = NULL;
@@ -62,50 +52,31 @@ cleanup:
   return st;
 }
 
-typedef struct round_ctx {
-  dsgd_state *s;
-  dt_optimizer_run *run;
-  float alpha;
-} round_ctx;
+static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgd_state *)ctx)->run->theta, l); }
 
-static float *theta_of(void *ctx, int l) { return ((round_ctx *)ctx)->run->theta[l]; }
-
-/* The gradient step of local node l at its (already mixed) parameters. */
-static dt_status node_step(void *p, int l) {
-  const round_ctx *rc = p;
-  dt_optimizer_run *run = rc->run;
-  float *grad = rc->s->grad[l], *x = run->theta[l];
-  DT_TRY(dt_run_gradient(run, run->first + l, x, grad));
-  for (size_t q = 0; q < run->dim; q++) x[q] -= rc->alpha * grad[q];
-  return DT_OK;
-}
-
-/* Mix, then the gradient step, for local node l. */
-static dt_status node_update(void *p, int l) {
-  const round_ctx *rc = p;
-  dt_optimizer_run *run = rc->run;
-  float *mixed = rc->s->mixed[l], *grad = rc->s->grad[l], *x = run->theta[l];
-  dt_mix(run, run->first + l, 0, mixed);
-  DT_TRY(dt_run_gradient(run, run->first + l, mixed, grad));
-  for (size_t q = 0; q < run->dim; q++) x[q] = mixed[q] - rc->alpha * grad[q];
-  return DT_OK;
+static dt_status node_mix(void *p, int l) {
+  dsgd_state *s = p;
+  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->mixed, l));
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
-  const size_t d = run->dim;
   s->alpha = dt_rate_at(s->alpha0, s->mu, k);
   const float a = (float)s->alpha;
-  for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
+  DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  round_ctx rc = {.s = s, .run = run, .alpha = a};
   if (s->sequential) {
-    /* the seed reference: mix in place in node order (a sweep), then every node's step */
-    const dt_sweep_io io = {.out = theta_of, .ctx = &rc};
+    /* the seed reference: mix in place in node order (a sweep), then every node's step
+     * x ← x − α ∇f(x) */
+    const dt_sweep_io io = {.out = theta_of, .ctx = s};
     DT_TRY(dt_mix_sweep(run, 0, 0.0f, &io));
-    return dt_run_for_nodes(run, node_step, &rc);
+    DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
+    return dt_slab_axpby(run->be, 1.0f, &run->theta, -a, &s->grad, &run->theta);
   }
-  return dt_run_for_nodes(run, node_update, &rc);
+  /* x_i ← Σ_j W_ij x_j − α ∇f_i(Σ_j W_ij x_j) */
+  DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  DT_TRY(dt_run_gradients(run, &s->mixed, &s->grad, NULL));
+  return dt_slab_axpby(run->be, 1.0f, &s->mixed, -a, &s->grad, &run->theta);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

@@ -1,7 +1,5 @@
 /* Decentralized stochastic gradient tracking (Pu & Nedić, Math. Programming 2021), synchronous;
  * x and y travel in one exchange. Update equations: README.md here. */
-#include <string.h>
-
 #include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
@@ -21,24 +19,18 @@ static const dt_key keys[] = {
 typedef struct dsgt_state {
   float alpha;
   int sequential;
-  int count;
-  float **y, **g;       /* tracker and last gradient per local node */
-  float **gnew, **tmp;  /* scratch per local node */
+  dt_slab y, g;      /* tracker and last gradient of the local nodes */
+  dt_slab gnew, tmp; /* scratch */
+  dt_optimizer_run *run;
 } dsgt_state;
 
 static void destroy(void *p) {
   dsgt_state *s = p;
   if (s == NULL) return;
-  for (int l = 0; l < s->count; l++) {
-    if (s->y) dt_free(s->y[l]);
-    if (s->g) dt_free(s->g[l]);
-    if (s->gnew) dt_free(s->gnew[l]);
-    if (s->tmp) dt_free(s->tmp[l]);
-  }
-  dt_free(s->y);
-  dt_free(s->g);
-  dt_free(s->gnew);
-  dt_free(s->tmp);
+  dt_slab_free(s->run->be, &s->y);
+  dt_slab_free(s->run->be, &s->g);
+  dt_slab_free(s->run->be, &s->gnew);
+  dt_slab_free(s->run->be, &s->tmp);
   dt_free(s);
 }
 
@@ -48,22 +40,16 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_exchange *ex;
   const dt_dsgt_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgt");
+  s->run = run;
   s->alpha = (float)o->alpha;
-  s->count = run->count;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  DT_ALLOC_GOTO(s->y, run->count, "dsgt");
-  DT_ALLOC_GOTO(s->g, run->count, "dsgt");
-  DT_ALLOC_GOTO(s->gnew, run->count, "dsgt");
-  DT_ALLOC_GOTO(s->tmp, run->count, "dsgt");
-  for (int l = 0; l < run->count; l++) {
-    DT_ALLOC_GOTO(s->gnew[l], run->dim, "dsgt");
-    DT_ALLOC_GOTO(s->tmp[l], run->dim, "dsgt");
-    DT_ALLOC_GOTO(s->y[l], run->dim, "dsgt tracker");
-    DT_ALLOC_GOTO(s->g[l], run->dim, "dsgt gradient");
-    if (o->init_grads) {
-      DT_TRY_GOTO(dt_run_gradient(run, run->first + l, run->theta[l], s->g[l]));
-      memcpy(s->y[l], s->g[l], sizeof(float) * run->dim);
-    }
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->y));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->g));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->gnew));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->tmp));
+  if (o->init_grads) { /* y_i = g_i = ∇f_i(x_i⁰) */
+    DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->g, NULL));
+    DT_TRY_GOTO(dt_slab_copy(run->be, &s->g, &s->y));
   }
   DT_TRY_GOTO(dt_run_exchange(run, 2, &ex));
   *out = s;
@@ -73,79 +59,50 @@ cleanup:
   return st;
 }
 
-typedef struct round_ctx {
-  dsgt_state *s;
-  dt_optimizer_run *run;
-} round_ctx;
-
-/* x, gradient and tracker updates of local node l, from the exchanged round-k values. */
-static dt_status node_update(void *p, int l) {
-  const round_ctx *rc = p;
-  dsgt_state *s = rc->s;
-  dt_optimizer_run *run = rc->run;
-  const size_t d = run->dim;
-  const int i = run->first + l;
-  dt_mix(run, i, 0, run->theta[l]); /* x_i ← Σ_j W_ij (x_j − α y_j) */
-  DT_TRY(dt_run_gradient(run, i, run->theta[l], s->gnew[l]));
-  dt_mix(run, i, 1, s->tmp[l]); /* Σ_j W_ij y_j */
-  float *y = s->y[l], *g = s->g[l];
-  const float *gn = s->gnew[l], *t = s->tmp[l];
-  for (size_t q = 0; q < d; q++) {
-    y[q] = t[q] + gn[q] - g[q];
-    g[q] = gn[q];
-  }
-  return DT_OK;
+/* x_i ← Σ_j W_ij (x_j − α y_j) (vector 0) and tmp_i ← Σ_j W_ij y_j (vector 1), local node l */
+static dt_status node_mix(void *p, int l) {
+  dsgt_state *s = p;
+  const int i = s->run->first + l;
+  DT_TRY(dt_mix(s->run, i, 0, dt_slab_node(&s->run->theta, l)));
+  return dt_mix(s->run, i, 1, dt_slab_node(&s->tmp, l));
 }
 
-static const float *y_of(void *ctx, int l) { return ((round_ctx *)ctx)->s->y[l]; }
-static float *theta_of(void *ctx, int l) { return ((round_ctx *)ctx)->run->theta[l]; }
-static const float *delta_of(void *ctx, int l) { return ((round_ctx *)ctx)->s->tmp[l]; }
-static float *y_out(void *ctx, int l) { return ((round_ctx *)ctx)->s->y[l]; }
-
-/* g⁺ = ∇f_i(x_i) at the swept x, and the tracker's correction g⁺ − g_i into tmp. */
-static dt_status node_gradient(void *p, int l) {
-  const round_ctx *rc = p;
-  dsgt_state *s = rc->s;
-  DT_TRY(dt_run_gradient(rc->run, rc->run->first + l, rc->run->theta[l], s->gnew[l]));
-  for (size_t q = 0; q < rc->run->dim; q++) {
-    s->tmp[l][q] = s->gnew[l][q] - s->g[l][q];
-    s->g[l][q] = s->gnew[l][q];
-  }
-  return DT_OK;
-}
+static const float *y_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
+static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->run->theta, l); }
+static const float *delta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->tmp, l); }
+static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
 
 /* The seed reference's order: sweep x_i ← W_ii x_i − α y_i + Σ_j W_ij x_j over the nodes in id
  * order; all gradients at the new x; sweep y_i ← W_ii y_i + (g⁺ − g_i) + Σ_j W_ij y_j. */
 static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
-  const size_t d = run->dim;
-  for (int l = 0; l < run->count; l++) {
-    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
-    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 1), s->y[l], sizeof(float) * d);
-  }
+  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  round_ctx rc = {.s = s, .run = run};
-  const dt_sweep_io xs = {.extra = y_of, .out = theta_of, .ctx = &rc};
+  const dt_sweep_io xs = {.extra = y_of, .out = theta_of, .ctx = s};
   DT_TRY(dt_mix_sweep(run, 0, -s->alpha, &xs));
-  DT_TRY(dt_run_for_nodes(run, node_gradient, &rc));
-  const dt_sweep_io ys = {.extra = delta_of, .out = y_out, .ctx = &rc};
+  /* g⁺ = ∇f_i(x_i) at the swept x; the tracker's correction g⁺ − g_i into tmp; g_i = g⁺ */
+  DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));
+  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->gnew, -1.0f, &s->g, &s->tmp));
+  DT_TRY(dt_slab_copy(run->be, &s->gnew, &s->g));
+  const dt_sweep_io ys = {.extra = delta_of, .out = y_out, .ctx = s};
   return dt_mix_sweep(run, 1, 1.0f, &ys);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
-  const size_t d = run->dim;
   (void)k;
   if (s->sequential) return sequential_round(s, run);
   /* send x_j − α y_j (vector 0) and y_j (vector 1): both mixes need only these */
-  for (int l = 0; l < run->count; l++) {
-    float *v0 = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
-    const float *x = run->theta[l], *y = s->y[l];
-    for (size_t q = 0; q < d; q++) v0[q] = x[q] - s->alpha * y[q];
-    memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 1), y, sizeof(float) * d);
-  }
+  dt_slab v0 = dt_exchange_send_slab(run->exchange, 0);
+  DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -s->alpha, &s->y, &v0));
+  DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  round_ctx rc = {.s = s, .run = run};
-  return dt_run_for_nodes(run, node_update, &rc);
+  DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  /* g⁺ = ∇f_i(x_i); y_i ← Σ_j W_ij y_j + g⁺ − g_i; g_i = g⁺ */
+  DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));
+  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->tmp, 1.0f, &s->gnew, &s->y));
+  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->y, -1.0f, &s->g, &s->y));
+  return dt_slab_copy(run->be, &s->gnew, &s->g);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

@@ -29,7 +29,7 @@ static const dt_key keys[] = {
 
 typedef struct gossip_state {
   dt_gossip_opts o;
-  float lr; /* this round's rate */
+  dt_optimizer_run *run;
   dt_learners learners;
   uint8_t *mask;
   int *partner;    /* pairwise: matched node or -1; push: push target or -1 */
@@ -40,7 +40,7 @@ typedef struct gossip_state {
 static void destroy(void *p) {
   gossip_state *s = p;
   if (s == NULL) return;
-  dt_learners_free(&s->learners);
+  dt_learners_free(s->run, &s->learners);
   dt_free(s->mask);
   dt_free(s->partner);
   dt_free(s->order);
@@ -54,6 +54,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_exchange *ex;
   const dt_graph *g = run->graph;
   DT_ALLOC_GOTO(s, 1, "gossip");
+  s->run = run;
   s->o = *(const dt_gossip_opts *)opts;
   DT_TRY_GOTO(dt_learners_create(run, s->o.local_optimizer, s->o.lr, &s->learners));
   DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
@@ -73,26 +74,13 @@ static void set_edge(const dt_graph *g, uint8_t *mask, int from, int to) {
   mask[g->nbr_start[from] + dt_graph_nbr_index(g, from, to)] = 1;
 }
 
-typedef struct round_ctx {
-  gossip_state *s;
-  dt_optimizer_run *run;
-} round_ctx;
-
-/* The local steps of node l. */
-static dt_status local_steps(void *p, int l) {
-  const round_ctx *rc = p;
-  gossip_state *s = rc->s;
-  for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(rc->run, &s->learners, l, s->lr));
-  return DT_OK;
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   gossip_state *s = p;
   const dt_graph *g = run->graph;
+  dt_backend *be = run->be;
   const size_t d = run->dim;
-  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
-  round_ctx rc = {.s = s, .run = run};
-  DT_TRY(dt_run_for_nodes(run, local_steps, &rc));
+  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
 
   /* Who talks to whom this round: the same draws on every rank. */
   dt_rng r;
@@ -120,7 +108,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       }
     }
   }
-  for (int l = 0; l < run->count; l++) memcpy(dt_exchange_send_buffer(run->exchange, run->first + l, 0), run->theta[l], sizeof(float) * d);
+  DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, s->mask));
 
   if (s->o.mode == DT_GOSSIP_PAIRWISE) {
@@ -129,9 +117,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       if (j < 0) continue;
       const float *xj = dt_exchange_recv(run->exchange, i, j, 0);
       const float *xi = dt_exchange_send_buffer(run->exchange, i, 0);
-      float *x = run->theta[l];
-      /* (x_i + x_j)/2 computes the same float on both ends: the pair agrees exactly */
-      for (size_t q = 0; q < d; q++) x[q] = 0.5f * (xi[q] + xj[q]);
+      /* x_i/2 + x_j/2 (halving is exact) is the same float on both ends: the pair agrees exactly */
+      DT_TRY(be->ops->axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(&run->theta, l)));
     }
     return DT_OK;
   }
@@ -140,7 +127,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     if (s->partner[i] >= 0) s->w[i] *= 0.5;
   for (int l = 0; l < run->count; l++) {
     const int j = run->first + l;
-    float *x = run->theta[l];
+    float *x = dt_slab_node(&run->theta, l);
     double wj = s->w[j]; /* grows with each merged push */
     for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++) {
       const int i = g->nbr[e];
@@ -148,7 +135,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       const float *xi = dt_exchange_recv(run->exchange, j, i, 0);
       const double wi = s->w[i], tot = wj + wi;
       const float a = (float)(wj / tot), b = (float)(wi / tot);
-      for (size_t q = 0; q < d; q++) x[q] = a * x[q] + b * xi[q];
+      DT_TRY(be->ops->axpby(be, d, a, x, b, xi, x));
       wj = tot;
     }
   }

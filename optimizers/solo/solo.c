@@ -16,14 +16,16 @@ static const dt_key keys[] = {
 
 typedef struct solo_state {
   dt_solo_opts o;
-  float lr; /* this round's rate */
+  dt_optimizer_run *run;
   dt_learners learners;
+  uint8_t *active; /* nodes still training (run->max_epochs) */
 } solo_state;
 
 static void destroy(void *p) {
   solo_state *s = p;
   if (s == NULL) return;
-  dt_learners_free(&s->learners);
+  dt_learners_free(s->run, &s->learners);
+  dt_free(s->active);
   dt_free(s);
 }
 
@@ -31,8 +33,10 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_status st = DT_OK;
   solo_state *s = NULL;
   DT_ALLOC_GOTO(s, 1, "solo");
+  s->run = run;
   s->o = *(const dt_solo_opts *)opts;
   DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
+  DT_ALLOC_GOTO(s->active, run->count, "solo");
   *out = s;
   s = NULL;
 cleanup:
@@ -40,21 +44,13 @@ cleanup:
   return st;
 }
 
-typedef struct round_ctx {
-  solo_state *s;
-  dt_optimizer_run *run;
-} round_ctx;
-
-static dt_status node_step(void *p, int l) {
-  const round_ctx *rc = p;
-  return dt_learners_step(rc->run, &rc->s->learners, l, rc->s->lr);
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
-  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
-  round_ctx rc = {.s = s, .run = run};
-  return dt_run_for_nodes(run, node_step, &rc);
+  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  if (run->max_epochs <= 0) return dt_learners_step(run, &s->learners, lr, NULL);
+  /* an epoch budget: a node that has made max_epochs passes over its data stops */
+  for (int l = 0; l < run->count; l++) s->active[l] = dt_task_epoch(run->task, run->first + l) < run->max_epochs;
+  return dt_learners_step(run, &s->learners, lr, s->active);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

@@ -10,7 +10,7 @@
 
 #include "config_impl.h"
 #include "dt/graph.h"
-#include "dt/optim.h"
+#include "dt/local_opt.h"
 #include "dt/optimizer.h"
 #include "dt_config.h"
 
@@ -30,6 +30,8 @@ static const char *const optim_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const layer_names[] = {"conv2d", "maxpool2d", "linear", "relu", "flatten", "dropout", NULL};
 static const char *const metric_names[] = {"forward_pass_count", "validation_loss", "consensus_error",
                                            "top1_accuracy", "current_epoch", "consensus_matrix"};
+
+const char *dt_backend_kind_name(int kind) { return kind >= 0 && kind <= DT_BACKEND_AUTO ? backend_names[kind] : "unknown"; }
 
 const char *dt_metric_name(int bit) { return bit >= 0 && bit < DT_METRIC_COUNT_ ? metric_names[bit] : "unknown"; }
 
@@ -110,9 +112,9 @@ static const dt_key experiment_keys[] = {
      .help = "where run folders are created"},
     {.name = "writeout", .type = DT_KEY_BOOL, .offset = OFF(writeout), .def = "true", .help = "write result files (false: write nothing)"},
     {.name = "use_cuda", .type = DT_KEY_BOOL, .offset = OFF(use_cuda), .def = "false",
-     .help = "seed key: true selects the cuda backend when backend is auto"},
+     .help = "seed key: true with backend cpu only warns that the run stays on the CPU; choose the device with backend"},
     {.name = "backend", .type = DT_KEY_ENUM, .offset = OFF(backend), .def = "cpu", .values = backend_names,
-     .help = "compute backend: cpu, cuda, or auto (cuda when built and use_cuda is true)"},
+     .help = "compute backend: cpu, cuda, or auto (the first backend of this build that can run here, else cpu)"},
     {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist", .values = dataset_names,
      .help = "mnist, fashion_mnist, or synthetic (the convex logistic-regression problem)"},
     {.name = "data_split_type", .type = DT_KEY_ENUM, .offset = OFF(data_split_type), .def = "random", .values = split_names,
@@ -388,7 +390,7 @@ static dt_status load_tree(const schema_ctx *ctx, ynode *root, dt_config *cfg) {
   if (e->backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
     return schema_error(ctx, ynode_get(exp, "backend"), "experiment.backend",
                         "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "
-                        "(auto picks cuda only when it is built and use_cuda is true)");
+                        "(auto picks cuda only where it is built and a GPU is usable)");
   if (e->data_dir[0] == '\0')
     snprintf(e->data_dir, sizeof e->data_dir, "data/%s", e->dataset == DT_DATA_FASHION_MNIST ? "fashion_mnist" : "mnist");
   return DT_OK;

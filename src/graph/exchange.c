@@ -4,7 +4,9 @@
  * per remote node that some local node neighbours). For each neighbour rank an indexed MPI
  * datatype picks exactly the nodes that rank needs out of the send slab and drops them into
  * their slots on arrival, so one MPI_Neighbor_alltoallw moves everything without packing, and
- * same-rank neighbours are read straight from the send slab. */
+ * same-rank neighbours are read straight from the send slab. Both slabs are backend memory; on a
+ * backend whose memory is not the host's, MPI works on host copies (Debian's OpenMPI is not
+ * CUDA-aware) that are downloaded before and uploaded after each exchange. */
 #include <mpi.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 
 struct dt_exchange {
   dt_comm *comm;
+  dt_backend *be;
   const dt_graph *g;
   int nvec;
   int len;
@@ -22,6 +25,8 @@ struct dt_exchange {
   int first, count;   /* local nodes */
   float *send;        /* count * node_stride */
   float *recv;        /* nslots * node_stride */
+  size_t nslots;
+  float *send_h, *recv_h; /* host copies for MPI; the slabs themselves on a host-memory backend */
   int *slot;          /* per graph node: receive slot, or -1 (local or not needed) */
   int nranks;         /* neighbour ranks (same set in and out: the graph is undirected) */
   int *ranks;
@@ -148,7 +153,8 @@ static dt_status build_lists(dt_exchange *ex) {
       for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1] && !hit; e++) hit = rank_of(ex, g->nbr[e]) == ex->ranks[k];
       if (hit) ex->send_nodes[n++] = i;
     }
-  DT_ALLOC_GOTO(ex->recv, (size_t)nslots * ex->node_stride + 1, "receive buffer");
+  ex->nslots = (size_t)nslots;
+  DT_TRY_GOTO(ex->be->ops->alloc(ex->be, sizeof(float) * ((size_t)nslots * ex->node_stride + 1), (void **)&ex->recv));
 cleanup:
   dt_free(rank_pos);
   dt_free(need);
@@ -182,7 +188,7 @@ cleanup:
   return st;
 }
 
-dt_status dt_exchange_create(dt_comm *comm, const dt_graph *g, int nvec, size_t len,
+dt_status dt_exchange_create(dt_comm *comm, dt_backend *be, const dt_graph *g, int nvec, size_t len,
                              dt_exchange **out) {
   dt_status st = DT_OK;
   dt_exchange *ex = NULL;
@@ -192,6 +198,7 @@ dt_status dt_exchange_create(dt_comm *comm, const dt_graph *g, int nvec, size_t 
                 "exchange of %d vectors of %zu floats is not supported", nvec, len);
   DT_ALLOC_GOTO(ex, 1, "exchange");
   ex->comm = comm;
+  ex->be = be;
   ex->g = g;
   ex->gcomm = MPI_COMM_NULL;
   ex->nvec = nvec;
@@ -200,10 +207,17 @@ dt_status dt_exchange_create(dt_comm *comm, const dt_graph *g, int nvec, size_t 
   ex->node_stride = (size_t)nvec * ex->vec_stride;
   ex->first = dt_placement_first(g->n, comm->size, comm->rank);
   ex->count = dt_placement_count(g->n, comm->size, comm->rank);
-  DT_ALLOC_GOTO(ex->send, (size_t)ex->count * ex->node_stride, "send buffer");
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * ((size_t)ex->count * ex->node_stride + 1), (void **)&ex->send));
   DT_ALLOC_GOTO(ex->mask, 2 * (size_t)g->num_edges + 1, "edge mask");
   memset(ex->mask, 1, 2 * (size_t)g->num_edges + 1);
   DT_TRY_GOTO(build_lists(ex));
+  if (be->host_memory) {
+    ex->send_h = ex->send;
+    ex->recv_h = ex->recv;
+  } else {
+    DT_ALLOC_GOTO(ex->send_h, (size_t)ex->count * ex->node_stride + 1, "send staging");
+    DT_ALLOC_GOTO(ex->recv_h, ex->nslots * ex->node_stride + 1, "receive staging");
+  }
 
   const int K = ex->nranks;
   DT_ALLOC_GOTO(ex->full_send, K + 1, "datatypes");
@@ -252,8 +266,12 @@ void dt_exchange_free(dt_exchange *ex) {
     if (ex->full_recv[k] != MPI_DATATYPE_NULL) MPI_Type_free(&ex->full_recv[k]);
   }
   if (ex->gcomm != MPI_COMM_NULL) MPI_Comm_free(&ex->gcomm);
-  dt_free(ex->send);
-  dt_free(ex->recv);
+  if (ex->send_h != ex->send) dt_free(ex->send_h);
+  if (ex->recv_h != ex->recv) dt_free(ex->recv_h);
+  if (ex->be != NULL) {
+    ex->be->ops->free(ex->be, ex->send);
+    ex->be->ops->free(ex->be, ex->recv);
+  }
   dt_free(ex->slot);
   dt_free(ex->ranks);
   dt_free(ex->send_start);
@@ -304,7 +322,8 @@ dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask) {
     ex->displs[k] = 0;
   }
   if (ex->gcomm != MPI_COMM_NULL) {
-    DT_MPI_GOTO(MPI_Ineighbor_alltoallw(ex->send, ex->counts_s, ex->displs, ex->call_send, ex->recv,
+    DT_TRY_GOTO(ex->be->ops->download(ex->be, ex->send_h, ex->send, sizeof(float) * (size_t)ex->count * ex->node_stride));
+    DT_MPI_GOTO(MPI_Ineighbor_alltoallw(ex->send_h, ex->counts_s, ex->displs, ex->call_send, ex->recv_h,
                                         ex->counts_r, ex->displs, ex->call_recv, ex->gcomm, &ex->req));
     ex->in_flight = 1;
   }
@@ -319,6 +338,7 @@ dt_status dt_exchange_wait(dt_exchange *ex) {
   if (ex->in_flight) {
     ex->in_flight = 0;
     DT_MPI_GOTO(MPI_Wait(&ex->req, MPI_STATUS_IGNORE));
+    DT_TRY_GOTO(ex->be->ops->upload(ex->be, ex->recv, ex->recv_h, sizeof(float) * ex->nslots * ex->node_stride));
   }
 cleanup:
   free_call_types(ex);
@@ -330,4 +350,9 @@ dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask) {
   DT_TRY(dt_exchange_start(ex, edge_mask));
   DT_TRY(dt_exchange_wait(ex));
   return DT_OK;
+}
+
+dt_slab dt_exchange_send_slab(dt_exchange *ex, int vec) {
+  return (dt_slab){.data = ex->send + (size_t)vec * ex->vec_stride, .count = ex->count, .dim = (size_t)ex->len,
+                   .stride = ex->node_stride};
 }

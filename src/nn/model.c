@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../backend/backend.h"
+#include "dt/backend.h"
 #include "dt/nn.h"
 
 typedef struct layer {
@@ -25,9 +25,9 @@ struct dt_model {
   size_t num_params;
   size_t max_size; /* largest activation per sample, input included */
   size_t col_size; /* largest im2col matrix */
-  const dt_backend_ops *ops;
 };
 
+/* Scratch in backend memory; the struct itself is on the host. */
 struct dt_workspace {
   int max_batch;
   const dt_model *m;
@@ -74,7 +74,6 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
   DT_ALLOC_GOTO(m, 1, "model");
   m->spec = *spec;
   m->L = spec->num_layers;
-  m->ops = &dt_backend_cpu;
   int c = spec->in_channels, h = spec->in_height, w = spec->in_width, flat = 0;
   size_t off = 0;
   m->max_size = (size_t)c * h * w;
@@ -196,22 +195,27 @@ void dt_model_init_params(const dt_model *m, uint64_t seed, float *params) {
   }
 }
 
-void dt_workspace_free(dt_workspace *ws) {
+const dt_model *dt_workspace_model(const dt_workspace *ws) { return ws->m; }
+
+void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
   if (ws == NULL) return;
   for (int l = 0; l <= DT_MAX_LAYERS; l++)
-    if (ws->owned[l]) dt_free(ws->act[l]);
+    if (ws->owned[l]) be->ops->free(be, ws->act[l]);
   for (int l = 0; l < DT_MAX_LAYERS; l++) {
-    dt_free(ws->argmax[l]);
-    dt_free(ws->mask[l]);
+    be->ops->free(be, ws->argmax[l]);
+    be->ops->free(be, ws->mask[l]);
   }
-  dt_free(ws->grad_a);
-  dt_free(ws->grad_b);
-  dt_free(ws->col);
-  dt_free(ws->dcol);
+  be->ops->free(be, ws->grad_a);
+  be->ops->free(be, ws->grad_b);
+  be->ops->free(be, ws->col);
+  be->ops->free(be, ws->dcol);
   dt_free(ws);
 }
 
-dt_status dt_workspace_create(const dt_model *m, int max_batch, dt_workspace **out) {
+/* count elements of *p's type in backend memory */
+#define BE_ALLOC(p, count) be->ops->alloc(be, (size_t)(count) * sizeof(*(p)), (void **)&(p))
+
+dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
   dt_status st = DT_OK;
   dt_workspace *ws = NULL;
   *out = NULL;
@@ -223,62 +227,62 @@ dt_status dt_workspace_create(const dt_model *m, int max_batch, dt_workspace **o
   for (int l = 0; l < m->L; l++) {
     const layer *ly = &m->layers[l];
     if (ly->spec.kind == DT_LAYER_FLATTEN) continue; /* aliases its input */
-    DT_ALLOC_GOTO(ws->act[l + 1], B * ly->out_size, "activations");
+    DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * ly->out_size));
     ws->owned[l + 1] = 1;
-    if (ly->spec.kind == DT_LAYER_MAXPOOL2D) DT_ALLOC_GOTO(ws->argmax[l], B * ly->out_size, "pooling indices");
-    if (ly->spec.kind == DT_LAYER_DROPOUT) DT_ALLOC_GOTO(ws->mask[l], B * ly->out_size, "dropout mask");
+    if (ly->spec.kind == DT_LAYER_MAXPOOL2D) DT_TRY_GOTO(BE_ALLOC(ws->argmax[l], B * ly->out_size));
+    if (ly->spec.kind == DT_LAYER_DROPOUT) DT_TRY_GOTO(BE_ALLOC(ws->mask[l], B * ly->out_size));
   }
-  DT_ALLOC_GOTO(ws->grad_a, B * m->max_size, "gradients");
-  DT_ALLOC_GOTO(ws->grad_b, B * m->max_size, "gradients");
+  DT_TRY_GOTO(BE_ALLOC(ws->grad_a, B * m->max_size));
+  DT_TRY_GOTO(BE_ALLOC(ws->grad_b, B * m->max_size));
   if (m->col_size > 0) {
-    DT_ALLOC_GOTO(ws->col, m->col_size, "im2col");
-    DT_ALLOC_GOTO(ws->dcol, m->col_size, "im2col");
+    DT_TRY_GOTO(BE_ALLOC(ws->col, m->col_size));
+    DT_TRY_GOTO(BE_ALLOC(ws->dcol, m->col_size));
   }
   *out = ws;
   ws = NULL;
 cleanup:
-  dt_workspace_free(ws);
+  dt_workspace_free(be, ws);
   return st;
 }
 
-static void forward(const dt_model *m, dt_workspace *ws, const float *params, const float *x,
-                    int batch, dt_rng *dropout_rng, int train) {
-  const dt_backend_ops *ops = m->ops;
+static dt_status forward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params, const float *x,
+                         int batch, dt_rng *dropout_rng, int train) {
+  const dt_backend_ops *ops = be->ops;
   ws->act[0] = (float *)x; /* read only: no op writes its input */
   for (int l = 0; l < m->L; l++) {
     const layer *ly = &m->layers[l];
     const float *in = ws->act[l];
     float *o = ws->act[l + 1];
     const float *wt = params + ly->w_off, *bs = params + ly->b_off;
+    const size_t n_out = (size_t)batch * ly->out_size;
     switch (ly->spec.kind) {
-      case DT_LAYER_CONV2D: ops->conv2d_forward(&ly->conv, batch, in, wt, bs, o, ws->col); break;
-      case DT_LAYER_MAXPOOL2D: ops->maxpool_forward(&ly->pool, batch, in, o, ws->argmax[l]); break;
-      case DT_LAYER_LINEAR:
-        ops->linear_forward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, bs, o);
-        break;
-      case DT_LAYER_RELU: ops->relu_forward((size_t)batch * ly->out_size, in, o); break;
+      case DT_LAYER_CONV2D: DT_TRY(ops->conv2d_forward(be, &ly->conv, batch, in, wt, bs, o, ws->col)); break;
+      case DT_LAYER_MAXPOOL2D: DT_TRY(ops->maxpool_forward(be, &ly->pool, batch, in, o, ws->argmax[l])); break;
+      case DT_LAYER_LINEAR: DT_TRY(ops->linear_forward(be, batch, (int)ly->in_size, (int)ly->out_size, in, wt, bs, o)); break;
+      case DT_LAYER_RELU: DT_TRY(ops->relu_forward(be, n_out, in, o)); break;
       case DT_LAYER_FLATTEN: ws->act[l + 1] = (float *)in; break;
       case DT_LAYER_DROPOUT:
         if (train && ly->spec.p > 0.0f && dropout_rng != NULL)
-          ops->dropout_forward((size_t)batch * ly->out_size, ly->spec.p, in, o, ws->mask[l], dropout_rng);
+          DT_TRY(ops->dropout_forward(be, n_out, ly->spec.p, in, o, ws->mask[l], dropout_rng));
         else
-          memcpy(o, in, sizeof(float) * (size_t)batch * ly->out_size);
+          DT_TRY(ops->copy(be, n_out, in, o));
         break;
       default: break;
     }
   }
+  return DT_OK;
 }
 
-dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const float *params,
+dt_status dt_model_forward_backward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
                                     const float *x, const int32_t *y, int batch, float *grad,
                                     float *loss, dt_rng *dropout_rng) {
   DT_CHECK(batch >= 1 && batch <= ws->max_batch, DT_ERR_INTERNAL,
            "batch %d outside the workspace's 1..%d", batch, ws->max_batch);
-  const dt_backend_ops *ops = m->ops;
-  forward(m, ws, params, x, batch, dropout_rng, 1);
+  const dt_backend_ops *ops = be->ops;
+  DT_TRY(forward(be, m, ws, params, x, batch, dropout_rng, 1));
   float *dcur = ws->grad_a, *dnext = ws->grad_b;
-  double total = ops->log_softmax_nll(batch, m->spec.num_classes, ws->act[m->L], y, dcur,
-                                      1.0f / (float)batch, NULL);
+  double total;
+  DT_TRY(ops->log_softmax_nll(be, batch, m->spec.num_classes, ws->act[m->L], y, dcur, 1.0f / (float)batch, &total, NULL));
   *loss = (float)(total / batch);
   for (int l = m->L - 1; l >= 0; l--) {
     const layer *ly = &m->layers[l];
@@ -290,20 +294,20 @@ dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const f
     const size_t n_out = (size_t)batch * ly->out_size;
     switch (ly->spec.kind) {
       case DT_LAYER_CONV2D:
-        ops->conv2d_backward(&ly->conv, batch, in, wt, dcur, dw, db, dx, ws->col, ws->dcol);
+        DT_TRY(ops->conv2d_backward(be, &ly->conv, batch, in, wt, dcur, dw, db, dx, ws->col, ws->dcol));
         break;
       case DT_LAYER_LINEAR:
-        ops->linear_backward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, dcur, dw, db, dx);
+        DT_TRY(ops->linear_backward(be, batch, (int)ly->in_size, (int)ly->out_size, in, wt, dcur, dw, db, dx));
         break;
       case DT_LAYER_MAXPOOL2D:
-        if (dx != NULL) ops->maxpool_backward(&ly->pool, batch, dcur, ws->argmax[l], dx);
+        if (dx != NULL) DT_TRY(ops->maxpool_backward(be, &ly->pool, batch, dcur, ws->argmax[l], dx));
         break;
       case DT_LAYER_RELU:
-        ops->relu_backward(n_out, ws->act[l + 1], dcur, dcur);
+        DT_TRY(ops->relu_backward(be, n_out, ws->act[l + 1], dcur, dcur));
         dx = dcur; /* in place */
         break;
       case DT_LAYER_DROPOUT:
-        if (ly->spec.p > 0.0f && dropout_rng != NULL) ops->dropout_backward(n_out, ly->spec.p, ws->mask[l], dcur, dcur);
+        if (ly->spec.p > 0.0f && dropout_rng != NULL) DT_TRY(ops->dropout_backward(be, n_out, ly->spec.p, ws->mask[l], dcur, dcur));
         dx = dcur;
         break;
       case DT_LAYER_FLATTEN: dx = dcur; break;
@@ -317,15 +321,16 @@ dt_status dt_model_forward_backward(const dt_model *m, dt_workspace *ws, const f
   return DT_OK;
 }
 
-dt_status dt_model_evaluate(const dt_model *m, dt_workspace *ws, const float *params,
+dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
                             const float *x, const int32_t *y, int n, double *loss_sum,
                             long *correct) {
   const size_t d = dt_model_input_size(m);
   for (int start = 0; start < n; start += ws->max_batch) {
     int b = n - start < ws->max_batch ? n - start : ws->max_batch;
-    forward(m, ws, params, x + (size_t)start * d, b, NULL, 0);
-    *loss_sum += m->ops->log_softmax_nll(b, m->spec.num_classes, ws->act[m->L], y + start, NULL,
-                                         0.0f, correct);
+    DT_TRY(forward(be, m, ws, params, x + (size_t)start * d, b, NULL, 0));
+    double total;
+    DT_TRY(be->ops->log_softmax_nll(be, b, m->spec.num_classes, ws->act[m->L], y + start, NULL, 0.0f, &total, correct));
+    *loss_sum += total;
   }
   return DT_OK;
 }

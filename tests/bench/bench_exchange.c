@@ -13,9 +13,11 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static dt_backend *be; /* the CPU backend owns the exchange buffers */
+
 int main(int argc, char **argv) {
   dt_comm *comm = NULL;
-  if (dt_comm_init(&argc, &argv, &comm) != DT_OK) return 1;
+  if (dt_comm_init(&argc, &argv, &comm) != DT_OK || dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   int n = argc > 1 ? atoi(argv[1]) : 5;
   size_t len = argc > 2 ? (size_t)atol(argv[2]) : 28440;
   dt_graph_type type = DT_GRAPH_CYCLE;
@@ -29,7 +31,7 @@ int main(int argc, char **argv) {
   dt_graph_spec spec = {.type = type, .num_nodes = n};
   dt_graph *g = NULL;
   dt_exchange *ex = NULL;
-  if (dt_graph_build(&spec, &g) != DT_OK || dt_exchange_create(comm, g, 1, len, &ex) != DT_OK) {
+  if (dt_graph_build(&spec, &g) != DT_OK || dt_exchange_create(comm, be, g, 1, len, &ex) != DT_OK) {
     fprintf(stderr, "setup failed: %s\n", dt_error_message());
     return 1;
   }

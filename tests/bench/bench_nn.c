@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/backend/backend.h"
+#include "dt/backend.h"
 #include "dt/nn.h"
 #include "../unit/models.h"
-#include "dt/optim.h"
+#include "dt/local_opt.h"
 #include "dt/timer.h"
 
 /* Multiply-add FLOPs of one forward pass (conv and linear layers), per sample. */
@@ -50,18 +50,28 @@ static double sgemm_gflops(double seconds) {
   return 2.0 * n * n * n * reps / t / 1e9;
 }
 
+static dt_backend *be; /* the CPU backend, one thread */
+
+#define MUST(call)                                  \
+  do {                                              \
+    if ((call) != DT_OK) {                          \
+      fprintf(stderr, "%s\n", dt_error_message()); \
+      exit(1);                                      \
+    }                                               \
+  } while (0)
+
 static void bench(const char *name, const dt_model_spec *spec, double seconds, double peak_gflops) {
   dt_model *m = NULL;
   dt_workspace *ws = NULL, *ews = NULL;
-  dt_optim *opt = NULL;
-  if (dt_model_create(spec, &m) != DT_OK || dt_workspace_create(m, 64, &ws) != DT_OK ||
-      dt_workspace_create(m, 1000, &ews) != DT_OK) {
+  dt_local_opt *opt = NULL;
+  if (dt_model_create(spec, &m) != DT_OK || dt_workspace_create(be, m, 64, &ws) != DT_OK ||
+      dt_workspace_create(be, m, 1000, &ews) != DT_OK) {
     fprintf(stderr, "%s\n", dt_error_message());
     exit(1);
   }
   const size_t P = dt_model_num_params(m);
-  dt_optim_spec os = dt_optim_spec_default(DT_OPTIM_ADAM);
-  dt_optim_create(&os, P, &opt);
+  dt_local_opt_spec os = dt_local_opt_spec_default(DT_LOCAL_ADAM);
+  if (dt_local_opt_create(be, &os, 1, P, &opt) != DT_OK) exit(1);
   float *p = calloc(P, 4), *g = calloc(P, 4), *x = calloc(1000 * 784, 4);
   int32_t y[1000];
   dt_rng r;
@@ -71,13 +81,13 @@ static void bench(const char *name, const dt_model_spec *spec, double seconds, d
   dt_model_init_params(m, 0, p);
   float loss;
   /* train: batches cycle through the 1000 samples */
-  for (int w = 0; w < 3; w++) dt_model_forward_backward(m, ws, p, x, y, 64, g, &loss, NULL);
+  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, x, y, 64, g, &loss, NULL));
   long steps = 0;
   double t0 = dt_time_now(), t;
   do {
     int off = (int)(steps % 15) * 64;
-    dt_model_forward_backward(m, ws, p, x + (size_t)off * 784, y + off, 64, g, &loss, NULL);
-    dt_optim_step(opt, p, g, -1.0f, NULL);
+    MUST(dt_model_forward_backward(be, m, ws, p, x + (size_t)off * 784, y + off, 64, g, &loss, NULL));
+    MUST(dt_local_opt_step(opt, 0, p, g, -1.0f, NULL));
     steps++;
   } while ((t = dt_time_now() - t0) < seconds);
   double train = 64.0 * steps / t;
@@ -86,7 +96,7 @@ static void bench(const char *name, const dt_model_spec *spec, double seconds, d
   do {
     double ls = 0;
     long correct = 0;
-    dt_model_evaluate(m, ews, p, x, y, 1000, &ls, &correct);
+    MUST(dt_model_evaluate(be, m, ews, p, x, y, 1000, &ls, &correct));
     evals++;
   } while ((t = dt_time_now() - t0) < seconds);
   double eval = 1000.0 * evals / t;
@@ -95,16 +105,16 @@ static void bench(const char *name, const dt_model_spec *spec, double seconds, d
   printf("result: %s params=%zu train=%.0f eval=%.0f floor=%.0f fraction=%.3f gflops=%.1f\n", name, P, train, eval, floor,
          train / floor, train * train_flops / 1e9);
   free(p), free(g), free(x);
-  dt_optim_free(opt);
-  dt_workspace_free(ws);
-  dt_workspace_free(ews);
+  dt_local_opt_free(opt);
+  dt_workspace_free(be, ws);
+  dt_workspace_free(be, ews);
   dt_model_free(m);
 }
 
 int main(int argc, char **argv) {
   dt_cpu_select_kernels(argv);
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
-  dt_backend_cpu_single_thread();
+  if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   double peak = sgemm_gflops(seconds);
   printf("result: sgemm_1024 gflops=%.1f kernels=%s\n", peak, dt_cpu_kernel_name());
   dt_model_spec s;

@@ -48,6 +48,7 @@ static const algo_case cases[] = {
 
 typedef struct world {
   dt_comm *comm;
+  dt_backend *be;
   dt_config cfg;
   dt_graph *graph;
   dt_data *data;
@@ -81,17 +82,19 @@ static double global_objective(world *w, const float *x) {
 /* The optimum by full-batch gradient descent with backtracking, to a gradient norm of 1e-7. */
 static double optimum(world *w, float *x) {
   float *g = calloc(w->d, sizeof(float)), *xn = calloc(w->d, sizeof(float));
-  float **grads = calloc((size_t)w->count, sizeof(float *));
   double *sum = calloc(w->d, sizeof(double));
-  for (int l = 0; l < w->count; l++) grads[l] = calloc(w->d, sizeof(float));
+  float loss[64];
+  dt_slab th, grads;
+  const float **rows = calloc((size_t)w->count, sizeof(float *));
+  CHECK_OK(dt_slab_create(w->be, w->count, w->d, &th));
+  CHECK_OK(dt_slab_create(w->be, w->count, w->d, &grads));
+  for (int l = 0; l < w->count; l++) rows[l] = dt_slab_node(&grads, l);
   dt_task_init_params(w->task, 0, x);
   double f = global_objective(w, x), step = 1.0;
   for (int it = 0; it < 5000; it++) {
-    for (int l = 0; l < w->count; l++) {
-      float loss;
-      CHECK_OK(dt_task_gradient(w->task, w->first + l, x, grads[l], &loss));
-    }
-    CHECK_OK(dt_comm_node_sum(w->comm, w->n, (const float *const *)grads, w->d, sum));
+    CHECK_OK(dt_slab_broadcast_host(w->be, x, &th));
+    CHECK_OK(dt_task_gradients(w->task, &th, &grads, NULL, loss));
+    CHECK_OK(dt_comm_node_sum(w->comm, w->n, rows, w->d, sum));
     double gn = 0;
     for (size_t q = 0; q < w->d; q++) {
       g[q] = (float)(sum[q] / w->n);
@@ -110,8 +113,9 @@ static double optimum(world *w, float *x) {
       step *= 0.5;
     }
   }
-  for (int l = 0; l < w->count; l++) free(grads[l]);
-  free(grads), free(g), free(xn), free(sum);
+  dt_slab_free(w->be, &th);
+  dt_slab_free(w->be, &grads);
+  free(g), free(xn), free(sum), free(rows);
   return f;
 }
 
@@ -123,32 +127,17 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   const dt_problem_config *pc = &cfg.problems[0];
   const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
   dt_optimizer_run run;
-  memset(&run, 0, sizeof run);
-  run.comm = w->comm;
-  run.graph = w->graph;
-  run.pc = pc;
-  run.task = w->task;
-  run.seed = cfg.experiment.seed;
-  run.first = w->first;
-  run.count = w->count;
-  run.dim = w->d;
-  run.threads = dt_run_threads(dt_comm_size(w->comm), w->count); /* P=1: threads; P=5: one each */
-  run.theta = calloc((size_t)w->count, sizeof(float *));
-  run.train_loss_sum = calloc((size_t)w->count, sizeof(double));
-  run.train_loss_n = calloc((size_t)w->count, sizeof(long));
-  run.node_bytes = calloc((size_t)w->count, sizeof(uint64_t));
-  dt_timer_reset(&run.t_compute);
-  dt_timer_reset(&run.t_comm);
-  for (int l = 0; l < w->count; l++) {
-    run.theta[l] = calloc(w->d, sizeof(float));
-    dt_task_init_params(w->task, cfg.experiment.seed, run.theta[l]);
-  }
+  /* P=1: threads; P=5: one each */
+  CHECK_OK(dt_run_init(&run, w->comm, w->graph, pc, w->task, cfg.experiment.seed, w->first, w->count, dt_comm_size(w->comm)));
+  float *x0 = calloc(w->d, sizeof(float));
+  dt_task_init_params(w->task, cfg.experiment.seed, x0);
+  CHECK_OK(dt_slab_broadcast_host(w->be, x0, &run.theta));
+  free(x0);
   CHECK_OK(dt_task_begin(w->task, pc->train_batch_size, pc->full_batch, pc->l2));
   void *state = NULL;
   CHECK_OK(def->create(&run, pc->alg_opts, &state));
   for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(def->round(state, &run, k));
   if (state != NULL) def->destroy(state);
-  dt_exchange_free(run.exchange);
   /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
   double bytes = 0;
   for (int l = 0; l < w->count; l++) bytes += (double)run.node_bytes[l];
@@ -159,7 +148,9 @@ static void run_case(world *w, const algo_case *c, double fstar) {
 
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
   double *mean = calloc(w->d, sizeof(double));
-  CHECK_OK(dt_comm_node_sum(w->comm, w->n, (const float *const *)run.theta, w->d, mean));
+  const float *const *rows;
+  CHECK_OK(dt_run_host_rows(&run, &run.theta, &rows));
+  CHECK_OK(dt_comm_node_sum(w->comm, w->n, rows, w->d, mean));
   double mnorm = 0;
   for (size_t q = 0; q < w->d; q++) mnorm += (mean[q] / w->n) * (mean[q] / w->n);
   mnorm = sqrt(mnorm);
@@ -167,7 +158,7 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   float *xi = calloc(w->d, sizeof(float));
   for (int i = 0; i < w->n; i++) {
     /* every rank evaluates F at node i's vector: rank of i broadcasts it */
-    if (i >= w->first && i < w->first + w->count) memcpy(xi, run.theta[i - w->first], sizeof(float) * w->d);
+    if (i >= w->first && i < w->first + w->count) memcpy(xi, rows[i - w->first], sizeof(float) * w->d);
     CHECK_OK(dt_comm_bcast(w->comm, xi, sizeof(float) * w->d, dt_placement_rank(w->n, dt_comm_size(w->comm), i)));
     double gap = (global_objective(w, xi) - fstar) / fabs(fstar), cons = 0;
     for (size_t q = 0; q < w->d; q++) cons += (xi[q] - mean[q] / w->n) * (xi[q] - mean[q] / w->n);
@@ -182,8 +173,8 @@ static void run_case(world *w, const algo_case *c, double fstar) {
     CHECK(worst_gap < c->gap_bound, "%s: relative objective gap %g, must be < %g", c->name, worst_gap, c->gap_bound);
     CHECK(worst_cons < c->cons_bound, "%s: relative consensus error %g, must be < %g", c->name, worst_cons, c->cons_bound);
   }
-  for (int l = 0; l < w->count; l++) free(run.theta[l]);
-  free(run.theta), free(run.train_loss_sum), free(run.train_loss_n), free(run.node_bytes), free(mean), free(xi);
+  dt_run_free(&run);
+  free(mean), free(xi);
 }
 
 int main(int argc, char **argv) {
@@ -202,7 +193,8 @@ int main(int argc, char **argv) {
   CHECK_OK(dt_split_make(&w.train, &w.cfg.experiment, &w.split));
   dt_model_spec ms;
   dt_config_model_spec(&w.cfg, w.train.in_c, w.train.in_h, w.train.in_w, w.train.num_classes, &ms);
-  CHECK_OK(dt_task_create(&w.train, &w.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
+  CHECK_OK(dt_backend_cpu_create(dt_run_threads(P, w.count), &w.be));
+  CHECK_OK(dt_task_create(w.be, &w.train, &w.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
   if (check_failures == 0) {
     w.d = dt_task_dim(w.task);
     CHECK_OK(dt_task_begin(w.task, 64, 1, 0.01));
@@ -223,6 +215,7 @@ int main(int argc, char **argv) {
   dt_split_free(&w.split);
   dt_data_free(w.data);
   dt_graph_free(w.graph);
+  dt_backend_free(w.be);
   dt_comm_finalize(w.comm);
   return fails == 0 ? 0 : 1;
 }

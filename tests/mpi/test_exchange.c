@@ -11,6 +11,8 @@
 enum { NVEC = 2 };
 static const size_t LEN = 1001; /* not a multiple of the 16-float stride: padding must not leak */
 
+static dt_backend *be; /* the CPU backend owns the exchange buffers */
+
 static float value(int node, int vec, size_t k, int round) {
   return (float)(node * 100000 + vec * 10000 + round * 1000 + (int)(k % 997));
 }
@@ -57,7 +59,7 @@ static void run_graph(dt_comm *comm, dt_graph_type type, int n) {
     printf("result: %s n=%d edges=%d fingerprint=%016llx fiedler=%.12f gap=%.12f\n", dt_graph_type_name(type), n,
            g->num_edges, (unsigned long long)dt_graph_fingerprint(g), g->fiedler, g->spectral_gap);
 
-  CHECK_OK(dt_exchange_create(comm, g, NVEC, LEN, &ex));
+  CHECK_OK(dt_exchange_create(comm, be, g, NVEC, LEN, &ex));
   if (ex == NULL) {
     dt_graph_free(g);
     return;
@@ -100,6 +102,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "MPI init failed: %s\n", dt_error_message());
     return 1;
   }
+  if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   int n = argc > 1 ? atoi(argv[1]) : 5;
   if (dt_comm_size(comm) > n) {
     /* The placement error, as users see it. */
@@ -107,7 +110,7 @@ int main(int argc, char **argv) {
     dt_graph *g = NULL;
     dt_exchange *ex = NULL;
     CHECK_OK(dt_graph_build(&s, &g));
-    CHECK_FAILS(dt_exchange_create(comm, g, 1, 4, &ex), DT_ERR_USAGE, "every rank must host at least one node");
+    CHECK_FAILS(dt_exchange_create(comm, be, g, 1, 4, &ex), DT_ERR_USAGE, "every rank must host at least one node");
     dt_graph_free(g);
   } else {
     const dt_graph_type types[] = {DT_GRAPH_WHEEL, DT_GRAPH_CYCLE, DT_GRAPH_COMPLETE, DT_GRAPH_STAR,

@@ -3,12 +3,14 @@
  * and the optimizers against their formulas evaluated in double. */
 #include <stdlib.h>
 
-#include "../../src/backend/backend.h"
+#include "dt/backend.h"
+#include "dt_config.h"
 #include "check.h"
 #include "dt/nn.h"
-#include "dt/optim.h"
+#include "dt/local_opt.h"
 
 static dt_rng rng;
+static dt_backend *be; /* the CPU backend, the reference */
 
 static void randu(float *v, size_t n, float scale) {
   for (size_t i = 0; i < n; i++) v[i] = (2.0f * dt_rng_float(&rng) - 1.0f) * scale;
@@ -30,8 +32,8 @@ static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
   randu(w, nw, 1);
   randu(b, f, 1);
   randu(dy, nout, 1);
-  dt_backend_cpu.conv2d_forward(&s, B, x, w, b, y, col);
-  dt_backend_cpu.conv2d_backward(&s, B, x, w, dy, dw, db, dx, col, dcol);
+  CHECK_OK(be->ops->conv2d_forward(be, &s, B, x, w, b, y, col));
+  CHECK_OK(be->ops->conv2d_backward(be, &s, B, x, w, dy, dw, db, dx, col, dcol));
   double *rdw = calloc(nw, sizeof(double)), *rdx = calloc(nin, sizeof(double)), *rdb = calloc(f, sizeof(double));
   double maxerr = 0;
   for (int n = 0; n < B; n++)
@@ -68,8 +70,8 @@ static void test_linear_pool_loss_ops(void) {
   float *x = fvec(B * in), *w = fvec(out * in), *b = fvec(out), *y = fvec(B * out), *dy = fvec(B * out);
   float *dw = fvec(out * in), *db = fvec(out), *dx = fvec(B * in);
   randu(x, B * in, 1), randu(w, out * in, 1), randu(b, out, 1), randu(dy, B * out, 1);
-  dt_backend_cpu.linear_forward(B, in, out, x, w, b, y);
-  dt_backend_cpu.linear_backward(B, in, out, x, w, dy, dw, db, dx);
+  CHECK_OK(be->ops->linear_forward(be, B, in, out, x, w, b, y));
+  CHECK_OK(be->ops->linear_backward(be, B, in, out, x, w, dy, dw, db, dx));
   double e = 0, ew = 0, ex = 0, eb = 0;
   for (int n = 0; n < B; n++)
     for (int o = 0; o < out; o++) {
@@ -102,8 +104,8 @@ static void test_linear_pool_loss_ops(void) {
   int32_t *arg = calloc(nout, sizeof(int32_t));
   double *rdx = calloc(nin, sizeof(double));
   randu(px, nin, 1), randu(pdy, nout, 1);
-  dt_backend_cpu.maxpool_forward(&ps, 2, px, py, arg);
-  dt_backend_cpu.maxpool_backward(&ps, 2, pdy, arg, pdx);
+  CHECK_OK(be->ops->maxpool_forward(be, &ps, 2, px, py, arg));
+  CHECK_OK(be->ops->maxpool_backward(be, &ps, 2, pdy, arg, pdx));
   int bad = 0;
   for (int pl = 0; pl < 4; pl++)
     for (int i = 0; i < 3; i++)
@@ -130,7 +132,7 @@ static void test_linear_pool_loss_ops(void) {
     randu(qx, qi, 1);
     for (size_t i = 0; i < qi; i += 7) qx[i] = 0.25f; /* ties */
     qx[q.w + 3] = NAN;
-    dt_backend_cpu.maxpool_forward(&q, 2, qx, qy, qa);
+    CHECK_OK(be->ops->maxpool_forward(be, &q, 2, qx, qy, qa));
     int qbad = 0;
     for (int pl = 0; pl < 6; pl++)
       for (int i = 0; i < 3; i++)
@@ -155,7 +157,8 @@ static void test_linear_pool_loss_ops(void) {
   int32_t lab[3] = {3, 0, 9};
   randu(z, 30, 5);
   long correct = 0;
-  double loss = dt_backend_cpu.log_softmax_nll(3, C, z, lab, dz, 0.5f, &correct);
+  double loss = 0;
+  CHECK_OK(be->ops->log_softmax_nll(be, 3, C, z, lab, dz, 0.5f, &loss, &correct));
   double ref = 0, ed = 0;
   long rc = 0;
   for (int n = 0; n < 3; n++) {
@@ -180,7 +183,7 @@ static void test_linear_pool_loss_ops(void) {
 static double loss_at(const dt_model *m, dt_workspace *ws, const float *p, const float *x, const int32_t *y, int B) {
   double s = 0;
   long c = 0;
-  dt_model_evaluate(m, ws, p, x, y, B, &s, &c);
+  CHECK_OK(dt_model_evaluate(be, m, ws, p, x, y, B, &s, &c));
   return s / B;
 }
 
@@ -191,13 +194,13 @@ static void gradcheck(const char *name, const dt_model_spec *spec, int samples_p
   if (m == NULL) return;
   const int B = 4;
   size_t P = dt_model_num_params(m), D = dt_model_input_size(m);
-  CHECK_OK(dt_workspace_create(m, B, &ws));
+  CHECK_OK(dt_workspace_create(be, m, B, &ws));
   float *p = fvec(P), *g = fvec(P), *x = fvec(B * D);
   int32_t y[4] = {1, 0, 3, 2};
   dt_model_init_params(m, 5, p);
   randu(x, B * D, 1.5f);
   float loss;
-  CHECK_OK(dt_model_forward_backward(m, ws, p, x, y, B, g, &loss, NULL));
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, NULL));
   CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
   int bad = 0, tried = 0;
   for (size_t i = 0; i < P; i += (P / (size_t)samples_per_layer) + 1) {
@@ -218,7 +221,7 @@ static void gradcheck(const char *name, const dt_model_spec *spec, int samples_p
   /* Kinks of relu/maxpool can spoil a difference now and then; a real bug spoils many. */
   CHECK(bad <= tried / 50, "%s: %d of %d gradient entries disagree with finite differences", name, bad, tried);
   free(p), free(g), free(x);
-  dt_workspace_free(ws);
+  dt_workspace_free(be, ws);
   dt_model_free(m);
 }
 
@@ -289,17 +292,17 @@ static void test_optimizers(void) {
   float p[N], g[N], b[N];
   double rp[N], rm[N], rv[N], rbuf[N];
   for (int variant = 0; variant < 5; variant++) {
-    dt_optim_spec s;
+    dt_local_opt_spec s;
     const char *name;
     switch (variant) {
-      case 0: s = dt_optim_spec_default(DT_OPTIM_ADAM); s.weight_decay = 0.01f; name = "adam+wd"; break;
-      case 1: s = dt_optim_spec_default(DT_OPTIM_ADAMW); s.lr = 0.01f; name = "adamw"; break;
-      case 2: s = dt_optim_spec_default(DT_OPTIM_SGD); s.momentum = 0.9f; s.dampening = 0.1f; s.weight_decay = 0.001f; name = "sgd momentum"; break;
-      case 3: s = dt_optim_spec_default(DT_OPTIM_SGD); s.momentum = 0.9f; s.nesterov = 1; name = "sgd nesterov"; break;
-      default: s = dt_optim_spec_default(DT_OPTIM_SGD); name = "sgd plain"; break;
+      case 0: s = dt_local_opt_spec_default(DT_LOCAL_ADAM); s.weight_decay = 0.01f; name = "adam+wd"; break;
+      case 1: s = dt_local_opt_spec_default(DT_LOCAL_ADAMW); s.lr = 0.01f; name = "adamw"; break;
+      case 2: s = dt_local_opt_spec_default(DT_LOCAL_SGD); s.momentum = 0.9f; s.dampening = 0.1f; s.weight_decay = 0.001f; name = "sgd momentum"; break;
+      case 3: s = dt_local_opt_spec_default(DT_LOCAL_SGD); s.momentum = 0.9f; s.nesterov = 1; name = "sgd nesterov"; break;
+      default: s = dt_local_opt_spec_default(DT_LOCAL_SGD); name = "sgd plain"; break;
     }
-    dt_optim *o = NULL;
-    CHECK_OK(dt_optim_create(&s, N, &o));
+    dt_local_opt *o = NULL;
+    CHECK_OK(dt_local_opt_create(be, &s, 1, N, &o));
     randu(p, N, 1);
     randu(b, N, 0.1f);
     for (int i = 0; i < N; i++) rp[i] = p[i], rm[i] = rv[i] = rbuf[i] = 0;
@@ -307,10 +310,10 @@ static void test_optimizers(void) {
     double err = 0;
     for (int t = 1; t <= STEPS; t++) {
       randu(g, N, 1);
-      dt_optim_step(o, p, g, -1.0f, variant == 0 ? &extra : NULL);
+      CHECK_OK(dt_local_opt_step(o, 0, p, g, -1.0f, variant == 0 ? &extra : NULL));
       for (int i = 0; i < N; i++) {
         double d = g[i] + (variant == 0 ? 0.3 * rp[i] + b[i] : 0.0);
-        if (s.kind == DT_OPTIM_SGD) {
+        if (s.kind == DT_LOCAL_SGD) {
           d += s.weight_decay * rp[i];
           if (s.momentum != 0) {
             rbuf[i] = t == 1 ? d : s.momentum * rbuf[i] + (1 - s.dampening) * d;
@@ -318,7 +321,7 @@ static void test_optimizers(void) {
           }
           rp[i] -= s.lr * d;
         } else {
-          if (s.kind == DT_OPTIM_ADAMW) rp[i] *= 1 - s.lr * s.weight_decay;
+          if (s.kind == DT_LOCAL_ADAMW) rp[i] *= 1 - s.lr * s.weight_decay;
           else d += s.weight_decay * rp[i];
           rm[i] = s.beta1 * rm[i] + (1 - s.beta1) * d;
           rv[i] = s.beta2 * rv[i] + (1 - s.beta2) * d * d;
@@ -329,15 +332,125 @@ static void test_optimizers(void) {
       }
     }
     CHECK(err < 2e-5, "%s: relative error %g after %d steps", name, err, STEPS);
-    CHECK(dt_optim_steps(o) == STEPS, "%s steps", name);
-    dt_optim_reset(o);
-    CHECK(dt_optim_steps(o) == 0, "reset");
-    dt_optim_free(o);
+    CHECK(dt_local_opt_steps(o, 0) == STEPS, "%s steps", name);
+    CHECK_OK(dt_local_opt_reset(o));
+    CHECK(dt_local_opt_steps(o, 0) == 0, "reset");
+    dt_local_opt_free(o);
   }
+}
+
+/* ---- vector ops, slabs, backend selection --------------------------------------------------- */
+
+/* Every vector op against the naive loop it stands for, bit for bit (same expressions, and
+ * reductions in index order), on the whole-slab size that splits over threads too. */
+static void test_vector_ops(void) {
+  enum { N = 70001 };
+  dt_backend *be2 = NULL;
+  CHECK_OK(dt_backend_cpu_create(2, &be2));
+  float *x = fvec(N), *y = fvec(N), *z = fvec(N), *r = fvec(N), *x2 = fvec(N);
+  double *sum = calloc(N, sizeof(double));
+  randu(x, N, 1);
+  randu(y, N, 1);
+  randu(x2, N, 1);
+  for (int i = 0; i < N; i++) sum[i] = 3.0 * x2[i];
+  for (int pass = 0; pass < 2; pass++) {
+    dt_backend *b = pass ? be2 : be;
+    int bad = 0;
+    CHECK_OK(b->ops->fill(b, N, 0.25f, z));
+    for (int i = 0; i < N; i++) bad += z[i] != 0.25f;
+    CHECK_OK(b->ops->copy(b, N, x, z));
+    bad += memcmp(z, x, sizeof(float) * N) != 0;
+    CHECK_OK(b->ops->scale(b, N, -1.5f, z));
+    for (int i = 0; i < N; i++) bad += z[i] != -1.5f * x[i];
+    memcpy(z, y, sizeof(float) * N);
+    CHECK_OK(b->ops->axpy(b, N, 0.3f, x, z));
+    for (int i = 0; i < N; i++) bad += z[i] != y[i] + 0.3f * x[i];
+    CHECK_OK(b->ops->axpby(b, N, 0.7f, x, -2.0f, y, z));
+    for (int i = 0; i < N; i++) bad += z[i] != 0.7f * x[i] + -2.0f * y[i];
+    const float *xs[3] = {x, y, x2};
+    const float w[3] = {0.2f, 0.5f, 0.3f};
+    CHECK_OK(b->ops->mix(b, N, 3, xs, w, z));
+    for (int i = 0; i < N; i++) {
+      float acc = 0.0f;
+      for (int j = 0; j < 3; j++) acc += w[j] * xs[j][i];
+      bad += z[i] != acc;
+    }
+    CHECK_OK(b->ops->div(b, N, x, 3.0, z));
+    for (int i = 0; i < N; i++) bad += z[i] != (float)(x[i] / 3.0);
+    CHECK_OK(b->ops->mean_of_sum(b, N, sum, 3.0, z));
+    for (int i = 0; i < N; i++) bad += z[i] != (float)(sum[i] / 3.0);
+    double dot, nrm, sq, sqm, rdot = 0, rsq = 0, rsqm = 0;
+    CHECK_OK(b->ops->dot(b, N, x, y, &dot));
+    CHECK_OK(b->ops->nrm2(b, N, x, &nrm));
+    CHECK_OK(b->ops->sqdist(b, N, x, y, &sq));
+    CHECK_OK(b->ops->sqdist_mean(b, N, x, sum, 3.0, &sqm));
+    for (int i = 0; i < N; i++) {
+      rdot += (double)x[i] * y[i];
+      rsq += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+      rsqm += (x[i] - sum[i] / 3.0) * (x[i] - sum[i] / 3.0);
+    }
+    double rn = 0;
+    for (int i = 0; i < N; i++) rn += (double)x[i] * x[i];
+    bad += dot != rdot || nrm != sqrt(rn) || sq != rsq || sqm != rsqm;
+    CHECK(bad == 0, "vector ops (%d threads): %d mismatches against the naive loops", b->threads, bad);
+  }
+  free(x), free(y), free(z), free(r), free(x2), free(sum);
+  dt_backend_free(be2);
+
+  /* selection: cpu always; auto falls back to the CPU; an unknown or unbuilt backend is a config error */
+  dt_backend *sel = NULL;
+  char note[256];
+  CHECK_OK(dt_backend_select("auto", 1, note, sizeof note, &sel));
+  CHECK((sel != NULL && strcmp(sel->name, "cpu") == 0) || DT_HAVE_CUDA, "auto without a GPU: cpu");
+  dt_backend_free(sel);
+  if (!DT_HAVE_CUDA) CHECK_FAILS(dt_backend_select("cuda", 1, note, sizeof note, &sel), DT_ERR_CONFIG, "not built into this dtrun");
+  CHECK(strncmp(dt_backend_list(), "cpu", 3) == 0, "backend list starts with cpu: %s", dt_backend_list());
+}
+
+/* A whole-slab step equals the node-by-node steps, and slab helpers move the right rows. */
+static void test_slab_step(void) {
+  enum { COUNT = 3, DIM = 37 };
+  dt_slab p1, p2, g, tmp;
+  CHECK_OK(dt_slab_create(be, COUNT, DIM, &p1));
+  CHECK_OK(dt_slab_create(be, COUNT, DIM, &p2));
+  CHECK_OK(dt_slab_create(be, COUNT, DIM, &g));
+  CHECK_OK(dt_slab_create(be, COUNT, DIM, &tmp));
+  CHECK(p1.stride == 48 && p1.stride % 16 == 0, "stride %zu", p1.stride);
+  float h[DIM];
+  for (int l = 0; l < COUNT; l++) {
+    randu(h, DIM, 1);
+    CHECK_OK(dt_slab_upload_node(be, &p1, l, h));
+    randu(h, DIM, 1);
+    CHECK_OK(dt_slab_upload_node(be, &g, l, h));
+  }
+  CHECK_OK(dt_slab_copy(be, &p1, &p2));
+  const dt_local_opt_spec spec = dt_local_opt_spec_default(DT_LOCAL_ADAM);
+  dt_local_opt *a = NULL, *b = NULL;
+  CHECK_OK(dt_local_opt_create(be, &spec, COUNT, DIM, &a));
+  CHECK_OK(dt_local_opt_create(be, &spec, COUNT, DIM, &b));
+  for (int t = 0; t < 3; t++) {
+    CHECK_OK(dt_local_opt_step_all(a, &p1, &g, -1.0f));
+    for (int l = 0; l < COUNT; l++) CHECK_OK(dt_local_opt_step(b, l, dt_slab_node(&p2, l), dt_slab_node(&g, l), -1.0f, NULL));
+  }
+  CHECK(memcmp(p1.data, p2.data, sizeof(float) * p1.stride * COUNT) == 0, "slab step differs from node steps");
+  CHECK(dt_local_opt_steps(a, 2) == 3, "steps");
+  /* a strided view (as the exchange's send buffers) copies row by row */
+  dt_slab view = {.data = tmp.data, .count = 2, .dim = DIM, .stride = 2 * tmp.stride / 2 + 16};
+  dt_slab two = p1;
+  two.count = 2;
+  CHECK_OK(dt_slab_copy(be, &two, &view));
+  CHECK(memcmp(dt_slab_node(&view, 1), dt_slab_node(&p1, 1), sizeof(float) * DIM) == 0, "strided copy");
+  dt_local_opt_free(a);
+  dt_local_opt_free(b);
+  dt_slab_free(be, &p1);
+  dt_slab_free(be, &p2);
+  dt_slab_free(be, &g);
+  dt_slab_free(be, &tmp);
 }
 
 int main(void) {
   dt_rng_init(&rng, 1, DT_RNG_TEST, 42);
+  if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   test_conv_op(1, 8, 3, 5, 1, 0);
   test_conv_op(3, 9, 4, 3, 2, 1);
   test_conv_op(2, 6, 5, 2, 1, 2);
@@ -346,5 +459,8 @@ int main(void) {
   test_gradients();
   test_seed_cnn();
   test_optimizers();
+  test_vector_ops();
+  test_slab_step();
+  dt_backend_free(be);
   return check_report("test_nn");
 }

@@ -9,7 +9,7 @@
 #include "check.h"
 #include "dt/nn.h"
 #include "models.h"
-#include "dt/optim.h"
+#include "dt/local_opt.h"
 
 static int have_torch(void) {
   return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
@@ -29,10 +29,12 @@ static void crosscheck(const char *arch) {
   else large_cnn(&spec);
   dt_model *m = NULL;
   dt_workspace *ws = NULL;
-  dt_optim *opt = NULL;
+  dt_local_opt *opt = NULL;
+  dt_backend *be = NULL;
+  CHECK_OK(dt_backend_cpu_create(1, &be));
   CHECK_OK(dt_model_create(&spec, &m));
   const int B = 16;
-  CHECK_OK(dt_workspace_create(m, B, &ws));
+  CHECK_OK(dt_workspace_create(be, m, B, &ws));
   const size_t P = dt_model_num_params(m);
   float *p = calloc(P, 4), *g = calloc(P, 4), *tg = calloc(P, 4), *tp = calloc(P, 4), *x = calloc(B * 784, 4);
   int32_t y[16];
@@ -60,10 +62,10 @@ static void crosscheck(const char *arch) {
   CHECK(system(cmd) == 0, "%s failed", cmd);
 
   float loss;
-  CHECK_OK(dt_model_forward_backward(m, ws, p, x, y, B, g, &loss, NULL));
-  dt_optim_spec os = dt_optim_spec_default(DT_OPTIM_ADAM);
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, NULL));
+  dt_local_opt_spec os = dt_local_opt_spec_default(DT_LOCAL_ADAM);
   os.lr = (float)lr;
-  CHECK_OK(dt_optim_create(&os, P, &opt));
+  CHECK_OK(dt_local_opt_create(be, &os, 1, P, &opt));
 
   double tloss = 0;
   f = fopen(out, "rb");
@@ -75,7 +77,7 @@ static void crosscheck(const char *arch) {
     /* Adam's first step is about lr·g/(|g|+eps): entries of g near zero turn float noise of
      * the gradient into different updates. The step is checked on PyTorch's own gradient, which
      * tests the optimizer exactly; the gradient check above tests the model. */
-    if (opt != NULL) dt_optim_step(opt, p, tg, -1.0f, NULL);
+    if (opt != NULL) CHECK_OK(dt_local_opt_step(opt, 0, p, tg, -1.0f, NULL));
     double eg = rel_err(g, tg, P), ep = rel_err(p, tp, P);
     CHECK(eg <= 1e-5, "%s gradient: relative error %g", arch, eg);
     CHECK(ep <= 1e-5, "%s parameters after one Adam step: relative error %g", arch, ep);
@@ -84,9 +86,10 @@ static void crosscheck(const char *arch) {
   unlink(in);
   unlink(out);
   free(p), free(g), free(tg), free(tp), free(x);
-  dt_optim_free(opt);
-  dt_workspace_free(ws);
+  dt_local_opt_free(opt);
+  dt_workspace_free(be, ws);
   dt_model_free(m);
+  dt_backend_free(be);
 }
 
 int main(void) {

@@ -1,14 +1,14 @@
-/* The CPU backend table and its elementwise ops: pooling, relu, dropout, log-softmax + NLL, and
- * the fused SGD and Adam(W) steps. Loops are plain C that gcc vectorises at -O3. */
+/* The CPU backend's NN elementwise ops (pooling, relu, dropout, log-softmax + NLL), the fused
+ * SGD and Adam(W) steps, OpenBLAS kernel selection, and the op table. Loops are plain C that gcc
+ * vectorises at -O3; vector and memory ops are in vec.c, node-batched model calls in model.c. */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu_impl.h"
 #include "dt/nn.h"
-
-#include <stdlib.h>
-#include <unistd.h>
 
 /* OpenBLAS's own declarations; not in cblas.h on every distribution. */
 extern void openblas_set_num_threads(int num_threads);
@@ -44,7 +44,8 @@ const char *dt_cpu_kernel_name(void) {
   return core != NULL ? core : "unknown";
 }
 
-void dt_backend_cpu_single_thread(void) {
+/* OpenBLAS runs on one thread: ranks and node threads give the parallelism (DESIGN.md). */
+static void blas_single_thread(void) {
   static int done = 0;
   if (!done) {
     openblas_set_num_threads(1);
@@ -117,8 +118,8 @@ static void maxpool2x2_forward(const dt_pool_shape *s, int batch, const float *r
 }
 
 DT_CLONES
-static void maxpool_forward(const dt_pool_shape *s, int batch, const float *restrict x,
-                            float *restrict y, int32_t *restrict argmax) {
+static void maxpool_forward_impl(const dt_pool_shape *s, int batch, const float *restrict x,
+                                 float *restrict y, int32_t *restrict argmax) {
   if (s->k == 2 && s->stride == 2) {
     maxpool2x2_forward(s, batch, x, y, argmax);
     return;
@@ -149,8 +150,8 @@ static void maxpool_forward(const dt_pool_shape *s, int batch, const float *rest
   }
 }
 
-static void maxpool_backward(const dt_pool_shape *s, int batch, const float *dy,
-                             const int32_t *argmax, float *dx) {
+static void maxpool_backward_impl(const dt_pool_shape *s, int batch, const float *dy,
+                                  const int32_t *argmax, float *dx) {
   const size_t in_plane = (size_t)s->h * s->w, out_plane = (size_t)s->oh * s->ow;
   memset(dx, 0, sizeof(float) * (size_t)batch * s->c * in_plane);
   for (size_t plane = 0; plane < (size_t)batch * s->c; plane++)
@@ -159,16 +160,16 @@ static void maxpool_backward(const dt_pool_shape *s, int batch, const float *dy,
 }
 
 DT_CLONES
-static void relu_forward(size_t n, const float *restrict x, float *restrict y) {
+static void relu_forward_impl(size_t n, const float *restrict x, float *restrict y) {
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 DT_CLONES
-static void relu_backward(size_t n, const float *y, const float *dy, float *dx) {
+static void relu_backward_impl(size_t n, const float *y, const float *dy, float *dx) {
   for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-static void dropout_forward(size_t n, float p, const float *x, float *y, uint8_t *mask,
+static void dropout_forward_impl(size_t n, float p, const float *x, float *y, uint8_t *mask,
                             dt_rng *rng) {
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   for (size_t i = 0; i < n; i++) {
@@ -177,13 +178,13 @@ static void dropout_forward(size_t n, float p, const float *x, float *y, uint8_t
   }
 }
 
-static void dropout_backward(size_t n, float p, const uint8_t *mask, const float *dy,
+static void dropout_backward_impl(size_t n, float p, const uint8_t *mask, const float *dy,
                              float *dx) {
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   for (size_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
 }
 
-static double log_softmax_nll(int batch, int classes, const float *logits, const int32_t *y,
+static double log_softmax_nll_impl(int batch, int classes, const float *logits, const int32_t *y,
                               float *dlogits, float scale, long *correct) {
   double total = 0.0;
   for (int n = 0; n < batch; n++) {
@@ -210,7 +211,7 @@ static double log_softmax_nll(int batch, int classes, const float *logits, const
 }
 
 DT_CLONES
-static void sgd_step(size_t n, float *p, const float *g, float *buf, int first, float lr,
+static void sgd_step_impl(size_t n, float *p, const float *g, float *buf, int first, float lr,
                      float momentum, float dampening, int nesterov, float wd, float extra_alpha,
                      const float *extra_b) {
   for (size_t i = 0; i < n; i++) {
@@ -225,7 +226,7 @@ static void sgd_step(size_t n, float *p, const float *g, float *buf, int first, 
 }
 
 DT_CLONES
-static void adam_step(size_t n, float *p, const float *g, float *m, float *v, long step,
+static void adam_step_impl(size_t n, float *p, const float *g, float *m, float *v, long step,
                       float lr, float beta1, float beta2, float eps, float wd, int decoupled,
                       float extra_alpha, const float *extra_b) {
   /* As torch.optim.Adam/AdamW (1.13, single-tensor path): bias corrections in double, then
@@ -249,12 +250,135 @@ static void adam_step(size_t n, float *p, const float *g, float *m, float *v, lo
   }
 }
 
-const dt_backend_ops dt_backend_cpu = {
-    .name = "cpu",
-    .conv2d_forward = dt_cpu_conv2d_forward,
-    .conv2d_backward = dt_cpu_conv2d_backward,
-    .linear_forward = dt_cpu_linear_forward,
-    .linear_backward = dt_cpu_linear_backward,
+/* ---- the table: thin wrappers that give every op a status ---------------------------------- */
+
+static dt_status conv2d_forward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
+                                const float *b, float *y, float *col) {
+  (void)be;
+  dt_cpu_conv2d_forward(s, batch, x, w, b, y, col);
+  return DT_OK;
+}
+
+static dt_status conv2d_backward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
+                                 const float *dy, float *dw, float *db, float *dx, float *col, float *dcol) {
+  (void)be;
+  dt_cpu_conv2d_backward(s, batch, x, w, dy, dw, db, dx, col, dcol);
+  return DT_OK;
+}
+
+static dt_status linear_forward(dt_backend *be, int batch, int in, int out, const float *x, const float *w,
+                                const float *b, float *y) {
+  (void)be;
+  dt_cpu_linear_forward(batch, in, out, x, w, b, y);
+  return DT_OK;
+}
+
+static dt_status linear_backward(dt_backend *be, int batch, int in, int out, const float *x, const float *w,
+                                 const float *dy, float *dw, float *db, float *dx) {
+  (void)be;
+  dt_cpu_linear_backward(batch, in, out, x, w, dy, dw, db, dx);
+  return DT_OK;
+}
+
+static dt_status maxpool_forward(dt_backend *be, const dt_pool_shape *s, int batch, const float *x, float *y,
+                                 int32_t *argmax) {
+  (void)be;
+  maxpool_forward_impl(s, batch, x, y, argmax);
+  return DT_OK;
+}
+
+static dt_status maxpool_backward(dt_backend *be, const dt_pool_shape *s, int batch, const float *dy,
+                                  const int32_t *argmax, float *dx) {
+  (void)be;
+  maxpool_backward_impl(s, batch, dy, argmax, dx);
+  return DT_OK;
+}
+
+static dt_status relu_forward(dt_backend *be, size_t n, const float *x, float *y) {
+  (void)be;
+  relu_forward_impl(n, x, y);
+  return DT_OK;
+}
+
+static dt_status relu_backward(dt_backend *be, size_t n, const float *y, const float *dy, float *dx) {
+  (void)be;
+  relu_backward_impl(n, y, dy, dx);
+  return DT_OK;
+}
+
+static dt_status dropout_forward(dt_backend *be, size_t n, float p, const float *x, float *y, uint8_t *mask,
+                                 dt_rng *rng) {
+  (void)be;
+  dropout_forward_impl(n, p, x, y, mask, rng);
+  return DT_OK;
+}
+
+static dt_status dropout_backward(dt_backend *be, size_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
+  (void)be;
+  dropout_backward_impl(n, p, mask, dy, dx);
+  return DT_OK;
+}
+
+static dt_status log_softmax_nll(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y,
+                                 float *dlogits, float scale, double *total, long *correct) {
+  (void)be;
+  *total = log_softmax_nll_impl(batch, classes, logits, y, dlogits, scale, correct);
+  return DT_OK;
+}
+
+/* Elementwise steps over a whole slab are split over the backend's threads in large chunks
+ * (every element is computed alike, so the bits do not depend on the split). */
+enum { STEP_CHUNK = 1 << 15 };
+
+static dt_status sgd_step(dt_backend *be, size_t n, float *p, const float *g, float *buf, int first, float lr,
+                          float momentum, float dampening, int nesterov, float wd, float extra_alpha,
+                          const float *extra_b) {
+  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
+  for (long c = 0; c < chunks; c++) {
+    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
+    sgd_step_impl(len, p + o, g + o, buf ? buf + o : NULL, first, lr, momentum, dampening, nesterov, wd, extra_alpha,
+                  extra_b ? extra_b + o : NULL);
+  }
+  return DT_OK;
+}
+
+static dt_status adam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
+                           float lr, float beta1, float beta2, float eps, float wd, int decoupled,
+                           float extra_alpha, const float *extra_b) {
+  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
+  for (long c = 0; c < chunks; c++) {
+    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
+    adam_step_impl(len, p + o, g + o, m + o, v + o, step, lr, beta1, beta2, eps, wd, decoupled, extra_alpha,
+                   extra_b ? extra_b + o : NULL);
+  }
+  return DT_OK;
+}
+
+static const dt_backend_ops cpu_ops = {
+    .alloc = dt_cpu_alloc,
+    .free = dt_cpu_free,
+    .upload = dt_cpu_upload,
+    .download = dt_cpu_download,
+    .fill = dt_cpu_fill,
+    .copy = dt_cpu_copy,
+    .scale = dt_cpu_scale,
+    .axpy = dt_cpu_axpy,
+    .axpby = dt_cpu_axpby,
+    .dot = dt_cpu_dot,
+    .nrm2 = dt_cpu_nrm2,
+    .div = dt_cpu_div,
+    .mix = dt_cpu_mix,
+    .sqdist = dt_cpu_sqdist,
+    .sqdist_mean = dt_cpu_sqdist_mean,
+    .mean_of_sum = dt_cpu_mean_of_sum,
+    .sgd_step = sgd_step,
+    .adam_step = adam_step,
+    .conv2d_forward = conv2d_forward,
+    .conv2d_backward = conv2d_backward,
+    .linear_forward = linear_forward,
+    .linear_backward = linear_backward,
     .maxpool_forward = maxpool_forward,
     .maxpool_backward = maxpool_backward,
     .relu_forward = relu_forward,
@@ -262,6 +386,39 @@ const dt_backend_ops dt_backend_cpu = {
     .dropout_forward = dropout_forward,
     .dropout_backward = dropout_backward,
     .log_softmax_nll = log_softmax_nll,
-    .sgd_step = sgd_step,
-    .adam_step = adam_step,
+    .plan_create = dt_cpu_plan_create,
+    .plan_free = dt_cpu_plan_free,
+    .model_gradients = dt_cpu_model_gradients,
+    .model_evaluate = dt_cpu_model_evaluate,
+};
+
+static int cpu_usable(char *why, size_t size) {
+  (void)why;
+  (void)size;
+  return 1;
+}
+
+dt_status dt_backend_cpu_create(int threads, dt_backend **out) {
+  dt_status st = DT_OK;
+  dt_backend *be = NULL;
+  *out = NULL;
+  blas_single_thread();
+  DT_ALLOC_GOTO(be, 1, "backend");
+  be->ops = &cpu_ops;
+  be->name = "cpu";
+  be->host_memory = 1;
+  be->threads = threads < 1 ? 1 : threads;
+  *out = be;
+cleanup:
+  return st;
+}
+
+static dt_status cpu_create(int threads, dt_backend **out) { return dt_backend_cpu_create(threads, out); }
+static void cpu_destroy(dt_backend *be) { dt_free(be); }
+
+const dt_backend_def dt_backend_cpu_def = {
+    .name = "cpu",
+    .usable = cpu_usable,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
 };

@@ -1,0 +1,58 @@
+/* Local optimizers — the step a node takes on its own gradient — with PyTorch's exact update
+ * formulas and defaults: SGD (momentum, dampening, nesterov, weight decay), Adam and AdamW.
+ * (The distributed algorithms that call them are dt/algorithm.h.) One dt_local_opt holds the
+ * state of `count` nodes as backend slabs beside their parameters; each step is one fused backend
+ * op over a node's vector or over the whole slab. */
+#ifndef DT_LOCAL_OPT_H
+#define DT_LOCAL_OPT_H
+
+#include <stddef.h>
+
+#include "dt/backend.h"
+#include "dt/status.h"
+
+typedef enum dt_local_opt_kind { DT_LOCAL_SGD = 0, DT_LOCAL_ADAM, DT_LOCAL_ADAMW, DT_LOCAL_KIND_COUNT } dt_local_opt_kind;
+
+const char *dt_local_opt_kind_name(dt_local_opt_kind k);
+
+typedef struct dt_local_opt_spec {
+  dt_local_opt_kind kind;
+  float lr;
+  float weight_decay; /* SGD, Adam: L2 added to the gradient; AdamW: decoupled */
+  float momentum;     /* SGD */
+  float dampening;    /* SGD */
+  int nesterov;       /* SGD */
+  float beta1, beta2; /* Adam(W); defaults 0.9, 0.999 */
+  float eps;          /* Adam(W); default 1e-8 */
+} dt_local_opt_spec;
+
+/* PyTorch's defaults for kind: lr 1e-3 (Adam, AdamW) or 1e-2 (SGD), betas (0.9, 0.999),
+ * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0. */
+dt_local_opt_spec dt_local_opt_spec_default(dt_local_opt_kind kind);
+
+/* An extra gradient term that is affine in the parameters: g ← g + alpha·θ + b (b may be NULL,
+ * else a backend vector like θ). CADMM's penalty has exactly this form within a round, so it
+ * fuses into the step. */
+typedef struct dt_grad_extra {
+  float alpha;
+  const float *b;
+} dt_grad_extra;
+
+typedef struct dt_local_opt dt_local_opt;
+
+/* State for count nodes of dim parameters in be's memory. */
+DT_MUST_USE dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int count, size_t dim,
+                                          dt_local_opt **out);
+void dt_local_opt_free(dt_local_opt *o);
+/* Forgets all state (moments, momentum buffer, step counts) of every node: fresh optimizers. */
+DT_MUST_USE dt_status dt_local_opt_reset(dt_local_opt *o);
+/* One step of node l on its parameters with gradient grad (not modified), both backend vectors
+ * of dim floats. lr overrides spec.lr when >= 0 (schedules). extra may be NULL. Safe for
+ * different nodes on different threads. */
+DT_MUST_USE dt_status dt_local_opt_step(dt_local_opt *o, int l, float *params, const float *grad, float lr,
+                                        const dt_grad_extra *extra);
+/* One step of every node: params and grad are slabs of count nodes. */
+DT_MUST_USE dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr);
+long dt_local_opt_steps(const dt_local_opt *o, int l);
+
+#endif

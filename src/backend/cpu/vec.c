@@ -1,0 +1,159 @@
+/* The CPU backend's memory (aligned host memory) and vector ops. Reductions accumulate in double
+ * in index order, so they give the same bits whatever the thread count; elementwise loops are
+ * vectorised by gcc and, over whole slabs, split over the backend's threads. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_impl.h"
+
+/* Large elementwise ops are split over threads in chunks of this many floats. */
+enum { CHUNK = 1 << 15 };
+#define CHUNKS(n) ((long)(((n) + CHUNK - 1) / CHUNK))
+#define CHUNK_LEN(n, c) ((n) - (size_t)(c) * CHUNK < CHUNK ? (n) - (size_t)(c) * CHUNK : (size_t)CHUNK)
+#define PARALLEL_CHUNKS(be, n) _Pragma("omp parallel for schedule(static) num_threads((be)->threads) if (CHUNKS(n) > 1 && (be)->threads > 1)")
+
+dt_status dt_cpu_alloc(dt_backend *be, size_t bytes, void **out) {
+  (void)be;
+  *out = dt_calloc_(bytes > 0 ? bytes : 1, 1);
+  if (*out == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
+  return DT_OK;
+}
+
+void dt_cpu_free(dt_backend *be, void *p) {
+  (void)be;
+  dt_free(p);
+}
+
+dt_status dt_cpu_upload(dt_backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (dst != src && bytes > 0) memcpy(dst, src, bytes);
+  return DT_OK;
+}
+
+dt_status dt_cpu_download(dt_backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (dst != src && bytes > 0) memcpy(dst, src, bytes);
+  return DT_OK;
+}
+
+DT_CLONES
+static void fill_impl(size_t n, float a, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = a;
+}
+
+dt_status dt_cpu_fill(dt_backend *be, size_t n, float a, float *y) {
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) fill_impl(CHUNK_LEN(n, c), a, y + (size_t)c * CHUNK);
+  return DT_OK;
+}
+
+dt_status dt_cpu_copy(dt_backend *be, size_t n, const float *x, float *y) {
+  if (x == y) return DT_OK;
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) memcpy(y + (size_t)c * CHUNK, x + (size_t)c * CHUNK, sizeof(float) * CHUNK_LEN(n, c));
+  return DT_OK;
+}
+
+DT_CLONES
+static void scale_impl(size_t n, float a, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = a * y[i];
+}
+
+dt_status dt_cpu_scale(dt_backend *be, size_t n, float a, float *y) {
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) scale_impl(CHUNK_LEN(n, c), a, y + (size_t)c * CHUNK);
+  return DT_OK;
+}
+
+DT_CLONES
+static void axpy_impl(size_t n, float a, const float *restrict x, float *restrict y) {
+  for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+dt_status dt_cpu_axpy(dt_backend *be, size_t n, float a, const float *x, float *y) {
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) axpy_impl(CHUNK_LEN(n, c), a, x + (size_t)c * CHUNK, y + (size_t)c * CHUNK);
+  return DT_OK;
+}
+
+DT_CLONES
+static void axpby_impl(size_t n, float a, const float *x, float b, const float *y, float *z) {
+  for (size_t i = 0; i < n; i++) z[i] = a * x[i] + b * y[i];
+}
+
+dt_status dt_cpu_axpby(dt_backend *be, size_t n, float a, const float *x, float b, const float *y, float *z) {
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) {
+    const size_t o = (size_t)c * CHUNK;
+    axpby_impl(CHUNK_LEN(n, c), a, x + o, b, y + o, z + o);
+  }
+  return DT_OK;
+}
+
+dt_status dt_cpu_dot(dt_backend *be, size_t n, const float *x, const float *y, double *out) {
+  (void)be;
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
+  *out = s;
+  return DT_OK;
+}
+
+dt_status dt_cpu_nrm2(dt_backend *be, size_t n, const float *x, double *out) {
+  (void)be;
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+  *out = sqrt(s);
+  return DT_OK;
+}
+
+dt_status dt_cpu_div(dt_backend *be, size_t n, const float *x, double d, float *y) {
+  (void)be;
+  for (size_t i = 0; i < n; i++) y[i] = (float)(x[i] / d);
+  return DT_OK;
+}
+
+DT_CLONES
+static void mix_first(size_t n, float w, const float *restrict x, float *restrict y) {
+  for (size_t i = 0; i < n; i++) y[i] = 0.0f + w * x[i];
+}
+
+dt_status dt_cpu_mix(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y) {
+  PARALLEL_CHUNKS(be, n)
+  for (long c = 0; c < CHUNKS(n); c++) {
+    const size_t o = (size_t)c * CHUNK, len = CHUNK_LEN(n, c);
+    if (k == 0) fill_impl(len, 0.0f, y + o);
+    for (int j = 0; j < k; j++) {
+      if (j == 0) mix_first(len, w[0], x[0] + o, y + o);
+      else axpy_impl(len, w[j], x[j] + o, y + o);
+    }
+  }
+  return DT_OK;
+}
+
+dt_status dt_cpu_sqdist(dt_backend *be, size_t n, const float *x, const float *y, double *out) {
+  (void)be;
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double t = (double)x[i] - y[i];
+    s += t * t;
+  }
+  *out = s;
+  return DT_OK;
+}
+
+dt_status dt_cpu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double *sum, double count, double *out) {
+  (void)be;
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double t = x[i] - sum[i] / count;
+    s += t * t;
+  }
+  *out = s;
+  return DT_OK;
+}
+
+dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double count, float *y) {
+  (void)be;
+  for (size_t i = 0; i < n; i++) y[i] = (float)(sum[i] / count);
+  return DT_OK;
+}

@@ -1,0 +1,123 @@
+/* The backend registry and selection, and the slab helpers every level above uses. A backend
+ * built into dtrun is one line in dt_backends[]. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dt/backend.h"
+#include "dt_config.h"
+
+extern const dt_backend_def dt_backend_cpu_def;
+#if DT_HAVE_CUDA
+extern const dt_backend_def dt_backend_cuda_def;
+#endif
+
+const dt_backend_def *const dt_backends[] = {
+    &dt_backend_cpu_def,
+#if DT_HAVE_CUDA
+    &dt_backend_cuda_def,
+#endif
+    NULL,
+};
+
+const dt_backend_def *dt_backend_find(const char *name) {
+  for (int i = 0; dt_backends[i] != NULL; i++)
+    if (strcmp(dt_backends[i]->name, name) == 0) return dt_backends[i];
+  return NULL;
+}
+
+const char *dt_backend_list(void) {
+  static char list[128];
+  if (list[0] == '\0')
+    for (int i = 0; dt_backends[i] != NULL; i++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", dt_backends[i]->name);
+  return list;
+}
+
+dt_status dt_backend_select(const char *name, int threads, char *note, size_t note_size, dt_backend **out) {
+  char why[256] = "";
+  *out = NULL;
+  if (note_size > 0) note[0] = '\0';
+  if (strcmp(name, "auto") == 0) {
+    for (int i = 1; dt_backends[i] != NULL; i++) { /* device backends first; the CPU is [0] */
+      if (dt_backends[i]->usable(why, sizeof why)) return dt_backends[i]->create(threads, out);
+      snprintf(note, note_size, "backend auto: %s is built but not usable here (%s); running on the CPU", dt_backends[i]->name, why);
+    }
+    return dt_backends[0]->create(threads, out);
+  }
+  const dt_backend_def *def = dt_backend_find(name);
+  DT_CHECK(def != NULL, DT_ERR_CONFIG, "experiment.backend: %s is not built into this dtrun (built: %s)", name, dt_backend_list());
+  DT_CHECK(def->usable(why, sizeof why), DT_ERR_CONFIG, "experiment.backend: %s cannot run here: %s; use backend: cpu or auto", name, why);
+  return def->create(threads, out);
+}
+
+void dt_backend_free(dt_backend *be) {
+  if (be == NULL) return;
+  const dt_backend_def *def = dt_backend_find(be->name);
+  if (def != NULL) def->destroy(be);
+}
+
+dt_status dt_slab_create(dt_backend *be, int count, size_t dim, dt_slab *out) {
+  memset(out, 0, sizeof *out);
+  const size_t stride = dt_slab_stride(dim);
+  void *p = NULL;
+  DT_TRY(be->ops->alloc(be, sizeof(float) * stride * (size_t)(count > 0 ? count : 1), &p));
+  *out = (dt_slab){.data = p, .count = count, .dim = dim, .stride = stride};
+  return DT_OK;
+}
+
+void dt_slab_free(dt_backend *be, dt_slab *s) {
+  if (s->data != NULL) be->ops->free(be, s->data);
+  memset(s, 0, sizeof *s);
+}
+
+/* Slabs whose nodes lie at the same stride are one contiguous op; others go node by node. */
+static int same_layout(const dt_slab *a, const dt_slab *b) { return a->stride == b->stride && a->count == b->count; }
+static size_t span(const dt_slab *s) { return s->count > 0 ? (size_t)(s->count - 1) * s->stride + s->dim : 0; }
+
+dt_status dt_slab_copy(dt_backend *be, const dt_slab *src, dt_slab *dst) {
+  DT_ASSERT(src->dim == dst->dim && src->count == dst->count);
+  if (same_layout(src, dst)) return be->ops->copy(be, span(src), src->data, dst->data);
+  for (int l = 0; l < src->count; l++) DT_TRY(be->ops->copy(be, src->dim, dt_slab_node(src, l), dt_slab_node(dst, l)));
+  return DT_OK;
+}
+
+dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a) {
+  if (s->stride == s->dim) return be->ops->fill(be, span(s), a, s->data);
+  for (int l = 0; l < s->count; l++) DT_TRY(be->ops->fill(be, s->dim, a, dt_slab_node(s, l)));
+  return DT_OK;
+}
+
+dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst) {
+  DT_ASSERT(x->dim == dst->dim && y->dim == dst->dim && x->count == dst->count && y->count == dst->count);
+  if (same_layout(x, dst) && same_layout(y, dst)) return be->ops->axpby(be, span(dst), a, x->data, b, y->data, dst->data);
+  for (int l = 0; l < dst->count; l++)
+    DT_TRY(be->ops->axpby(be, dst->dim, a, dt_slab_node(x, l), b, dt_slab_node(y, l), dt_slab_node(dst, l)));
+  return DT_OK;
+}
+
+dt_status dt_slab_broadcast_host(dt_backend *be, const float *host, dt_slab *dst) {
+  for (int l = 0; l < dst->count; l++) DT_TRY(be->ops->upload(be, dt_slab_node(dst, l), host, sizeof(float) * dst->dim));
+  return DT_OK;
+}
+
+dt_status dt_slab_download_node(dt_backend *be, const dt_slab *s, int l, float *host) {
+  return be->ops->download(be, host, dt_slab_node(s, l), sizeof(float) * s->dim);
+}
+
+dt_status dt_slab_upload_node(dt_backend *be, dt_slab *s, int l, const float *host) {
+  return be->ops->upload(be, dt_slab_node(s, l), host, sizeof(float) * s->dim);
+}
+
+dt_status dt_backend_host_view(dt_backend *be, const void *src, size_t bytes, void **scratch, const void **view) {
+  if (be->host_memory) {
+    *view = src;
+    return DT_OK;
+  }
+  if (*scratch == NULL) {
+    *scratch = dt_calloc_(bytes > 0 ? bytes : 1, 1);
+    DT_CHECK(*scratch != NULL, DT_ERR_MEMORY, "out of memory allocating %zu bytes for a host copy", bytes);
+  }
+  DT_TRY(be->ops->download(be, *scratch, src, bytes));
+  *view = *scratch;
+  return DT_OK;
+}

@@ -1,0 +1,99 @@
+/* Local optimizers (see dt/local_opt.h): state slabs and per-node step counts; the fused update
+ * loops are backend ops. */
+#include "dt/local_opt.h"
+
+#include <string.h>
+
+struct dt_local_opt {
+  dt_local_opt_spec spec;
+  dt_backend *be;
+  int count;
+  size_t dim;
+  dt_slab m, v; /* Adam moments, or m = SGD momentum buffer; empty when unused */
+  long *step;   /* [count] */
+};
+
+static const char *const names[DT_LOCAL_KIND_COUNT] = {"sgd", "adam", "adamw"};
+
+const char *dt_local_opt_kind_name(dt_local_opt_kind k) {
+  return (unsigned)k < DT_LOCAL_KIND_COUNT ? names[k] : "unknown";
+}
+
+dt_local_opt_spec dt_local_opt_spec_default(dt_local_opt_kind kind) {
+  dt_local_opt_spec s = {.kind = kind, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+  if (kind == DT_LOCAL_SGD) s.lr = 1e-2f;
+  if (kind == DT_LOCAL_ADAMW) s.weight_decay = 1e-2f;
+  return s;
+}
+
+dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int count, size_t dim, dt_local_opt **out) {
+  dt_status st = DT_OK;
+  dt_local_opt *o = NULL;
+  *out = NULL;
+  DT_CHECK((unsigned)spec->kind < DT_LOCAL_KIND_COUNT, DT_ERR_CONFIG, "unknown local optimizer %d", (int)spec->kind);
+  DT_ALLOC_GOTO(o, 1, "local optimizer");
+  o->spec = *spec;
+  o->be = be;
+  o->count = count;
+  o->dim = dim;
+  DT_ALLOC_GOTO(o->step, count, "local optimizer");
+  if (spec->kind != DT_LOCAL_SGD || spec->momentum != 0.0f) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
+  if (spec->kind != DT_LOCAL_SGD) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->v));
+  *out = o;
+  o = NULL;
+cleanup:
+  dt_local_opt_free(o);
+  return st;
+}
+
+void dt_local_opt_free(dt_local_opt *o) {
+  if (o == NULL) return;
+  dt_slab_free(o->be, &o->m);
+  dt_slab_free(o->be, &o->v);
+  dt_free(o->step);
+  dt_free(o);
+}
+
+dt_status dt_local_opt_reset(dt_local_opt *o) {
+  if (o->m.data != NULL) DT_TRY(dt_slab_fill(o->be, &o->m, 0.0f));
+  if (o->v.data != NULL) DT_TRY(dt_slab_fill(o->be, &o->v, 0.0f));
+  memset(o->step, 0, sizeof(long) * (size_t)o->count);
+  return DT_OK;
+}
+
+long dt_local_opt_steps(const dt_local_opt *o, int l) { return o->step[l]; }
+
+/* n floats of node l's state starting at its row (n = dim, or a whole slab's span from node 0) */
+static dt_status step_span(dt_local_opt *o, int l, size_t n, float *params, const float *grad, float lr,
+                           const dt_grad_extra *extra) {
+  const dt_local_opt_spec *s = &o->spec;
+  const float rate = lr >= 0.0f ? lr : s->lr;
+  const float ea = extra != NULL ? extra->alpha : 0.0f;
+  const float *eb = extra != NULL ? extra->b : NULL;
+  float *m = o->m.data != NULL ? dt_slab_node(&o->m, l) : NULL, *v = o->v.data != NULL ? dt_slab_node(&o->v, l) : NULL;
+  const long step = o->step[l];
+  if (s->kind == DT_LOCAL_SGD)
+    return o->be->ops->sgd_step(o->be, n, params, grad, m, step == 1, rate, s->momentum, s->dampening, s->nesterov,
+                                s->weight_decay, ea, eb);
+  return o->be->ops->adam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
+                               s->kind == DT_LOCAL_ADAMW, ea, eb);
+}
+
+dt_status dt_local_opt_step(dt_local_opt *o, int l, float *params, const float *grad, float lr, const dt_grad_extra *extra) {
+  o->step[l]++;
+  return step_span(o, l, o->dim, params, grad, lr, extra);
+}
+
+dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr) {
+  DT_ASSERT(params->count == o->count && grad->count == o->count);
+  int uniform = params->stride == grad->stride && params->stride == dt_slab_stride(o->dim);
+  for (int l = 1; l < o->count && uniform; l++) uniform = o->step[l] == o->step[0];
+  if (!uniform) {
+    for (int l = 0; l < o->count; l++) DT_TRY(dt_local_opt_step(o, l, dt_slab_node(params, l), dt_slab_node(grad, l), lr, NULL));
+    return DT_OK;
+  }
+  /* one fused op over every node (the padding between nodes is zero and stays zero) */
+  for (int l = 0; l < o->count; l++) o->step[l]++;
+  if (o->count == 0) return DT_OK;
+  return step_span(o, 0, (size_t)(o->count - 1) * params->stride + o->dim, params->data, grad->data, lr, NULL);
+}

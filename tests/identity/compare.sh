@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Compares two result trees of tests/identity/run.sh: every file byte for byte, except the
+# timing columns of *_results.csv (time_compute, time_comm, time_eval) and the timing, date and
+# command lines of summary.yaml. Exit 0 when identical.
+set -uo pipefail
+a=$1 b=$2
+strip() { # file
+  case "$1" in
+    *_results.csv)
+      awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i !~ /^time_/) keep[i] = 1}
+               {s = ""; for (i = 1; i <= NF; i++) if (keep[i]) s = s (s == "" ? "" : ",") $i; print s}' "$1" ;;
+    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command):' "$1" ;;
+    *) cat "$1" ;;
+  esac
+}
+status=0 files=0
+while IFS= read -r f; do
+  files=$((files + 1))
+  if [ ! -f "$b/$f" ]; then echo "missing in $b: $f"; status=1; continue; fi
+  if ! cmp -s <(strip "$a/$f") <(strip "$b/$f"); then echo "DIFFERS: $f"; status=1; fi
+done < <(cd "$a" && find . -type f | sort)
+extra=$(comm -13 <(cd "$a" && find . -type f | sort) <(cd "$b" && find . -type f | sort))
+[ -z "$extra" ] || { echo "only in $b:"; echo "$extra"; status=1; }
+echo "$files files compared: $([ $status = 0 ] && echo identical || echo DIFFERENT)"
+exit $status
