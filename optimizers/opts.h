@@ -29,7 +29,7 @@ typedef struct dt_gossip_opts {
   int mode;
   int local_steps;
   int local_optimizer; /* dt_local_opt_kind */
-  double lr, mu;       /* lr_k = lr_{k-1} (1 - mu lr_{k-1}) */
+  double lr, mu;       /* round k uses lr_k = lr / (1 + mu k) (dt_rate_at) */
   double p;            /* push mode: probability of pushing in a round */
 } dt_gossip_opts;
 

@@ -1,13 +1,27 @@
 /* The MPI_COMM_WORLD handle behind dt_comm: initialisation, broadcast, the few reductions the
- * runner needs, and the node-ordered sums and gathers that keep results independent of P. */
+ * runner needs, and the node-ordered sums and gathers that keep results independent of P.
+ * A process started without a launcher (no mpirun, no srun) is the whole job: it does not start
+ * MPI at all, since singleton start-up costs about half a second and one rank needs no MPI call
+ * (every function here and in exchange.c returns early for one rank). */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/core_impl.h"
 #include "dt/exchange.h"
 #include "graph_impl.h"
 #include "exchange_impl.h"
+
+/* Whether a launcher started this process: the variables OpenMPI's mpirun, PMIx/PMI2 (srun,
+ * other MPIs' launchers) and SLURM steps set in every rank. */
+static int launched(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID", NULL};
+  for (int i = 0; vars[i] != NULL; i++)
+    if (getenv(vars[i]) != NULL) return 1;
+  return 0;
+}
 
 dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out) {
   dt_status st = DT_OK;
@@ -16,6 +30,13 @@ dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out) {
   *out = NULL;
   DT_MPI_GOTO(MPI_Initialized(&initialized));
   DT_ALLOC_GOTO(c, 1, "communicator");
+  if (!initialized && !launched() && getenv("DT_MPI_SINGLETON") == NULL) {
+    c->comm = MPI_COMM_NULL; /* the whole job in one process, without MPI */
+    c->size = 1;
+    *out = c;
+    return DT_OK;
+  }
+  c->mpi = 1;
   if (!initialized) {
     int provided = 0;
     DT_MPI_GOTO(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
@@ -42,10 +63,14 @@ dt_status dt_comm_finalize(dt_comm *c) {
 }
 
 int dt_comm_rank(const dt_comm *c) { return c->rank; }
-void dt_comm_abort(dt_comm *c, int code) { MPI_Abort(c->comm, code); }
+void dt_comm_abort(dt_comm *c, int code) {
+  if (c->mpi) MPI_Abort(c->comm, code);
+  exit(code); /* one process without MPI: nobody else to stop */
+}
 int dt_comm_size(const dt_comm *c) { return c->size; }
 
 dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root) {
+  if (c->size == 1) return DT_OK;
   /* Broadcast in chunks below INT_MAX so any size works. */
   for (size_t off = 0; off < bytes;) {
     size_t chunk = bytes - off > (1u << 30) ? (1u << 30) : bytes - off;
@@ -168,8 +193,9 @@ cleanup:
 
 void dt_comm_host(char *buf, size_t size) {
   char name[MPI_MAX_PROCESSOR_NAME];
-  int len = 0;
-  if (MPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
+  int len = 0, initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized || MPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
+  if (len == 0 && gethostname(name, sizeof name - 1) == 0) len = (int)strnlen(name, sizeof name - 1);
   name[len] = '\0';
   snprintf(buf, size, "%s", len ? name : "unknown");
 }

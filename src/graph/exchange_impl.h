@@ -10,6 +10,7 @@ struct dt_comm {
   MPI_Comm comm;
   int rank, size;
   int owns_mpi;
+  int mpi; /* 0: one process started without a launcher; MPI was never initialised */
 };
 
 #endif
