@@ -45,69 +45,65 @@ static int thread_id(void) {
 #endif
 }
 
-/* Runs body(l) for the nodes on the plan's threads; the first failure (lowest l) is returned
- * with its message, whatever thread hit it. */
-#define FOR_NODES(plan, count, sts, body)                                                 \
-  _Pragma("omp parallel for schedule(dynamic, 1) num_threads((plan)->threads) if ((plan)->threads > 1)") \
-  for (int l = 0; l < (count); l++) {                                                     \
-    sts[l] = body;                                                                        \
-    if (sts[l] != DT_OK) {                                                                \
-      dt_error_format(msgs[l], sizeof msgs[l]);                                           \
-      dt_error_clear();                                                                   \
-    }                                                                                     \
-  }
+typedef struct node_call {
+  dt_backend *be;
+  cpu_plan *plan;
+  const dt_node_batch *nb;
+  const dt_node_eval *ne;
+} node_call;
 
-static dt_status first_failure(int count, const dt_status *sts, char (*msgs)[1024]) {
-  for (int l = 0; l < count; l++)
-    if (sts[l] != DT_OK) return dt_error_set(sts[l], __FILE__, __LINE__, __func__, "%s", msgs[l]);
-  return DT_OK;
-}
-
-static dt_status gradient_node(dt_backend *be, cpu_plan *plan, const dt_node_batch *nb, int l) {
+static dt_status gradient_node(const node_call *c, int l) {
+  const dt_node_batch *nb = c->nb;
   if (nb->batch[l] == 0) return DT_OK;
-  return dt_model_forward_backward(be, dt_workspace_model(plan->ws[0]), plan->ws[thread_id()],
+  return dt_model_forward_backward(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()],
                                    nb->theta + (size_t)l * nb->theta_stride, nb->x + (size_t)l * nb->x_stride,
                                    nb->y + (size_t)l * nb->y_stride, nb->batch[l], nb->grad + (size_t)l * nb->grad_stride,
                                    &nb->loss[l], NULL);
 }
 
-dt_status dt_cpu_model_gradients(dt_backend *be, void *p, const dt_node_batch *nb) {
-  cpu_plan *plan = p;
-  dt_status st = DT_OK, *sts = NULL;
-  char (*msgs)[1024] = NULL;
-  if (plan->threads <= 1) { /* the plain loop: no allocation, messages stay where they are */
-    for (int l = 0; l < nb->count; l++) DT_TRY(gradient_node(be, plan, nb, l));
-    return DT_OK;
-  }
-  DT_ALLOC_GOTO(sts, nb->count, "node status");
-  DT_ALLOC_GOTO(msgs, nb->count, "node messages");
-  FOR_NODES(plan, nb->count, sts, gradient_node(be, plan, nb, l))
-  st = first_failure(nb->count, sts, msgs);
-cleanup:
-  dt_free(sts);
-  dt_free(msgs);
-  return st;
-}
-
-static dt_status evaluate_node(dt_backend *be, cpu_plan *plan, const dt_node_eval *ne, int l) {
-  return dt_model_evaluate(be, dt_workspace_model(plan->ws[0]), plan->ws[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
+static dt_status evaluate_node(const node_call *c, int l) {
+  const dt_node_eval *ne = c->ne;
+  return dt_model_evaluate(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
                            ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);
 }
 
-dt_status dt_cpu_model_evaluate(dt_backend *be, void *p, const dt_node_eval *ne) {
-  cpu_plan *plan = p;
+/* Runs fn for nodes 0..count-1 on the plan's threads. A thread's error record is its own, so
+ * each failure's message is carried back, and the first failure (lowest l) is returned:
+ * the same error whatever thread hit it. */
+static dt_status for_nodes(const node_call *c, int count, dt_status (*fn)(const node_call *c, int l)) {
   dt_status st = DT_OK, *sts = NULL;
   char (*msgs)[1024] = NULL;
-  if (plan->threads <= 1) {
-    for (int l = 0; l < ne->count; l++) DT_TRY(evaluate_node(be, plan, ne, l));
+  if (c->plan->threads <= 1) { /* the plain loop: no allocation, messages stay where they are */
+    for (int l = 0; l < count; l++) DT_TRY(fn(c, l));
     return DT_OK;
   }
-  DT_ALLOC_GOTO(sts, ne->count, "node status");
-  DT_ALLOC_GOTO(msgs, ne->count, "node messages");
-  FOR_NODES(plan, ne->count, sts, evaluate_node(be, plan, ne, l))
-  st = first_failure(ne->count, sts, msgs);
+  DT_ALLOC_GOTO(sts, count, "node status");
+  DT_ALLOC_GOTO(msgs, count, "node messages");
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->plan->threads)
+  for (int l = 0; l < count; l++) {
+    sts[l] = fn(c, l);
+    if (sts[l] != DT_OK) {
+      dt_error_format(msgs[l], sizeof msgs[l]);
+      dt_error_clear();
+    }
+  }
+  for (int l = 0; l < count; l++)
+    if (sts[l] != DT_OK) {
+      st = dt_error_set(sts[l], __FILE__, __LINE__, __func__, "%s", msgs[l]);
+      break;
+    }
 cleanup:
   dt_free(sts);
   dt_free(msgs);
   return st;
+}
+
+dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
+  const node_call c = {.be = be, .plan = plan, .nb = nb};
+  return for_nodes(&c, nb->count, gradient_node);
+}
+
+dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
+  const node_call c = {.be = be, .plan = plan, .ne = ne};
+  return for_nodes(&c, ne->count, evaluate_node);
 }
