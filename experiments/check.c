@@ -53,12 +53,9 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_graph *g = NULL;
   dt_model *m = NULL;
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
-  DT_TRY_GOTO(dt_config_emit(cfg, out));
-  const dt_experiment_config *e = &cfg->experiment;
-  int in_c = 1, in_h = 28, in_w = 28, classes = 10;
-  if (e->dataset == DT_DATA_SYNTHETIC) in_h = 1, in_w = e->synthetic_features, classes = 4;
+  DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   dt_model_spec ms;
-  dt_config_model_spec(cfg, in_c, in_h, in_w, classes, &ms);
+  DT_TRY_GOTO(dt_problem_model_unloaded(cfg, &ms));
   DT_TRY_GOTO(dt_model_create(&ms, &m));
   const size_t d = dt_model_num_params(m);
   fprintf(out, "# ---- summary ----\n");
@@ -75,7 +72,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
     fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, batch %d, %.3g MB sent per round (%s)\n", pc->problem_name,
             pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, pc->train_batch_size,
-            def->bytes_per_round(g, d, pc->alg_opts) / 1e6, def->summary);
+            def->bytes_per_round(g, d, pc->alg_opts) / 1e6, def->plugin.summary);
   }
 cleanup:
   dt_model_free(m);

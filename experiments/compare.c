@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/config/config_impl.h"
+#include "dt/yaml.h"
 #include "dt/run.h"
 #include "writer_impl.h"
 
@@ -103,14 +103,14 @@ cleanup:
   return st;
 }
 
-static const char *scalar(const ynode *map, const char *key) {
-  const ynode *n = ynode_get(map, key);
-  return n != NULL && n->kind == YN_SCALAR ? n->text : "";
+static const char *scalar(const dt_ynode *map, const char *key) {
+  const dt_ynode *n = dt_ynode_get(map, key);
+  return n != NULL && n->kind == DT_YN_SCALAR ? n->text : "";
 }
 
-static double final_stat(const ynode *prob, const char *metric, const char *stat) {
-  const ynode *v = ynode_get(ynode_get(ynode_get(prob, "final"), metric), stat);
-  return v != NULL && v->kind == YN_SCALAR ? strtod(v->text, NULL) : NAN;
+static double final_stat(const dt_ynode *prob, const char *metric, const char *stat) {
+  const dt_ynode *v = dt_ynode_get(dt_ynode_get(dt_ynode_get(prob, "final"), metric), stat);
+  return v != NULL && v->kind == DT_YN_SCALAR ? strtod(v->text, NULL) : NAN;
 }
 
 dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out) {
@@ -135,20 +135,20 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     snprintf(path, sizeof path, "%s/summary.yaml", dirs[r]);
     char *text = read_all(path, &len);
     DT_CHECK_GOTO(text != NULL, DT_ERR_IO, "%s: not a dtrun run folder (cannot read summary.yaml: %s)", dirs[r], strerror(errno));
-    ynode *root = NULL;
-    st = yaml_tree_parse(text, len, path, &root);
+    dt_ynode *root = NULL;
+    st = dt_yaml_parse(text, len, path, &root);
     free(text);
     DT_TRY_GOTO(st);
-    const ynode *probs = ynode_get(root, "problems");
+    const dt_ynode *probs = dt_ynode_get(root, "problems");
     const char *base = strrchr(dirs[r], '/') && strrchr(dirs[r], '/')[1] ? strrchr(dirs[r], '/') + 1 : dirs[r];
-    for (int p = 0; probs != NULL && probs->kind == YN_SEQ && p < probs->n; p++) {
-      const ynode *pr = probs->items[p];
+    for (int p = 0; probs != NULL && probs->kind == DT_YN_SEQ && p < probs->n; p++) {
+      const dt_ynode *pr = probs->items[p];
       const char *name = scalar(pr, "problem_name");
       series s = {0};
       snprintf(path, sizeof path, "%s/%s_results.csv", dirs[r], name);
       st = read_series(path, metric, &s);
       if (st != DT_OK) {
-        ynode_free(root);
+        dt_ynode_free(root);
         series_free(&s);
         goto cleanup;
       }
@@ -176,7 +176,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
       }
       series_free(&s);
     }
-    ynode_free(root);
+    dt_ynode_free(root);
   }
   if (have_dat && nseries > 0) {
     const char *ext = strrchr(opt->plot, '.');

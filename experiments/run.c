@@ -67,8 +67,7 @@ typedef struct runner {
   const dt_run_options *opt;
   int rank, size, first, count, n;
   dt_graph *graph;
-  dt_data *data;
-  dt_samples train, test;
+  dt_data data; /* the train and test samples */
   dt_split split;
   dt_backend *be;
   dt_backend *host; /* the CPU backend for rank 0's host-side math */
@@ -287,7 +286,7 @@ static dt_status write_emitted(const runner *r, const char *name, dt_status (*em
   return st;
 }
 
-static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit(cfg, f); }
+static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit(cfg, &dt_builtin, f); }
 static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
 
 static dt_status write_setup_files(runner *r) {
@@ -297,13 +296,13 @@ static dt_status write_setup_files(runner *r) {
   DT_TRY(write_emitted(r, "config.yaml", emit_config, r->cfg));
   DT_TRY(write_emitted(r, "graph.yaml", emit_graph, r->graph));
   sb_printf(&sb, "node,samples");
-  for (int c = 0; c < r->train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
+  for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
   sb_printf(&sb, "\n");
   for (int i = 0; i < r->n; i++) {
     int hist[256] = {0};
-    for (size_t s = r->split.start[i]; s < r->split.start[i + 1]; s++) hist[r->train.labels[r->split.idx[s]]]++;
+    for (size_t s = r->split.start[i]; s < r->split.start[i + 1]; s++) hist[r->data.train.labels[r->split.idx[s]]]++;
     sb_printf(&sb, "%d,%zu", i, dt_split_size(&r->split, i));
-    for (int c = 0; c < r->train.num_classes; c++) sb_printf(&sb, ",%d", hist[c]);
+    for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",%d", hist[c]);
     sb_printf(&sb, "\n");
   }
   st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "split.csv", sb.data, sb.len);
@@ -563,7 +562,7 @@ static void runner_free(runner *r) {
   dt_backend_free(r->be);
   dt_backend_free(r->host);
   dt_split_free(&r->split);
-  dt_data_free(r->data);
+  dt_data_free(&r->data);
   dt_graph_free(r->graph);
 }
 
@@ -589,11 +588,11 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   if (note[0] != '\0' && r.rank == 0 && !opt->quiet) dt_log_warn("%s", note);
 
   DT_TRY_GOTO(dt_graph_from_config(cfg, &r.graph));
-  DT_TRY_GOTO(dt_data_load(&cfg->experiment, &r.data, &r.train, &r.test));
-  DT_TRY_GOTO(dt_split_make(&r.train, &cfg->experiment, &r.split));
+  DT_TRY_GOTO(dt_data_load(&cfg->experiment, &r.data));
+  DT_TRY_GOTO(dt_split_make(&r.data.train, &cfg->experiment, &r.split));
   dt_model_spec ms;
-  dt_config_model_spec(cfg, r.train.in_c, r.train.in_h, r.train.in_w, r.train.num_classes, &ms);
-  DT_TRY_GOTO(dt_task_create(r.be, &r.train, &r.test, &r.split, &ms, r.first, r.count, cfg->experiment.seed, &r.task));
+  DT_TRY_GOTO(dt_problem_model(cfg, &r.data.train, &ms));
+  DT_TRY_GOTO(dt_task_create(r.be, &r.data.train, &r.data.test, &r.split, &ms, r.first, r.count, cfg->experiment.seed, &r.task));
   const size_t d = dt_task_dim(r.task);
   DT_ALLOC_GOTO(r.theta0, d, "base weights");
   dt_task_init_params(r.task, cfg->experiment.seed, r.theta0);

@@ -2,7 +2,7 @@
 #ifndef DT_MIX_H
 #define DT_MIX_H
 
-#include "dt/problem.h"
+#include "dt/optimizer.h"
 
 /* out = Σ_j W_ij x_j over j ∈ {i} ∪ N(i), in increasing id (self at its place), where x_j is
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */

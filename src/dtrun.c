@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
 
   static dt_config cfg; /* plain data, ~100 KB: not on the stack */
   if (strcmp(a.cmd, "check") == 0) {
-    st = dt_config_load(a.file, a.sets, a.nsets, &cfg);
+    st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
     if (st == DT_OK) st = dt_experiment_check(&cfg, stdout);
     return report(st, 0);
   }
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   /* only rank 0 reads the file; every rank receives the same resolved config */
   double ok = 1;
   if (rank == 0) {
-    st = dt_config_load(a.file, a.sets, a.nsets, &cfg);
+    st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
     ok = st == DT_OK;
   }
   if (size > 1) {

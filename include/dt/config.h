@@ -3,8 +3,9 @@
  *
  * Every key is described by a dt_key row (name, type, default, range, help); the same rows drive
  * parsing, validation, defaults, the emitted resolved config, `dtrun check` and
- * configs/README.md. Optimizer plug-ins contribute their own rows (dt/optimizer.h). A loaded
- * dt_config is plain data (no pointers), so rank 0 can broadcast it as bytes. */
+ * configs/README.md. Plug-ins (optimizers, problems) contribute their own rows through the
+ * dt_registry handed to the loader; the core knows none of them by name. A loaded dt_config is
+ * plain data (no pointers), so rank 0 can broadcast it as bytes. */
 #ifndef DT_CONFIG_H
 #define DT_CONFIG_H
 
@@ -58,7 +59,7 @@ typedef enum dt_split_type { DT_SPLIT_RANDOM = 0, DT_SPLIT_HETERO, DT_SPLIT_DIRI
 typedef enum dt_backend_kind { DT_BACKEND_CPU = 0, DT_BACKEND_CUDA, DT_BACKEND_AUTO } dt_backend_kind;
 /* "cpu", "cuda" or "auto": the backend registry's name for the config's choice. */
 const char *dt_backend_kind_name(int kind);
-typedef enum dt_dataset_name { DT_DATA_MNIST = 0, DT_DATA_FASHION_MNIST, DT_DATA_SYNTHETIC } dt_dataset_name;
+enum { DT_MAX_PROBLEM_PLUGINS = 8, DT_PROBLEM_OPTS_MAX = 64 };
 
 /* Metrics a problem records (bit flags). */
 typedef enum dt_metric {
@@ -105,14 +106,19 @@ typedef struct dt_experiment_config {
   bool writeout;
   bool use_cuda;
   int backend;         /* dt_backend_kind */
-  int dataset;         /* dt_dataset_name */
+  int dataset;         /* index into the registry's dataset names, as the loader lists them */
+  char dataset_name[DT_NAME_MAX]; /* experiment.dataset: mnist, fashion_mnist, synthetic, ... */
+  char problem[DT_NAME_MAX];      /* the problem plug-in serving it (mnist, logreg) */
+  int problem_index;              /* its place in the registry the config was loaded with */
   int data_split_type; /* dt_split_type */
   double dirichlet_alpha;
   int min_per_node;
   int loss;            /* 0 = NLL, the only loss */
   uint64_t seed;
   bool save_models;
-  int synthetic_samples, synthetic_features; /* dataset: synthetic */
+  /* Every registered problem's keys, in registry order (each its plug-in's options struct);
+   * problem_opts[problem_index] are the chosen problem's. */
+  _Alignas(16) unsigned char problem_opts[DT_MAX_PROBLEM_PLUGINS][DT_PROBLEM_OPTS_MAX];
   dt_graph_config graph;
   dt_model_config model;
   dt_solo_config individual_training;
@@ -140,31 +146,59 @@ typedef struct dt_config {
   dt_problem_config problems[DT_MAX_PROBLEMS];
 } dt_config;
 
+/* ---- plug-ins, as the loader sees them ------------------------------------------------------ */
+
+/* The config face of a plug-in: its names and the keys it adds. Optimizers (dt/optimizer.h) and
+ * problems (dt/problem.h) each embed one; their registries are handed to the loader
+ * (dt_registry), which is how the core reads and checks their keys without knowing them. */
+typedef struct dt_plugin {
+  const char *name;
+  const char *const *aliases; /* other accepted names, NULL-terminated, or NULL */
+  const char *summary;        /* one line for `dtrun check` and the docs */
+  const dt_key *keys;         /* its keys, ended by {0} */
+  size_t opts_size;           /* size of the struct the keys fill */
+  /* Cross-key rules and shorthands after parsing (e.g. primal_lr); writes a message to err
+   * (naming the keys) and returns false when the combination is invalid. May be NULL. */
+  int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
+} dt_plugin;
+
+/* A problem plug-in adds what the experiment section needs to know of it. */
+typedef struct dt_problem_plugin {
+  dt_plugin plugin;            /* name (mnist, logreg), summary, and its keys */
+  const char *section;         /* the experiment key that holds its keys (synthetic), or NULL */
+  const char *const *datasets; /* the experiment.dataset values it serves, NULL-terminated */
+  bool reads_data_dir;         /* data_dir defaults to data/<dataset> */
+  const char *loss;            /* the loss it trains: experiment.loss must name it */
+  unsigned metrics;            /* dt_metric bits it can record */
+} dt_problem_plugin;
+
+/* What the loader is handed: the registered optimizers and problems, NULL-terminated. */
+typedef struct dt_registry {
+  const dt_plugin *const *optimizers;
+  const dt_problem_plugin *const *problems;
+} dt_registry;
+
 /* ---- loading ------------------------------------------------------------------------------ */
 
 /* Loads and validates path, applies the `--set key.path=value` overrides (num_overrides strings
  * "key.path=value"), fills every default. Errors are DT_ERR_CONFIG with a message
  * "FILE:LINE:COL: KEY.PATH: expected ..., found ...[; did you mean ...?]" (or naming the
  * override). Not collective: rank 0 loads, then broadcasts the struct. */
-dt_status dt_config_load(const char *path, const char *const *overrides, int num_overrides,
-                         dt_config *out);
+dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides,
+                         int num_overrides, dt_config *out);
 
 /* The same from a string (tests); `name` stands for the file name in messages. */
-dt_status dt_config_load_string(const char *text, size_t len, const char *name,
+dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
                                 const char *const *overrides, int num_overrides, dt_config *out);
 
 /* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
  * again gives an identical dt_config. */
-dt_status dt_config_emit(const dt_config *cfg, FILE *f);
+dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f);
 
 /* Visits every documented key path ("experiment.graph.num_nodes",
  * "problem_configs.<name>.optimizer_config.<alg>.rho_init", ...) with its row; for
  * configs/README.md and the test that keeps it complete. */
 typedef void (*dt_config_key_visitor)(const char *path, const dt_key *key, void *ctx);
-void dt_config_visit_keys(dt_config_key_visitor visit, void *ctx);
-
-/* The model spec the config describes (seed CNN or layer list) for the dataset's input shape. */
-void dt_config_model_spec(const dt_config *cfg, int in_c, int in_h, int in_w, int classes,
-                          dt_model_spec *spec);
+void dt_config_visit_keys(const dt_registry *reg, dt_config_key_visitor visit, void *ctx);
 
 #endif

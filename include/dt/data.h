@@ -53,4 +53,33 @@ void dt_dataset_free(dt_dataset *ds);
 void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, float mean,
                     float std, float *x, int32_t *y);
 
+/* ---- samples and splits -------------------------------------------------------------------- */
+
+/* Samples: either uint8 images (normalised when batches are built) or float feature rows. */
+typedef struct dt_samples {
+  size_t count;
+  size_t dim;            /* floats per sample */
+  const uint8_t *u8;     /* count*dim bytes, or NULL */
+  const float *f32;      /* count*dim floats, or NULL */
+  const uint8_t *labels; /* count */
+  float mean, std;       /* normalisation of u8 */
+  int in_c, in_h, in_w;  /* shape for the model */
+  int num_classes;
+} dt_samples;
+
+/* ---- splits ------------------------------------------------------------------------------- */
+
+typedef struct dt_split {
+  int num_nodes;
+  size_t *start;   /* num_nodes + 1 offsets into idx */
+  uint32_t *idx;   /* sample indices of node i: idx[start[i] .. start[i+1]) */
+} dt_split;
+
+/* Splits `train` over the experiment's nodes as configured (random, hetero, dirichlet), drawing
+ * from (seed, DT_RNG_SPLIT). Errors: DT_ERR_CONFIG when a node would get no sample. */
+struct dt_experiment_config;
+dt_status dt_split_make(const dt_samples *train, const struct dt_experiment_config *e, dt_split *out);
+void dt_split_free(dt_split *s);
+static inline size_t dt_split_size(const dt_split *s, int node) { return s->start[node + 1] - s->start[node]; }
+
 #endif

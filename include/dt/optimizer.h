@@ -14,15 +14,86 @@
 #include "dt/problem.h"
 #include "dt/status.h"
 
+/* ---- the run context optimizers see ------------------------------------------------------ */
+
+typedef struct dt_optimizer_run {
+  dt_comm *comm;
+  dt_backend *be;
+  const dt_graph *graph;
+  const dt_problem_config *pc;
+  dt_task *task;
+  uint64_t seed;
+  int first, count; /* local nodes */
+  size_t dim;
+  dt_slab theta;          /* local nodes' parameters (backend memory); what the runner evaluates */
+  float *loss;            /* [count] losses of the last gradient call */
+  double *train_loss_sum; /* [count] minibatch losses since the last evaluation */
+  long *train_loss_n;
+  uint64_t *node_bytes;   /* [count] bytes each local node sent, exchanges included */
+  dt_timer t_compute, t_comm;
+  dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
+  int exchange_nvec;
+  int threads;            /* threads computing local nodes in parallel */
+  double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
+  double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
+  float **host_rows;      /* [count] host views for ordered sums, made on first use off the host */
+} dt_optimizer_run;
+
+/* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
+ * dt_run_free releases what it made (the exchange included). */
+DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
+                                  dt_task *task, uint64_t seed, int first, int count, int ranks);
+void dt_run_free(dt_optimizer_run *run);
+/* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
+ * node's training loss is accumulated. */
+DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active);
+/* Runs fn(ctx, l) for every local node index l, in parallel on run->threads threads. The nodes'
+ * computations must be independent (each writes only node l's state), which keeps results
+ * identical for any thread count. The first failure (lowest l) is returned with its message.
+ * Not collective: fn must not communicate. */
+DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx);
+/* Threads to use for count local nodes on a job of `ranks` ranks: DT_THREADS if set, else all
+ * cores when one rank holds every node, else 1 (ranks already share the cores). */
+int dt_run_threads(int ranks, int count);
+/* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
+DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
+/* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */
+DT_MUST_USE dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src);
+/* Runs an exchange and charges its time and bytes. Collective. */
+DT_MUST_USE dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask);
+/* The mean over ALL nodes of v's rows, summed in node order in double (bit-identical for any
+ * rank count), as floats into avg (a backend vector of dim floats) on every rank. Collective. */
+DT_MUST_USE dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg);
+/* The same sum, left in double in sum (backend memory, dim doubles), and not charged as traffic
+ * or communication time: for metrics. Collective. */
+DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum);
+/* Host views of v's rows (the rows themselves on a host-memory backend). */
+DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows);
+
+/* Per local node, a local optimizer and a gradient: the state every SGD-style plug-in keeps. */
+typedef struct dt_learners {
+  dt_local_opt *opt; /* the state of all local nodes */
+  dt_slab grad;
+} dt_learners;
+/* Creates the learners of optimizer `kind` (dt_local_opt_kind) at rate lr. On failure what was
+ * made is freed. */
+DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out);
+/* Frees the learners; a zeroed struct is fine. */
+void dt_learners_free(dt_optimizer_run *run, dt_learners *l);
+/* Every active local node (NULL: all): the gradient at its parameters on its next minibatch,
+ * then one optimizer step at rate lr. */
+DT_MUST_USE dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, float lr, const uint8_t *active);
+
+/* The diminishing rate every plug-in's `mu` means: round k uses r0 / (1 + mu k). */
+static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 + mu * k); }
+
+/* ---- the plug-in ---------------------------------------------------------------------------- */
+
 typedef struct dt_optimizer_def {
-  const char *name;                /* alg_name as written in configs */
-  const char *const *aliases;      /* other accepted alg_name spellings, NULL-terminated */
-  const char *summary;             /* one line for `dtrun check` and the docs */
-  const dt_key *keys;              /* its optimizer_config keys, ended by {0} */
-  size_t opts_size;                /* size of the struct the keys fill (<= DT_OPTS_MAX) */
-  /* Cross-key rules and shorthands after parsing (e.g. primal_lr); writes a message to err
-   * (naming the keys) and returns false when the combination is invalid. May be NULL. */
-  int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
+  /* What the config loader sees: name = alg_name as written in configs, aliases = its other
+   * spellings, keys = its optimizer_config keys filling a struct of opts_size (<= DT_OPTS_MAX)
+   * bytes, finalize = its cross-key rules. */
+  dt_plugin plugin;
   /* Creates per-problem state; collective. */
   dt_status (*create)(dt_optimizer_run *run, const void *opts, void **state);
   /* Runs round k (0-based) on every local node; collective. */
@@ -33,8 +104,9 @@ typedef struct dt_optimizer_def {
   double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
 } dt_optimizer_def;
 
-/* All registered optimizers, ended by NULL. */
+/* All registered optimizers, ended by NULL, and their config faces in the same order. */
 extern const dt_optimizer_def *const dt_optimizers[];
+extern const dt_plugin *const dt_optimizer_plugins[];
 
 /* The optimizer named (or aliased) `name`, or NULL. */
 const dt_optimizer_def *dt_optimizer_find(const char *name);

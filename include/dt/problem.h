@@ -19,32 +19,6 @@
 #include "dt/local_opt.h"
 #include "dt/timer.h"
 
-/* Samples: either uint8 images (normalised when batches are built) or float feature rows. */
-typedef struct dt_samples {
-  size_t count;
-  size_t dim;            /* floats per sample */
-  const uint8_t *u8;     /* count*dim bytes, or NULL */
-  const float *f32;      /* count*dim floats, or NULL */
-  const uint8_t *labels; /* count */
-  float mean, std;       /* normalisation of u8 */
-  int in_c, in_h, in_w;  /* shape for the model */
-  int num_classes;
-} dt_samples;
-
-/* ---- splits ------------------------------------------------------------------------------- */
-
-typedef struct dt_split {
-  int num_nodes;
-  size_t *start;   /* num_nodes + 1 offsets into idx */
-  uint32_t *idx;   /* sample indices of node i: idx[start[i] .. start[i+1]) */
-} dt_split;
-
-/* Splits `train` over the experiment's nodes as configured (random, hetero, dirichlet), drawing
- * from (seed, DT_RNG_SPLIT). Errors: DT_ERR_CONFIG when a node would get no sample. */
-dt_status dt_split_make(const dt_samples *train, const dt_experiment_config *e, dt_split *out);
-void dt_split_free(dt_split *s);
-static inline size_t dt_split_size(const dt_split *s, int node) { return s->start[node + 1] - s->start[node]; }
-
 /* ---- task ----------------------------------------------------------------------------------- */
 
 typedef struct dt_task dt_task;
@@ -77,88 +51,50 @@ DT_MUST_USE dt_status dt_task_objective(dt_task *t, int node, const float *theta
 uint64_t dt_task_samples_seen(const dt_task *t, int node);
 double dt_task_epoch(const dt_task *t, int node);
 
-/* ---- the run context optimizers see ------------------------------------------------------ */
+/* ---- problem plug-ins (problems/<name>/) ------------------------------------------------------
+ *
+ * A problem is one folder under problems/ that exports one dt_problem_def: the config face the
+ * loader sees (name, the dataset names it serves, its keys, its loss and the metrics it can
+ * record), how to load its data, its input shape, and its default model. Adding a dataset or a
+ * task = its folder, a line in problems/registry.c, a line in meson.build, a test. */
 
-typedef struct dt_optimizer_run {
-  dt_comm *comm;
-  dt_backend *be;
-  const dt_graph *graph;
-  const dt_problem_config *pc;
-  dt_task *task;
-  uint64_t seed;
-  int first, count; /* local nodes */
-  size_t dim;
-  dt_slab theta;          /* local nodes' parameters (backend memory); what the runner evaluates */
-  float *loss;            /* [count] losses of the last gradient call */
-  double *train_loss_sum; /* [count] minibatch losses since the last evaluation */
-  long *train_loss_n;
-  uint64_t *node_bytes;   /* [count] bytes each local node sent, exchanges included */
-  dt_timer t_compute, t_comm;
-  dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
-  int exchange_nvec;
-  int threads;            /* threads computing local nodes in parallel */
-  double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
-  double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
-  float **host_rows;      /* [count] host views for ordered sums, made on first use off the host */
-} dt_optimizer_run;
+/* A loaded dataset: the samples, and what owns their memory. */
+typedef struct dt_data {
+  dt_samples train, test;
+  void *owner;                  /* released by release(owner) */
+  void (*release)(void *owner);
+} dt_data;
 
-/* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
- * dt_run_free releases what it made (the exchange included). */
-DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
-                                  dt_task *task, uint64_t seed, int first, int count, int ranks);
-void dt_run_free(dt_optimizer_run *run);
-/* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
- * node's training loss is accumulated. */
-DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active);
-/* Runs fn(ctx, l) for every local node index l, in parallel on run->threads threads. The nodes'
- * computations must be independent (each writes only node l's state), which keeps results
- * identical for any thread count. The first failure (lowest l) is returned with its message.
- * Not collective: fn must not communicate. */
-DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx);
-/* Threads to use for count local nodes on a job of `ranks` ranks: DT_THREADS if set, else all
- * cores when one rank holds every node, else 1 (ranks already share the cores). */
-int dt_run_threads(int ranks, int count);
-/* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
-DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
-/* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */
-DT_MUST_USE dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src);
-/* Runs an exchange and charges its time and bytes. Collective. */
-DT_MUST_USE dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask);
-/* The mean over ALL nodes of v's rows, summed in node order in double (bit-identical for any
- * rank count), as floats into avg (a backend vector of dim floats) on every rank. Collective. */
-DT_MUST_USE dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg);
-/* The same sum, left in double in sum (backend memory, dim doubles), and not charged as traffic
- * or communication time: for metrics. Collective. */
-DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum);
-/* Host views of v's rows (the rows themselves on a host-memory backend). */
-DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows);
+typedef struct dt_problem_def {
+  dt_problem_plugin schema; /* what the config loader sees */
+  /* Loads the data of e->dataset_name; opts are the plug-in's keys. Not collective. */
+  dt_status (*load)(const dt_experiment_config *e, const void *opts, dt_data *out);
+  /* The shape of one sample and the class count, known without loading (for `dtrun check`). */
+  void (*shape)(const dt_experiment_config *e, const void *opts, dt_samples *shape);
+  /* The model trained when experiment.model.layers is empty, for samples of that shape. */
+  void (*default_model)(const dt_experiment_config *e, const dt_samples *shape, dt_model_spec *spec);
+} dt_problem_def;
 
-/* Per local node, a local optimizer and a gradient: the state every SGD-style plug-in keeps. */
-typedef struct dt_learners {
-  dt_local_opt *opt; /* the state of all local nodes */
-  dt_slab grad;
-} dt_learners;
-/* Creates the learners of optimizer `kind` (dt_local_opt_kind) at rate lr. On failure what was
- * made is freed. */
-DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out);
-/* Frees the learners; a zeroed struct is fine. */
-void dt_learners_free(dt_optimizer_run *run, dt_learners *l);
-/* Every active local node (NULL: all): the gradient at its parameters on its next minibatch,
- * then one optimizer step at rate lr. */
-DT_MUST_USE dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, float lr, const uint8_t *active);
+/* All registered problems, ended by NULL, and their config faces in the same order. */
+extern const dt_problem_def *const dt_problems[];
+extern const dt_problem_plugin *const dt_problem_plugins[];
 
-/* The diminishing rate every plug-in's `mu` means: round k uses r0 / (1 + mu k). */
-static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 + mu * k); }
-
-/* ---- datasets (problems/mnist, problems/logreg) ---------------------------------------------- */
-
-typedef struct dt_data dt_data;
-/* Loads the experiment's dataset: MNIST or Fashion-MNIST from data_dir, or the synthetic
- * multinomial-logistic data drawn from (seed, DT_RNG_DATA). train/test point into *out. */
-dt_status dt_data_load(const dt_experiment_config *e, dt_data **out, dt_samples *train, dt_samples *test);
+/* The problem named `name`, or NULL. */
+const dt_problem_def *dt_problem_find(const char *name);
+/* The experiment's problem (e->problem) and its options. DT_ERR_INTERNAL when e was loaded with
+ * another registry. */
+DT_MUST_USE dt_status dt_problem_of(const dt_experiment_config *e, const dt_problem_def **def, const void **opts);
+/* Loads the experiment's data through its problem. dt_data_free accepts a zeroed struct. */
+DT_MUST_USE dt_status dt_data_load(const dt_experiment_config *e, dt_data *out);
 void dt_data_free(dt_data *d);
-/* Synthetic data only: n samples of `features` floats in `classes` classes, labels drawn from
- * softmax(W* x) with W* ~ N(0, 1); stream id selects train (0) or test (1). */
+/* The model the experiment trains on samples of `shape`: experiment.model.layers when given, else
+ * the problem's default; input shape and classes from `shape`. */
+DT_MUST_USE dt_status dt_problem_model(const dt_config *cfg, const dt_samples *shape, dt_model_spec *spec);
+/* The same without data: the shape from the problem (for `dtrun check`). */
+DT_MUST_USE dt_status dt_problem_model_unloaded(const dt_config *cfg, dt_model_spec *spec);
+
+/* problems/logreg: n samples of `features` floats in `classes` classes, labels drawn from
+ * softmax(3 W* x) with W* ~ N(0, 1/features); stream id selects train (0) or test (1). */
 dt_status dt_synthetic_make(uint64_t seed, int n, int features, int classes, uint64_t stream,
                             float **x, uint8_t **labels);
 

@@ -9,6 +9,9 @@
 #include "dt/graph.h"
 #include "dt/status.h"
 
+/* The plug-ins of this build (every optimizer and problem), for dt_config_load and dt_config_emit. */
+extern const dt_registry dt_builtin;
+
 typedef struct dt_run_options {
   const char *output_dir;   /* exact output folder, or NULL for <output_metadir>/<time>_<name> */
   int quiet;                /* only errors and the final summary */

@@ -127,12 +127,15 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_cadmm = {
-    .name = "cadmm",
-    .aliases = aliases,
-    .summary = "consensus ADMM with inexact primal steps (DiNNO)",
-    .keys = dt_cadmm_keys,
-    .opts_size = sizeof(dt_cadmm_opts),
-    .finalize = dt_cadmm_finalize,
+    .plugin =
+        {
+            .name = "cadmm",
+            .aliases = aliases,
+            .summary = "consensus ADMM with inexact primal steps (DiNNO)",
+            .keys = dt_cadmm_keys,
+            .opts_size = sizeof(dt_cadmm_opts),
+            .finalize = dt_cadmm_finalize,
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

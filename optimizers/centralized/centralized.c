@@ -80,10 +80,13 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_centralized = {
-    .name = "centralized",
-    .summary = "centralized baseline: exact gradient averaging, or local steps plus model averaging",
-    .keys = keys,
-    .opts_size = sizeof(dt_centralized_opts),
+    .plugin =
+        {
+            .name = "centralized",
+            .summary = "centralized baseline: exact gradient averaging, or local steps plus model averaging",
+            .keys = keys,
+            .opts_size = sizeof(dt_centralized_opts),
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

@@ -86,10 +86,13 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_dsgd = {
-    .name = "dsgd",
-    .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
-    .keys = keys,
-    .opts_size = sizeof(dt_dsgd_opts),
+    .plugin =
+        {
+            .name = "dsgd",
+            .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
+            .keys = keys,
+            .opts_size = sizeof(dt_dsgd_opts),
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

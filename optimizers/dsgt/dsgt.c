@@ -112,10 +112,13 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_dsgt = {
-    .name = "dsgt",
-    .summary = "decentralized stochastic gradient tracking",
-    .keys = keys,
-    .opts_size = sizeof(dt_dsgt_opts),
+    .plugin =
+        {
+            .name = "dsgt",
+            .summary = "decentralized stochastic gradient tracking",
+            .keys = keys,
+            .opts_size = sizeof(dt_dsgt_opts),
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

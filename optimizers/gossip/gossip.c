@@ -154,10 +154,13 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_gossip = {
-    .name = "gossip",
-    .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
-    .keys = keys,
-    .opts_size = sizeof(dt_gossip_opts),
+    .plugin =
+        {
+            .name = "gossip",
+            .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
+            .keys = keys,
+            .opts_size = sizeof(dt_gossip_opts),
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

@@ -61,10 +61,13 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 }
 
 const dt_optimizer_def dt_optimizer_solo = {
-    .name = "solo",
-    .summary = "no communication: every node trains alone (the lower baseline)",
-    .keys = keys,
-    .opts_size = sizeof(dt_solo_opts),
+    .plugin =
+        {
+            .name = "solo",
+            .summary = "no communication: every node trains alone (the lower baseline)",
+            .keys = keys,
+            .opts_size = sizeof(dt_solo_opts),
+        },
     .create = create,
     .round = round_k,
     .destroy = destroy,

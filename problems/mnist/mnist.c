@@ -1,24 +1,14 @@
-/* The MNIST problem family's data: MNIST and Fashion-MNIST images from IDX files, kept as uint8
- * and normalised per batch. */
+/* The mnist problem: 10-class image classification on MNIST or Fashion-MNIST, read from the IDX
+ * files in data_dir and kept as uint8 (normalised per batch), trained with NLL; by default the
+ * seed CNN of experiment.model. */
 #include <string.h>
 
 #include "dt/problem.h"
 
-struct dt_data {
-  dt_dataset *images;     /* MNIST / Fashion-MNIST */
-  float *xtr, *xte;       /* synthetic features */
-  uint8_t *ytr, *yte;
-};
+static const char *const datasets[] = {"mnist", "fashion_mnist", NULL};
+static const dt_key keys[] = {{0}};
 
-void dt_data_free(dt_data *d) {
-  if (d == NULL) return;
-  dt_dataset_free(d->images);
-  dt_free(d->xtr);
-  dt_free(d->xte);
-  dt_free(d->ytr);
-  dt_free(d->yte);
-  dt_free(d);
-}
+static void release(void *owner) { dt_dataset_free(owner); }
 
 static void image_samples(const dt_dataset *ds, const dt_image_set *s, dt_samples *out) {
   memset(out, 0, sizeof *out);
@@ -34,35 +24,41 @@ static void image_samples(const dt_dataset *ds, const dt_image_set *s, dt_sample
   out->num_classes = ds->num_classes;
 }
 
-enum { SYNTHETIC_CLASSES = 4 };
-
-dt_status dt_data_load(const dt_experiment_config *e, dt_data **out, dt_samples *train, dt_samples *test) {
-  dt_status st = DT_OK;
-  dt_data *d = NULL;
-  *out = NULL;
-  DT_ALLOC_GOTO(d, 1, "data");
-  if (e->dataset == DT_DATA_SYNTHETIC) {
-    const int n = e->synthetic_samples, f = e->synthetic_features;
-    DT_TRY_GOTO(dt_synthetic_make(e->seed, n, f, SYNTHETIC_CLASSES, 0, &d->xtr, &d->ytr));
-    DT_TRY_GOTO(dt_synthetic_make(e->seed, n / 4 > 0 ? n / 4 : 1, f, SYNTHETIC_CLASSES, 1, &d->xte, &d->yte));
-    const dt_samples base = {.dim = (size_t)f, .in_c = 1, .in_h = 1, .in_w = f, .num_classes = SYNTHETIC_CLASSES};
-    *train = base;
-    train->count = (size_t)n;
-    train->f32 = d->xtr;
-    train->labels = d->ytr;
-    *test = base;
-    test->count = (size_t)(n / 4 > 0 ? n / 4 : 1);
-    test->f32 = d->xte;
-    test->labels = d->yte;
-  } else {
-    DT_TRY_GOTO(dt_dataset_load(e->data_dir, e->dataset == DT_DATA_FASHION_MNIST ? DT_DATASET_FASHION_MNIST : DT_DATASET_MNIST,
-                                &d->images));
-    image_samples(d->images, &d->images->train, train);
-    image_samples(d->images, &d->images->test, test);
-  }
-  *out = d;
-  d = NULL;
-cleanup:
-  dt_data_free(d);
-  return st;
+static dt_dataset_kind kind_of(const dt_experiment_config *e) {
+  return strcmp(e->dataset_name, "fashion_mnist") == 0 ? DT_DATASET_FASHION_MNIST : DT_DATASET_MNIST;
 }
+
+static dt_status load(const dt_experiment_config *e, const void *opts, dt_data *out) {
+  (void)opts;
+  dt_dataset *ds = NULL;
+  DT_TRY(dt_dataset_load(e->data_dir, kind_of(e), &ds));
+  image_samples(ds, &ds->train, &out->train);
+  image_samples(ds, &ds->test, &out->test);
+  out->owner = ds;
+  out->release = release;
+  return DT_OK;
+}
+
+static void shape(const dt_experiment_config *e, const void *opts, dt_samples *s) {
+  (void)e, (void)opts;
+  *s = (dt_samples){.dim = 28 * 28, .in_c = 1, .in_h = 28, .in_w = 28, .num_classes = 10};
+}
+
+static void default_model(const dt_experiment_config *e, const dt_samples *s, dt_model_spec *spec) {
+  (void)s;
+  dt_model_spec_seed_cnn(spec, e->model.num_filters, e->model.kernel_size, e->model.linear_width);
+}
+
+const dt_problem_def dt_problem_mnist = {
+    .schema =
+        {
+            .plugin = {.name = "mnist", .summary = "MNIST / Fashion-MNIST digit and clothing images, 10 classes", .keys = keys},
+            .datasets = datasets,
+            .reads_data_dir = true,
+            .loss = "NLL",
+            .metrics = (1u << DT_METRIC_COUNT_) - 1,
+        },
+    .load = load,
+    .shape = shape,
+    .default_model = default_model,
+};

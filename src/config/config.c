@@ -11,7 +11,6 @@
 #include "config_impl.h"
 #include "dt/graph.h"
 #include "dt/local_opt.h"
-#include "dt/optimizer.h"
 #include "dt_config.h"
 
 #define INF 1e308
@@ -23,7 +22,6 @@ static const char *const graph_type_aliases[] = {"ring", "cycle", "erdos_renyi",
 static const char *const mixing_names[] = {"metropolis", "uniform", NULL};
 static const char *const split_names[] = {"random", "hetero", "dirichlet", NULL};
 static const char *const backend_names[] = {"cpu", "cuda", "auto", NULL};
-static const char *const dataset_names[] = {"mnist", "fashion_mnist", "synthetic", NULL};
 static const char *const loss_names[] = {"NLL", NULL};
 static const char *const loss_aliases[] = {"nll", "NLL", NULL};
 static const char *const optim_names[] = {"sgd", "adam", "adamw", NULL};
@@ -95,14 +93,7 @@ static const dt_key split_keys[] = {
     {0},
 };
 
-static const dt_key synthetic_keys[] = {
-    {.name = "samples", .type = DT_KEY_INT, .offset = OFF(synthetic_samples), .def = "2000", .min = 10, .max = 1 << 24,
-     .help = "synthetic: training samples (a test set of a quarter of that is drawn too)"},
-    {.name = "features", .type = DT_KEY_INT, .offset = OFF(synthetic_features), .def = "20", .min = 1, .max = 100000,
-     .help = "synthetic: features per sample"},
-    {0},
-};
-
+#define PROBLEM_SECTIONS "(problem sections)"
 static const dt_key experiment_keys[] = {
     {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
      .help = "experiment name; part of the output folder name"},
@@ -115,8 +106,9 @@ static const dt_key experiment_keys[] = {
      .help = "seed key: true with backend cpu only warns that the run stays on the CPU; choose the device with backend"},
     {.name = "backend", .type = DT_KEY_ENUM, .offset = OFF(backend), .def = "cpu", .values = backend_names,
      .help = "compute backend: cpu, cuda, or auto (the first backend of this build that can run here, else cpu)"},
-    {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist", .values = dataset_names,
-     .help = "mnist, fashion_mnist, or synthetic (the convex logistic-regression problem)"},
+    /* .values: every problem plug-in's dataset names (experiment_table) */
+    {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist",
+     .help = "the data, and so the problem plug-in: mnist, fashion_mnist (problem mnist), synthetic (problem logreg)"},
     {.name = "data_split_type", .type = DT_KEY_ENUM, .offset = OFF(data_split_type), .def = "random", .values = split_names,
      .help = "how training data is split over nodes: random, hetero (by class), dirichlet"},
     {.name = "split", .type = DT_KEY_SECTION, .offset = 0, .sub = split_keys, .help = "split parameters"},
@@ -126,13 +118,57 @@ static const dt_key experiment_keys[] = {
      .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
     {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
      .help = "write each problem's final parameters as <problem_name>_models.npy (N x d float32)"},
-    {.name = "synthetic", .type = DT_KEY_SECTION, .offset = 0, .sub = synthetic_keys, .help = "synthetic dataset size"},
+    /* here: one section per problem plug-in with keys (experiment_table) */
+    {.name = PROBLEM_SECTIONS, .type = DT_KEY_SPECIAL},
     {.name = "graph", .type = DT_KEY_SECTION, .offset = OFF(graph), .sub = graph_keys, .help = "communication graph"},
     {.name = "model", .type = DT_KEY_SECTION, .offset = OFF(model), .sub = model_keys, .help = "model"},
     {.name = "individual_training", .type = DT_KEY_SECTION, .offset = OFF(individual_training), .sub = solo_keys,
      .help = "the solo baseline run before the problems"},
     {0},
 };
+
+/* The experiment rows with the registry's parts filled in: the `dataset` row lists every problem
+ * plug-in's dataset names, and each problem with keys gets its section where PROBLEM_SECTIONS
+ * stands, stored in problem_opts[its index]. Every section is read and emitted whichever
+ * problem runs, so the resolved config is complete. */
+enum { MAX_DATASETS = 32 };
+typedef struct experiment_table {
+  dt_key rows[48];
+  const char *datasets[MAX_DATASETS + 1];
+  int dataset_problem[MAX_DATASETS]; /* registry index of the problem serving each name */
+} experiment_table;
+
+static dt_status experiment_table_make(const dt_registry *reg, experiment_table *t) {
+  memset(t, 0, sizeof *t);
+  int nd = 0, nr = 0;
+  for (int i = 0; experiment_keys[i].name != NULL; i++) {
+    const dt_key *k = &experiment_keys[i];
+    if (strcmp(k->name, PROBLEM_SECTIONS) != 0) {
+      DT_ASSERT(nr + 1 < (int)(sizeof t->rows / sizeof t->rows[0]));
+      t->rows[nr++] = *k;
+      continue;
+    }
+    for (int p = 0; reg->problems[p] != NULL; p++) {
+      const dt_problem_plugin *pp = reg->problems[p];
+      DT_CHECK(p < DT_MAX_PROBLEM_PLUGINS && pp->plugin.opts_size <= DT_PROBLEM_OPTS_MAX, DT_ERR_INTERNAL,
+               "problem plug-in %s: more than %d plug-ins or options over %d bytes", pp->plugin.name, DT_MAX_PROBLEM_PLUGINS,
+               DT_PROBLEM_OPTS_MAX);
+      if (pp->section == NULL) continue;
+      DT_ASSERT(nr + 1 < (int)(sizeof t->rows / sizeof t->rows[0]));
+      t->rows[nr++] = (dt_key){.name = pp->section, .type = DT_KEY_SECTION, .sub = pp->plugin.keys, .help = pp->plugin.summary,
+                               .offset = offsetof(dt_experiment_config, problem_opts) + (size_t)p * DT_PROBLEM_OPTS_MAX};
+    }
+  }
+  for (int p = 0; reg->problems[p] != NULL; p++)
+    for (int d = 0; reg->problems[p]->datasets[d] != NULL; d++) {
+      DT_CHECK(nd < MAX_DATASETS, DT_ERR_INTERNAL, "more than %d dataset names registered", MAX_DATASETS);
+      t->dataset_problem[nd] = p;
+      t->datasets[nd++] = reg->problems[p]->datasets[d];
+    }
+  for (int i = 0; i < nr; i++)
+    if (strcmp(t->rows[i].name, "dataset") == 0) t->rows[i].values = t->datasets;
+  return DT_OK;
+}
 
 #define POFF(field) offsetof(dt_problem_config, field)
 static const dt_key problem_keys[] = {
@@ -157,7 +193,8 @@ static const dt_key problem_keys[] = {
 };
 
 static const dt_key optimizer_common_keys[] = {
-    {.name = "alg_name", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the algorithm: cadmm (dinno), dsgd, dsgt, gossip, centralized, solo"},
+    {.name = "alg_name", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED,
+     .help = "the algorithm: the name of an optimizer plug-in (their keys follow)"},
     {.name = "outer_iterations", .type = DT_KEY_INT, .offset = POFF(outer_iterations), .def = "100", .min = 1, .max = 1e9,
      .help = "communication rounds"},
     {.name = "profile", .type = DT_KEY_BOOL, .offset = POFF(profile), .def = "false", .help = "print a per-round time breakdown at the end"},
@@ -166,29 +203,29 @@ static const dt_key optimizer_common_keys[] = {
 
 /* ---- special keys ------------------------------------------------------------------------- */
 
-static dt_status read_metrics(const schema_ctx *ctx, const ynode *n, const char *path, unsigned *out) {
+static dt_status read_metrics(const schema_ctx *ctx, const dt_ynode *n, const char *path, unsigned *out) {
   char found[96];
   if (n == NULL) {
     *out = DT_METRIC_FORWARD_PASS_COUNT | DT_METRIC_VALIDATION_LOSS | DT_METRIC_CONSENSUS_ERROR | DT_METRIC_TOP1_ACCURACY |
            DT_METRIC_CURRENT_EPOCH;
     return DT_OK;
   }
-  if (n->kind != YN_SEQ)
+  if (n->kind != DT_YN_SEQ)
     return schema_error(ctx, n, path, "expected a list of metric names, found %s",
-                        n->kind == YN_MAP ? "a mapping" : (snprintf(found, sizeof found, "'%s'", n->text), found));
+                        n->kind == DT_YN_MAP ? "a mapping" : (snprintf(found, sizeof found, "'%s'", n->text), found));
   *out = 0;
   for (int i = 0; i < n->n; i++) {
-    const ynode *it = n->items[i];
+    const dt_ynode *it = n->items[i];
     int bit = -1;
-    for (int b = 0; it->kind == YN_SCALAR && b < DT_METRIC_COUNT_; b++)
+    for (int b = 0; it->kind == DT_YN_SCALAR && b < DT_METRIC_COUNT_; b++)
       if (strcmp(it->text, metric_names[b]) == 0) bit = b;
     if (bit < 0) {
       char sub[600];
       snprintf(sub, sizeof sub, "%s[%d]", path, i);
-      const char *near = it->kind == YN_SCALAR ? schema_nearest(it->text, metric_names, DT_METRIC_COUNT_) : NULL;
+      const char *near = it->kind == DT_YN_SCALAR ? schema_nearest(it->text, metric_names, DT_METRIC_COUNT_) : NULL;
       if (near) return schema_error(ctx, it, sub, "unknown metric '%s'; did you mean '%s'?", it->text, near);
       return schema_error(ctx, it, sub, "expected one of forward_pass_count, validation_loss, consensus_error, top1_accuracy, "
-                          "current_epoch, consensus_matrix, found '%s'", it->kind == YN_SCALAR ? it->text : "(not a name)");
+                          "current_epoch, consensus_matrix, found '%s'", it->kind == DT_YN_SCALAR ? it->text : "(not a name)");
     }
     *out |= 1u << bit;
   }
@@ -209,10 +246,10 @@ static const dt_key layer_keys[] = {
     {0},
 };
 
-static dt_status read_layers(const schema_ctx *ctx, const ynode *n, const char *path, dt_model_config *m) {
+static dt_status read_layers(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_model_config *m) {
   char sub[600];
   if (n == NULL) return DT_OK;
-  if (n->kind != YN_SEQ || n->n == 0)
+  if (n->kind != DT_YN_SEQ || n->n == 0)
     return schema_error(ctx, n, path, "expected a non-empty list of layers ({type: conv2d, ...})");
   if (n->n > DT_MAX_LAYERS) return schema_error(ctx, n, path, "%d layers; at most %d are supported", n->n, DT_MAX_LAYERS);
   m->num_layers = n->n;
@@ -226,7 +263,7 @@ static dt_status read_layers(const schema_ctx *ctx, const ynode *n, const char *
       [DT_LAYER_DROPOUT] = {"R", "p", NULL},
   };
   for (int i = 0; i < n->n; i++) {
-    const ynode *it = n->items[i];
+    const dt_ynode *it = n->items[i];
     dt_layer_spec *ls = &m->layers[i];
     memset(ls, 0, sizeof *ls);
     snprintf(sub, sizeof sub, "%s[%d]", path, i);
@@ -247,7 +284,7 @@ static dt_status read_layers(const schema_ctx *ctx, const ynode *n, const char *
     for (int r = 0; rule[r] != NULL; r++) {
       if (strcmp(rule[r], "R") == 0) required = 1;
       else if (strcmp(rule[r], "A") == 0) required = 0;
-      else if (required && ynode_get(it, rule[r]) == NULL)
+      else if (required && dt_ynode_get(it, rule[r]) == NULL)
         return schema_error(ctx, it, sub, "a %s layer needs '%s'", layer_names[ls->kind], rule[r]);
     }
     if (ls->kind == DT_LAYER_CONV2D && ls->stride == 0) ls->stride = 1;
@@ -256,35 +293,49 @@ static dt_status read_layers(const schema_ctx *ctx, const ynode *n, const char *
   return DT_OK;
 }
 
-static dt_status read_optimizer(const schema_ctx *ctx, const ynode *n, const char *path, dt_problem_config *pc) {
+static int plugin_named(const dt_plugin *p, const char *name) {
+  if (strcmp(p->name, name) == 0) return 1;
+  for (int a = 0; p->aliases != NULL && p->aliases[a] != NULL; a++)
+    if (strcmp(p->aliases[a], name) == 0) return 1;
+  return 0;
+}
+
+static const dt_plugin *optimizer_named(const dt_registry *reg, const char *name) {
+  for (int i = 0; reg->optimizers[i] != NULL; i++)
+    if (plugin_named(reg->optimizers[i], name)) return reg->optimizers[i];
+  return NULL;
+}
+
+static dt_status read_optimizer(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_problem_config *pc) {
   char sub[600], found[96];
-  if (n == NULL || n->kind != YN_MAP)
+  if (n == NULL || n->kind != DT_YN_MAP)
     return schema_error(ctx, n, path, "expected a mapping with alg_name and the algorithm's keys, found %s",
-                        n == NULL ? "nothing" : n->kind == YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%s'", n->text), found));
-  const ynode *alg = ynode_get(n, "alg_name");
+                        n == NULL ? "nothing" : n->kind == DT_YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%s'", n->text), found));
+  const dt_ynode *alg = dt_ynode_get(n, "alg_name");
   snprintf(sub, sizeof sub, "%s.alg_name", path);
+  const dt_plugin *const *opts = ctx->reg->optimizers;
+  const dt_plugin *def = NULL;
+  const char *names[64];
+  int nn = 0;
+  char list[512] = "";
+  size_t used = 0;
+  for (int i = 0; opts[i] != NULL; i++) {
+    if (alg != NULL && alg->kind == DT_YN_SCALAR && plugin_named(opts[i], alg->text)) def = opts[i];
+    if (nn < 64) names[nn++] = opts[i]->name;
+    used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s", i ? ", " : "", opts[i]->name);
+    for (int a = 0; opts[i]->aliases && opts[i]->aliases[a]; a++) {
+      if (nn < 64) names[nn++] = opts[i]->aliases[a];
+      used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, " (%s)", opts[i]->aliases[a]);
+    }
+  }
   if (alg == NULL) {
     char where[1200];
-    ynode_where(n, ctx->file, where, sizeof where);
-    return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (the algorithm: cadmm, dinno, dsgd, dsgt, gossip, centralized, solo)",
-                    where, sub);
+    dt_ynode_where(n, ctx->file, where, sizeof where);
+    return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (the algorithm: %s)", where, sub, list);
   }
-  const dt_optimizer_def *def = alg->kind == YN_SCALAR ? dt_optimizer_find(alg->text) : NULL;
   if (def == NULL) {
-    const char *names[32];
-    int nn = 0;
-    char list[512] = "";
-    size_t used = 0;
-    for (int i = 0; dt_optimizers[i] != NULL; i++) {
-      names[nn++] = dt_optimizers[i]->name;
-      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", dt_optimizers[i]->name);
-      for (int a = 0; dt_optimizers[i]->aliases && dt_optimizers[i]->aliases[a]; a++) {
-        names[nn++] = dt_optimizers[i]->aliases[a];
-        used += (size_t)snprintf(list + used, sizeof list - used, " (%s)", dt_optimizers[i]->aliases[a]);
-      }
-    }
-    const char *near = alg->kind == YN_SCALAR ? schema_nearest(alg->text, names, nn) : NULL;
-    return schema_error(ctx, alg, sub, "unknown algorithm %s; available: %s%s%s%s", alg->kind == YN_SCALAR ? alg->text : "(not a name)",
+    const char *near = alg->kind == DT_YN_SCALAR ? schema_nearest(alg->text, names, nn) : NULL;
+    return schema_error(ctx, alg, sub, "unknown algorithm %s; available: %s%s%s%s", alg->kind == DT_YN_SCALAR ? alg->text : "(not a name)",
                         list, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
   }
   snprintf(pc->alg_name, sizeof pc->alg_name, "%s", def->name);
@@ -320,19 +371,19 @@ static dt_status read_optimizer(const schema_ctx *ctx, const ynode *n, const cha
   return DT_OK;
 }
 
-static dt_status read_problem(const schema_ctx *ctx, const char *key, const ynode *n, dt_problem_config *pc) {
+static dt_status read_problem(const schema_ctx *ctx, const char *key, const dt_ynode *n, dt_problem_config *pc) {
   char path[600], sub[700];
   snprintf(path, sizeof path, "problem_configs.%s", key);
   memset(pc, 0, sizeof *pc);
   snprintf(pc->key, sizeof pc->key, "%s", key);
-  if (n->kind != YN_MAP) return schema_error(ctx, n, path, "expected a mapping (problem_name, optimizer_config, ...)");
+  if (n->kind != DT_YN_MAP) return schema_error(ctx, n, path, "expected a mapping (problem_name, optimizer_config, ...)");
   DT_TRY(schema_read(ctx, problem_keys, n, path, pc));
   if (pc->problem_name[0] == '\0') snprintf(pc->problem_name, sizeof pc->problem_name, "%s", key);
   for (const char *c = pc->problem_name; *c; c++)
     if (*c == '/' || *c == '\\' || (unsigned char)*c < 32)
-      return schema_error(ctx, ynode_get(n, "problem_name"), path, "problem_name '%s' must not contain '/' or control characters "
+      return schema_error(ctx, dt_ynode_get(n, "problem_name"), path, "problem_name '%s' must not contain '/' or control characters "
                           "(it names result files)", pc->problem_name);
-  const ynode *mc = ynode_get(n, "metrics_config");
+  const dt_ynode *mc = dt_ynode_get(n, "metrics_config");
   if (mc != NULL) {
     snprintf(sub, sizeof sub, "%s.metrics_config", path);
     static const dt_key mc_keys[] = {
@@ -340,19 +391,35 @@ static dt_status read_problem(const schema_ctx *ctx, const char *key, const ynod
          .help = "evaluate every this many rounds"},
         {0},
     };
-    const ynode *top = ynode_get(n, "evaluate_frequency");
-    if (top != NULL && ynode_get(mc, "evaluate_frequency") != NULL)
+    const dt_ynode *top = dt_ynode_get(n, "evaluate_frequency");
+    if (top != NULL && dt_ynode_get(mc, "evaluate_frequency") != NULL)
       return schema_error(ctx, top, path, "evaluate_frequency is given twice, here and in metrics_config; keep one");
     DT_TRY(schema_read(ctx, mc_keys, mc, sub, pc));
   }
   snprintf(sub, sizeof sub, "%s.metrics", path);
-  DT_TRY(read_metrics(ctx, ynode_get(n, "metrics"), sub, &pc->metrics));
+  DT_TRY(read_metrics(ctx, dt_ynode_get(n, "metrics"), sub, &pc->metrics));
   snprintf(sub, sizeof sub, "%s.optimizer_config", path);
-  DT_TRY(read_optimizer(ctx, ynode_get(n, "optimizer_config"), sub, pc));
+  DT_TRY(read_optimizer(ctx, dt_ynode_get(n, "optimizer_config"), sub, pc));
   return DT_OK;
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
+
+/* The problem plug-in serving experiment.dataset, and what depends on it (the loss, data_dir). */
+static dt_status choose_problem(const schema_ctx *ctx, const experiment_table *t, const dt_ynode *exp, dt_experiment_config *e) {
+  const int p = t->dataset_problem[e->dataset];
+  const dt_problem_plugin *prob = ctx->reg->problems[p];
+  snprintf(e->dataset_name, sizeof e->dataset_name, "%s", t->datasets[e->dataset]);
+  snprintf(e->problem, sizeof e->problem, "%s", prob->plugin.name);
+  e->problem_index = p;
+  if (strcmp(loss_names[e->loss], prob->loss) != 0) {
+    const dt_ynode *loss = dt_ynode_get(exp, "loss");
+    return schema_error(ctx, loss != NULL ? loss : exp, "experiment.loss", "dataset %s (problem %s) trains with %s, not %s",
+                        e->dataset_name, prob->plugin.name, prob->loss, loss_names[e->loss]);
+  }
+  if (e->data_dir[0] == '\0' && prob->reads_data_dir) snprintf(e->data_dir, sizeof e->data_dir, "data/%s", e->dataset_name);
+  return DT_OK;
+}
 
 static const dt_key root_keys[] = {
     {.name = "experiment", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the experiment"},
@@ -360,20 +427,23 @@ static const dt_key root_keys[] = {
     {0},
 };
 
-static dt_status load_tree(const schema_ctx *ctx, ynode *root, dt_config *cfg) {
+static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg) {
   char found[96];
-  if (root->kind != YN_MAP)
+  if (root->kind != DT_YN_MAP)
     return schema_error(ctx, root, "(top level)", "expected a mapping with 'experiment' and 'problem_configs', found %s",
-                        root->kind == YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%.60s'", root->text), found));
+                        root->kind == DT_YN_SEQ ? "a list" : (snprintf(found, sizeof found, "'%.60s'", root->text), found));
   DT_TRY(schema_read(ctx, root_keys, root, "", cfg));
-  const ynode *exp = ynode_get(root, "experiment");
-  DT_TRY(schema_read(ctx, experiment_keys, exp, "experiment", &cfg->experiment));
-  const ynode *model = ynode_get(ynode_get(root, "experiment"), "model");
-  DT_TRY(read_layers(ctx, ynode_get(model, "layers"), "experiment.model.layers", &cfg->experiment.model));
-  const ynode *pcs = ynode_get(root, "problem_configs");
-  if (pcs->kind != YN_MAP || pcs->n == 0)
+  const dt_ynode *exp = dt_ynode_get(root, "experiment");
+  experiment_table t;
+  DT_TRY(experiment_table_make(ctx->reg, &t));
+  DT_TRY(schema_read(ctx, t.rows, exp, "experiment", &cfg->experiment));
+  DT_TRY(choose_problem(ctx, &t, exp, &cfg->experiment));
+  const dt_ynode *model = dt_ynode_get(dt_ynode_get(root, "experiment"), "model");
+  DT_TRY(read_layers(ctx, dt_ynode_get(model, "layers"), "experiment.model.layers", &cfg->experiment.model));
+  const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
+  if (pcs->kind != DT_YN_MAP || pcs->n == 0)
     return schema_error(ctx, pcs, "problem_configs", "expected a mapping of named problems (problem1: {...}), found %s",
-                        pcs->kind == YN_SEQ ? "a list" : pcs->kind == YN_MAP ? "an empty mapping" : "a single value");
+                        pcs->kind == DT_YN_SEQ ? "a list" : pcs->kind == DT_YN_MAP ? "an empty mapping" : "a single value");
   if (pcs->n > DT_MAX_PROBLEMS) return schema_error(ctx, pcs, "problem_configs", "%d problems; at most %d", pcs->n, DT_MAX_PROBLEMS);
   cfg->num_problems = pcs->n;
   for (int i = 0; i < pcs->n; i++) DT_TRY(read_problem(ctx, pcs->keys[i]->text, pcs->items[i], &cfg->problems[i]));
@@ -384,42 +454,51 @@ static dt_status load_tree(const schema_ctx *ctx, ynode *root, dt_config *cfg) {
                             "would collide", cfg->problems[j].key, cfg->problems[i].key, cfg->problems[i].problem_name);
   /* Cross-key checks that need the whole experiment. */
   dt_experiment_config *e = &cfg->experiment;
-  const ynode *graph = ynode_get(exp, "graph");
+  const dt_ynode *graph = dt_ynode_get(exp, "graph");
   if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
     return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
   if (e->backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
-    return schema_error(ctx, ynode_get(exp, "backend"), "experiment.backend",
+    return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",
                         "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "
                         "(auto picks cuda only where it is built and a GPU is usable)");
-  if (e->data_dir[0] == '\0')
-    snprintf(e->data_dir, sizeof e->data_dir, "data/%s", e->dataset == DT_DATA_FASHION_MNIST ? "fashion_mnist" : "mnist");
+  const dt_problem_plugin *prob = ctx->reg->problems[e->problem_index];
+  for (int i = 0; i < cfg->num_problems; i++) {
+    const unsigned extra = cfg->problems[i].metrics & ~prob->metrics;
+    if (extra == 0) continue;
+    char sub[700];
+    snprintf(sub, sizeof sub, "problem_configs.%s.metrics", cfg->problems[i].key);
+    const dt_ynode *m = dt_ynode_get(pcs->items[i], "metrics");
+    return schema_error(ctx, m != NULL ? m : pcs->items[i], sub, "the %s problem cannot record %s", prob->plugin.name,
+                        metric_names[__builtin_ctz(extra)]);
+  }
   return DT_OK;
 }
 
-dt_status dt_config_load_string(const char *text, size_t len, const char *name, const char *const *overrides,
-                                int num_overrides, dt_config *out) {
+dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
+                                const char *const *overrides, int num_overrides, dt_config *out) {
   dt_status st = DT_OK;
-  ynode *root = NULL;
+  dt_ynode *root = NULL;
   memset(out, 0, sizeof *out);
   snprintf(out->source, sizeof out->source, "%s", name);
-  schema_ctx ctx = {.file = name};
-  DT_TRY_GOTO(yaml_tree_parse(text, len, name, &root));
+  schema_ctx ctx = {.file = name, .reg = reg};
+  DT_TRY_GOTO(dt_yaml_parse(text, len, name, &root));
   for (int i = 0; i < num_overrides; i++) {
     const char *eq = strchr(overrides[i], '=');
     DT_CHECK_GOTO(eq != NULL && eq != overrides[i], DT_ERR_USAGE,
                   "--set %s: expected key.path=value, e.g. --set experiment.graph.num_nodes=10", overrides[i]);
     char path[512];
     snprintf(path, sizeof path, "%.*s", (int)(eq - overrides[i]), overrides[i]);
-    DT_CHECK_GOTO(root->kind == YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
-    DT_TRY_GOTO(ynode_set_path(root, path, eq + 1, overrides[i]));
+    DT_CHECK_GOTO(root->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
+    DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, overrides[i]));
   }
   DT_TRY_GOTO(load_tree(&ctx, root, out));
 cleanup:
-  ynode_free(root);
+  dt_ynode_free(root);
   return st;
 }
 
-dt_status dt_config_load(const char *path, const char *const *overrides, int num_overrides, dt_config *out) {
+dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides, int num_overrides,
+                         dt_config *out) {
   dt_status st = DT_OK;
   char *buf = NULL;
   struct stat sb;
@@ -430,14 +509,14 @@ dt_status dt_config_load(const char *path, const char *const *overrides, int num
   DT_CHECK_GOTO(fseek(f, 0, SEEK_END) == 0, DT_ERR_IO, "%s: cannot read", path);
   long size = ftell(f);
   DT_CHECK_GOTO(size >= 0, DT_ERR_CONFIG, "%s: not a regular file", path);
-  DT_CHECK_GOTO(size <= YAML_MAX_BYTES, DT_ERR_CONFIG, "%s: the file is %ld bytes; an experiment file may hold at most %d bytes",
-                path, size, YAML_MAX_BYTES);
+  DT_CHECK_GOTO(size <= DT_YAML_MAX_BYTES, DT_ERR_CONFIG, "%s: the file is %ld bytes; an experiment file may hold at most %d bytes",
+                path, size, DT_YAML_MAX_BYTES);
   rewind(f);
   buf = malloc((size_t)size + 1);
   DT_CHECK_GOTO(buf != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
   DT_CHECK_GOTO(fread(buf, 1, (size_t)size, f) == (size_t)size, DT_ERR_IO, "%s: read error", path);
   buf[size] = '\0';
-  DT_TRY_GOTO(dt_config_load_string(buf, (size_t)size, path, overrides, num_overrides, out));
+  DT_TRY_GOTO(dt_config_load_string(buf, (size_t)size, path, reg, overrides, num_overrides, out));
 cleanup:
   fclose(f);
   free(buf);
@@ -536,8 +615,10 @@ static int write_handler(void *data, unsigned char *buffer, size_t size) {
   return fwrite(buffer, 1, size, (FILE *)data) == size;
 }
 
-dt_status dt_config_emit(const dt_config *cfg, FILE *f) {
+dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f) {
   emitter em = {.ok = 1};
+  experiment_table t;
+  DT_TRY(experiment_table_make(reg, &t));
   yaml_event_t ev;
   DT_CHECK(yaml_emitter_initialize(&em.e), DT_ERR_MEMORY, "cannot initialise the YAML emitter");
   yaml_emitter_set_output(&em.e, write_handler, f);
@@ -553,14 +634,13 @@ dt_status dt_config_emit(const dt_config *cfg, FILE *f) {
   ev_scalar(&em, "experiment", 0);
   ev_map(&em, 1, 0);
   const dt_experiment_config *e = &cfg->experiment;
-  emit_rows(&em, experiment_keys, e);
+  emit_rows(&em, t.rows, e);
   ev_map(&em, 0, 0);
   ev_scalar(&em, "problem_configs", 0);
   ev_map(&em, 1, 0);
-  char buf[128];
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
-    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    const dt_plugin *def = optimizer_named(reg, pc->alg_name);
     ev_scalar(&em, pc->key, 1);
     ev_map(&em, 1, 0);
     emit_rows(&em, problem_keys, pc);
@@ -577,7 +657,6 @@ dt_status dt_config_emit(const dt_config *cfg, FILE *f) {
     if (def != NULL) emit_rows(&em, def->keys, pc->alg_opts);
     ev_map(&em, 0, 0);
     ev_map(&em, 0, 0);
-    (void)buf;
   }
   ev_map(&em, 0, 0);
   ev_map(&em, 0, 0);
@@ -608,37 +687,18 @@ static void visit_rows(const dt_key *keys, const char *prefix, dt_config_key_vis
   }
 }
 
-void dt_config_visit_keys(dt_config_key_visitor visit, void *ctx) {
-  visit_rows(experiment_keys, "experiment.", visit, ctx);
+void dt_config_visit_keys(const dt_registry *reg, dt_config_key_visitor visit, void *ctx) {
+  experiment_table t;
+  if (experiment_table_make(reg, &t) != DT_OK) return; /* a broken registry fails every load first */
+  visit_rows(t.rows, "experiment.", visit, ctx);
   visit_rows(layer_keys, "experiment.model.layers[].", visit, ctx);
   visit_rows(problem_keys, "problem_configs.<name>.", visit, ctx);
   static const dt_key mc = {.name = "evaluate_frequency", .type = DT_KEY_INT, .help = "seed spelling of evaluate_frequency"};
   visit("problem_configs.<name>.metrics_config.evaluate_frequency", &mc, ctx);
   visit_rows(optimizer_common_keys, "problem_configs.<name>.optimizer_config.", visit, ctx);
-  for (int i = 0; dt_optimizers[i] != NULL; i++) {
+  for (int i = 0; reg->optimizers[i] != NULL; i++) {
     char prefix[256];
-    snprintf(prefix, sizeof prefix, "problem_configs.<name>.optimizer_config.(%s).", dt_optimizers[i]->name);
-    visit_rows(dt_optimizers[i]->keys, prefix, visit, ctx);
+    snprintf(prefix, sizeof prefix, "problem_configs.<name>.optimizer_config.(%s).", reg->optimizers[i]->name);
+    visit_rows(reg->optimizers[i]->keys, prefix, visit, ctx);
   }
-}
-
-void dt_config_model_spec(const dt_config *cfg, int in_c, int in_h, int in_w, int classes, dt_model_spec *spec) {
-  const dt_model_config *m = &cfg->experiment.model;
-  if (m->num_layers == 0 && cfg->experiment.dataset == DT_DATA_SYNTHETIC) {
-    /* the convex problem's default: multinomial logistic regression */
-    memset(spec, 0, sizeof *spec);
-    spec->num_layers = 2;
-    spec->layers[0] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
-    spec->layers[1] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = classes};
-  } else if (m->num_layers > 0) {
-    memset(spec, 0, sizeof *spec);
-    spec->num_layers = m->num_layers;
-    memcpy(spec->layers, m->layers, sizeof(dt_layer_spec) * (size_t)m->num_layers);
-  } else {
-    dt_model_spec_seed_cnn(spec, m->num_filters, m->kernel_size, m->linear_width);
-  }
-  spec->in_channels = in_c;
-  spec->in_height = in_h;
-  spec->in_width = in_w;
-  spec->num_classes = classes;
 }

@@ -11,9 +11,9 @@
 
 #include "config_impl.h"
 
-dt_status schema_error(const schema_ctx *ctx, const ynode *n, const char *path, const char *fmt, ...) {
+dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *path, const char *fmt, ...) {
   char where[1200], msg[1500];
-  ynode_where(n, ctx->file, where, sizeof where);
+  dt_ynode_where(n, ctx->file, where, sizeof where);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -57,10 +57,10 @@ const char *schema_nearest(const char *word, const char *const *cands, int n) {
   return prefix;
 }
 
-static const char *describe(const ynode *n, char *buf, size_t size) {
+static const char *describe(const dt_ynode *n, char *buf, size_t size) {
   if (n == NULL) return "nothing";
-  if (n->kind == YN_MAP) return "a mapping";
-  if (n->kind == YN_SEQ) return "a list";
+  if (n->kind == DT_YN_MAP) return "a mapping";
+  if (n->kind == DT_YN_SEQ) return "a list";
   if (n->text[0] == '\0') return "an empty value";
   snprintf(buf, size, "'%.60s%s'", n->text, strlen(n->text) > 60 ? "..." : "");
   return buf;
@@ -96,16 +96,16 @@ static void enum_list(const dt_key *k, char *buf, size_t size) {
     used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", k->values[i]);
 }
 
-dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const ynode *n,
+dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n,
                               const char *path, void *base) {
   char found[96], range[96];
   void *dst = (char *)base + k->offset;
-  if (n->kind != YN_SCALAR || (n->plain && (strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 || n->text[0] == '\0'))) {
+  if (n->kind != DT_YN_SCALAR || (n->plain && (strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 || n->text[0] == '\0'))) {
     const char *what = k->type == DT_KEY_BOOL ? "true or false" : k->type == DT_KEY_INT ? "an integer"
                      : k->type == DT_KEY_FLOAT ? "a number" : k->type == DT_KEY_SEED ? "a non-negative integer"
                      : k->type == DT_KEY_ENUM ? "one of the names listed" : "a string";
     return schema_error(ctx, n, path, "expected %s, found %s", what,
-                        n->kind == YN_SCALAR && n->text[0] != '\0' ? "null" : describe(n, found, sizeof found));
+                        n->kind == DT_YN_SCALAR && n->text[0] != '\0' ? "null" : describe(n, found, sizeof found));
   }
   const char *s = n->text;
   switch (k->type) {
@@ -209,10 +209,10 @@ static void key_names(const dt_key *keys, const char **names, int *n) {
     if (!(keys[i].flags & DT_KEY_NO_EMIT) || keys[i].alias_of != NULL) names[(*n)++] = keys[i].name;
 }
 
-dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const ynode *map,
+dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map,
                       const char *path, void *base) {
   char sub[512];
-  if (map != NULL && map->kind != YN_MAP) {
+  if (map != NULL && map->kind != DT_YN_MAP) {
     char found[96];
     return schema_error(ctx, map, path, "expected a mapping of keys, found %s", describe(map, found, sizeof found));
   }
@@ -239,24 +239,24 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const ynode *ma
     const dt_key *k = &keys[r];
     if (k->alias_of != NULL) continue; /* read together with its canonical row */
     snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", k->name);
-    const ynode *v = ynode_get(map, k->name);
+    const dt_ynode *v = dt_ynode_get(map, k->name);
     /* an alias spelling of this key */
     for (int a = 0; keys[a].name != NULL; a++) {
       if (keys[a].alias_of == NULL || strcmp(keys[a].alias_of, k->name) != 0) continue;
-      const ynode *av = ynode_get(map, keys[a].name);
+      const dt_ynode *av = dt_ynode_get(map, keys[a].name);
       if (av == NULL) continue;
       if (v != NULL)
         return schema_error(ctx, av, sub, "given twice, as '%s' and as '%s'; keep one", k->name, keys[a].name);
       v = av;
     }
     for (int e = 0; v != NULL && k->excludes != NULL && k->excludes[e] != NULL; e++) {
-      const ynode *other = ynode_get(map, k->excludes[e]);
+      const dt_ynode *other = dt_ynode_get(map, k->excludes[e]);
       if (other != NULL)
         return schema_error(ctx, other, sub, "'%s' cannot be combined with '%s' (%s)", k->excludes[e], k->name, k->help);
     }
     if (v == NULL && (k->flags & DT_KEY_REQUIRED)) {
       char where[1200];
-      ynode_where(map, ctx->file, where, sizeof where);
+      dt_ynode_where(map, ctx->file, where, sizeof where);
       return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
     }
     if (k->type == DT_KEY_SPECIAL) continue;
@@ -267,7 +267,7 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const ynode *ma
     if (v == NULL) {
       if (k->def == NULL) continue; /* optional, no default: left as the caller initialised it */
       /* defaults are YAML text; strings count as quoted so that "" is an empty string */
-      ynode d = {.kind = YN_SCALAR, .text = (char *)k->def, .plain = k->type != DT_KEY_STRING};
+      dt_ynode d = {.kind = DT_YN_SCALAR, .text = (char *)k->def, .plain = k->type != DT_KEY_STRING};
       schema_ctx dctx = {.file = "built-in default"};
       DT_TRY(schema_parse_scalar(&dctx, k, &d, sub, base));
       continue;

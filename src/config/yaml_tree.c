@@ -1,6 +1,6 @@
 /* YAML text → a tree of nodes that remember their line and column, using libyaml's event
- * parser. Duplicate keys, aliases that expand past YAML_MAX_NODES, documents deeper than
- * YAML_MAX_DEPTH, files over YAML_MAX_BYTES and more than one document are all errors with a
+ * parser. Duplicate keys, aliases that expand past DT_YAML_MAX_NODES, documents deeper than
+ * DT_YAML_MAX_DEPTH, files over DT_YAML_MAX_BYTES and more than one document are all errors with a
  * position, so no input can crash or exhaust the loader. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 typedef struct anchor {
   char *name;
-  ynode *node;
+  dt_ynode *node;
 } anchor;
 
 typedef struct builder {
@@ -24,11 +24,11 @@ typedef struct builder {
   int nanchors, capanchors;
 } builder;
 
-void ynode_free(ynode *n) {
+void dt_ynode_free(dt_ynode *n) {
   if (n == NULL) return;
   for (int i = 0; i < n->n; i++) {
-    if (n->keys != NULL) ynode_free(n->keys[i]);
-    ynode_free(n->items[i]);
+    if (n->keys != NULL) dt_ynode_free(n->keys[i]);
+    dt_ynode_free(n->items[i]);
   }
   free(n->keys);
   free(n->items);
@@ -47,8 +47,8 @@ static dt_status fail_at(const builder *b, int line, int col, const char *fmt, .
   return DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg);
 }
 
-static ynode *new_node(builder *b, ynode_kind kind, const yaml_mark_t *m) {
-  ynode *n = calloc(1, sizeof *n);
+static dt_ynode *new_node(builder *b, dt_ynode_kind kind, const yaml_mark_t *m) {
+  dt_ynode *n = calloc(1, sizeof *n);
   if (n == NULL) return NULL;
   n->kind = kind;
   n->line = (int)m->line + 1;
@@ -57,27 +57,27 @@ static ynode *new_node(builder *b, ynode_kind kind, const yaml_mark_t *m) {
   return n;
 }
 
-static int push(ynode *parent, ynode *key, ynode *val) {
+static int push(dt_ynode *parent, dt_ynode *key, dt_ynode *val) {
   if (parent->n == parent->cap) {
     int cap = parent->cap ? 2 * parent->cap : 8;
-    ynode **items = realloc(parent->items, sizeof(ynode *) * (size_t)cap);
+    dt_ynode **items = realloc(parent->items, sizeof(dt_ynode *) * (size_t)cap);
     if (items == NULL) return 0;
     parent->items = items;
-    if (parent->kind == YN_MAP) {
-      ynode **keys = realloc(parent->keys, sizeof(ynode *) * (size_t)cap);
+    if (parent->kind == DT_YN_MAP) {
+      dt_ynode **keys = realloc(parent->keys, sizeof(dt_ynode *) * (size_t)cap);
       if (keys == NULL) return 0;
       parent->keys = keys;
     }
     parent->cap = cap;
   }
-  if (parent->kind == YN_MAP) parent->keys[parent->n] = key;
+  if (parent->kind == DT_YN_MAP) parent->keys[parent->n] = key;
   parent->items[parent->n++] = val;
   return 1;
 }
 
-static ynode *copy_tree(builder *b, const ynode *src) {
-  if (b->nodes > YAML_MAX_NODES) return NULL;
-  ynode *n = calloc(1, sizeof *n);
+static dt_ynode *copy_tree(builder *b, const dt_ynode *src) {
+  if (b->nodes > DT_YAML_MAX_NODES) return NULL;
+  dt_ynode *n = calloc(1, sizeof *n);
   if (n == NULL) return NULL;
   *n = *src;
   n->keys = n->items = NULL;
@@ -85,19 +85,19 @@ static ynode *copy_tree(builder *b, const ynode *src) {
   n->text = src->text ? strdup(src->text) : NULL;
   b->nodes++;
   for (int i = 0; i < src->n; i++) {
-    ynode *k = src->kind == YN_MAP ? copy_tree(b, src->keys[i]) : NULL;
-    ynode *v = copy_tree(b, src->items[i]);
-    if (v == NULL || (src->kind == YN_MAP && k == NULL) || !push(n, k, v)) {
-      ynode_free(k);
-      ynode_free(v);
-      ynode_free(n);
+    dt_ynode *k = src->kind == DT_YN_MAP ? copy_tree(b, src->keys[i]) : NULL;
+    dt_ynode *v = copy_tree(b, src->items[i]);
+    if (v == NULL || (src->kind == DT_YN_MAP && k == NULL) || !push(n, k, v)) {
+      dt_ynode_free(k);
+      dt_ynode_free(v);
+      dt_ynode_free(n);
       return NULL;
     }
   }
   return n;
 }
 
-static dt_status remember_anchor(builder *b, const yaml_char_t *name, ynode *node) {
+static dt_status remember_anchor(builder *b, const yaml_char_t *name, dt_ynode *node) {
   if (name == NULL) return DT_OK;
   if (b->nanchors == b->capanchors) {
     int cap = b->capanchors ? 2 * b->capanchors : 8;
@@ -127,20 +127,20 @@ static dt_status parser_error(builder *b) {
 }
 
 /* Parses the node starting with event ev (already taken from the parser). */
-static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out) {
+static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out) {
   dt_status st = DT_OK;
-  ynode *n = NULL;
+  dt_ynode *n = NULL;
   yaml_event_t e;
   int have_e = 0;
   *out = NULL;
-  DT_CHECK_GOTO(depth <= YAML_MAX_DEPTH, DT_ERR_CONFIG, "%s:%d:%d: the document nests deeper than %d levels",
-                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, YAML_MAX_DEPTH);
-  DT_CHECK_GOTO(b->nodes <= YAML_MAX_NODES, DT_ERR_CONFIG,
+  DT_CHECK_GOTO(depth <= DT_YAML_MAX_DEPTH, DT_ERR_CONFIG, "%s:%d:%d: the document nests deeper than %d levels",
+                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, DT_YAML_MAX_DEPTH);
+  DT_CHECK_GOTO(b->nodes <= DT_YAML_MAX_NODES, DT_ERR_CONFIG,
                 "%s:%d:%d: more than %d YAML nodes (after expanding aliases); an experiment needs far fewer",
-                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, YAML_MAX_NODES);
+                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, DT_YAML_MAX_NODES);
   switch (ev->type) {
     case YAML_SCALAR_EVENT:
-      n = new_node(b, YN_SCALAR, &ev->start_mark);
+      n = new_node(b, DT_YN_SCALAR, &ev->start_mark);
       DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
       n->text = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
       DT_CHECK_GOTO(n->text != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
@@ -149,7 +149,7 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
       break;
     case YAML_ALIAS_EVENT: {
       const char *name = (const char *)ev->data.alias.anchor;
-      const ynode *target = NULL;
+      const dt_ynode *target = NULL;
       for (int i = b->nanchors - 1; i >= 0 && target == NULL; i--)
         if (strcmp(b->anchors[i].name, name) == 0) target = b->anchors[i].node;
       DT_CHECK_GOTO(target != NULL, DT_ERR_CONFIG, "%s:%d:%d: unknown alias *%s", b->name,
@@ -157,7 +157,7 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
       n = copy_tree(b, target);
       DT_CHECK_GOTO(n != NULL, DT_ERR_CONFIG,
                     "%s:%d:%d: alias *%s expands past %d nodes: refusing a 'billion laughs' document",
-                    b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name, YAML_MAX_NODES);
+                    b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name, DT_YAML_MAX_NODES);
       n->line = (int)ev->start_mark.line + 1;
       n->col = (int)ev->start_mark.column + 1;
       break;
@@ -165,7 +165,7 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
     case YAML_MAPPING_START_EVENT:
     case YAML_SEQUENCE_START_EVENT: {
       const int is_map = ev->type == YAML_MAPPING_START_EVENT;
-      n = new_node(b, is_map ? YN_MAP : YN_SEQ, &ev->start_mark);
+      n = new_node(b, is_map ? DT_YN_MAP : DT_YN_SEQ, &ev->start_mark);
       DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
       DT_TRY_GOTO(remember_anchor(b, is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor, n));
       for (;;) {
@@ -175,26 +175,26 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
         }
         have_e = 1;
         if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT) break;
-        ynode *key = NULL, *val = NULL;
+        dt_ynode *key = NULL, *val = NULL;
         if (is_map) {
           DT_TRY_GOTO(parse_node(b, &e, depth + 1, &key));
           yaml_event_delete(&e);
           have_e = 0;
-          if (key->kind != YN_SCALAR) {
+          if (key->kind != DT_YN_SCALAR) {
             st = fail_at(b, key->line, key->col, "mapping keys must be plain names, found a %s",
-                         key->kind == YN_MAP ? "mapping" : "sequence");
-            ynode_free(key);
+                         key->kind == DT_YN_MAP ? "mapping" : "sequence");
+            dt_ynode_free(key);
             goto cleanup;
           }
           for (int i = 0; i < n->n; i++)
             if (strcmp(n->keys[i]->text, key->text) == 0) {
               st = fail_at(b, key->line, key->col, "duplicate key '%s' (first given at line %d)",
                            key->text, n->keys[i]->line);
-              ynode_free(key);
+              dt_ynode_free(key);
               goto cleanup;
             }
           if (!yaml_parser_parse(&b->parser, &e)) {
-            ynode_free(key);
+            dt_ynode_free(key);
             st = parser_error(b);
             goto cleanup;
           }
@@ -204,12 +204,12 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
         yaml_event_delete(&e);
         have_e = 0;
         if (st != DT_OK) {
-          ynode_free(key);
+          dt_ynode_free(key);
           DT_TRY_GOTO(st);
         }
         if (!push(n, key, val)) {
-          ynode_free(key);
-          ynode_free(val);
+          dt_ynode_free(key);
+          dt_ynode_free(val);
           DT_CHECK_GOTO(0, DT_ERR_MEMORY, "out of memory reading %s", b->name);
         }
       }
@@ -223,14 +223,14 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, ynode **out
   n = NULL;
 cleanup:
   if (have_e) yaml_event_delete(&e);
-  ynode_free(n);
+  dt_ynode_free(n);
   return st;
 }
 
-dt_status yaml_tree_parse(const char *text, size_t len, const char *name, ynode **root) {
+dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode **root) {
   dt_status st = DT_OK;
   builder b;
-  ynode *doc = NULL;
+  dt_ynode *doc = NULL;
   memset(&b, 0, sizeof b);
   b.name = name;
   b.text = text;
@@ -238,9 +238,9 @@ dt_status yaml_tree_parse(const char *text, size_t len, const char *name, ynode 
   *root = NULL;
   yaml_event_t e;
   int have_e = 0, parser_ok = 0;
-  DT_CHECK(len <= YAML_MAX_BYTES, DT_ERR_CONFIG,
+  DT_CHECK(len <= DT_YAML_MAX_BYTES, DT_ERR_CONFIG,
            "%s: the file is %zu bytes; an experiment file may hold at most %d bytes", name, len,
-           YAML_MAX_BYTES);
+           DT_YAML_MAX_BYTES);
   DT_CHECK_GOTO(yaml_parser_initialize(&b.parser), DT_ERR_MEMORY, "cannot initialise the YAML parser");
   parser_ok = 1;
   yaml_parser_set_input_string(&b.parser, (const unsigned char *)text, len);
@@ -260,7 +260,7 @@ dt_status yaml_tree_parse(const char *text, size_t len, const char *name, ynode 
         goto cleanup;
       }
     } else if (e.type != YAML_DOCUMENT_END_EVENT && e.type != YAML_STREAM_START_EVENT) {
-      ynode *n = NULL;
+      dt_ynode *n = NULL;
       st = parse_node(&b, &e, 0, &n);
       if (st != DT_OK) goto cleanup;
       doc = n;
@@ -268,14 +268,14 @@ dt_status yaml_tree_parse(const char *text, size_t len, const char *name, ynode 
     yaml_event_delete(&e);
     have_e = 0;
   }
-  DT_CHECK_GOTO(doc != NULL && !(doc->kind == YN_SCALAR && doc->plain && doc->text[0] == '\0'),
+  DT_CHECK_GOTO(doc != NULL && !(doc->kind == DT_YN_SCALAR && doc->plain && doc->text[0] == '\0'),
                 DT_ERR_CONFIG,
                 "%s: the file is empty; expected a mapping with 'experiment' and 'problem_configs'",
                 name);
   *root = doc;
   doc = NULL;
 cleanup:
-  if (st != DT_OK) ynode_free(doc);
+  if (st != DT_OK) dt_ynode_free(doc);
   if (have_e) yaml_event_delete(&e);
   if (parser_ok) yaml_parser_delete(&b.parser);
   for (int i = 0; i < b.nanchors; i++) free(b.anchors[i].name);
@@ -283,47 +283,47 @@ cleanup:
   return st;
 }
 
-ynode *ynode_get(const ynode *map, const char *key) {
-  if (map == NULL || map->kind != YN_MAP) return NULL;
+dt_ynode *dt_ynode_get(const dt_ynode *map, const char *key) {
+  if (map == NULL || map->kind != DT_YN_MAP) return NULL;
   for (int i = 0; i < map->n; i++)
     if (strcmp(map->keys[i]->text, key) == 0) return map->items[i];
   return NULL;
 }
 
-void ynode_where(const ynode *n, const char *file, char *buf, size_t size) {
+void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size) {
   if (n != NULL && n->origin != NULL) snprintf(buf, size, "--set %s", n->origin);
   else if (n != NULL) snprintf(buf, size, "%s:%d:%d", file, n->line, n->col);
   else snprintf(buf, size, "%s", file);
 }
 
-dt_status ynode_set_path(ynode *root, const char *path, const char *value, const char *origin) {
+dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", path);
-  ynode *cur = root;
+  dt_ynode *cur = root;
   char *save = NULL;
   for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
     char *next = strtok_r(NULL, "", &save);
-    DT_CHECK(cur->kind == YN_MAP, DT_ERR_CONFIG,
+    DT_CHECK(cur->kind == DT_YN_MAP, DT_ERR_CONFIG,
              "--set %s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path, part);
-    ynode *child = NULL;
+    dt_ynode *child = NULL;
     int idx = -1;
     for (int i = 0; i < cur->n; i++)
       if (strcmp(cur->keys[i]->text, part) == 0) idx = i;
     if (idx >= 0) child = cur->items[idx];
     if (next == NULL) {
-      ynode *val = calloc(1, sizeof *val), *key = NULL;
+      dt_ynode *val = calloc(1, sizeof *val), *key = NULL;
       DT_CHECK(val != NULL, DT_ERR_MEMORY, "out of memory");
-      val->kind = YN_SCALAR;
+      val->kind = DT_YN_SCALAR;
       val->text = strdup(value);
       val->plain = 1;
       val->origin = origin;
       if (idx >= 0) {
-        ynode_free(cur->items[idx]);
+        dt_ynode_free(cur->items[idx]);
         cur->items[idx] = val;
       } else {
         key = calloc(1, sizeof *key);
         DT_CHECK(key != NULL, DT_ERR_MEMORY, "out of memory");
-        key->kind = YN_SCALAR;
+        key->kind = DT_YN_SCALAR;
         key->text = strdup(part);
         key->origin = origin;
         DT_CHECK(push(cur, key, val), DT_ERR_MEMORY, "out of memory");
@@ -331,12 +331,12 @@ dt_status ynode_set_path(ynode *root, const char *path, const char *value, const
       return DT_OK;
     }
     if (child == NULL) {
-      ynode *key = calloc(1, sizeof *key), *map = calloc(1, sizeof *map);
+      dt_ynode *key = calloc(1, sizeof *key), *map = calloc(1, sizeof *map);
       DT_CHECK(key != NULL && map != NULL, DT_ERR_MEMORY, "out of memory");
-      key->kind = YN_SCALAR;
+      key->kind = DT_YN_SCALAR;
       key->text = strdup(part);
       key->origin = origin;
-      map->kind = YN_MAP;
+      map->kind = DT_YN_MAP;
       map->origin = origin;
       DT_CHECK(push(cur, key, map), DT_ERR_MEMORY, "out of memory");
       child = map;

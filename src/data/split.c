@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt/problem.h"
+#include "dt/config.h"
+#include "dt/data.h"
 #include "dt/rng.h"
 
 void dt_split_free(dt_split *s) {

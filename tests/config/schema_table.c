@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dt/config.h"
+#include "dt/run.h"
 
 static void row(const char *path, const dt_key *k, void *ctx) {
   (void)ctx;
@@ -26,6 +27,6 @@ static void row(const char *path, const dt_key *k, void *ctx) {
 
 int main(void) {
   printf("| key | type | default | range / values | meaning |\n|---|---|---|---|---|\n");
-  dt_config_visit_keys(row, NULL);
+  dt_config_visit_keys(&dt_builtin, row, NULL);
   return 0;
 }

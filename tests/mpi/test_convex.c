@@ -51,8 +51,7 @@ typedef struct world {
   dt_backend *be;
   dt_config cfg;
   dt_graph *graph;
-  dt_data *data;
-  dt_samples train, test;
+  dt_data data;
   dt_split split;
   dt_task *task;
   int first, count, n;
@@ -123,7 +122,7 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   char yaml[2048];
   snprintf(yaml, sizeof yaml, base_yaml, c->opts);
   dt_config cfg;
-  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, NULL, 0, &cfg));
+  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, &dt_builtin, NULL, 0, &cfg));
   const dt_problem_config *pc = &cfg.problems[0];
   const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
   dt_optimizer_run run;
@@ -183,18 +182,18 @@ int main(int argc, char **argv) {
   if (dt_comm_init(&argc, &argv, &w.comm) != DT_OK) return 1;
   char yaml[2048];
   snprintf(yaml, sizeof yaml, base_yaml, "{alg_name: solo}");
-  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", NULL, 0, &w.cfg));
+  CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &w.cfg));
   w.n = w.cfg.experiment.graph.num_nodes;
   const int P = dt_comm_size(w.comm), rank = dt_comm_rank(w.comm);
   w.first = dt_placement_first(w.n, P, rank);
   w.count = dt_placement_count(w.n, P, rank);
   CHECK_OK(dt_graph_from_config(&w.cfg, &w.graph));
-  CHECK_OK(dt_data_load(&w.cfg.experiment, &w.data, &w.train, &w.test));
-  CHECK_OK(dt_split_make(&w.train, &w.cfg.experiment, &w.split));
+  CHECK_OK(dt_data_load(&w.cfg.experiment, &w.data));
+  CHECK_OK(dt_split_make(&w.data.train, &w.cfg.experiment, &w.split));
   dt_model_spec ms;
-  dt_config_model_spec(&w.cfg, w.train.in_c, w.train.in_h, w.train.in_w, w.train.num_classes, &ms);
+  CHECK_OK(dt_problem_model(&w.cfg, &w.data.train, &ms));
   CHECK_OK(dt_backend_cpu_create(dt_run_threads(P, w.count), &w.be));
-  CHECK_OK(dt_task_create(w.be, &w.train, &w.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
+  CHECK_OK(dt_task_create(w.be, &w.data.train, &w.data.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
   if (check_failures == 0) {
     w.d = dt_task_dim(w.task);
     CHECK_OK(dt_task_begin(w.task, 64, 1, 0.01));
@@ -213,7 +212,7 @@ int main(int argc, char **argv) {
   if (rank == 0) printf("test_convex: %d checks on rank 0, %.0f failed on all ranks\n", check_count, fails);
   dt_task_free(w.task);
   dt_split_free(&w.split);
-  dt_data_free(w.data);
+  dt_data_free(&w.data);
   dt_graph_free(w.graph);
   dt_backend_free(w.be);
   dt_comm_finalize(w.comm);

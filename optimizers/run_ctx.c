@@ -1,4 +1,4 @@
-/* The services the runner offers optimizers (dt_optimizer_run in dt/problem.h): node-batched
+/* The services the runner offers optimizers (dt_optimizer_run in dt/optimizer.h): node-batched
  * gradients with loss accounting, the exchange with byte and time accounting, ordered means over
  * all nodes, and the learners (local optimizer + gradient) of SGD-style plug-ins. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dt/problem.h"
+#include "dt/optimizer.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
                       uint64_t seed, int first, int count, int ranks) {

@@ -1,0 +1,40 @@
+/* A YAML document as a tree of nodes that remember their position (file, line, column), for
+ * messages that point at the offending text. The config loader reads through it; `dtrun
+ * compare` reads summary.yaml with it. Parsing is libyaml's; duplicate keys are errors, and
+ * alias expansion, node count and depth are bounded (DT_YAML_MAX_*). */
+#ifndef DT_YAML_H
+#define DT_YAML_H
+
+#include <stddef.h>
+
+#include "dt/status.h"
+
+typedef enum dt_ynode_kind { DT_YN_SCALAR, DT_YN_MAP, DT_YN_SEQ } dt_ynode_kind;
+
+typedef struct dt_ynode {
+  dt_ynode_kind kind;
+  int line, col;         /* 1-based position in the file */
+  const char *origin;    /* NULL: from the file; else the --set override that made it */
+  char *text;            /* scalar text */
+  int plain;             /* scalar was unquoted (so true/123 keep YAML meaning) */
+  int n, cap;
+  struct dt_ynode **keys;   /* DT_YN_MAP: key scalars */
+  struct dt_ynode **items;  /* DT_YN_MAP: values; DT_YN_SEQ: items */
+  int used;              /* the schema consumed this node */
+} dt_ynode;
+
+/* Limits that keep hostile input harmless. */
+enum { DT_YAML_MAX_BYTES = 1 << 20, DT_YAML_MAX_NODES = 100000, DT_YAML_MAX_DEPTH = 64 };
+
+/* Parses one YAML document. `name` is used in messages. Errors: DT_ERR_CONFIG with
+ * name:line:col. The root may be any kind (the caller checks it is a mapping). */
+dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode **root);
+void dt_ynode_free(dt_ynode *n);
+dt_ynode *dt_ynode_get(const dt_ynode *map, const char *key);
+/* Adds (or replaces) key in map with a new scalar made by an override. */
+dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin);
+
+/* Position prefix for messages about node n: "file:line:col" or "--set a.b=c". */
+void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size);
+
+#endif

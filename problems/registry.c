@@ -1,0 +1,67 @@
+/* The problem registry: one line per plug-in, and what every problem shares (finding the
+ * experiment's problem, loading its data, choosing its model). */
+#include <string.h>
+
+#include "dt/problem.h"
+
+extern const dt_problem_def dt_problem_mnist, dt_problem_logreg;
+
+const dt_problem_def *const dt_problems[] = {&dt_problem_mnist, &dt_problem_logreg, NULL};
+const dt_problem_plugin *const dt_problem_plugins[] = {&dt_problem_mnist.schema, &dt_problem_logreg.schema, NULL};
+
+const dt_problem_def *dt_problem_find(const char *name) {
+  for (int i = 0; dt_problems[i] != NULL; i++)
+    if (strcmp(dt_problems[i]->schema.plugin.name, name) == 0) return dt_problems[i];
+  return NULL;
+}
+
+dt_status dt_problem_of(const dt_experiment_config *e, const dt_problem_def **def, const void **opts) {
+  const int i = e->problem_index;
+  int n = 0;
+  while (dt_problems[n] != NULL) n++;
+  DT_CHECK(i >= 0 && i < n && dt_problem_find(e->problem) == dt_problems[i], DT_ERR_INTERNAL, "the config names problem '%s' at %d, which this build's registry does not hold", e->problem, i);
+  *def = dt_problems[i];
+  *opts = e->problem_opts[i];
+  return DT_OK;
+}
+
+dt_status dt_data_load(const dt_experiment_config *e, dt_data *out) {
+  const dt_problem_def *def;
+  const void *opts;
+  memset(out, 0, sizeof *out);
+  DT_TRY(dt_problem_of(e, &def, &opts));
+  return def->load(e, opts, out);
+}
+
+void dt_data_free(dt_data *d) {
+  if (d->release != NULL) d->release(d->owner);
+  memset(d, 0, sizeof *d);
+}
+
+dt_status dt_problem_model(const dt_config *cfg, const dt_samples *shape, dt_model_spec *spec) {
+  const dt_problem_def *def;
+  const void *opts;
+  DT_TRY(dt_problem_of(&cfg->experiment, &def, &opts));
+  const dt_model_config *m = &cfg->experiment.model;
+  if (m->num_layers > 0) {
+    memset(spec, 0, sizeof *spec);
+    spec->num_layers = m->num_layers;
+    memcpy(spec->layers, m->layers, sizeof(dt_layer_spec) * (size_t)m->num_layers);
+  } else {
+    def->default_model(&cfg->experiment, shape, spec);
+  }
+  spec->in_channels = shape->in_c;
+  spec->in_height = shape->in_h;
+  spec->in_width = shape->in_w;
+  spec->num_classes = shape->num_classes;
+  return DT_OK;
+}
+
+dt_status dt_problem_model_unloaded(const dt_config *cfg, dt_model_spec *spec) {
+  const dt_problem_def *def;
+  const void *opts;
+  DT_TRY(dt_problem_of(&cfg->experiment, &def, &opts));
+  dt_samples shape;
+  def->shape(&cfg->experiment, opts, &shape);
+  return dt_problem_model(cfg, &shape, spec);
+}
