@@ -107,6 +107,15 @@ void dt_error_clear(void);
     }                                                                                          \
   } while (0)
 
+/* The same, returning the error (for functions without cleanup). */
+#define DT_ALLOC(ptr, count, what)                                                             \
+  do {                                                                                         \
+    (ptr) = dt_calloc_((count), sizeof(*(ptr)));                                               \
+    if ((ptr) == NULL && (count) > 0)                                                          \
+      return DT_ERROR(DT_ERR_MEMORY, "out of memory allocating %zu bytes for %s",             \
+                      (size_t)(count) * sizeof(*(ptr)), (what));                               \
+  } while (0)
+
 /* calloc with overflow-checked count*size; 64-byte aligned so vector loops and BLAS are happy.
  * Free with dt_free. Returns NULL on failure. */
 void *dt_calloc_(size_t count, size_t size);

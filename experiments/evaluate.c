@@ -1,0 +1,98 @@
+/* An evaluation: every local node's metrics at its current parameters (validation loss and
+ * accuracy in one node-batched call, consensus from ordered sums over all nodes), the rows
+ * gathered on rank 0 in node order, so the files do not depend on the rank count. */
+#include <math.h>
+
+#include "runner_impl.h"
+
+/* Consensus without gathering models: ordered sums of θ and θ/‖θ‖ over all nodes, then each
+ * node's distance to the means. cons[l], cons_raw[l]: ‖θ̂_l − mean θ̂‖ and ‖θ_l − mean θ‖. */
+static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, double *cons, double *cons_raw) {
+  dt_backend *be = r->be;
+  const size_t d = run->dim;
+  for (int l = 0; l < r->count; l++) {
+    const float *th = dt_slab_node(&run->theta, l);
+    double nrm;
+    DT_TRY(be->ops->nrm2(be, d, th, &nrm));
+    if (nrm > 0) DT_TRY(be->ops->div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
+    else DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
+  }
+  DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
+  DT_TRY(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
+  for (int l = 0; l < r->count && distances; l++) {
+    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&r->normed, l), r->mean_norm, (double)r->n, &cons[l]));
+    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&run->theta, l), r->mean_raw, (double)r->n, &cons_raw[l]));
+  }
+  return DT_OK;
+}
+
+/* Rank 0: the pairwise distances ‖θ̂_i − θ̂_j‖ of all nodes into the consensus CSV. Collective. */
+static dt_status consensus_matrix(runner *r, problem_run *pr, int round) {
+  const size_t d = pr->run.dim;
+  const float *const *rows;
+  float *all = NULL;
+  dt_status st = DT_OK;
+  DT_TRY(dt_run_host_rows(&pr->run, &r->normed, &rows));
+  if (r->rank == 0) DT_ALLOC_GOTO(all, (size_t)r->n * d, "consensus matrix");
+  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
+  for (int i = 0; i < r->n && r->rank == 0; i++)
+    for (int j = 0; j < r->n; j++) {
+      double s;
+      DT_TRY_GOTO(r->host->ops->sqdist(r->host, d, all + (size_t)i * d, all + (size_t)j * d, &s));
+      sb_printf(&pr->consensus_csv, "%d,%d,%d,%.9g\n", round, i, j, sqrt(s));
+    }
+cleanup:
+  dt_free(all);
+  return st;
+}
+
+/* This rank's rows of the evaluation into r->rows. */
+static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw) {
+  const dt_problem_config *pc = pr->pc;
+  dt_optimizer_run *run = &pr->run;
+  if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) DT_TRY(dt_task_evaluate(r->task, &run->theta, vl, acc));
+  if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX))
+    DT_TRY(consensus(r, run, (pc->metrics & DT_METRIC_CONSENSUS_ERROR) != 0, cons, cons_raw));
+  for (int l = 0; l < r->count; l++) {
+    const int i = r->first + l;
+    double *row = r->rows + (size_t)l * NCOL;
+    row[COL_FPC] = (double)dt_task_samples_seen(r->task, i);
+    row[COL_VLOSS] = vl[l];
+    row[COL_ACC] = acc[l];
+    row[COL_CONS] = sqrt(cons[l]);
+    row[COL_CONS_RAW] = sqrt(cons_raw[l]);
+    row[COL_EPOCH] = dt_task_epoch(r->task, i);
+    row[COL_TRAIN_LOSS] = run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
+    row[COL_BYTES] = (double)run->node_bytes[l];
+    row[COL_T_COMPUTE] = run->t_compute.total;
+    row[COL_T_COMM] = run->t_comm.total;
+    row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
+    run->train_loss_sum[l] = 0;
+    run->train_loss_n[l] = 0;
+  }
+  return DT_OK;
+}
+
+dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res) {
+  dt_status st = DT_OK;
+  double *vl = NULL, *acc = NULL, *cons = NULL, *cons_raw = NULL;
+  dt_timer_start(&pr->t_eval);
+  DT_ALLOC_GOTO(vl, r->count, "evaluation");
+  DT_ALLOC_GOTO(acc, r->count, "evaluation");
+  DT_ALLOC_GOTO(cons, r->count, "evaluation");
+  DT_ALLOC_GOTO(cons_raw, r->count, "evaluation");
+  DT_TRY_GOTO(measure(r, pr, vl, acc, cons, cons_raw));
+  DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, r->rows, NCOL, r->all_rows));
+  if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
+  if (r->rank == 0) {
+    runner_record_rows(r, pr, round, res);
+    runner_print_evaluation(r, pr->pc, round, res);
+  }
+cleanup:
+  dt_timer_stop(&pr->t_eval);
+  dt_free(vl);
+  dt_free(acc);
+  dt_free(cons);
+  dt_free(cons_raw);
+  return st;
+}

@@ -1,0 +1,206 @@
+/* Result files (DESIGN.md "Files"), written by rank 0 through atomic renames so a reader never
+ * sees a partial file: config.yaml, graph.yaml and split.csv at the start; each problem's
+ * <problem_name>_results.csv (one row per node per evaluation), _consensus.csv and _models.npy
+ * when it ends; summary.yaml after every problem; solo_results.csv for individual_training. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "dt_config.h"
+#include "runner_impl.h"
+
+const char *const runner_col_names[NCOL] = {
+    "forward_pass_count", "validation_loss", "top1_accuracy", "consensus_error", "consensus_error_raw",
+    "current_epoch", "train_loss", "bytes_sent", "time_compute", "time_comm", "time_eval"};
+
+int runner_col_enabled(int c, unsigned metrics) {
+  switch (c) {
+    case COL_FPC: return (metrics & DT_METRIC_FORWARD_PASS_COUNT) != 0;
+    case COL_VLOSS: return (metrics & DT_METRIC_VALIDATION_LOSS) != 0;
+    case COL_ACC: return (metrics & DT_METRIC_TOP1_ACCURACY) != 0;
+    case COL_CONS:
+    case COL_CONS_RAW: return (metrics & DT_METRIC_CONSENSUS_ERROR) != 0;
+    case COL_EPOCH: return (metrics & DT_METRIC_CURRENT_EPOCH) != 0;
+    default: return 1; /* always recorded */
+  }
+}
+
+/* Writes what emit() prints as outdir/name, atomically. */
+static dt_status write_emitted(const runner *r, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
+  dt_status st = emit(obj, mem);
+  fclose(mem);
+  if (st == DT_OK) st = dt_write_atomic(r->outdir, name, text, len);
+  free(text);
+  return st;
+}
+
+static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit(cfg, &dt_builtin, f); }
+static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
+
+dt_status runner_write_setup_files(runner *r) {
+  if (!r->write) return DT_OK;
+  dt_status st = DT_OK;
+  strbuf sb = {0};
+  DT_TRY(write_emitted(r, "config.yaml", emit_config, r->cfg));
+  DT_TRY(write_emitted(r, "graph.yaml", emit_graph, r->graph));
+  sb_printf(&sb, "node,samples");
+  for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
+  sb_printf(&sb, "\n");
+  for (int i = 0; i < r->n; i++) {
+    int hist[256] = {0};
+    for (size_t s = r->split.start[i]; s < r->split.start[i + 1]; s++) hist[r->data.train.labels[r->split.idx[s]]]++;
+    sb_printf(&sb, "%d,%zu", i, dt_split_size(&r->split, i));
+    for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",%d", hist[c]);
+    sb_printf(&sb, "\n");
+  }
+  st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "split.csv", sb.data, sb.len);
+  sb_free(&sb);
+  return st;
+}
+
+void runner_wall_clock(char *buf, size_t size) {
+  time_t t = time(NULL);
+  struct tm tmv;
+  localtime_r(&t, &tmv);
+  strftime(buf, size, "%Y-%m-%dT%H:%M:%S%z", &tmv);
+}
+
+static void yaml_quote(strbuf *sb, const char *s) {
+  sb_printf(sb, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
+    else sb_printf(sb, "%c", *s);
+  }
+  sb_printf(sb, "\"");
+}
+
+dt_status runner_write_summary(runner *r, int done, const char *end) {
+  if (!r->write) return DT_OK;
+  strbuf sb = {0};
+  char host[256];
+  dt_comm_host(host, sizeof host);
+  sb_printf(&sb, "dtrun_version: \"%s\"\ncommand: ", DT_VERSION);
+  yaml_quote(&sb, r->opt->command_line ? r->opt->command_line : "");
+  sb_printf(&sb, "\nranks: %d\nhost_rank0: ", r->size);
+  yaml_quote(&sb, host);
+  char now[64];
+  runner_wall_clock(now, sizeof now);
+  sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,
+            dt_task_dim(r->task), r->started, now, dt_time_now() - r->t_start, end);
+  sb_printf(&sb, "\nproblems:\n");
+  for (int p = 0; p < done; p++) {
+    const dt_problem_config *pc = &r->cfg->problems[p];
+    const problem_result *res = &r->res[p];
+    sb_printf(&sb, "  - problem_name: ");
+    yaml_quote(&sb, pc->problem_name);
+    sb_printf(&sb, "\n    alg_name: %s\n    status: %s\n    rounds: %d\n    rounds_completed: %d\n", pc->alg_name, res->status,
+              pc->outer_iterations, res->rounds_done);
+    sb_printf(&sb, "    wall_seconds: %.3f\n    time_compute: %.3f\n    time_comm: %.3f\n    time_eval: %.3f\n    bytes_sent: %.0f\n",
+              res->seconds, res->t_compute, res->t_comm, res->t_eval, res->bytes);
+    sb_printf(&sb, "    final:\n");
+    for (int c = 0; c < COL_TRAIN_LOSS; c++) {
+      if (!runner_col_enabled(c, pc->metrics)) continue;
+      sb_printf(&sb, "      %s: {", runner_col_names[c]);
+      static const char *const stat[3] = {"min", "mean", "max"};
+      for (int k = 0; k < 3; k++) {
+        const double v = res->final[c][k];
+        if (isnan(v)) sb_printf(&sb, "%s%s: .nan", k ? ", " : "", stat[k]); /* YAML's spelling */
+        else sb_printf(&sb, "%s%s: %.9g", k ? ", " : "", stat[k], v);
+      }
+      sb_printf(&sb, "}\n");
+    }
+  }
+  dt_status st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "summary.yaml", sb.data, sb.len);
+  sb_free(&sb);
+  return st;
+}
+
+/* ---- a problem's files ---------------------------------------------------------------------- */
+
+void runner_begin_csv(const runner *r, problem_run *pr) {
+  for (int c = 0; c < NCOL; c++) pr->cols[c] = runner_col_enabled(c, pr->pc->metrics);
+  if (r->rank != 0) return;
+  sb_printf(&pr->csv, "round,node");
+  for (int c = 0; c < NCOL; c++)
+    if (pr->cols[c]) sb_printf(&pr->csv, ",%s", runner_col_names[c]);
+  sb_printf(&pr->csv, "\n");
+  if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) sb_printf(&pr->consensus_csv, "round,i,j,distance\n");
+}
+
+void runner_record_rows(const runner *r, problem_run *pr, int round, problem_result *res) {
+  for (int i = 0; i < r->n; i++) {
+    const double *row = r->all_rows + (size_t)i * NCOL;
+    sb_printf(&pr->csv, "%d,%d", round, i);
+    for (int c = 0; c < NCOL; c++) {
+      if (!pr->cols[c]) continue;
+      if (isnan(row[c])) sb_printf(&pr->csv, ",nan"); /* one spelling for every reader (not -nan) */
+      else sb_printf(&pr->csv, c == COL_FPC || c == COL_BYTES ? ",%.0f" : ",%.9g", row[c]);
+    }
+    sb_printf(&pr->csv, "\n");
+  }
+  for (int c = 0; c < NCOL; c++) {
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    for (int i = 0; i < r->n; i++) {
+      double v = r->all_rows[(size_t)i * NCOL + c];
+      mn = fmin(mn, v);
+      mx = fmax(mx, v);
+      sum += v;
+    }
+    res->final[c][0] = mn;
+    res->final[c][1] = sum / r->n;
+    res->final[c][2] = mx;
+  }
+  res->rounds_done = round;
+}
+
+static dt_status save_models(runner *r, problem_run *pr) {
+  const size_t d = pr->run.dim;
+  const float *const *rows;
+  float *all = NULL;
+  dt_status st = DT_OK;
+  DT_TRY(dt_run_host_rows(&pr->run, &pr->run.theta, &rows));
+  if (r->write) DT_ALLOC_GOTO(all, (size_t)r->n * d, "models");
+  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
+  if (r->write) {
+    char name[DT_NAME_MAX + 32];
+    snprintf(name, sizeof name, "%s_models.npy", pr->pc->problem_name);
+    DT_TRY_GOTO(dt_write_npy(r->outdir, name, all, r->n, d));
+  }
+cleanup:
+  dt_free(all);
+  return st;
+}
+
+dt_status runner_write_problem_files(runner *r, problem_run *pr) {
+  const dt_problem_config *pc = pr->pc;
+  if (r->cfg->experiment.save_models && r->cfg->experiment.writeout) DT_TRY(save_models(r, pr));
+  if (!r->write) return DT_OK;
+  char name[DT_NAME_MAX + 32];
+  snprintf(name, sizeof name, "%s_results.csv", pc->problem_name);
+  DT_CHECK(!pr->csv.failed, DT_ERR_MEMORY, "out of memory collecting results");
+  DT_TRY(dt_write_atomic(r->outdir, name, pr->csv.data, pr->csv.len));
+  if (pc->metrics & DT_METRIC_CONSENSUS_MATRIX) {
+    snprintf(name, sizeof name, "%s_consensus.csv", pc->problem_name);
+    DT_TRY(dt_write_atomic(r->outdir, name, pr->consensus_csv.data, pr->consensus_csv.len));
+  }
+  return DT_OK;
+}
+
+dt_status runner_write_solo(runner *r, const double *all) {
+  const dt_solo_config *sc = &r->cfg->experiment.individual_training;
+  strbuf sb = {0};
+  sb_printf(&sb, "node,validation_loss,top1_accuracy\n");
+  for (int i = 0; i < r->n; i++) {
+    sb_printf(&sb, "%d,%.9g,%.9g\n", i, all[2 * i], all[2 * i + 1]);
+    if (sc->verbose) runner_say(r, "  node %d: top1 %.4f, validation loss %.4f\n", i, all[2 * i + 1], all[2 * i]);
+  }
+  dt_status st = DT_OK;
+  if (r->write) st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "solo_results.csv", sb.data, sb.len);
+  sb_free(&sb);
+  return st;
+}

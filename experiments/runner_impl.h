@@ -1,0 +1,100 @@
+/* The runner's parts (experiments/), one concern per file:
+ *   run.c       the experiment: set-up, the problems in turn, each problem's round loop, and the
+ *               seed format's individual_training through the solo plug-in
+ *   evaluate.c  an evaluation: every node's metrics, consensus, rows assembled on rank 0
+ *   results.c   result files: config/graph/split, per-problem CSVs, summary.yaml, models
+ *   outdir.c    the output folder
+ *   progress.c  what the terminal shows (rank 0 only)
+ *   signals.c   SIGINT/SIGTERM: the round finishes, what was measured is saved
+ *   writer.c    text buffers, atomic writes, .npy */
+#ifndef DT_RUNNER_IMPL_H
+#define DT_RUNNER_IMPL_H
+
+#include "dt/optimizer.h"
+#include "dt/run.h"
+#include "writer_impl.h"
+
+/* Per-node columns of an evaluation, in file order. */
+enum {
+  COL_FPC, COL_VLOSS, COL_ACC, COL_CONS, COL_CONS_RAW, COL_EPOCH, COL_TRAIN_LOSS, COL_BYTES,
+  COL_T_COMPUTE, COL_T_COMM, COL_T_EVAL, NCOL
+};
+extern const char *const runner_col_names[NCOL];
+/* Whether column c is recorded for a problem with these metric bits. */
+int runner_col_enabled(int c, unsigned metrics);
+
+typedef struct problem_result {
+  const char *status; /* completed | interrupted | diverged */
+  int rounds_done;
+  double final[NCOL][3]; /* min, mean, max over nodes at the last evaluation */
+  double seconds, t_compute, t_comm, t_eval;
+  double bytes;         /* all nodes */
+} problem_result;
+
+typedef struct runner {
+  dt_comm *comm;
+  const dt_config *cfg;
+  const dt_run_options *opt;
+  int rank, size, first, count, n;
+  dt_graph *graph;
+  dt_data data; /* the train and test samples */
+  dt_split split;
+  dt_backend *be;
+  dt_backend *host; /* the CPU backend for rank 0's host-side math */
+  dt_task *task;
+  float *theta0;           /* host */
+  dt_slab normed;          /* θ/‖θ‖ of the local nodes */
+  double *rows, *all_rows; /* count × NCOL, n × NCOL */
+  double *mean_raw, *mean_norm; /* ordered sums over all nodes (backend memory) */
+  char outdir[DT_PATH_MAX + 64];
+  int write; /* rank 0 and writeout */
+  int tty;
+  double t_start;
+  char started[64];
+  problem_result res[DT_MAX_PROBLEMS];
+} runner;
+
+/* One problem in progress: the optimizer's run context and the result text being collected. */
+typedef struct problem_run {
+  dt_optimizer_run run;
+  const dt_problem_config *pc;
+  dt_timer t_eval;
+  strbuf csv, consensus_csv;
+  int cols[NCOL];
+} problem_run;
+
+/* signals.c: the signal that asked the run to stop, or 0. */
+int runner_stop_signal(void);
+
+/* outdir.c: creates the output folder on rank 0 (--output-dir, or <output_metadir>/<time>_<name>
+ * made unique) into r->outdir; every rank learns the outcome. Collective. */
+DT_MUST_USE dt_status runner_make_outdir(runner *r);
+
+/* evaluate.c: evaluates every node at round `round`, appends the rows to pr's CSVs and the
+ * node statistics to res (rank 0). Collective. */
+DT_MUST_USE dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res);
+
+/* results.c */
+void runner_wall_clock(char *buf, size_t size);
+/* config.yaml, graph.yaml, split.csv. */
+DT_MUST_USE dt_status runner_write_setup_files(runner *r);
+/* The CSV headers of a problem (rank 0). */
+void runner_begin_csv(const runner *r, problem_run *pr);
+/* Rank 0: the rows of one evaluation into pr's CSV, and their min/mean/max into res. */
+void runner_record_rows(const runner *r, problem_run *pr, int round, problem_result *res);
+/* A finished problem's CSVs, and its models when save_models is on (collective). */
+DT_MUST_USE dt_status runner_write_problem_files(runner *r, problem_run *pr);
+/* summary.yaml with the first `done` problems and the run's status `end`. */
+DT_MUST_USE dt_status runner_write_summary(runner *r, int done, const char *end);
+/* solo_results.csv from all nodes' (validation loss, accuracy) pairs (rank 0). */
+DT_MUST_USE dt_status runner_write_solo(runner *r, const double *all);
+
+/* progress.c (all print on rank 0 only, and nothing with --quiet) */
+void runner_say(const runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void runner_progress(const runner *r, const dt_problem_config *pc, int k, double t0);
+/* The one-line min–max view of an evaluation (verbose_evals). */
+void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int round, const problem_result *res);
+/* The closing table of every problem run (printed even with --quiet). */
+void runner_print_table(const runner *r, int done);
+
+#endif
