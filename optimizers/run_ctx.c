@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "dt/optimizer.h"
+#include "dt/parallel.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
                       uint64_t seed, int first, int count, int ranks) {
@@ -165,31 +166,5 @@ int dt_run_threads(int ranks, int count) {
 }
 
 dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx) {
-  dt_status st = DT_OK;
-  dt_status *sts = NULL;
-  char (*msg)[1024] = NULL;
-  if (run->threads <= 1) { /* the plain loop: no allocation, messages stay where they are */
-    for (int l = 0; l < run->count; l++) DT_TRY(fn(ctx, l));
-    return DT_OK;
-  }
-  DT_ALLOC_GOTO(sts, run->count, "node status");
-  DT_ALLOC_GOTO(msg, run->count, "node messages");
-#pragma omp parallel for schedule(dynamic, 1) num_threads(run->threads)
-  for (int l = 0; l < run->count; l++) {
-    sts[l] = fn(ctx, l);
-    /* the error record is per thread: carry the message to the caller's thread */
-    if (sts[l] != DT_OK) {
-      dt_error_format(msg[l], sizeof msg[l]);
-      dt_error_clear();
-    }
-  }
-  for (int l = 0; l < run->count; l++)
-    if (sts[l] != DT_OK) {
-      st = dt_error_set(sts[l], __FILE__, __LINE__, __func__, "%s", msg[l]);
-      break;
-    }
-cleanup:
-  dt_free(sts);
-  dt_free(msg);
-  return st;
+  return dt_parallel_for(run->count, run->threads, fn, ctx);
 }

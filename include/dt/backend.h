@@ -20,8 +20,6 @@
 #include "dt/rng.h"
 #include "dt/status.h"
 
-#define DT_MUST_USE __attribute__((warn_unused_result))
-
 typedef struct dt_backend dt_backend;
 typedef struct dt_model dt_model;
 

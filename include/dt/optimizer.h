@@ -1,9 +1,9 @@
 /* The distributed-optimizer plug-in interface and registry.
  *
- * An optimizer is one folder under optimizers/ that exports one dt_optimizer_def: its name and
- * aliases, the table of its config keys (validated like every other key) and the struct they
- * fill, and the callbacks the runner drives round by round. It sees only the problem
- * (dt/problem.h) and the exchange; it never calls MPI. */
+ * An optimizer is one folder under optimizers/ that exports one dt_optimizer_def: its config face
+ * (dt_plugin: name, aliases, the table of its config keys and the struct they fill) and the
+ * callbacks the runner drives round by round. It sees the run context declared here (implemented
+ * in optimizers/run_ctx.c), the task (dt/problem.h) and the backend; it never calls MPI. */
 #ifndef DT_OPTIMIZER_H
 #define DT_OPTIMIZER_H
 
@@ -11,8 +11,12 @@
 #include <stdint.h>
 
 #include "dt/config.h"
+#include "dt/exchange.h"
+#include "dt/graph.h"
+#include "dt/local_opt.h"
 #include "dt/problem.h"
 #include "dt/status.h"
+#include "dt/timer.h"
 
 /* ---- the run context optimizers see ------------------------------------------------------ */
 

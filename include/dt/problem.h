@@ -1,5 +1,5 @@
-/* A learning problem split over graph nodes (a "task"), and the per-problem run context that
- * optimizers drive.
+/* Problems: the plug-ins that say what is learned (data, model, loss, metrics), and the task
+ * that splits one over graph nodes.
  *
  * The task owns the data (uint8 images or float features), each node's sample indices, each
  * node's minibatch stream (seeded by (seed, node), restarted for every problem), the model and
@@ -13,11 +13,7 @@
 #include "dt/backend.h"
 #include "dt/config.h"
 #include "dt/data.h"
-#include "dt/exchange.h"
-#include "dt/graph.h"
 #include "dt/nn.h"
-#include "dt/local_opt.h"
-#include "dt/timer.h"
 
 /* ---- task ----------------------------------------------------------------------------------- */
 

@@ -82,6 +82,9 @@ void dt_error_clear(void);
     }                                   \
   } while (0)
 
+/* A status the caller must look at. */
+#define DT_MUST_USE __attribute__((warn_unused_result))
+
 /* Internal invariant: a failure is a dtrun bug, reported as DT_ERR_INTERNAL. */
 #define DT_ASSERT(cond)                                                              \
   do {                                                                               \

@@ -55,6 +55,16 @@ same_results "$tmp/p1" "$tmp/rerun" "re-run of config.yaml"
 "$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/p2" --quiet > "$tmp/p2.log" 2>&1 || bad "P=2 re-run failed"
 same_results "$tmp/p1" "$tmp/p2" "P=2 re-run"
 
+# The paths a device backend takes (memory the host cannot address: batch uploads, exchange
+# staging, host copies for writers, ordered sums and the consensus matrix), run by the CPU
+# backend with DT_CPU_STAGED=1, give the same files, in one process and on 2 ranks
+DT_CPU_STAGED=1 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/staged1" --quiet > "$tmp/staged1.log" 2>&1 \
+  || bad "staged run failed: $(tail -3 "$tmp/staged1.log")"
+same_results "$tmp/p1" "$tmp/staged1" "staged backend memory, P=1"
+"$mpiexec" --oversubscribe -n 2 -x DT_CPU_STAGED=1 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/staged2" --quiet \
+  > "$tmp/staged2.log" 2>&1 || bad "staged run on 2 ranks failed: $(tail -3 "$tmp/staged2.log")"
+same_results "$tmp/p1" "$tmp/staged2" "staged backend memory, P=2"
+
 # update_order: sequential (the seed's in-place sweep, staged over ranks) gives the same files
 # in one process and on 2 ranks
 seq="--set problem_configs.dsgt.optimizer_config.update_order=sequential --set problem_configs.dsgd.optimizer_config.update_order=sequential"

@@ -406,7 +406,11 @@ dt_status dt_backend_cpu_create(int threads, dt_backend **out) {
   DT_ALLOC_GOTO(be, 1, "backend");
   be->ops = &cpu_ops;
   be->name = "cpu";
-  be->host_memory = 1;
+  /* DT_CPU_STAGED=1 makes the CPU backend declare its memory not host-addressable, so every
+   * path a device backend takes (batch uploads, exchange staging, host copies for writers and
+   * ordered sums) runs and is tested on a machine without a GPU. */
+  const char *staged = getenv("DT_CPU_STAGED");
+  be->host_memory = !(staged != NULL && strcmp(staged, "1") == 0);
   be->threads = threads < 1 ? 1 : threads;
   *out = be;
 cleanup:

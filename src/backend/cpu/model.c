@@ -4,6 +4,7 @@
  * depend on the thread count. */
 #include "cpu_impl.h"
 #include "dt/nn.h"
+#include "dt/parallel.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -52,7 +53,8 @@ typedef struct node_call {
   const dt_node_eval *ne;
 } node_call;
 
-static dt_status gradient_node(const node_call *c, int l) {
+static dt_status gradient_node(void *ctx, int l) {
+  const node_call *c = ctx;
   const dt_node_batch *nb = c->nb;
   if (nb->batch[l] == 0) return DT_OK;
   return dt_model_forward_backward(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()],
@@ -61,49 +63,19 @@ static dt_status gradient_node(const node_call *c, int l) {
                                    &nb->loss[l], NULL);
 }
 
-static dt_status evaluate_node(const node_call *c, int l) {
+static dt_status evaluate_node(void *ctx, int l) {
+  const node_call *c = ctx;
   const dt_node_eval *ne = c->ne;
   return dt_model_evaluate(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
                            ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);
 }
 
-/* Runs fn for nodes 0..count-1 on the plan's threads. A thread's error record is its own, so
- * each failure's message is carried back, and the first failure (lowest l) is returned:
- * the same error whatever thread hit it. */
-static dt_status for_nodes(const node_call *c, int count, dt_status (*fn)(const node_call *c, int l)) {
-  dt_status st = DT_OK, *sts = NULL;
-  char (*msgs)[1024] = NULL;
-  if (c->plan->threads <= 1) { /* the plain loop: no allocation, messages stay where they are */
-    for (int l = 0; l < count; l++) DT_TRY(fn(c, l));
-    return DT_OK;
-  }
-  DT_ALLOC_GOTO(sts, count, "node status");
-  DT_ALLOC_GOTO(msgs, count, "node messages");
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->plan->threads)
-  for (int l = 0; l < count; l++) {
-    sts[l] = fn(c, l);
-    if (sts[l] != DT_OK) {
-      dt_error_format(msgs[l], sizeof msgs[l]);
-      dt_error_clear();
-    }
-  }
-  for (int l = 0; l < count; l++)
-    if (sts[l] != DT_OK) {
-      st = dt_error_set(sts[l], __FILE__, __LINE__, __func__, "%s", msgs[l]);
-      break;
-    }
-cleanup:
-  dt_free(sts);
-  dt_free(msgs);
-  return st;
-}
-
 dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
   const node_call c = {.be = be, .plan = plan, .nb = nb};
-  return for_nodes(&c, nb->count, gradient_node);
+  return dt_parallel_for(nb->count, c.plan->threads, gradient_node, (void *)&c);
 }
 
 dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
   const node_call c = {.be = be, .plan = plan, .ne = ne};
-  return for_nodes(&c, ne->count, evaluate_node);
+  return dt_parallel_for(ne->count, c.plan->threads, evaluate_node, (void *)&c);
 }
