@@ -1,13 +1,19 @@
-/* The problem registry: one line per plug-in, and what every problem shares (finding the
- * experiment's problem, loading its data, choosing its model). */
+/* The problem registry: one line per plug-in in DT_PROBLEM_LIST, and what every problem shares
+ * (finding the experiment's problem, loading its data, choosing its model). */
 #include <string.h>
 
 #include "dt/problem.h"
 
-extern const dt_problem_def dt_problem_mnist, dt_problem_logreg;
+#define DT_PROBLEM_LIST(X) \
+  X(mnist)                 \
+  X(logreg)
 
-const dt_problem_def *const dt_problems[] = {&dt_problem_mnist, &dt_problem_logreg, NULL};
-const dt_problem_plugin *const dt_problem_plugins[] = {&dt_problem_mnist.schema, &dt_problem_logreg.schema, NULL};
+#define DECLARE(name) extern const dt_problem_def dt_problem_##name;
+#define DEF(name) &dt_problem_##name,
+#define SCHEMA(name) &dt_problem_##name.schema,
+DT_PROBLEM_LIST(DECLARE)
+const dt_problem_def *const dt_problems[] = {DT_PROBLEM_LIST(DEF) NULL};
+const dt_problem_plugin *const dt_problem_plugins[] = {DT_PROBLEM_LIST(SCHEMA) NULL};
 
 const dt_problem_def *dt_problem_find(const char *name) {
   for (int i = 0; dt_problems[i] != NULL; i++)

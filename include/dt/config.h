@@ -162,6 +162,9 @@ typedef struct dt_plugin {
   int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
 } dt_plugin;
 
+/* Whether `name` is p's name or one of its aliases. */
+bool dt_plugin_named(const dt_plugin *p, const char *name);
+
 /* A problem plug-in adds what the experiment section needs to know of it. */
 typedef struct dt_problem_plugin {
   dt_plugin plugin;            /* name (mnist, logreg), summary, and its keys */

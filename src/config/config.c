@@ -293,16 +293,16 @@ static dt_status read_layers(const schema_ctx *ctx, const dt_ynode *n, const cha
   return DT_OK;
 }
 
-static int plugin_named(const dt_plugin *p, const char *name) {
-  if (strcmp(p->name, name) == 0) return 1;
+bool dt_plugin_named(const dt_plugin *p, const char *name) {
+  if (strcmp(p->name, name) == 0) return true;
   for (int a = 0; p->aliases != NULL && p->aliases[a] != NULL; a++)
-    if (strcmp(p->aliases[a], name) == 0) return 1;
-  return 0;
+    if (strcmp(p->aliases[a], name) == 0) return true;
+  return false;
 }
 
 static const dt_plugin *optimizer_named(const dt_registry *reg, const char *name) {
   for (int i = 0; reg->optimizers[i] != NULL; i++)
-    if (plugin_named(reg->optimizers[i], name)) return reg->optimizers[i];
+    if (dt_plugin_named(reg->optimizers[i], name)) return reg->optimizers[i];
   return NULL;
 }
 
@@ -320,7 +320,7 @@ static dt_status read_optimizer(const schema_ctx *ctx, const dt_ynode *n, const 
   char list[512] = "";
   size_t used = 0;
   for (int i = 0; opts[i] != NULL; i++) {
-    if (alg != NULL && alg->kind == DT_YN_SCALAR && plugin_named(opts[i], alg->text)) def = opts[i];
+    if (alg != NULL && alg->kind == DT_YN_SCALAR && dt_plugin_named(opts[i], alg->text)) def = opts[i];
     if (nn < 64) names[nn++] = opts[i]->name;
     used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s", i ? ", " : "", opts[i]->name);
     for (int a = 0; opts[i]->aliases && opts[i]->aliases[a]; a++) {
