@@ -5,9 +5,7 @@
 
 #include "runner_impl.h"
 
-static volatile sig_atomic_t stop_signal = 0;
-
-static void on_signal(int sig) { stop_signal = sig; }
+static void on_signal(int sig) { dt_stop_request(sig); }
 
 void dt_run_install_signal_handlers(void) {
   struct sigaction sa;
@@ -18,4 +16,4 @@ void dt_run_install_signal_handlers(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
-int runner_stop_signal(void) { return stop_signal; }
+int runner_stop_signal(void) { return dt_stop_requested(); }

@@ -28,8 +28,14 @@ typedef enum dt_status {
 /* Short lower-case name of a code ("config error", ...). Never NULL. */
 const char *dt_status_name(dt_status code);
 
-/* Exit code for a status, per the CLI contract: 0 ok, 2 usage/config, 130 interrupted, else 1. */
+/* Exit code for a status, per the CLI contract: 0 ok, 2 bad input (usage, config, malformed
+ * input data), 130 interrupted, else 1. */
 int dt_status_exit_code(dt_status code);
+
+/* A stop request (a signal number), set from a signal handler and read by long loops anywhere
+ * (file loads, the round loop), which then end with DT_ERR_INTERRUPTED. Async-signal-safe. */
+void dt_stop_request(int sig);
+int dt_stop_requested(void);
 
 /* Records a new error (clearing any earlier record) and returns code. Not collective. */
 dt_status dt_error_set(dt_status code, const char *file, int line, const char *func,

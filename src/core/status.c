@@ -4,6 +4,7 @@
  * "func (file:line)" frames added as the code travels up the stack. */
 #include "dt/status.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,11 +48,17 @@ int dt_status_exit_code(dt_status code) {
   switch (code) {
     case DT_OK: return 0;
     case DT_ERR_USAGE:
-    case DT_ERR_CONFIG: return 2;
+    case DT_ERR_CONFIG:
+    case DT_ERR_DATA: return 2;
     case DT_ERR_INTERRUPTED: return 130;
     default: return 1;
   }
 }
+
+static volatile sig_atomic_t stop_sig = 0;
+
+void dt_stop_request(int sig) { stop_sig = sig; }
+int dt_stop_requested(void) { return stop_sig; }
 
 static void add_frame(const char *file, int line, const char *func) {
   if (rec.frames >= DT_MAX_FRAMES) {

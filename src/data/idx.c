@@ -1,14 +1,18 @@
 /* IDX file reader (the MNIST format: a 4-byte magic, big-endian uint32 dimensions, then bytes).
  * zlib's gz* interface reads raw and gzip files alike, so one path handles both; every way a
  * file can be wrong gets its own message naming the file. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "dt/data.h"
 
 /* Refuse anything larger than this: a corrupt header must not make us allocate terabytes. */
 #define IDX_MAX_BYTES ((uint64_t)8 << 30)
+/* Read in chunks of this size, growing the buffer as data arrive. */
+#define IDX_CHUNK ((uint64_t)16 << 20)
 
 static const char *gz_message(gzFile f) {
   int errnum = 0;
@@ -34,8 +38,12 @@ dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **dat
   dt_status st = DT_OK;
   uint8_t *buf = NULL;
   *data = NULL;
-  gzFile f = gzopen(path, "rb");
-  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "%s: cannot open file", path);
+  struct stat sb;
+  gzFile f = NULL;
+  DT_CHECK_GOTO(stat(path, &sb) == 0, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+  DT_CHECK_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_DATA, "%s: is a folder, expected an IDX file", path);
+  f = gzopen(path, "rb");
+  DT_CHECK_GOTO(f != NULL, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
   gzbuffer(f, 1u << 17);
 
   uint8_t head[4];
@@ -70,12 +78,25 @@ dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **dat
                   (unsigned long long)IDX_MAX_BYTES);
   }
 
-  DT_ALLOC_GOTO(buf, total, path);
-  got = read_full(f, buf, total);
-  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
-  DT_CHECK_GOTO((uint64_t)got == total, DT_ERR_DATA,
-                "%s: truncated: the header promises %llu bytes of data, the file holds %lld", path,
-                (unsigned long long)total, (long long)got);
+  /* The buffer grows with the data that really arrive, so a header that lies about the size
+   * cannot make us allocate more than the file holds; a stop request ends a long load. */
+  uint64_t have = 0, cap = total < IDX_CHUNK ? total : IDX_CHUNK;
+  DT_ALLOC_GOTO(buf, cap, path);
+  for (;;) {
+    DT_CHECK_GOTO(!dt_stop_requested(), DT_ERR_INTERRUPTED, "%s: loading interrupted by signal %d", path, dt_stop_requested());
+    got = read_full(f, buf + have, cap - have);
+    DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+    have += (uint64_t)got;
+    if (have < cap || cap == total) break;
+    const uint64_t grown_cap = cap * 2 < total ? cap * 2 : total;
+    uint8_t *grown = realloc(buf, grown_cap);
+    DT_CHECK_GOTO(grown != NULL, DT_ERR_MEMORY, "out of memory reading %s (%llu bytes)", path, (unsigned long long)grown_cap);
+    buf = grown;
+    cap = grown_cap;
+  }
+  DT_CHECK_GOTO(have == total, DT_ERR_DATA,
+                "%s: truncated: the header promises %llu bytes of data, the file holds %llu", path,
+                (unsigned long long)total, (unsigned long long)have);
   /* Reading past the end also makes zlib verify the gzip trailer (CRC and length). */
   uint8_t extra[64];
   got = read_full(f, extra, sizeof extra);

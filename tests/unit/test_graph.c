@@ -164,7 +164,26 @@ static void test_edge_file(void) {
   unlink(path);
   dt_graph_spec s = {.type = DT_GRAPH_FILE, .num_nodes = 4, .edge_file = "/nonexistent/edges.txt"};
   dt_graph *g = NULL;
-  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_IO, "graph.edge_file '/nonexistent/edges.txt': cannot open");
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.edge_file '/nonexistent/edges.txt': cannot open");
+  /* inputs that once hung or said only "read error" */
+  s.edge_file = "/dev/zero"; /* endless NUL bytes */
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "/dev/zero:1: a NUL byte: not a text file");
+  s.edge_file = "/tmp";
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.edge_file '/tmp' is a folder");
+  char big[] = "/tmp/dt_edges_big_XXXXXX";
+  const int big_fd = mkstemp(big);
+  CHECK(big_fd >= 0, "mkstemp");
+  FILE *f = fdopen(big_fd, "w");
+  for (long i = 0; i < (260L << 20) / 64; i++) fputs("# a comment line that makes a big file, 64 bytes per line ......\n", f);
+  fclose(f);
+  s.edge_file = big;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "larger than 256 MiB: not an edge list");
+  unlink(big);
+  /* a signal during a load ends it */
+  s.edge_file = "/dev/zero";
+  dt_stop_request(15);
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_INTERRUPTED, "reading interrupted by signal 15");
+  dt_stop_request(0);
 }
 
 static void test_placement(void) {

@@ -136,7 +136,9 @@ static void test_bad_files(void) {
   write_file("crc.gz", buf, gzn, 0);
   CHECK_FAILS(dt_idx_read(at("crc.gz"), 3, dims, &data), DT_ERR_DATA, "crc.gz: corrupt file");
 
-  CHECK_FAILS(dt_idx_read(at("does-not-exist"), 3, dims, &data), DT_ERR_IO, "cannot open file");
+  CHECK_FAILS(dt_idx_read(at("does-not-exist"), 3, dims, &data), DT_ERR_DATA, "does-not-exist: cannot open: No such file");
+  CHECK_FAILS(dt_idx_read(dir, 3, dims, &data), DT_ERR_DATA, "is a folder, expected an IDX file");
+  CHECK(dt_status_exit_code(DT_ERR_DATA) == 2, "bad input data must exit 2");
   CHECK(data == NULL, "data set on failure");
 
   /* Label/image count mismatch and labels out of range. */

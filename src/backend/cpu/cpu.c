@@ -66,12 +66,15 @@ typedef int32_t pi8 __attribute__((vector_size(32)));
     best = (idx & t_) | (best & ~t_);                      \
   } while (0)
 
+/* The even and odd lanes of the 16 floats a:b (gcc >= 12 and clang both have shufflevector). */
+#define EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define ODD(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+
 DT_CLONES
 static void maxpool2x2_forward(const dt_pool_shape *s, int batch, const float *restrict x,
                                float *restrict y, int32_t *restrict argmax) {
   const int W = s->w, OW = s->ow;
   const size_t in_plane = (size_t)s->h * W, out_plane = (size_t)s->oh * OW;
-  const pi8 even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
   const pi8 lane2 = {0, 2, 4, 6, 8, 10, 12, 14};
   for (size_t plane = 0; plane < (size_t)batch * s->c; plane++) {
     for (int oh = 0; oh < s->oh; oh++) {
@@ -88,8 +91,7 @@ static void maxpool2x2_forward(const dt_pool_shape *s, int batch, const float *r
         memcpy(&a1, r0 + 2 * ow + 8, 32);
         memcpy(&b0, r1 + 2 * ow, 32);
         memcpy(&b1, r1 + 2 * ow + 8, 32);
-        const pv8 v0 = __builtin_shuffle(a0, a1, even), v1 = __builtin_shuffle(a0, a1, odd);
-        const pv8 v2 = __builtin_shuffle(b0, b1, even), v3 = __builtin_shuffle(b0, b1, odd);
+        const pv8 v0 = EVEN(a0, a1), v1 = ODD(a0, a1), v2 = EVEN(b0, b1), v3 = ODD(b0, b1);
         const pi8 base = lane2 + (2 * oh * W + 2 * ow);
         pv8 bv = v0;
         pi8 best = base;
