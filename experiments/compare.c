@@ -141,6 +141,11 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     DT_TRY_GOTO(st);
     const dt_ynode *probs = dt_ynode_get(root, "problems");
     const char *base = strrchr(dirs[r], '/') && strrchr(dirs[r], '/')[1] ? strrchr(dirs[r], '/') + 1 : dirs[r];
+    char run_status[64], holder[512];
+    dt_run_dir_status(dirs[r], run_status, sizeof run_status, holder, sizeof holder);
+    if (strcmp(run_status, "completed") != 0)
+      fprintf(out, "# %s: the run is %s%s%s%s%s\n", base, run_status, holder[0] ? " (" : "", holder, holder[0] ? ")" : "",
+              strcmp(run_status, "killed") == 0 || strcmp(run_status, "interrupted") == 0 ? "; dtrun resume continues it" : "");
     for (int p = 0; probs != NULL && probs->kind == DT_YN_SEQ && p < probs->n; p++) {
       const dt_ynode *pr = probs->items[p];
       const char *name = scalar(pr, "problem_name");

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dt/config.h"
 #include "dt/exchange.h"
@@ -15,8 +17,10 @@
 #include "dt_config.h"
 
 static const char usage_text[] =
-    "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR] [--set key.path=value]... [--quiet]\n"
+    "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]... [--quiet]\n"
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]...\n"
+    "       dtrun check RUN_DIR\n"
+    "       dtrun resume RUN_DIR [--quiet]\n"
     "       dtrun compare RUN_DIR... [--metric M] [--target X] [--plot FILE.png|FILE.svg]\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -25,9 +29,12 @@ static const char usage_text[] =
     "(1 <= P <= nodes) they are spread over P ranks, with identical results.\n"
     "\n"
     "  run          run every problem of the experiment, write results under output_metadir\n"
-    "  check        validate the experiment, print the resolved config and a summary\n"
+    "  check        validate the experiment, print the resolved config and a summary; for a run\n"
+    "               folder, its status (completed, interrupted, killed, running, ...)\n"
+    "  resume       continue an interrupted or killed run from its last checkpoint (any rank count)\n"
     "  compare      tables (and a plot) of saved runs\n"
     "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
+    "  --force              let --output-dir be a folder that is not empty\n"
     "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10\n"
     "  --quiet              print only errors and the final summary\n"
     "  --metric M           compare: the accuracy column (default top1_accuracy)\n"
@@ -41,10 +48,12 @@ enum { MAX_SETS = 64 };
 typedef struct args {
   const char *cmd;
   const char *file;
+  const char *argv_dir; /* resume: the run folder as given */
   const char *output_dir;
   const char *sets[MAX_SETS];
   int nsets;
   int quiet;
+  int force;
   const char *dirs[256];
   int ndirs;
   dt_compare_options cmp;
@@ -55,7 +64,8 @@ static dt_status parse_args(int argc, char **argv, args *a) {
   a->cmd = "run";
   a->cmp.target = -1;
   int i = 1;
-  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0) a->cmd = argv[i++];
+  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0)
+    a->cmd = argv[i++];
   for (; i < argc; i++) {
     const char *s = argv[i];
     const int has_next = i + 1 < argc;
@@ -71,6 +81,8 @@ static dt_status parse_args(int argc, char **argv, args *a) {
       a->output_dir = argv[++i];
     } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
       a->quiet = 1;
+    } else if (strcmp(s, "--force") == 0) {
+      a->force = 1;
     } else if (strcmp(s, "--metric") == 0) {
       DT_CHECK(has_next, DT_ERR_USAGE, "--metric needs a column name");
       a->cmp.metric = argv[++i];
@@ -92,11 +104,44 @@ static dt_status parse_args(int argc, char **argv, args *a) {
       a->dirs[a->ndirs++] = s;
     } else {
       DT_CHECK(a->file == NULL, DT_ERR_USAGE, "more than one experiment file: '%s' and '%s'", a->file, s);
-      a->file = s;
+      a->file = a->argv_dir = s;
     }
   }
   if (strcmp(a->cmd, "compare") == 0) DT_CHECK(a->ndirs > 0, DT_ERR_USAGE, "compare needs at least one run folder");
+  else if (strcmp(a->cmd, "resume") == 0) DT_CHECK(a->file != NULL, DT_ERR_USAGE, "resume needs a run folder (see dtrun --help)");
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
+  DT_CHECK(!a->force || (strcmp(a->cmd, "run") == 0 && a->output_dir != NULL), DT_ERR_USAGE, "--force only goes with run --output-dir DIR");
+  DT_CHECK(strcmp(a->cmd, "resume") != 0 || (a->nsets == 0 && a->output_dir == NULL), DT_ERR_USAGE,
+           "resume takes no --set or --output-dir: it continues the run folder's own config.yaml in that folder");
+  return DT_OK;
+}
+
+/* `dtrun check RUN_DIR`: the folder's status, and whether its config still loads. */
+static dt_status check_run_dir(const char *dir, dt_config *cfg) {
+  char status[64], holder[512], path[4096 + 16], ckpt[4096 + 128];
+  dt_run_dir_status(dir, status, sizeof status, holder, sizeof holder);
+  snprintf(path, sizeof path, "%s/config.yaml", dir);
+  DT_CHECK(access(path, R_OK) == 0, DT_ERR_USAGE, "%s is neither an experiment file nor a run folder (no config.yaml in it)", dir);
+  DT_TRY(dt_config_load(path, &dt_builtin, NULL, 0, cfg));
+  printf("%s: %s%s%s%s\n", dir, status, holder[0] ? " (" : "", holder, holder[0] ? ")" : "");
+  printf("  config: %s (%s, %d problem%s)\n", path, cfg->experiment.name, cfg->num_problems, cfg->num_problems == 1 ? "" : "s");
+  if (dt_run_checkpoint_describe(dir, cfg, ckpt, sizeof ckpt)) printf("  checkpoint: %s\n", ckpt);
+  if (strcmp(status, "killed") == 0 || strcmp(status, "interrupted") == 0 || strcmp(status, "failed") == 0)
+    printf("  continue with: dtrun resume %s\n", dir);
+  return DT_OK;
+}
+
+/* `dtrun resume RUN_DIR` (rank 0): whether the folder can be resumed; *nothing = 1 with a
+ * message when it has nothing left to run. */
+static dt_status resumable(const char *dir, const char *config, int quiet, int *nothing) {
+  char status[64], holder[512];
+  *nothing = 0;
+  DT_CHECK(access(config, R_OK) == 0, DT_ERR_USAGE, "%s is not a run folder (no config.yaml in it)", dir);
+  dt_run_dir_status(dir, status, sizeof status, holder, sizeof holder);
+  DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s): nothing to resume", dir, holder);
+  *nothing = strcmp(status, "completed") == 0;
+  if (*nothing) printf("%s: completed; nothing to resume\n", dir);
+  else if (!quiet) printf("%s: %s; resuming\n", dir, status);
   return DT_OK;
 }
 
@@ -146,6 +191,15 @@ int main(int argc, char **argv) {
   if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
 
   static dt_config cfg; /* plain data, ~100 KB: not on the stack */
+  struct stat sb;
+  if (strcmp(a.cmd, "check") == 0 && stat(a.file, &sb) == 0 && S_ISDIR(sb.st_mode)) return report(check_run_dir(a.file, &cfg), 0);
+  char resume_config[4096 + 16];
+  const int resume = strcmp(a.cmd, "resume") == 0;
+  if (resume) {
+    snprintf(resume_config, sizeof resume_config, "%s/config.yaml", a.argv_dir);
+    a.file = resume_config;
+    a.output_dir = a.argv_dir;
+  }
   if (strcmp(a.cmd, "check") == 0) {
     st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
     if (st == DT_OK) st = dt_experiment_check(&cfg, stdout);
@@ -159,22 +213,25 @@ int main(int argc, char **argv) {
   dt_log_init(rank, size, a.quiet ? DT_LOG_WARN : DT_LOG_INFO);
   dt_run_install_signal_handlers();
   /* only rank 0 reads the file; every rank receives the same resolved config */
-  double ok = 1;
+  double ok = 1; /* 0: rank 0 failed; 2: nothing to run */
   if (rank == 0) {
-    st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
-    ok = st == DT_OK;
+    int nothing = 0;
+    if (resume) st = resumable(a.argv_dir, a.file, a.quiet, &nothing);
+    if (st == DT_OK && !nothing) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
+    ok = st != DT_OK ? 0 : nothing ? 2 : 1;
   }
   if (size > 1) {
     dt_status bst = dt_comm_bcast(comm, &ok, sizeof ok, 0);
-    if (bst == DT_OK && ok) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
+    if (bst == DT_OK && ok == 1) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
     if (bst != DT_OK) st = bst;
   }
-  if (ok && st == DT_OK) {
+  if (ok == 1 && st == DT_OK) {
     char cmdline[4096];
     command_line(argc, argv, cmdline, sizeof cmdline);
-    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .command_line = cmdline};
+    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .command_line = cmdline, .force = a.force,
+                         .resume = strcmp(a.cmd, "resume") == 0};
     st = dt_experiment_run(comm, &cfg, &ro);
-  } else if (st == DT_OK) {
+  } else if (st == DT_OK && ok == 0) {
     st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load the experiment");
   }
   int code = report(st, rank);

@@ -1,14 +1,23 @@
 /* The output folder: --output-dir exactly, or <output_metadir>/<time>_<name>, with _2, _3, ...
- * when that exists already (two runs started in the same second). */
+ * when that exists already (two runs started in the same second); for `dtrun resume`, the run's
+ * own folder. Rank 0 holds the folder's lock (dtrun.lock: pid, host, start time, under flock)
+ * for the whole run, so a second run into the same folder is refused instead of interleaving
+ * its files, and a run that died is told apart from one that is running. */
 #include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runner_impl.h"
 
 static dt_status mkdir_p(const char *path) {
   char buf[DT_PATH_MAX + 64];
+  DT_CHECK(strlen(path) < sizeof buf, DT_ERR_USAGE, "output folder name is longer than %zu characters: %.80s...", sizeof buf - 1, path);
   snprintf(buf, sizeof buf, "%s", path);
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/') continue;
@@ -17,35 +26,184 @@ static dt_status mkdir_p(const char *path) {
     *p = '/';
   }
   if (mkdir(buf, 0777) != 0 && errno != EEXIST) return DT_ERROR(DT_ERR_IO, "cannot create folder %s: %s", buf, strerror(errno));
+  struct stat sb;
+  DT_CHECK(stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "output folder %s exists and is not a folder", buf);
   return DT_OK;
 }
 
-dt_status runner_make_outdir(runner *r) {
-  const dt_experiment_config *e = &r->cfg->experiment;
-  dt_status st = DT_OK;
-  if (r->rank == 0) {
-    if (r->opt->output_dir != NULL) {
-      snprintf(r->outdir, sizeof r->outdir, "%s", r->opt->output_dir);
-      st = mkdir_p(r->outdir);
-    } else {
-      char stamp[64];
-      time_t now = time(NULL);
-      struct tm tmv;
-      localtime_r(&now, &tmv);
-      strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &tmv);
-      st = mkdir_p(e->output_metadir);
-      for (int k = 1; st == DT_OK; k++) {
-        if (k == 1) snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s", e->output_metadir, stamp, e->name);
-        else snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s_%d", e->output_metadir, stamp, e->name, k);
-        if (mkdir(r->outdir, 0777) == 0) break;
-        if (errno != EEXIST) st = DT_ERROR(DT_ERR_IO, "cannot create folder %s: %s", r->outdir, strerror(errno));
-      }
-    }
+/* The first entry of dir other than . and .. into first (empty when there is none). */
+static void first_entry(const char *dir, char *first, size_t size) {
+  first[0] = '\0';
+  DIR *d = opendir(dir);
+  if (d == NULL) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(first, size, "%s", e->d_name);
+    break;
   }
+  closedir(d);
+}
+
+/* Reads who holds dir's lock file into holder ("pid N on host H since T"). */
+static void lock_holder(const char *path, char *holder, size_t size) {
+  char text[512] = "";
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+  }
+  long pid = 0;
+  char host[256] = "?", since[64] = "?";
+  for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+    if (sscanf(line, "pid: %ld", &pid) == 1) continue;
+    if (sscanf(line, "host: %255s", host) == 1) continue;
+    if (sscanf(line, "started: %63s", since) == 1) continue;
+  }
+  snprintf(holder, size, "pid %ld on host %s since %s", pid, host, since);
+}
+
+/* Takes dir's lock, or fails naming the run that holds it. */
+static dt_status lock_dir(runner *r, const char *dir) {
+  char path[DT_PATH_MAX + 96];
+  snprintf(path, sizeof path, "%s/dtrun.lock", dir);
+  const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  DT_CHECK(fd >= 0, DT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK) {
+      char holder[512];
+      lock_holder(path, holder, sizeof holder);
+      return DT_ERROR(DT_ERR_USAGE, "%s is in use by another dtrun (%s); choose another --output-dir", dir, holder);
+    }
+    return DT_ERROR(DT_ERR_IO, "cannot lock %s: %s", path, strerror(e));
+  }
+  char host[256], text[512];
+  dt_comm_host(host, sizeof host);
+  const int n = snprintf(text, sizeof text, "pid: %ld\nhost: %s\nstarted: %s\n", (long)getpid(), host, r->started);
+  if (ftruncate(fd, 0) != 0 || write(fd, text, (size_t)n) != n) {
+    const int e = errno;
+    close(fd);
+    return DT_ERROR(DT_ERR_IO, "cannot write %s: %s", path, strerror(e));
+  }
+  r->lock_fd = fd;
+  return DT_OK;
+}
+
+void runner_unlock(runner *r) {
+  if (r->lock_fd < 0) return;
+  char path[DT_PATH_MAX + 96];
+  snprintf(path, sizeof path, "%s/dtrun.lock", r->outdir);
+  unlink(path); /* while still holding it: nobody can take a lock on a file about to vanish */
+  close(r->lock_fd);
+  r->lock_fd = -1;
+}
+
+/* --output-dir DIR: made if missing; an existing folder must be empty unless --force (or it is
+ * the run being resumed). */
+static dt_status given_dir(runner *r) {
+  const dt_run_options *o = r->opt;
+  DT_CHECK(strlen(o->output_dir) < sizeof r->outdir, DT_ERR_USAGE, "--output-dir is longer than %zu characters", sizeof r->outdir - 1);
+  snprintf(r->outdir, sizeof r->outdir, "%s", o->output_dir);
+  if (o->resume) {
+    struct stat sb;
+    DT_CHECK(stat(r->outdir, &sb) == 0 && S_ISDIR(sb.st_mode), DT_ERR_USAGE, "%s is not a run folder", r->outdir);
+    return lock_dir(r, r->outdir);
+  }
+  DT_TRY(mkdir_p(r->outdir));
+  DT_TRY(lock_dir(r, r->outdir));
+  char first[256];
+  first_entry(r->outdir, first, sizeof first);
+  if (strcmp(first, "dtrun.lock") == 0) {
+    /* the lock we just made: look again for anything else */
+    DIR *d = opendir(r->outdir);
+    struct dirent *e;
+    first[0] = '\0';
+    while (d != NULL && (e = readdir(d)) != NULL)
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strcmp(e->d_name, "dtrun.lock") != 0) {
+        snprintf(first, sizeof first, "%s", e->d_name);
+        break;
+      }
+    if (d != NULL) closedir(d);
+  }
+  if (first[0] != '\0' && !o->force) {
+    runner_unlock(r);
+    return DT_ERROR(DT_ERR_USAGE,
+                    "--output-dir %s is not empty (it holds %s): add --force to write into it anyway, or continue the run "
+                    "there with dtrun resume %s",
+                    r->outdir, first, r->outdir);
+  }
+  /* --force: a checkpoint of an earlier run there must not be taken for this one's */
+  return runner_checkpoint_remove(r);
+}
+
+/* <output_metadir>/<time>_<name>, made unique. */
+static dt_status stamped_dir(runner *r) {
+  const dt_experiment_config *e = &r->cfg->experiment;
+  char stamp[64];
+  const time_t now = time(NULL);
+  struct tm tmv;
+  localtime_r(&now, &tmv);
+  strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &tmv);
+  DT_TRY(mkdir_p(e->output_metadir));
+  for (int k = 1;; k++) {
+    DT_CHECK(!dt_stop_requested(), DT_ERR_INTERRUPTED, "interrupted by signal %d", dt_stop_requested());
+    int n;
+    if (k == 1) n = snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s", e->output_metadir, stamp, e->name);
+    else n = snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s_%d", e->output_metadir, stamp, e->name, k);
+    /* a name cut short would collide with itself forever: refuse it instead */
+    DT_CHECK(n >= 0 && (size_t)n < sizeof r->outdir, DT_ERR_CONFIG,
+             "the output folder %s/%s_%s would be longer than %zu characters: shorten experiment.output_metadir or experiment.name",
+             e->output_metadir, stamp, e->name, sizeof r->outdir - 1);
+    DT_CHECK(k < 10000, DT_ERR_IO, "cannot find a free folder name like %s in %s", r->outdir, e->output_metadir);
+    if (mkdir(r->outdir, 0777) == 0) break;
+    DT_CHECK(errno == EEXIST, DT_ERR_IO, "cannot create folder %s: %s", r->outdir, strerror(errno));
+  }
+  return lock_dir(r, r->outdir);
+}
+
+dt_status runner_make_outdir(runner *r) {
+  dt_status st = DT_OK;
+  if (r->rank == 0) st = r->opt->output_dir != NULL ? given_dir(r) : stamped_dir(r);
   /* every rank learns the outcome, so a failure stops all of them together */
   double ok = st == DT_OK ? 1 : 0;
   DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
   if (st != DT_OK) return st;
   DT_CHECK(ok == 1, DT_ERR_IO, "rank 0 could not create the output folder");
-  return DT_OK;
+  /* the other ranks need the folder's name too (they report it) */
+  return dt_comm_bcast(r->comm, r->outdir, sizeof r->outdir, 0);
+}
+
+/* ---- what a run folder's state is ------------------------------------------------------------ */
+
+void dt_run_dir_status(const char *dir, char *status, size_t size, char *holder, size_t holder_size) {
+  char path[DT_PATH_MAX + 96], line[512];
+  snprintf(status, size, "unknown");
+  if (holder_size > 0) holder[0] = '\0';
+  snprintf(path, sizeof path, "%s/summary.yaml", dir);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char word[64];
+    if (sscanf(line, "status: %63s", word) == 1) { /* the run's own status is the first, unindented one */
+      snprintf(status, size, "%s", word);
+      break;
+    }
+  }
+  fclose(f);
+  if (strcmp(status, "running") != 0) return;
+  snprintf(path, sizeof path, "%s/dtrun.lock", dir);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(status, size, "killed");
+    return;
+  }
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    snprintf(status, size, "killed"); /* nobody holds it: the writer died without a word */
+  } else {
+    lock_holder(path, holder, holder_size);
+  }
+  close(fd);
 }

@@ -70,56 +70,71 @@ cleanup:
 
 /* ---- one problem ------------------------------------------------------------------------- */
 
-/* Runs round k and agrees, across ranks, whether to stop after it: 0 go on, 1 a signal on some
- * rank, 2 a loss became NaN or infinite. Compute time = the round's wall time less its
- * communication (timed by the exchange). Collective. */
-static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k, int *stop) {
+/* What every rank agrees on after a round. */
+typedef struct round_flags {
+  int stop;       /* 0 go on, 1 a stop signal on some rank, 2 a loss became NaN or infinite */
+  int checkpoint; /* a checkpoint is due (checkpoint_every, checkpoint_minutes, SIGUSR1) */
+} round_flags;
+
+/* Runs round k and agrees, across ranks, on what follows it. Compute time = the round's wall
+ * time less its communication (timed by the exchange). Collective. */
+static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k, round_flags *f) {
   const double round_start = dt_time_now(), comm_before = run->t_comm.total;
   DT_TRY(def->round(state, run, k));
   run->t_compute.total += (dt_time_now() - round_start) - (run->t_comm.total - comm_before);
-  double flag = runner_stop_signal() ? 1 : 0;
+  double flag[2] = {runner_stop_signal() ? 1 : 0, runner_checkpoint_requested() || runner_checkpoint_due(r, k + 1) ? 1 : 0};
   for (int l = 0; l < r->count; l++)
-    if (!isfinite(run->train_loss_sum[l])) flag = fmax(flag, 2);
-  if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, &flag, 1));
-  *stop = (int)flag;
+    if (!isfinite(run->train_loss_sum[l])) flag[0] = fmax(flag[0], 2);
+  if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, flag, 2));
+  f->stop = (int)flag[0];
+  f->checkpoint = flag[1] != 0;
   return DT_OK;
 }
 
-/* The round loop of one problem, evaluating at round 0, every evaluate_frequency rounds and at
- * the last round run. */
-static dt_status round_loop(runner *r, problem_run *pr, const dt_optimizer_def *def, void *state, problem_result *res) {
+/* The round loop of one problem from round `start`, evaluating at round 0, every
+ * evaluate_frequency rounds and at the last round run. A stop signal checkpoints the state after
+ * the round (before the extra evaluation an interrupted problem's files get), so that resuming
+ * gives exactly the files of a run never stopped. */
+static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimizer_def *def, void *state, problem_result *res, int start) {
   const dt_problem_config *pc = pr->pc;
   const double t0 = dt_time_now();
-  DT_TRY(runner_evaluate(r, pr, 0, res));
-  for (int k = 0; k < pc->outer_iterations; k++) {
-    int stop = 0;
-    DT_TRY(round_and_agree(r, def, state, &pr->run, k, &stop));
-    const int last = k + 1 == pc->outer_iterations || stop != 0;
-    if ((k + 1) % pc->evaluate_frequency == 0 || last) DT_TRY(runner_evaluate(r, pr, k + 1, res));
+  if (start == 0) DT_TRY(runner_evaluate(r, pr, 0, res));
+  for (int k = start; k < pc->outer_iterations; k++) {
+    round_flags f = {0, 0};
+    DT_TRY(round_and_agree(r, def, state, &pr->run, k, &f));
+    const int end = k + 1 == pc->outer_iterations;
+    const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
+    if (scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
     runner_progress(r, pc, k, t0);
-    if (stop == 2) {
+    if (f.stop == 2) {
+      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
       res->status = "diverged";
       runner_say(r, "%s diverged (a loss became NaN or infinite) at round %d; going on with the next problem\n", pc->problem_name, k + 1);
       break;
     }
-    if (stop == 1) {
+    if ((f.checkpoint || f.stop == 1) && !end) DT_TRY(runner_checkpoint(r, p, k + 1, pr));
+    if (f.stop == 1 && !end) {
+      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
       res->status = "interrupted";
-      runner_say(r, "interrupted at round %d; saving what was measured\n", k + 1);
+      runner_say(r, "interrupted at round %d; saving what was measured%s%s\n", k + 1, r->write ? "; continue with: dtrun resume " : "",
+                 r->write ? r->outdir : "");
       break;
     }
   }
   return DT_OK;
 }
 
-static dt_status run_problem(runner *r, int p) {
+/* Problem p from its start, or from the checkpoint rp when rp is of this problem. */
+static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   const dt_problem_config *pc = &r->cfg->problems[p];
   const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
   problem_result *res = &r->res[p];
   problem_run pr;
   void *state = NULL;
   dt_status st = DT_OK;
+  const int start = rp != NULL && rp->found && rp->problem == p ? rp->round : 0;
   memset(&pr, 0, sizeof pr);
-  memset(res, 0, sizeof *res);
+  if (start == 0) memset(res, 0, sizeof *res);
   res->status = "completed";
   DT_ASSERT(def != NULL);
   pr.pc = pc;
@@ -127,15 +142,19 @@ static dt_status run_problem(runner *r, int p) {
   dt_timer_reset(&pr.t_eval);
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count, r->size));
   runner_begin_csv(r, &pr);
-  runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
-             r->size, r->size > 1 ? "s" : "");
+  runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
+             r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
   /* every problem starts from θ0 with fresh minibatch streams */
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
-  const double t0 = dt_time_now();
+  pr.t_start = dt_time_now();
   DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
-  DT_TRY_GOTO(round_loop(r, &pr, def, state, res));
-  res->seconds = dt_time_now() - t0;
+  if (start > 0) {
+    DT_TRY_GOTO(runner_checkpoint_load_nodes(r, rp, &pr));
+    runner_say(r, "   continuing after round %d from %s\n", start, rp->dir);
+  }
+  DT_TRY_GOTO(round_loop(r, p, &pr, def, state, res, start));
+  res->seconds = dt_time_now() - pr.t_start;
   res->t_compute = run->t_compute.total;
   res->t_comm = run->t_comm.total;
   res->t_eval = pr.t_eval.total;
@@ -189,6 +208,21 @@ static dt_status choose_backend(runner *r) {
   return DT_OK;
 }
 
+/* FNV-1a of the resolved config's text: a checkpoint is only resumed by the config it is of. */
+static dt_status config_hash(const dt_config *cfg, uint64_t *hash) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  DT_CHECK(f != NULL, DT_ERR_MEMORY, "out of memory");
+  dt_status st = dt_config_emit(cfg, &dt_builtin, f);
+  fclose(f);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; st == DT_OK && i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+  free(text);
+  *hash = h;
+  return st;
+}
+
 /* Everything the problems share: placement, backend, graph, data, split, model, θ0, metric
  * buffers, and the output folder. */
 static dt_status runner_setup(runner *r) {
@@ -211,8 +245,11 @@ static dt_status runner_setup(runner *r) {
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");
   DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
   DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
+  DT_TRY(config_hash(cfg, &r->config_hash));
   if (cfg->experiment.writeout) DT_TRY(runner_make_outdir(r));
   r->write = r->rank == 0 && cfg->experiment.writeout;
+  r->write_ckpt = cfg->experiment.writeout;
+  r->last_ckpt = dt_time_now();
   return DT_OK;
 }
 
@@ -238,22 +275,49 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.tty = isatty(STDOUT_FILENO);
   r.t_start = dt_time_now();
   runner_wall_clock(r.started, sizeof r.started);
+  r.lock_fd = -1;
+  resume_point rp;
+  memset(&rp, 0, sizeof rp);
+  int done = 0;
   DT_TRY_GOTO(runner_setup(&r));
   banner(&r);
-  DT_TRY_GOTO(runner_write_setup_files(&r));
-  if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
-  int done = 0;
-  for (int p = 0; p < cfg->num_problems; p++) {
-    DT_TRY_GOTO(run_problem(&r, p));
+  if (opt->resume) DT_TRY_GOTO(runner_checkpoint_load_run(&r, &rp));
+  if (!rp.found) {
+    /* a fresh run, or a resumed one that died before its first checkpoint: from the start */
+    DT_TRY_GOTO(runner_write_setup_files(&r));
+    DT_TRY_GOTO(runner_write_summary(&r, 0, "running"));
+    if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
+    if (!runner_stop_signal()) DT_TRY_GOTO(runner_checkpoint(&r, 0, 0, NULL));
+  } else {
+    done = rp.problem;
+    runner_say(&r, "resuming %s: %d of %d problems done%s\n", r.outdir, rp.problem, cfg->num_problems,
+               rp.round > 0 ? ", the next from its checkpoint" : "");
+  }
+  for (int p = done; p < cfg->num_problems && !runner_stop_signal(); p++) {
+    DT_TRY_GOTO(run_problem(&r, p, &rp));
     done = p + 1;
     DT_TRY_GOTO(runner_write_summary(&r, done, "running"));
     if (strcmp(r.res[p].status, "interrupted") == 0) break;
+    if (done < cfg->num_problems) DT_TRY_GOTO(runner_checkpoint(&r, done, 0, NULL));
   }
   const int sig = runner_stop_signal();
   DT_TRY_GOTO(runner_write_summary(&r, done, sig ? "interrupted" : "completed"));
+  if (!sig) DT_TRY_GOTO(runner_checkpoint_remove(&r));
   runner_print_table(&r, done);
-  if (sig) st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted by signal %d; results so far are in %s", sig, r.write ? r.outdir : "(writeout is off)");
+  if (sig)
+    st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted by signal %d; results so far are in %s%s%s", sig, r.write ? r.outdir : "(writeout is off)",
+                  r.write ? "; continue with: dtrun resume " : "", r.write ? r.outdir : "");
 cleanup:
+  if (st != DT_OK && st != DT_ERR_INTERRUPTED && r.write) {
+    /* the summary tells the truth about a failed run; the failure's own message stays first */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dt_error_message());
+    const dt_status code = st;
+    if (runner_write_summary(&r, done, "failed") != DT_OK) (void)0;
+    st = DT_ERROR(code, "%s", msg);
+  }
+  runner_resume_point_free(&rp);
+  runner_unlock(&r);
   runner_free(&r);
   return st;
 }

@@ -52,6 +52,10 @@ typedef struct runner {
   double t_start;
   char started[64];
   problem_result res[DT_MAX_PROBLEMS];
+  uint64_t config_hash; /* of the resolved config's text: a checkpoint belongs to one config */
+  int write_ckpt;       /* writeout (checkpoints live in the run folder) */
+  double last_ckpt, ckpt_seconds;
+  int lock_fd;          /* rank 0: the run folder's lock (runner_lock), or -1 */
 } runner;
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */
@@ -59,16 +63,50 @@ typedef struct problem_run {
   dt_optimizer_run run;
   const dt_problem_config *pc;
   dt_timer t_eval;
+  double t_start;
   strbuf csv, consensus_csv;
   int cols[NCOL];
 } problem_run;
 
-/* signals.c: the signal that asked the run to stop, or 0. */
+/* Where a resumed run continues (checkpoint.c): problem `problem` at round `round` (0: from its
+ * start, the problems before it done), with what rank 0 read. */
+typedef struct resume_point {
+  int found;
+  int problem, round;
+  char dir[DT_PATH_MAX + 96];
+  double t_compute, t_comm, t_eval, seconds;
+  strbuf csv, consensus_csv; /* rank 0 */
+  unsigned char *shared;     /* the optimizer's replicated state, every rank */
+  size_t shared_size;
+} resume_point;
+
+/* checkpoint.c. A checkpoint after round `round` of problem p (pr = its run; round 0 and pr
+ * NULL: the problems before p are done). Collective. */
+DT_MUST_USE dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr);
+/* Whether a checkpoint is due after round `round` (checkpoint_every, checkpoint_minutes). */
+int runner_checkpoint_due(const runner *r, int round);
+/* Whether outdir holds a complete checkpoint; its folder into dir. */
+int runner_checkpoint_find(const char *outdir, char *dir, size_t size);
+/* Reads the run part of the checkpoint in r->outdir (found = 0 when there is none) and fills
+ * r->res of the problems so far. Collective. */
+DT_MUST_USE dt_status runner_checkpoint_load_run(runner *r, resume_point *rp);
+/* Loads every node's state into pr's run (made by the optimizer's create), the replicated state,
+ * timers and the CSV text so far. Collective. */
+DT_MUST_USE dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, problem_run *pr);
+void runner_resume_point_free(resume_point *rp);
+/* Removes the checkpoint folders (a completed run needs none). */
+DT_MUST_USE dt_status runner_checkpoint_remove(runner *r);
+
+/* signals.c: the signal that asked the run to stop, or 0; whether SIGUSR1 asked for a
+ * checkpoint since the last call. */
 int runner_stop_signal(void);
+int runner_checkpoint_requested(void);
 
 /* outdir.c: creates the output folder on rank 0 (--output-dir, or <output_metadir>/<time>_<name>
  * made unique) into r->outdir; every rank learns the outcome. Collective. */
 DT_MUST_USE dt_status runner_make_outdir(runner *r);
+/* Releases the run folder's lock (rank 0). */
+void runner_unlock(runner *r);
 
 /* evaluate.c: evaluates every node at round `round`, appends the rows to pr's CSVs and the
  * node statistics to res (rank 0). Collective. */

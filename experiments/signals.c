@@ -1,11 +1,27 @@
 /* SIGINT and SIGTERM set a flag: the round in progress finishes, every rank agrees to stop at its
- * end, what was measured is written (marked interrupted) and dtrun exits 130. */
+ * end, the state is checkpointed, what was measured is written (marked interrupted) and dtrun
+ * exits 130. SIGUSR2 does the same; unlike SIGTERM and SIGINT, OpenMPI's mpirun forwards it as it
+ * is, so `kill -USR2 <mpirun>` makes mpirun exit 130 too (on TERM or INT, mpirun 4.1 exits 1 and
+ * kills the ranks after odls_base_sigkill_timeout, 1 s by default). SIGUSR1 (what batch systems
+ * send ahead of preemption) asks for a checkpoint at the end of the round, and the run goes on. */
 #include <signal.h>
 #include <string.h>
 
 #include "runner_impl.h"
 
+static volatile sig_atomic_t checkpoint_asked = 0;
+
 static void on_signal(int sig) { dt_stop_request(sig); }
+static void on_usr1(int sig) {
+  (void)sig;
+  checkpoint_asked = 1;
+}
+
+int runner_checkpoint_requested(void) {
+  const int asked = checkpoint_asked;
+  checkpoint_asked = 0;
+  return asked;
+}
 
 void dt_run_install_signal_handlers(void) {
   struct sigaction sa;
@@ -14,6 +30,9 @@ void dt_run_install_signal_handlers(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGUSR2, &sa, NULL); /* what mpirun forwards as it is (it aborts on TERM and INT) */
+  sa.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &sa, NULL);
 }
 
 int runner_stop_signal(void) { return dt_stop_requested(); }

@@ -30,6 +30,7 @@ struct dt_task {
   double l2;
   int batch, full_batch, ws_batch;
   node_state *node;
+  dt_rng *dropout; /* [count] each node's dropout stream (seed, dropout, node), restarted by begin */
   /* training batches of all local nodes: backend slabs and, off the host, host staging */
   float *x, *xh;
   int32_t *y, *yh;
@@ -77,6 +78,7 @@ void dt_task_free(dt_task *t) {
   if (t == NULL) return;
   for (int l = 0; t->node != NULL && l < t->count; l++) dt_free(t->node[l].perm);
   dt_free(t->node);
+  dt_free(t->dropout);
   free_batches(t);
   dt_slab_free(t->be, &t->obj_theta);
   dt_slab_free(t->be, &t->obj_grad);
@@ -134,6 +136,7 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   DT_CHECK_GOTO(dt_model_input_size(t->model) == train->dim, DT_ERR_CONFIG,
                 "experiment.model: the model takes %zu inputs per sample but the data has %zu", dt_model_input_size(t->model), train->dim);
   DT_ALLOC_GOTO(t->node, count, "task nodes");
+  DT_ALLOC_GOTO(t->dropout, count > 0 ? count : 1, "dropout streams");
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
   DT_ALLOC_GOTO(t->nb, count, "task");
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
@@ -176,6 +179,7 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
     ns->cursor = dt_split_size(t->split, node); /* empty: the first call shuffles */
     ns->epochs = -1;                            /* ... and that first shuffle starts epoch 0 */
     ns->seen = 0;
+    dt_rng_init(&t->dropout[l], t->seed, DT_RNG_DROPOUT, (uint64_t)node);
   }
   if (ws_batch != t->ws_batch) DT_TRY(alloc_batches(t, ws_batch));
   t->batch = batch_size;
@@ -201,7 +205,8 @@ static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad
   DT_TRY(upload_batches(t));
   const dt_node_batch nb = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .grad = grad->data,
                             .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
-                            .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss};
+                            .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss,
+                            .dropout = t->dropout};
   return t->be->ops->model_gradients(t->be, t->train_plan, &nb);
 }
 
@@ -347,4 +352,49 @@ double dt_task_epoch(const dt_task *t, int node) {
   if (t->full_batch) return (double)ns->epochs;
   const size_t m = dt_split_size(t->split, node);
   return (double)ns->epochs + (double)ns->cursor / (double)m;
+}
+
+/* ---- checkpoints: a node's stream state as bytes ------------------------------------------- */
+
+/* rng, cursor, epochs, seen, dropout rng, then this epoch's order (split size uint32s) */
+#define NODE_FIXED (sizeof(dt_rng) + 3 * sizeof(uint64_t) + sizeof(dt_rng))
+
+size_t dt_task_node_state_size(const dt_task *t, int l) {
+  return NODE_FIXED + sizeof(uint32_t) * dt_split_size(t->split, t->first + l);
+}
+
+void dt_task_node_state_save(const dt_task *t, int l, void *buf) {
+  const node_state *ns = &t->node[l];
+  unsigned char *p = buf;
+  const uint64_t cursor = ns->cursor, epochs = (uint64_t)(int64_t)ns->epochs, seen = ns->seen;
+  memcpy(p, &ns->rng, sizeof ns->rng), p += sizeof ns->rng;
+  memcpy(p, &cursor, 8), p += 8;
+  memcpy(p, &epochs, 8), p += 8;
+  memcpy(p, &seen, 8), p += 8;
+  memcpy(p, &t->dropout[l], sizeof(dt_rng)), p += sizeof(dt_rng);
+  memcpy(p, ns->perm, sizeof(uint32_t) * dt_split_size(t->split, t->first + l));
+}
+
+dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t size) {
+  node_state *ns = &t->node[l];
+  const size_t m = dt_split_size(t->split, t->first + l);
+  DT_CHECK(size == dt_task_node_state_size(t, l), DT_ERR_DATA,
+           "node %d: the checkpoint's minibatch state has %zu bytes, this node's data need %zu (another split?)", t->first + l,
+           size, dt_task_node_state_size(t, l));
+  const unsigned char *p = buf;
+  uint64_t cursor, epochs, seen;
+  memcpy(&ns->rng, p, sizeof ns->rng), p += sizeof ns->rng;
+  memcpy(&cursor, p, 8), p += 8;
+  memcpy(&epochs, p, 8), p += 8;
+  memcpy(&seen, p, 8), p += 8;
+  memcpy(&t->dropout[l], p, sizeof(dt_rng)), p += sizeof(dt_rng);
+  memcpy(ns->perm, p, sizeof(uint32_t) * m);
+  DT_CHECK(cursor <= m && ns->rng.used >= 0 && ns->rng.used <= 4 && t->dropout[l].used >= 0 && t->dropout[l].used <= 4,
+           DT_ERR_DATA, "node %d: the checkpoint's minibatch state is corrupt", t->first + l);
+  for (size_t j = 0; j < m; j++)
+    DT_CHECK(ns->perm[j] < t->train->count, DT_ERR_DATA, "node %d: the checkpoint's minibatch order is corrupt", t->first + l);
+  ns->cursor = (size_t)cursor;
+  ns->epochs = (long)(int64_t)epochs;
+  ns->seen = seen;
+  return DT_OK;
 }

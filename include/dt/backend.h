@@ -50,6 +50,7 @@ typedef struct dt_node_batch {
   size_t y_stride;
   const int *batch; /* host, [count] */
   float *loss;      /* host, [count] */
+  dt_rng *dropout;  /* host, [count]: each node's dropout stream, advanced by the call */
 } dt_node_batch;
 
 /* One evaluation call: every node's parameters on the same n samples (x, y); adds the summed NLL

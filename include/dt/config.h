@@ -116,6 +116,8 @@ typedef struct dt_experiment_config {
   int loss;            /* 0 = NLL, the only loss */
   uint64_t seed;
   bool save_models;
+  int checkpoint_every;      /* rounds; 0: by time only */
+  double checkpoint_minutes; /* 0: not by time */
   /* Every registered problem's keys, in registry order (each its plug-in's options struct);
    * problem_opts[problem_index] are the chosen problem's. */
   _Alignas(16) unsigned char problem_opts[DT_MAX_PROBLEM_PLUGINS][DT_PROBLEM_OPTS_MAX];

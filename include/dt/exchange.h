@@ -44,6 +44,18 @@ dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, 
 /* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
  * all (num_nodes * k; read on rank 0 only). Collective. */
 dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
+/* Per-node byte strings between the nodes' ranks and rank 0 (checkpoints: only rank 0 touches
+ * files, so no shared file system is needed). One node at a time, in node order, so rank 0 holds
+ * one node's bytes at once.
+ *   to_root:   give(ctx, l, &data, &size) yields local node l's bytes on its rank; rank 0 gets
+ *              take(ctx, node, data, size) for every node (data valid during the call).
+ *   from_root: rank 0's give(ctx, node, ...) for every node; the owner's take(ctx, l, ...).
+ * A failure on any rank (give or take) still lets every transfer finish, then fails on every
+ * rank. Collective. */
+typedef dt_status (*dt_blob_give)(void *ctx, int node_or_l, const void **data, size_t *size);
+typedef dt_status (*dt_blob_take)(void *ctx, int node_or_l, const void *data, size_t size);
+DT_MUST_USE dt_status dt_comm_node_blobs_to_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx);
+DT_MUST_USE dt_status dt_comm_node_blobs_from_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx);
 /* Name of this host (MPI_Get_processor_name). */
 void dt_comm_host(char *buf, size_t size);
 

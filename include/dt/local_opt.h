@@ -54,5 +54,8 @@ DT_MUST_USE dt_status dt_local_opt_step(dt_local_opt *o, int l, float *params, c
 /* One step of every node: params and grad are slabs of count nodes. */
 DT_MUST_USE dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr);
 long dt_local_opt_steps(const dt_local_opt *o, int l);
+/* The state that carries between steps, for checkpoints: the moment slabs (data NULL when the
+ * kind keeps none) and the per-node step counts ([count]). */
+void dt_local_opt_state(dt_local_opt *o, dt_slab **m, dt_slab **v, long **steps);
 
 #endif

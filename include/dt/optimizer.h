@@ -41,6 +41,10 @@ typedef struct dt_optimizer_run {
   double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
   double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
   float **host_rows;      /* [count] host views for ordered sums, made on first use off the host */
+  struct dt_run_item *items; /* the state a checkpoint keeps (dt_run_keep_*) */
+  int num_items;
+  unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */
+  size_t blob_cap;
 } dt_optimizer_run;
 
 /* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
@@ -74,14 +78,33 @@ DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, 
 /* Host views of v's rows (the rows themselves on a host-memory backend). */
 DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows);
 
+/* ---- the state a checkpoint keeps ----------------------------------------------------------
+ *
+ * Everything that carries from one round to the next must be registered once, in create, so
+ * that `dtrun resume` continues to the same bytes: per-node rows of a slab, per-node host values
+ * (elem bytes each, at base + l·elem), or host data replicated identically on every rank (kept
+ * once). dt_run_init registers θ and the run's counters, dt_learners_create the local
+ * optimizers; the task's minibatch streams are always kept. Scratch that every round rewrites
+ * before reading needs no registration. Names are unique within a run (at most 31 bytes). */
+DT_MUST_USE dt_status dt_run_keep_slab(dt_optimizer_run *run, const char *name, dt_slab *s);
+DT_MUST_USE dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name, void *base, size_t elem);
+DT_MUST_USE dt_status dt_run_keep_shared(dt_optimizer_run *run, const char *name, void *data, size_t bytes);
+/* Node l's kept state as bytes (valid until the next call on run), and back; the bytes depend on
+ * the node and the config only, never on the rank count. `what` names the source in messages. */
+DT_MUST_USE dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size_t *size);
+DT_MUST_USE dt_status dt_run_load_node(dt_optimizer_run *run, int l, const void *data, size_t size, const char *what);
+/* The replicated state, likewise (the same bytes on every rank). */
+DT_MUST_USE dt_status dt_run_save_shared(dt_optimizer_run *run, const void **data, size_t *size);
+DT_MUST_USE dt_status dt_run_load_shared(dt_optimizer_run *run, const void *data, size_t size, const char *what);
+
 /* Per local node, a local optimizer and a gradient: the state every SGD-style plug-in keeps. */
 typedef struct dt_learners {
   dt_local_opt *opt; /* the state of all local nodes */
   dt_slab grad;
 } dt_learners;
-/* Creates the learners of optimizer `kind` (dt_local_opt_kind) at rate lr. On failure what was
- * made is freed. */
-DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, int kind, double lr, dt_learners *out);
+/* Creates the learners of optimizer `kind` (dt_local_opt_kind) at rate lr, their state kept for
+ * checkpoints under `name`. On failure what was made is freed. */
+DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, const char *name, int kind, double lr, dt_learners *out);
 /* Frees the learners; a zeroed struct is fine. */
 void dt_learners_free(dt_optimizer_run *run, dt_learners *l);
 /* Every active local node (NULL: all): the gradient at its parameters on its next minibatch,

@@ -46,6 +46,12 @@ DT_MUST_USE dt_status dt_task_objective(dt_task *t, int node, const float *theta
 /* Samples the node has processed since begin, and passes over its data (fractional). */
 uint64_t dt_task_samples_seen(const dt_task *t, int node);
 double dt_task_epoch(const dt_task *t, int node);
+/* Local node l's training-stream state (minibatch order and position, counters, dropout stream)
+ * as bytes, and back: what a checkpoint keeps of the task. The size depends on the node's
+ * share of the data only, never on the rank count. */
+size_t dt_task_node_state_size(const dt_task *t, int l);
+void dt_task_node_state_save(const dt_task *t, int l, void *buf);
+DT_MUST_USE dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t size);
 
 /* ---- problem plug-ins (problems/<name>/) ------------------------------------------------------
  *

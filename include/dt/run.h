@@ -16,6 +16,8 @@ typedef struct dt_run_options {
   const char *output_dir;   /* exact output folder, or NULL for <output_metadir>/<time>_<name> */
   int quiet;                /* only errors and the final summary */
   const char *command_line; /* recorded in summary.yaml */
+  int force;                /* --output-dir may be a folder that is not empty */
+  int resume;               /* continue the run in output_dir from its checkpoint */
 } dt_run_options;
 
 /* Runs every problem of cfg (identical on all ranks). Writes the files of DESIGN.md "Files"
@@ -27,8 +29,18 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
  * errors name the config file and experiment.graph. Not collective. */
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
 
-/* Installs the SIGINT/SIGTERM handlers that let a run finish its round and save. */
+/* Installs the handlers that let a run finish its round and save: SIGINT and SIGTERM checkpoint
+ * and stop, SIGUSR1 checkpoints and goes on. */
 void dt_run_install_signal_handlers(void);
+
+/* What a run folder's state is: "completed", "interrupted", "diverged", "failed", "running" (its
+ * lock is held by a live dtrun; holder then says who: "pid N on host H since T"), "killed" (it
+ * says running, but no process holds its lock: it died without a word), or "unknown" (no
+ * summary.yaml). Not collective. */
+void dt_run_dir_status(const char *dir, char *status, size_t size, char *holder, size_t holder_size);
+/* Describes the checkpoint in run folder dir ("problem 'x' (2 of 3) after round 40 of 100")
+ * into buf; 0 when there is none. Not collective. */
+int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf, size_t size);
 
 /* `dtrun check`: prints the resolved config and a summary (graph, model, rounds) to out.
  * Builds the graph (and reads the edge file) but loads no data. Not collective. */

@@ -36,8 +36,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   c->o = *(const dt_cadmm_opts *)opts;
   c->rho = c->o.rho_init;
   c->rounds = run->pc->outer_iterations;
-  DT_TRY_GOTO(dt_learners_create(run, c->o.primal_optimizer, c->o.primal_lr_start, &c->learners));
+  DT_TRY_GOTO(dt_learners_create(run, "primal", c->o.primal_optimizer, c->o.primal_lr_start, &c->learners));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->dual));
+  /* what carries between rounds (b, s, t are rewritten every round before use) */
+  DT_TRY_GOTO(dt_run_keep_slab(run, "dual", &c->dual));
+  DT_TRY_GOTO(dt_run_keep_shared(run, "rho", &c->rho, sizeof c->rho));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->b));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->s));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->t));

@@ -43,7 +43,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "centralized");
   s->run = run;
   s->o = *(const dt_centralized_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
+  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
   DT_TRY_GOTO(run->be->ops->alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
   *out = s;
   s = NULL;

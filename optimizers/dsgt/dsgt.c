@@ -47,6 +47,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->g));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->gnew));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->tmp));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->y));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->g));
   if (o->init_grads) { /* y_i = g_i = ∇f_i(x_i⁰) */
     DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->g, NULL));
     DT_TRY_GOTO(dt_slab_copy(run->be, &s->g, &s->y));

@@ -56,12 +56,13 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "gossip");
   s->run = run;
   s->o = *(const dt_gossip_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, s->o.local_optimizer, s->o.lr, &s->learners));
+  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.local_optimizer, s->o.lr, &s->learners));
   DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->partner, g->n, "gossip");
   DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->w, g->n, "gossip");
   for (int i = 0; i < g->n; i++) s->w[i] = 1.0;
+  DT_TRY_GOTO(dt_run_keep_shared(run, "push_weights", s->w, sizeof(double) * (size_t)g->n));
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
   s = NULL;

@@ -35,7 +35,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "solo");
   s->run = run;
   s->o = *(const dt_solo_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, s->o.optimizer, s->o.lr, &s->learners));
+  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
   DT_ALLOC_GOTO(s->active, run->count, "solo");
   *out = s;
   s = NULL;

@@ -118,6 +118,10 @@ static const dt_key experiment_keys[] = {
      .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
     {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
      .help = "write each problem's final parameters as <problem_name>_models.npy (N x d float32)"},
+    {.name = "checkpoint_every", .type = DT_KEY_INT, .offset = OFF(checkpoint_every), .def = "0", .min = 0, .max = 1e9,
+     .help = "checkpoint every node's state every K rounds (0: by time only, see checkpoint_minutes); dtrun resume continues from it"},
+    {.name = "checkpoint_minutes", .type = DT_KEY_FLOAT, .offset = OFF(checkpoint_minutes), .def = "5", .min = 0, .max = 1e6,
+     .help = "also checkpoint when this many minutes passed since the last one (0: off); a checkpoint never changes results"},
     /* here: one section per problem plug-in with keys (experiment_table) */
     {.name = PROBLEM_SECTIONS, .type = DT_KEY_SPECIAL},
     {.name = "graph", .type = DT_KEY_SECTION, .offset = OFF(graph), .sub = graph_keys, .help = "communication graph"},

@@ -191,6 +191,104 @@ cleanup:
   return st;
 }
 
+/* A failed give travels as this size, so the receiver knows and the transfer stays matched. */
+#define BLOB_FAILED UINT64_MAX
+enum { BLOB_TAG = 7301 };
+
+/* Sends size then bytes (in pieces below INT_MAX) to `to`. */
+static dt_status blob_send(dt_comm *c, int to, const void *data, uint64_t size) {
+  DT_MPI(MPI_Send(&size, 1, MPI_UINT64_T, to, BLOB_TAG, c->comm));
+  for (uint64_t off = 0; size != BLOB_FAILED && off < size; off += 1u << 30) {
+    const uint64_t n = size - off < (1u << 30) ? size - off : (1u << 30);
+    DT_MPI(MPI_Send((const char *)data + off, (int)n, MPI_BYTE, to, BLOB_TAG, c->comm));
+  }
+  return DT_OK;
+}
+
+/* Receives what blob_send sent into *buf (grown as needed); *size = BLOB_FAILED for a failure. */
+static dt_status blob_recv(dt_comm *c, int from, char **buf, uint64_t *cap, uint64_t *size) {
+  DT_MPI(MPI_Recv(size, 1, MPI_UINT64_T, from, BLOB_TAG, c->comm, MPI_STATUS_IGNORE));
+  if (*size == BLOB_FAILED) return DT_OK;
+  if (*size > *cap) {
+    char *grown = realloc(*buf, *size);
+    DT_CHECK(grown != NULL, DT_ERR_MEMORY, "out of memory receiving %llu bytes", (unsigned long long)*size);
+    *buf = grown;
+    *cap = *size;
+  }
+  for (uint64_t off = 0; off < *size; off += 1u << 30) {
+    const uint64_t n = *size - off < (1u << 30) ? *size - off : (1u << 30);
+    DT_MPI(MPI_Recv(*buf + off, (int)n, MPI_BYTE, from, BLOB_TAG, c->comm, MPI_STATUS_IGNORE));
+  }
+  return DT_OK;
+}
+
+/* Every rank learns whether all succeeded; the first local failure keeps its message. */
+static dt_status blobs_agree(dt_comm *c, dt_status st, const char *what) {
+  double ok = st == DT_OK;
+  if (c->size > 1) {
+    const dt_status ast = dt_comm_allreduce_min_f64(c, &ok, 1);
+    if (st == DT_OK && ast != DT_OK) return ast;
+  }
+  if (st != DT_OK) return st;
+  DT_CHECK(ok == 1, DT_ERR_IO, "%s failed on another rank (its message is in that rank's output)", what);
+  return DT_OK;
+}
+
+dt_status dt_comm_node_blobs_to_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx) {
+  dt_status st = DT_OK, mpi = DT_OK;
+  char *buf = NULL;
+  uint64_t cap = 0;
+  const int first = dt_placement_first(num_nodes, c->size, c->rank);
+  for (int i = 0; i < num_nodes && mpi == DT_OK; i++) {
+    const int owner = dt_placement_rank(num_nodes, c->size, i);
+    const void *data = NULL;
+    size_t size = 0;
+    if (owner == c->rank) {
+      dt_status g = st == DT_OK ? give(ctx, i - first, &data, &size) : DT_ERR_IO;
+      if (g != DT_OK && st == DT_OK) st = g;
+      if (c->rank != 0) {
+        mpi = blob_send(c, 0, data, g == DT_OK ? (uint64_t)size : BLOB_FAILED);
+        continue;
+      }
+      if (g == DT_OK && st == DT_OK) st = take(ctx, i, data, size);
+    } else if (c->rank == 0) {
+      uint64_t got = 0;
+      mpi = blob_recv(c, owner, &buf, &cap, &got);
+      if (mpi == DT_OK && got == BLOB_FAILED && st == DT_OK) st = DT_ERROR(DT_ERR_IO, "rank %d could not give node %d's state", owner, i);
+      if (mpi == DT_OK && got != BLOB_FAILED && st == DT_OK) st = take(ctx, i, buf, (size_t)got);
+    }
+  }
+  dt_free(buf);
+  if (mpi != DT_OK) return mpi;
+  return blobs_agree(c, st, "gathering node state");
+}
+
+dt_status dt_comm_node_blobs_from_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx) {
+  dt_status st = DT_OK, mpi = DT_OK;
+  char *buf = NULL;
+  uint64_t cap = 0;
+  const int first = dt_placement_first(num_nodes, c->size, c->rank);
+  for (int i = 0; i < num_nodes && mpi == DT_OK; i++) {
+    const int owner = dt_placement_rank(num_nodes, c->size, i);
+    if (c->rank == 0) {
+      const void *data = NULL;
+      size_t size = 0;
+      const dt_status g = st == DT_OK ? give(ctx, i, &data, &size) : DT_ERR_IO;
+      if (g != DT_OK && st == DT_OK) st = g;
+      if (owner != 0) mpi = blob_send(c, owner, data, g == DT_OK ? (uint64_t)size : BLOB_FAILED);
+      else if (g == DT_OK && st == DT_OK) st = take(ctx, i - first, data, size);
+    } else if (owner == c->rank) {
+      uint64_t got = 0;
+      mpi = blob_recv(c, 0, &buf, &cap, &got);
+      if (mpi == DT_OK && got == BLOB_FAILED && st == DT_OK) st = DT_ERROR(DT_ERR_IO, "rank 0 could not read node %d's state", i);
+      if (mpi == DT_OK && got != BLOB_FAILED && st == DT_OK) st = take(ctx, i - first, buf, (size_t)got);
+    }
+  }
+  dt_free(buf);
+  if (mpi != DT_OK) return mpi;
+  return blobs_agree(c, st, "distributing node state");
+}
+
 void dt_comm_host(char *buf, size_t size) {
   char name[MPI_MAX_PROCESSOR_NAME];
   int len = 0, initialized = 0;

@@ -63,6 +63,12 @@ dt_status dt_local_opt_reset(dt_local_opt *o) {
 
 long dt_local_opt_steps(const dt_local_opt *o, int l) { return o->step[l]; }
 
+void dt_local_opt_state(dt_local_opt *o, dt_slab **m, dt_slab **v, long **steps) {
+  *m = &o->m;
+  *v = &o->v;
+  *steps = o->step;
+}
+
 /* n floats of node l's state starting at its row (n = dim, or a whole slab's span from node 0) */
 static dt_status step_span(dt_local_opt *o, int l, size_t n, float *params, const float *grad, float lr,
                            const dt_grad_extra *extra) {

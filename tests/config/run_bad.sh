@@ -48,7 +48,7 @@ out=$("$dtrun" check "$tmp/none.yaml" 2>"$tmp/err"); rc=$?
 grep -q "none.yaml: cannot open the experiment file" "$tmp/err" || { echo "FAIL missing file: $(cat "$tmp/err")"; fail=$((fail+1)); }
 check missing_file "$rc" "$out"
 out=$("$dtrun" check "$tmp" 2>"$tmp/err"); rc=$?
-grep -q "not a regular file\|cannot read" "$tmp/err" || { echo "FAIL folder: $(cat "$tmp/err")"; fail=$((fail+1)); }
+grep -q "is neither an experiment file nor a run folder" "$tmp/err" || { echo "FAIL folder: $(cat "$tmp/err")"; fail=$((fail+1)); }
 check folder "$rc" "$out"
 rm -rf "$tmp" /tmp/dt_bad_err.$$
 echo "config golden suite: $pass passed, $fail failed"

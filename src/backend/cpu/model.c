@@ -60,7 +60,7 @@ static dt_status gradient_node(void *ctx, int l) {
   return dt_model_forward_backward(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()],
                                    nb->theta + (size_t)l * nb->theta_stride, nb->x + (size_t)l * nb->x_stride,
                                    nb->y + (size_t)l * nb->y_stride, nb->batch[l], nb->grad + (size_t)l * nb->grad_stride,
-                                   &nb->loss[l], NULL);
+                                   &nb->loss[l], nb->dropout != NULL ? &nb->dropout[l] : NULL);
 }
 
 static dt_status evaluate_node(void *ctx, int l) {

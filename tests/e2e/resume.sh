@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Checkpoints and `dtrun resume` on real MNIST: runs killed with SIGKILL at random moments under
+# mpirun -np 5 and resumed at P = 2 and P = 1 (a resumed run killed again, and resumed again,
+# too) end with files identical to a run never interrupted (timing columns aside); SIGTERM
+# checkpoints and exits 130; SIGUSR1 checkpoints and goes on; the status commands tell killed
+# from running. The kill moments come from RESUME_SEED (printed), so a failure can be replayed.
+# Skipped (77) without data/mnist.
+# usage: resume.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+dtrun=$(realpath "$1") mpiexec=$2
+cd "$3" || exit 1
+[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+tmp=$(mktemp -d)
+cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+seed=${RESUME_SEED:-$RANDOM}
+RANDOM=$seed
+echo "RESUME_SEED=$seed"
+fail=0 pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
+same_files() { # reference run resumed what
+  local f b
+  for f in "$1"/*_results.csv; do
+    b=$(basename "$f")
+    if ! cmp -s <(strip_times "$f") <(strip_times "$2/$b"); then
+      bad "$3: $b differs"; diff <(strip_times "$f") <(strip_times "$2/$b") 2>/dev/null | head -4; return
+    fi
+  done
+  for f in "$1"/*.npy "$1"/*_consensus.csv "$1"/split.csv "$1"/graph.yaml "$1"/config.yaml; do
+    cmp -s "$f" "$2/$(basename "$f")" || { bad "$3: $(basename "$f") differs"; return; }
+  done
+  [ "$(grep -c '^    status: completed' "$2/summary.yaml")" = 6 ] && grep -q '^status: completed' "$2/summary.yaml" \
+    || { bad "$3: summary.yaml does not say completed"; return; }
+  [ ! -e "$2/checkpoint" ] && [ ! -e "$2/dtrun.lock" ] || { bad "$3: checkpoint or lock left behind"; return; }
+  ok
+}
+config=tests/e2e/small.yaml
+every="--set experiment.checkpoint_every=7"
+
+"$dtrun" $config $every --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || { bad "reference run failed: $(tail -3 "$tmp/ref.log")"; }
+
+# Starts a run in the background (the rest of the arguments), waits until its checkpoint is of
+# problem >= $1, sleeps a random 0-0.9 s more and kills every process of it with SIGKILL.
+kill_later() {
+  local at=$1 dir=$2 log=$3
+  shift 3
+  "$@" > "$log" 2>&1 &
+  local pid=$! p=-1
+  for _ in $(seq 600); do
+    p=$(od -An -t u8 -j 16 -N 8 "$dir/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
+    [ -n "$p" ] && [ "$p" -ge "$at" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  sleep "0.$((RANDOM % 10))"
+  pkill -9 -f "dtrun.*$dir" 2>/dev/null
+  wait $pid 2>/dev/null
+}
+
+# (1) killed at P = 5, resumed at P = 2
+kill_later $((RANDOM % 4)) "$tmp/a" "$tmp/a.log" "$mpiexec" --oversubscribe -n 5 "$dtrun" $config $every --output-dir "$tmp/a" --quiet
+"$dtrun" check "$tmp/a" > "$tmp/a.check" 2>&1
+if grep -q "completed" "$tmp/a.check"; then echo "note: run (1) completed before the kill"; else
+  grep -q ": killed" "$tmp/a.check" && ok || bad "check does not say killed: $(cat "$tmp/a.check")"
+fi
+echo "(1) killed at: $(grep checkpoint: "$tmp/a.check")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/a" --quiet > "$tmp/a2.log" 2>&1 || bad "resume at P=2 failed: $(tail -3 "$tmp/a2.log")"
+same_files "$tmp/ref" "$tmp/a" "killed at P=5, resumed at P=2"
+
+# (2) killed at P = 5, resumed at P = 2 and killed again, resumed at P = 1
+kill_later $((RANDOM % 3)) "$tmp/b" "$tmp/b.log" "$mpiexec" --oversubscribe -n 5 "$dtrun" $config $every --output-dir "$tmp/b" --quiet
+echo "(2) killed at: $("$dtrun" check "$tmp/b" | grep checkpoint:)"
+kill_later 4 "$tmp/b" "$tmp/b2.log" "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/b" --quiet
+echo "(2) killed again at: $("$dtrun" check "$tmp/b" | grep checkpoint:)"
+"$dtrun" resume "$tmp/b" --quiet > "$tmp/b3.log" 2>&1 || bad "resume at P=1 failed: $(tail -3 "$tmp/b3.log")"
+same_files "$tmp/ref" "$tmp/b" "killed at P=5, at P=2, resumed at P=1"
+
+# (3) SIGUSR2 to mpirun (forwarded as it is): a checkpoint, the files marked interrupted,
+# mpirun exits 130; resume at P = 1. SIGTERM to a run without mpirun: the same, exit 130.
+# (SIGTERM to OpenMPI 4.1's mpirun is not tested: mpirun exits 1 whatever the ranks do, and
+# kills them after odls_base_sigkill_timeout; README "Checkpoints and resume" says so.)
+signal_run() { # signal dir launcher...
+  local sig=$1 dir=$2
+  shift 2
+  "$@" $config $every --output-dir "$dir" --quiet > "$dir.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 600); do [ -f "$dir/dsgd_results.csv" ] && break; sleep 0.05; done
+  sleep "0.$((RANDOM % 10))"
+  kill -"$sig" $pid
+  wait $pid
+}
+signal_run USR2 "$tmp/c" "$mpiexec" --oversubscribe -n 5 "$dtrun"
+rc=$?
+[ $rc = 130 ] && ok || bad "SIGUSR2 to mpirun: exit $rc, expected 130 ($(tail -2 "$tmp/c.log"))"
+grep -q "^status: interrupted" "$tmp/c/summary.yaml" && ok || bad "SIGUSR2: summary.yaml does not say interrupted"
+"$dtrun" resume "$tmp/c" --quiet > "$tmp/c2.log" 2>&1 || bad "resume after SIGUSR2 failed: $(tail -3 "$tmp/c2.log")"
+same_files "$tmp/ref" "$tmp/c" "SIGUSR2 at P=5, resumed at P=1"
+signal_run TERM "$tmp/t1" "$dtrun"
+rc=$?
+[ $rc = 130 ] && grep -q "^status: interrupted" "$tmp/t1/summary.yaml" && ok || bad "SIGTERM without mpirun: exit $rc"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/t1" --quiet > "$tmp/t2.log" 2>&1 || bad "resume after SIGTERM failed: $(tail -3 "$tmp/t2.log")"
+same_files "$tmp/ref" "$tmp/t1" "SIGTERM at P=1, resumed at P=2"
+
+# (4) SIGUSR1: a checkpoint while the run goes on
+"$dtrun" $config --set problem_configs.dinno.optimizer_config.outer_iterations=100000 --output-dir "$tmp/d" --quiet > "$tmp/d.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -f "$tmp/d/dinno_results.csv" ] || [ -n "$(grep -l dinno "$tmp/d/summary.yaml" 2>/dev/null)" ] && break; [ -f "$tmp/d/split.csv" ] && break; sleep 0.05; done
+sleep 1
+kill -USR1 $pid
+for _ in $(seq 200); do [ -f "$tmp/d/checkpoint/node_4.ckpt" ] && break; sleep 0.05; done
+[ -f "$tmp/d/checkpoint/node_4.ckpt" ] && kill -0 $pid 2>/dev/null && ok || bad "SIGUSR1 did not checkpoint, or the run stopped"
+"$dtrun" check "$tmp/d" > "$tmp/d.check" 2>&1
+grep -q ": running (pid $pid on host" "$tmp/d.check" && ok || bad "check of a live run: $(head -1 "$tmp/d.check")"
+# a second run into the same folder is refused, --force or not, and a resume too
+"$dtrun" $config --output-dir "$tmp/d" --force --quiet > "$tmp/d2.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is in use by another dtrun (pid $pid" "$tmp/d2.log" && ok || bad "second run into a busy folder: exit $rc: $(cat "$tmp/d2.log")"
+"$dtrun" resume "$tmp/d" > "$tmp/d3.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is still running" "$tmp/d3.log" && ok || bad "resume of a live run: exit $rc: $(cat "$tmp/d3.log")"
+kill -9 $pid
+wait $pid 2>/dev/null
+"$dtrun" check "$tmp/d" 2>&1 | grep -q ": killed" && ok || bad "check after SIGKILL does not say killed"
+"$dtrun" compare "$tmp/d" 2>&1 | grep -q "killed" && ok || bad "compare does not say killed"
+
+# a completed run has nothing to resume; --output-dir into a non-empty folder needs --force
+"$dtrun" resume "$tmp/ref" > "$tmp/e.log" 2>&1 && grep -q "completed; nothing to resume" "$tmp/e.log" && ok || bad "resume of a completed run: $(cat "$tmp/e.log")"
+"$dtrun" $config --output-dir "$tmp/ref" --quiet > "$tmp/f.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is not empty (it holds .*--force" "$tmp/f.log" && ok || bad "non-empty --output-dir: exit $rc: $(cat "$tmp/f.log")"
+
+echo "resume: $pass passed, $fail failed (RESUME_SEED=$seed)"
+[ $fail = 0 ]
