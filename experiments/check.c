@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dt/graph.h"
+#include "dt/data.h"
 #include "dt/optimizer.h"
 #include "dt/run.h"
 
@@ -35,28 +36,54 @@ static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spe
   return DT_OK;
 }
 
+dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {
+  if (st != DT_ERR_CONFIG) return st;
+  const char *m = dt_error_message();
+  char path[256] = "";
+  int layer = -1;
+  if (strncmp(m, "graph: ", 7) == 0) {
+    snprintf(path, sizeof path, "experiment.graph");
+  } else if (strncmp(m, "graph.", 6) == 0) {
+    const size_t n = strspn(m + 6, "abcdefghijklmnopqrstuvwxyz_");
+    snprintf(path, sizeof path, "experiment.graph.%.*s", (int)n, m + 6);
+  } else if (sscanf(m, "model layer %d", &layer) == 1) {
+    snprintf(path, sizeof path, "experiment.model.layers[%d]", layer);
+  } else if (strncmp(m, "model", 5) == 0) {
+    snprintf(path, sizeof path, "experiment.model.layers");
+  } else if (strncmp(m, "experiment.", 11) == 0) {
+    const size_t n = strcspn(m, ": ");
+    snprintf(path, sizeof path, "%.*s", (int)n, m);
+    if (strchr(path, '.') == NULL) path[0] = '\0';
+  }
+  if (path[0] == '\0') return st;
+  return dt_config_error_at(cfg, st, path);
+}
+
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
   dt_graph_spec gs;
   DT_TRY(graph_spec_from_config(cfg, &gs));
   dt_status st = dt_graph_build(&gs, out);
-  if (st == DT_ERR_CONFIG && strncmp(dt_error_message(), "graph: ", 7) == 0) {
-    /* name the config file and the section, as every other config error does */
-    char msg[2048];
-    snprintf(msg, sizeof msg, "%s", dt_error_message() + 7);
-    return DT_ERROR(DT_ERR_CONFIG, "%s: experiment.graph: %s", cfg->source, msg);
-  }
-  return st == DT_OK ? DT_OK : dt_error_trace(st, __FILE__, __LINE__, __func__);
+  return st == DT_OK ? DT_OK : dt_config_positioned(cfg, st);
 }
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
   dt_model *m = NULL;
+  dt_data data;
+  dt_split split;
+  memset(&data, 0, sizeof data);
+  memset(&split, 0, sizeof split);
+  /* everything `run` would reject before training, with the same messages: the graph, the data
+   * files, the split, the model on the data's shape, the output folder */
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
-  DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
+  DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
+  DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
   dt_model_spec ms;
-  DT_TRY_GOTO(dt_problem_model_unloaded(cfg, &ms));
-  DT_TRY_GOTO(dt_model_create(&ms, &m));
+  DT_TRY_GOTO(dt_config_positioned(cfg, dt_problem_model(cfg, &data.train, &ms)));
+  DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));
+  if (cfg->experiment.writeout) DT_TRY_GOTO(dt_config_positioned(cfg, dt_output_check(cfg)));
+  DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   const size_t d = dt_model_num_params(m);
   fprintf(out, "# ---- summary ----\n");
   fprintf(out, "# graph: %s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), g->n, g->num_edges, dt_mixing_name(g->mixing));
@@ -77,5 +104,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
 cleanup:
   dt_model_free(m);
   dt_graph_free(g);
+  dt_split_free(&split);
+  dt_data_free(&data);
   return st;
 }

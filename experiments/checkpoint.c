@@ -110,6 +110,7 @@ static void encode_run(const runner *r, int p, int round, const problem_run *pr,
     const problem_result *res = &r->res[q];
     put_u64(sb, (uint64_t)status_index(res->status));
     put_u64(sb, (uint64_t)res->rounds_done);
+    put_u64(sb, (uint64_t)res->diverged_round);
     put(sb, res->final, sizeof res->final);
     put_f64(sb, res->seconds);
     put_f64(sb, res->t_compute);
@@ -282,6 +283,8 @@ dt_status runner_checkpoint_load_run(runner *r, resume_point *rp) {
       res->status = statuses[status];
       DT_TRY_GOTO(get_u64(&rd, &done));
       res->rounds_done = (int)done;
+      DT_TRY_GOTO(get_u64(&rd, &done));
+      res->diverged_round = (int)done;
       DT_TRY_GOTO(get(&rd, res->final, sizeof res->final));
       DT_TRY_GOTO(get_f64(&rd, &res->seconds));
       DT_TRY_GOTO(get_f64(&rd, &res->t_compute));

@@ -14,7 +14,9 @@ static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, doub
     const float *th = dt_slab_node(&run->theta, l);
     double nrm;
     DT_TRY(be->ops->nrm2(be, d, th, &nrm));
-    if (nrm > 0) DT_TRY(be->ops->div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
+    /* a diverged θ (NaN or infinite entries) has no direction: its consensus error is NaN, not 0 */
+    if (!isfinite(nrm)) DT_TRY(be->ops->fill(be, d, NAN, dt_slab_node(&r->normed, l)));
+    else if (nrm > 0) DT_TRY(be->ops->div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
     else DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
   }
   DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));

@@ -164,9 +164,35 @@ static dt_status stamped_dir(runner *r) {
   return lock_dir(r, r->outdir);
 }
 
+dt_status dt_output_check(const dt_config *cfg) {
+  const char *dir = cfg->experiment.output_metadir;
+  char probe[DT_PATH_MAX];
+  struct stat sb;
+  /* <metadir>/<YYYY-MM-DD_HH-MM-SS>_<name>_<k> must fit the folder name's buffer */
+  const size_t longest = strlen(dir) + 1 + 19 + 1 + strlen(cfg->experiment.name) + 5;
+  DT_CHECK(longest < sizeof ((runner *)0)->outdir, DT_ERR_CONFIG,
+           "experiment.output_metadir: run folders in '%.60s...' would have names of up to %zu characters, more than %zu: "
+           "shorten experiment.output_metadir or experiment.name", dir, longest, sizeof ((runner *)0)->outdir - 1);
+  snprintf(probe, sizeof probe, "%s", dir[0] != '\0' ? dir : ".");
+  /* the folder, or the nearest existing folder it would be made in */
+  while (stat(probe, &sb) != 0) {
+    DT_CHECK(errno == ENOENT, DT_ERR_CONFIG, "experiment.output_metadir: cannot use '%s': %s: %s", dir, probe, strerror(errno));
+    char *slash = strrchr(probe, '/');
+    if (slash == NULL) snprintf(probe, sizeof probe, ".");
+    else if (slash == probe) probe[1] = '\0';
+    else *slash = '\0';
+  }
+  DT_CHECK(S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "experiment.output_metadir: '%s' cannot be made: %s is a file, not a folder", dir,
+           probe);
+  DT_CHECK(access(probe, W_OK | X_OK) == 0, DT_ERR_CONFIG, "experiment.output_metadir: '%s' cannot be written: %s: %s", dir, probe,
+           strerror(errno));
+  return DT_OK;
+}
+
 dt_status runner_make_outdir(runner *r) {
   dt_status st = DT_OK;
-  if (r->rank == 0) st = r->opt->output_dir != NULL ? given_dir(r) : stamped_dir(r);
+  if (r->rank == 0 && r->opt->output_dir == NULL) st = dt_config_positioned(r->cfg, dt_output_check(r->cfg));
+  if (r->rank == 0 && st == DT_OK) st = r->opt->output_dir != NULL ? given_dir(r) : stamped_dir(r);
   /* every rank learns the outcome, so a failure stops all of them together */
   double ok = st == DT_OK ? 1 : 0;
   DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));

@@ -1,6 +1,7 @@
 /* What the terminal shows, on rank 0 only: messages (runner_say), a progress bar with an ETA
  * when stdout is a terminal, the verbose evaluation lines, and the closing table. With --quiet
  * only the closing table is printed. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -45,6 +46,13 @@ void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int r
   runner_say(r, "%s\n", line);
 }
 
+/* v with fmt, or "nan" (printf may say -nan) */
+static const char *number(char *buf, size_t size, const char *fmt, double v) {
+  if (isnan(v)) snprintf(buf, size, "nan");
+  else snprintf(buf, size, fmt, v);
+  return buf;
+}
+
 void runner_print_table(const runner *r, int done) {
   if (r->rank != 0) return;
   if (r->tty && !r->opt->quiet) fputs("\r\033[K", stdout);
@@ -53,8 +61,10 @@ void runner_print_table(const runner *r, int done) {
   for (int p = 0; p < done; p++) {
     const problem_result *res = &r->res[p];
     const dt_problem_config *pc = &r->cfg->problems[p];
-    printf("%-16s %-12s %-11s %8d %10.4f %10.4f %12.3e %9.2f\n", pc->problem_name, pc->alg_name, res->status, res->rounds_done,
-           res->final[COL_ACC][1], res->final[COL_VLOSS][1], res->final[COL_CONS][1], res->seconds);
+    char acc[32], vloss[32], cons[32];
+    printf("%-16s %-12s %-11s %8d %10s %10s %12s %9.2f\n", pc->problem_name, pc->alg_name, res->status, res->rounds_done,
+           number(acc, sizeof acc, "%.4f", res->final[COL_ACC][1]), number(vloss, sizeof vloss, "%.4f", res->final[COL_VLOSS][1]),
+           number(cons, sizeof cons, "%.3e", res->final[COL_CONS][1]), res->seconds);
   }
   if (r->write) printf("results in %s\n", r->outdir);
 }

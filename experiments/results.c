@@ -100,6 +100,9 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
     yaml_quote(&sb, pc->problem_name);
     sb_printf(&sb, "\n    alg_name: %s\n    status: %s\n    rounds: %d\n    rounds_completed: %d\n", pc->alg_name, res->status,
               pc->outer_iterations, res->rounds_done);
+    if (res->diverged_round > 0)
+      sb_printf(&sb, "    diverged_at_round: %d # the first round after which a node's training loss was NaN or infinite\n",
+                res->diverged_round);
     sb_printf(&sb, "    wall_seconds: %.3f\n    time_compute: %.3f\n    time_comm: %.3f\n    time_eval: %.3f\n    bytes_sent: %.0f\n",
               res->seconds, res->t_compute, res->t_comm, res->t_eval, res->bytes);
     sb_printf(&sb, "    final:\n");
@@ -109,7 +112,8 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
       static const char *const stat[3] = {"min", "mean", "max"};
       for (int k = 0; k < 3; k++) {
         const double v = res->final[c][k];
-        if (isnan(v)) sb_printf(&sb, "%s%s: .nan", k ? ", " : "", stat[k]); /* YAML's spelling */
+        if (isnan(v)) sb_printf(&sb, "%s%s: .nan", k ? ", " : "", stat[k]); /* YAML's spellings */
+        else if (isinf(v)) sb_printf(&sb, "%s%s: %s", k ? ", " : "", stat[k], v > 0 ? ".inf" : "-.inf");
         else sb_printf(&sb, "%s%s: %.9g", k ? ", " : "", stat[k], v);
       }
       sb_printf(&sb, "}\n");
@@ -145,18 +149,24 @@ void runner_record_rows(const runner *r, problem_run *pr, int round, problem_res
   }
   for (int c = 0; c < NCOL; c++) {
     double mn = INFINITY, mx = -INFINITY, sum = 0;
+    int nan = 0;
     for (int i = 0; i < r->n; i++) {
       double v = r->all_rows[(size_t)i * NCOL + c];
+      nan |= isnan(v);
       mn = fmin(mn, v);
       mx = fmax(mx, v);
       sum += v;
     }
-    res->final[c][0] = mn;
-    res->final[c][1] = sum / r->n;
-    res->final[c][2] = mx;
+    /* a NaN on any node makes every statistic NaN: fmin/fmax would skip it and report a healthy
+     * (or an inf/-inf) range for a diverged problem */
+    res->final[c][0] = nan ? NAN : mn;
+    res->final[c][1] = nan ? NAN : sum / r->n;
+    res->final[c][2] = nan ? NAN : mx;
   }
   res->rounds_done = round;
 }
+
+static dt_status write_results(runner *r, problem_run *pr);
 
 static dt_status save_models(runner *r, problem_run *pr) {
   const size_t d = pr->run.dim;
@@ -178,7 +188,18 @@ cleanup:
 
 dt_status runner_write_problem_files(runner *r, problem_run *pr) {
   const dt_problem_config *pc = pr->pc;
+  /* the results first: a models file that cannot be written (a full disk) must not cost them */
+  dt_status st = write_results(r, pr);
+  double ok = st == DT_OK;
+  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
+  DT_TRY(st);
+  DT_CHECK(ok == 1, DT_ERR_IO, "rank 0 could not write %s's results", pc->problem_name);
   if (r->cfg->experiment.save_models && r->cfg->experiment.writeout) DT_TRY(save_models(r, pr));
+  return DT_OK;
+}
+
+static dt_status write_results(runner *r, problem_run *pr) {
+  const dt_problem_config *pc = pr->pc;
   if (!r->write) return DT_OK;
   char name[DT_NAME_MAX + 32];
   snprintf(name, sizeof name, "%s_results.csv", pc->problem_name);

@@ -109,6 +109,7 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
     if (f.stop == 2) {
       if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
       res->status = "diverged";
+      res->diverged_round = k + 1;
       runner_say(r, "%s diverged (a loss became NaN or infinite) at round %d; going on with the next problem\n", pc->problem_name, k + 1);
       break;
     }
@@ -232,11 +233,12 @@ static dt_status runner_setup(runner *r) {
   r->count = dt_placement_count(r->n, r->size, r->rank);
   DT_TRY(choose_backend(r));
   DT_TRY(dt_graph_from_config(cfg, &r->graph));
-  DT_TRY(dt_data_load(&cfg->experiment, &r->data));
-  DT_TRY(dt_split_make(&r->data.train, &cfg->experiment, &r->split));
+  DT_TRY(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)));
+  DT_TRY(dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)));
   dt_model_spec ms;
-  DT_TRY(dt_problem_model(cfg, &r->data.train, &ms));
-  DT_TRY(dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task));
+  DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &r->data.train, &ms)));
+  DT_TRY(dt_config_positioned(
+      cfg, dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task)));
   const size_t d = dt_task_dim(r->task);
   DT_ALLOC(r->theta0, d, "base weights");
   dt_task_init_params(r->task, cfg->experiment.seed, r->theta0);

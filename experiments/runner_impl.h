@@ -26,6 +26,7 @@ int runner_col_enabled(int c, unsigned metrics);
 typedef struct problem_result {
   const char *status; /* completed | interrupted | diverged */
   int rounds_done;
+  int diverged_round; /* > 0: the round after which a loss was NaN or infinite */
   double final[NCOL][3]; /* min, mean, max over nodes at the last evaluation */
   double seconds, t_compute, t_comm, t_eval;
   double bytes;         /* all nodes */

@@ -33,6 +33,7 @@ typedef enum dt_key_type {
 enum {
   DT_KEY_REQUIRED = 1u << 0, /* no default: must be given */
   DT_KEY_NO_EMIT = 1u << 1,  /* input-only spelling (e.g. a shorthand); not in the resolved YAML */
+  DT_KEY_MIN_OPEN = 1u << 2, /* DT_KEY_FLOAT: min itself is excluded, (min, max] */
 };
 
 typedef struct dt_key {
@@ -164,6 +165,10 @@ typedef struct dt_plugin {
   int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
 } dt_plugin;
 
+/* Whether s can name a file in a folder: not empty, "." or "..", without '/', '\\' or control
+ * characters (experiment and problem names become file and folder names). */
+bool dt_config_file_name_ok(const char *s);
+
 /* Whether `name` is p's name or one of its aliases. */
 bool dt_plugin_named(const dt_plugin *p, const char *name);
 
@@ -195,6 +200,12 @@ dt_status dt_config_load(const char *path, const dt_registry *reg, const char *c
 /* The same from a string (tests); `name` stands for the file name in messages. */
 dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
                                 const char *const *overrides, int num_overrides, dt_config *out);
+
+/* For an error found after loading (a graph, model or split the keys make impossible): re-reads
+ * cfg's file and returns `code` with the current error message prefixed by FILE:LINE:COL of
+ * key `path` ("experiment.model.layers[2]"), or of its nearest enclosing key when the key was
+ * left to its default. Not collective. */
+dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path);
 
 /* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
  * again gives an identical dt_config. */

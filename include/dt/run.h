@@ -29,6 +29,15 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
  * errors name the config file and experiment.graph. Not collective. */
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
 
+/* A config error found after loading (graph, model, split: their messages start with the key,
+ * "graph.degree ...", "model layer 2 ...", "experiment.split: ..."), positioned at that key in
+ * the config file (dt_config_error_at); any other status is returned as it is. */
+dt_status dt_config_positioned(const dt_config *cfg, dt_status st);
+
+/* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
+ * naming the key otherwise. Not collective. */
+dt_status dt_output_check(const dt_config *cfg);
+
 /* Installs the handlers that let a run finish its round and save: SIGINT and SIGTERM checkpoint
  * and stop, SIGUSR1 checkpoints and goes on. */
 void dt_run_install_signal_handlers(void);

@@ -38,7 +38,7 @@ static const dt_key graph_keys[] = {
      .help = "number of graph nodes (agents)"},
     {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, type), .def = "cycle", .values = graph_types,
      .value_aliases = graph_type_aliases, .help = "topology; ring = cycle, erdos_renyi = random"},
-    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, p), .def = "0.3", .min = 0, .max = 1,
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, p), .def = "0.3", .min = 0, .max = 1, .flags = DT_KEY_MIN_OPEN,
      .help = "random: edge probability"},
     {.name = "gen_attempts", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, gen_attempts), .def = "100", .min = 1, .max = 1e6,
      .help = "random, regular, geometric: draws until a connected graph"},
@@ -49,6 +49,7 @@ static const dt_key graph_keys[] = {
     {.name = "degree", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, degree), .def = "3", .min = 1, .max = 4095,
      .help = "regular: degree k"},
     {.name = "radius", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, radius), .def = "0.5", .min = 0, .max = 2,
+     .flags = DT_KEY_MIN_OPEN,
      .help = "geometric: connection radius in the unit square"},
     {.name = "edge_file", .type = DT_KEY_STRING, .offset = offsetof(dt_graph_config, edge_file), .size = DT_PATH_MAX, .def = "",
      .help = "file: path of an edge list, one 'u v' per line (relative to the config file)"},
@@ -375,18 +376,29 @@ static dt_status read_optimizer(const schema_ctx *ctx, const dt_ynode *n, const 
   return DT_OK;
 }
 
+bool dt_config_file_name_ok(const char *s) {
+  if (s[0] == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
+  for (; *s; s++)
+    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32 || *s == 127) return false;
+  return true;
+}
+
 static dt_status read_problem(const schema_ctx *ctx, const char *key, const dt_ynode *n, dt_problem_config *pc) {
   char path[600], sub[700];
-  snprintf(path, sizeof path, "problem_configs.%s", key);
+  snprintf(path, sizeof path, "problem_configs.%.*s", DT_NAME_MAX, key);
   memset(pc, 0, sizeof *pc);
+  if (key[0] == '\0' || strlen(key) >= sizeof pc->key)
+    return schema_error(ctx, n, "problem_configs", "a problem's name must have 1 to %zu characters, found %zu", sizeof pc->key - 1,
+                        strlen(key));
   snprintf(pc->key, sizeof pc->key, "%s", key);
   if (n->kind != DT_YN_MAP) return schema_error(ctx, n, path, "expected a mapping (problem_name, optimizer_config, ...)");
   DT_TRY(schema_read(ctx, problem_keys, n, path, pc));
   if (pc->problem_name[0] == '\0') snprintf(pc->problem_name, sizeof pc->problem_name, "%s", key);
-  for (const char *c = pc->problem_name; *c; c++)
-    if (*c == '/' || *c == '\\' || (unsigned char)*c < 32)
-      return schema_error(ctx, dt_ynode_get(n, "problem_name"), path, "problem_name '%s' must not contain '/' or control characters "
-                          "(it names result files)", pc->problem_name);
+  if (!dt_config_file_name_ok(pc->problem_name)) {
+    const dt_ynode *at = dt_ynode_get(n, "problem_name");
+    return schema_error(ctx, at != NULL ? at : n, path, "problem_name '%s' must be a file name: not empty, '.' or '..', without '/', "
+                        "'\\' or control characters (it names result files)", pc->problem_name);
+  }
   const dt_ynode *mc = dt_ynode_get(n, "metrics_config");
   if (mc != NULL) {
     snprintf(sub, sizeof sub, "%s.metrics_config", path);
@@ -458,6 +470,18 @@ static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg
                             "would collide", cfg->problems[j].key, cfg->problems[i].key, cfg->problems[i].problem_name);
   /* Cross-key checks that need the whole experiment. */
   dt_experiment_config *e = &cfg->experiment;
+  if (!dt_config_file_name_ok(e->name)) {
+    const dt_ynode *at = dt_ynode_get(exp, "name");
+    return schema_error(ctx, at != NULL ? at : exp, "experiment.name",
+                        "'%s' must be a file name: not empty, '.' or '..', without '/', '\\' or control characters (it names "
+                        "the output folder)", e->name);
+  }
+  /* every file name unique in the run folder: individual_training writes solo_results.csv */
+  for (int i = 0; i < cfg->num_problems && e->individual_training.train_solo; i++)
+    if (strcmp(cfg->problems[i].problem_name, "solo") == 0)
+      return schema_error(ctx, pcs->items[i], "problem_configs", "problem '%s' is named solo, so its results would overwrite "
+                          "solo_results.csv, which individual_training (train_solo: true) writes; give it another problem_name",
+                          cfg->problems[i].key);
   const dt_ynode *graph = dt_ynode_get(exp, "graph");
   if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
     return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
@@ -491,6 +515,8 @@ dt_status dt_config_load_string(const char *text, size_t len, const char *name, 
     DT_CHECK_GOTO(eq != NULL && eq != overrides[i], DT_ERR_USAGE,
                   "--set %s: expected key.path=value, e.g. --set experiment.graph.num_nodes=10", overrides[i]);
     char path[512];
+    DT_CHECK_GOTO((size_t)(eq - overrides[i]) < sizeof path, DT_ERR_USAGE, "--set %.80s...: the key path is longer than %zu characters",
+                  overrides[i], sizeof path - 1);
     snprintf(path, sizeof path, "%.*s", (int)(eq - overrides[i]), overrides[i]);
     DT_CHECK_GOTO(root->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
     DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, overrides[i]));
@@ -524,6 +550,61 @@ dt_status dt_config_load(const char *path, const dt_registry *reg, const char *c
 cleanup:
   fclose(f);
   free(buf);
+  return st;
+}
+
+/* ---- positions of errors found after loading -------------------------------------------------- */
+
+/* The node at `path` ("experiment.model.layers[2].kernel_size") under root, or the deepest node
+ * on the way; *exact says whether the whole path was found. */
+static const dt_ynode *walk(const dt_ynode *root, const char *path, int *exact) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  const dt_ynode *cur = root;
+  *exact = 0;
+  char *save = NULL;
+  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
+    char *bracket = strchr(part, '[');
+    int index = -1;
+    if (bracket != NULL) {
+      index = atoi(bracket + 1);
+      *bracket = '\0';
+    }
+    const dt_ynode *next = cur->kind == DT_YN_MAP ? dt_ynode_get(cur, part) : NULL;
+    if (next == NULL) return cur;
+    cur = next;
+    if (index >= 0) {
+      if (cur->kind != DT_YN_SEQ || index >= cur->n) return cur;
+      cur = cur->items[index];
+    }
+  }
+  *exact = 1;
+  return cur;
+}
+
+dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path) {
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", dt_error_message());
+  char *text = NULL;
+  dt_ynode *root = NULL;
+  size_t len = 0;
+  FILE *f = fopen(cfg->source, "rb");
+  if (f != NULL) {
+    text = malloc(DT_YAML_MAX_BYTES + 1);
+    if (text != NULL) len = fread(text, 1, DT_YAML_MAX_BYTES, f);
+    fclose(f);
+  }
+  if (text == NULL || dt_yaml_parse(text, len, cfg->source, &root) != DT_OK) {
+    free(text);
+    return DT_ERROR(code, "%s: %s", cfg->source, msg);
+  }
+  int exact;
+  const dt_ynode *n = walk(root, path, &exact);
+  char where[DT_PATH_MAX + 64];
+  dt_ynode_where(n, cfg->source, where, sizeof where);
+  dt_status st = exact ? DT_ERROR(code, "%s: %s", where, msg) : DT_ERROR(code, "%s: %s (%s is not in the file: its default)", where, msg, path);
+  dt_ynode_free(root);
+  free(text);
   return st;
 }
 

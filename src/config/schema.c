@@ -1,6 +1,7 @@
 /* Table-driven reading of YAML mappings into structs (see dt_key in dt/config.h): type
  * conversion, ranges, enums with aliases, defaults, unknown keys with a suggestion, and the
  * formatting used to emit resolved values. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -83,8 +84,9 @@ static void range_text(const dt_key *k, char *buf, size_t size) {
     else if (lo) snprintf(buf, size, " >= %.0f", k->min);
     else buf[0] = '\0';
   } else {
-    if (lo && hi) snprintf(buf, size, " in [%g, %g]", k->min, k->max);
-    else if (lo) snprintf(buf, size, " >= %g", k->min);
+    const int open = (k->flags & DT_KEY_MIN_OPEN) != 0;
+    if (lo && hi) snprintf(buf, size, " in %c%g, %g]", open ? '(' : '[', k->min, k->max);
+    else if (lo) snprintf(buf, size, " %s %g", open ? ">" : ">=", k->min);
     else buf[0] = '\0';
   }
 }
@@ -138,14 +140,17 @@ dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_y
       range_text(k, range, sizeof range);
       if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
         return schema_error(ctx, n, path, "expected a finite number%s, found %s", range, describe(n, found, sizeof found));
-      if (v < k->min || v > k->max) return schema_error(ctx, n, path, "expected a number%s, found %g", range, v);
+      if (v < k->min || v > k->max || ((k->flags & DT_KEY_MIN_OPEN) && v == k->min))
+        return schema_error(ctx, n, path, "expected a number%s, found %g", range, v);
       *(double *)dst = v;
       return DT_OK;
     }
     case DT_KEY_SEED: {
       char *end;
       errno = 0;
-      if (s[0] == '-') return schema_error(ctx, n, path, "expected a non-negative integer, found %s", describe(n, found, sizeof found));
+      /* strtoull would accept " -1" (as 2^64 - 1) and "+5": digits only */
+      if (!isdigit((unsigned char)s[0]))
+        return schema_error(ctx, n, path, "expected a non-negative integer, found %s", describe(n, found, sizeof found));
       unsigned long long v = strtoull(s, &end, 10);
       if (end == s || *end != '\0' || errno != 0)
         return schema_error(ctx, n, path, "expected a non-negative integer below 2^64, found %s", describe(n, found, sizeof found));

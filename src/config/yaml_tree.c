@@ -144,6 +144,10 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **
       DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
       n->text = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
       DT_CHECK_GOTO(n->text != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+      /* a NUL inside a scalar ("a\0b") would silently cut it short everywhere: refuse it */
+      DT_CHECK_GOTO(strlen(n->text) == ev->data.scalar.length, DT_ERR_CONFIG,
+                    "%s:%d:%d: a NUL character inside '%s...' is not supported in an experiment file", b->name,
+                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, n->text);
       n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
       DT_TRY_GOTO(remember_anchor(b, ev->data.scalar.anchor, n));
       break;
@@ -183,6 +187,12 @@ static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **
           if (key->kind != DT_YN_SCALAR) {
             st = fail_at(b, key->line, key->col, "mapping keys must be plain names, found a %s",
                          key->kind == DT_YN_MAP ? "mapping" : "sequence");
+            dt_ynode_free(key);
+            goto cleanup;
+          }
+          if (key->plain && strcmp(key->text, "<<") == 0) {
+            st = fail_at(b, key->line, key->col, "YAML merge keys (<<: *anchor) are not supported; write the keys out, "
+                         "or use an alias for a whole value (key: *anchor)");
             dt_ynode_free(key);
             goto cleanup;
           }
@@ -298,7 +308,11 @@ void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size)
 
 dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin) {
   char buf[1024];
+  DT_CHECK(strlen(path) < sizeof buf, DT_ERR_USAGE, "--set %.80s...: the key path is longer than %zu characters", origin, sizeof buf - 1);
   snprintf(buf, sizeof buf, "%s", path);
+  /* every part named: ".", "a..b", ".a" and "a." name nothing */
+  DT_CHECK(path[0] != '.' && path[strlen(path) - 1] != '.' && strstr(path, "..") == NULL, DT_ERR_USAGE,
+           "--set %s: '%s' is not a key path (expected names joined by '.', e.g. experiment.graph.num_nodes)", origin, path);
   dt_ynode *cur = root;
   char *save = NULL;
   for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {

@@ -34,12 +34,12 @@ static dt_status find_file(const char *dir, const char *torch_sub, const char *s
   }
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return DT_ERROR(DT_ERR_IO,
-                    "data_dir '%s' is not a folder; run scripts/setup.sh to fetch the datasets "
+    return DT_ERROR(DT_ERR_CONFIG,
+                    "experiment.data_dir: '%s' is not a folder; run scripts/setup.sh to fetch the datasets "
                     "or set experiment.data_dir",
                     dir);
-  return DT_ERROR(DT_ERR_IO,
-                  "cannot find %s: looked for %s/%s[.gz] and %s/%s[.gz]; run scripts/setup.sh "
+  return DT_ERROR(DT_ERR_CONFIG,
+                  "experiment.data_dir: cannot find %s: looked for %s/%s[.gz] and %s/%s[.gz]; run scripts/setup.sh "
                   "or point experiment.data_dir at the folder holding the IDX files",
                   stem, dir, stem, sub, stem);
 }

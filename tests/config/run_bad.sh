@@ -50,6 +50,22 @@ check missing_file "$rc" "$out"
 out=$("$dtrun" check "$tmp" 2>"$tmp/err"); rc=$?
 grep -q "is neither an experiment file nor a run folder" "$tmp/err" || { echo "FAIL folder: $(cat "$tmp/err")"; fail=$((fail+1)); }
 check folder "$rc" "$out"
+# what `check` rejects after loading (graph, data, split, model, output folder), `run` rejects
+# before training with the same message and exit 2, also on 2 ranks
+for n in model_kernel_too_big model_last_layer graph_degree_too_big split_dirichlet_impossible data_dir_missing \
+         data_dir_without_files output_metadir_file edge_file_folder; do
+  "$dtrun" "tests/config/bad/$n.yaml" --quiet > "$tmp/out" 2> "$tmp/err" < /dev/null
+  rc=$?
+  if [ "$rc" != 2 ] || [ "$(cat "$tmp/err")" != "$(cat "tests/config/bad/$n.expected")" ]; then
+    echo "FAIL run $n: exit $rc: $(cat "$tmp/err")"; fail=$((fail+1))
+  else pass=$((pass+1)); fi
+done
+if [ -n "${MPIEXEC:-}" ]; then
+  "$MPIEXEC" --oversubscribe -n 2 "$dtrun" tests/config/bad/data_dir_missing.yaml --quiet > "$tmp/out" 2> "$tmp/err" < /dev/null
+  rc=$?
+  [ "$rc" = 2 ] && grep -qF "$(cat tests/config/bad/data_dir_missing.expected)" "$tmp/err" && pass=$((pass+1)) \
+    || { echo "FAIL run data_dir_missing on 2 ranks: exit $rc: $(head -3 "$tmp/err")"; fail=$((fail+1)); }
+fi
 rm -rf "$tmp" /tmp/dt_bad_err.$$
 echo "config golden suite: $pass passed, $fail failed"
 [ "$fail" = 0 ]

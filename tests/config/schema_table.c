@@ -12,8 +12,9 @@ static void row(const char *path, const dt_key *k, void *ctx) {
   static const char *const types[] = {"bool", "int", "float", "seed", "string", "enum", "section", "special"};
   char range[128] = "";
   if (k->type == DT_KEY_INT || k->type == DT_KEY_FLOAT) {
-    if (k->max < 1e300) snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
-    else if (k->min > -1e300) snprintf(range, sizeof range, ">= %g", k->min);
+    const int open = (k->flags & DT_KEY_MIN_OPEN) != 0;
+    if (k->max < 1e300) snprintf(range, sizeof range, "%c%g, %g]", open ? '(' : '[', k->min, k->max);
+    else if (k->min > -1e300) snprintf(range, sizeof range, "%s %g", open ? ">" : ">=", k->min);
   } else if (k->type == DT_KEY_ENUM) {
     size_t used = 0;
     for (int i = 0; k->values[i] && used < sizeof range; i++)

@@ -131,5 +131,19 @@ wait $pid 2>/dev/null
 rc=$?
 [ $rc = 2 ] && grep -q "is not empty (it holds .*--force" "$tmp/f.log" && ok || bad "non-empty --output-dir: exit $rc: $(cat "$tmp/f.log")"
 
+# an output folder name longer than its buffer: a clear error, not an endless retry loop
+long=$tmp; for c in d e f g h; do long=$long/$(printf "$c%.0s" $(seq 190)); done
+timeout 60 "$dtrun" $config --set experiment.output_metadir="$long" --set experiment.name="$(printf "n%.0s" $(seq 127))" --quiet \
+  > "$tmp/long.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "would have names of up to" "$tmp/long.log" && ok || bad "long output folder: exit $rc: $(head -c 300 "$tmp/long.log")"
+# a models file that cannot be written (here a folder in its place) fails the run, but the
+# problem's results are on disk
+mkdir -p "$tmp/m/dinno_models.npy"
+"$dtrun" $config --set problem_configs.dinno.optimizer_config.outer_iterations=3 --output-dir "$tmp/m" --force --quiet > "$tmp/m.log" 2>&1
+rc=$?
+[ $rc = 1 ] && [ -s "$tmp/m/dinno_results.csv" ] && grep -q "^status: failed" "$tmp/m/summary.yaml" && ok \
+  || bad "failed models write: exit $rc, results $(ls "$tmp/m"), $(tail -1 "$tmp/m.log")"
+
 echo "resume: $pass passed, $fail failed (RESUME_SEED=$seed)"
 [ $fail = 0 ]

@@ -75,8 +75,14 @@ same_results "$tmp/seq1" "$tmp/seq2" "sequential sweep, P=1 vs P=2"
 cmp -s <(strip_times "$tmp/seq1/dsgt_results.csv") <(strip_times "$tmp/p1/dsgt_results.csv") && bad "sequential dsgt equals synchronous" || ok
 
 # a diverging problem is marked and the experiment goes on
-"$dtrun" tests/e2e/small.yaml --set problem_configs.dsgd.optimizer_config.alpha0=1e30 --output-dir "$tmp/div" --quiet > /dev/null 2>&1 \
+"$dtrun" tests/e2e/small.yaml --set problem_configs.dsgd.optimizer_config.alpha0=1e30 --output-dir "$tmp/div" --quiet > "$tmp/div.out" 2>&1 \
   && ok || bad "a run with a diverging problem should still exit 0"
+# where it diverged, NaN statistics (not inf/-inf or a consensus of 0), no -nan in the table
+grep -A6 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "diverged_at_round: [0-9]" && ok || bad "summary lacks diverged_at_round"
+grep -A22 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -E "consensus_error: \{min: .nan" > /dev/null && ok \
+  || bad "a diverged problem's consensus is not NaN"
+! grep -Eq ": -?inf|: -?\.inf" "$tmp/div/summary.yaml" && ok || bad "summary.yaml shows an infinite statistic"
+! grep -q -- "-nan" "$tmp/div.out" && grep -q "^dsgd .* diverged .* nan" "$tmp/div.out" && ok || bad "the table: $(grep dsgd "$tmp/div.out")"
 grep -A2 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
 [ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = 5 ] && ok || bad "the problems after the diverged one did not complete"
 grep -q ',nan,' "$tmp/div/dsgd_results.csv" && ! grep -q -- '-nan' "$tmp/div/dsgd_results.csv" && ok || bad "NaN not written as nan"

@@ -191,7 +191,7 @@ static void test_dataset_layouts(void) {
   ds = NULL;
 
   /* Fashion-MNIST looks under FashionMNIST/raw, so the MNIST root must not satisfy it. */
-  CHECK_FAILS(dt_dataset_load(at("tv"), DT_DATASET_FASHION_MNIST, &ds), DT_ERR_IO,
+  CHECK_FAILS(dt_dataset_load(at("tv"), DT_DATASET_FASHION_MNIST, &ds), DT_ERR_CONFIG,
               "FashionMNIST/raw/train-images-idx3-ubyte[.gz]");
 
   /* Flat layout, raw files, with a mismatched test label file. */
@@ -205,7 +205,7 @@ static void test_dataset_layouts(void) {
   CHECK_FAILS(dt_dataset_load(at("flat"), DT_DATASET_MNIST, &ds), DT_ERR_DATA,
               "t10k-images-idx3-ubyte holds 6 images but");
   CHECK(ds == NULL, "dataset returned on failure");
-  CHECK_FAILS(dt_dataset_load(at("nowhere"), DT_DATASET_MNIST, &ds), DT_ERR_IO, "is not a folder");
+  CHECK_FAILS(dt_dataset_load(at("nowhere"), DT_DATASET_MNIST, &ds), DT_ERR_CONFIG, "is not a folder");
 }
 
 int main(void) {
