@@ -72,6 +72,10 @@ dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **dat
     const uint8_t *d = raw_dims + 4 * i;
     dims[i] = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
     DT_CHECK_GOTO(dims[i] > 0, DT_ERR_DATA, "%s: dimension %d is zero", path, i);
+    /* checked before multiplying: 65536 x 131072 x 2^31 wraps a uint64 to 0 (a fuzzer found it) */
+    DT_CHECK_GOTO(dims[i] <= IDX_MAX_BYTES / total, DT_ERR_DATA,
+                  "%s: dimensions describe more than %llu bytes: corrupt header?", path,
+                  (unsigned long long)IDX_MAX_BYTES);
     total *= dims[i];
     DT_CHECK_GOTO(total <= IDX_MAX_BYTES, DT_ERR_DATA,
                   "%s: dimensions describe more than %llu bytes: corrupt header?", path,
