@@ -74,7 +74,7 @@ static dt_status take_node(void *ctx, int node, const void *data, size_t size) {
 }
 
 static void put(strbuf *sb, const void *data, size_t n) {
-  if (sb->failed) return;
+  if (sb->failed || n == 0) return;
   if (sb->len + n + 1 > sb->cap) {
     size_t cap = sb->cap ? sb->cap : 4096;
     while (cap < sb->len + n + 1) cap *= 2;
@@ -168,6 +168,7 @@ dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
   DT_CHECK(ok == 1, DT_ERR_IO, "rank 0 could not write the checkpoint");
   r->last_ckpt = dt_time_now();
   r->ckpt_seconds += r->last_ckpt - t0;
+  r->num_ckpt += round > 0;
   return DT_OK;
 }
 
@@ -307,7 +308,7 @@ dt_status runner_checkpoint_load_run(runner *r, resume_point *rp) {
       put(&rp->consensus_csv, data, len);
       DT_TRY_GOTO(get_bytes(&rd, &data, &len));
       DT_ALLOC_GOTO(rp->shared, len > 0 ? len : 1, "checkpoint");
-      memcpy(rp->shared, data, len);
+      if (len > 0) memcpy(rp->shared, data, len);
       rp->shared_size = len;
       DT_CHECK_GOTO(!rp->csv.failed && !rp->consensus_csv.failed, DT_ERR_MEMORY, "out of memory reading %s", path);
     }

@@ -92,6 +92,7 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
   runner_wall_clock(now, sizeof now);
   sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,
             dt_task_dim(r->task), r->started, now, dt_time_now() - r->t_start, end);
+  sb_printf(&sb, "checkpoints: %d\ncheckpoint_seconds: %.3f\n", r->num_ckpt, r->ckpt_seconds);
   sb_printf(&sb, "\nproblems:\n");
   for (int p = 0; p < done; p++) {
     const dt_problem_config *pc = &r->cfg->problems[p];

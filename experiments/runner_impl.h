@@ -55,7 +55,8 @@ typedef struct runner {
   problem_result res[DT_MAX_PROBLEMS];
   uint64_t config_hash; /* of the resolved config's text: a checkpoint belongs to one config */
   int write_ckpt;       /* writeout (checkpoints live in the run folder) */
-  double last_ckpt, ckpt_seconds;
+  double last_ckpt, ckpt_seconds; /* this process's checkpoints: when the last, time spent in all */
+  int num_ckpt;
   int lock_fd;          /* rank 0: the run folder's lock (runner_lock), or -1 */
 } runner;
 

@@ -700,7 +700,41 @@ static int write_handler(void *data, unsigned char *buffer, size_t size) {
   return fwrite(buffer, 1, size, (FILE *)data) == size;
 }
 
+/* A relative edge_file is relative to the config file's folder: the emitted config (a run's
+ * archived config.yaml, which re-runs and resumes from the run folder) names it absolutely. */
+static dt_status absolute_edge_file(const dt_config *cfg, dt_config **copy) {
+  const char *ef = cfg->experiment.graph.edge_file;
+  *copy = NULL;
+  if (ef[0] == '\0' || ef[0] == '/') return DT_OK;
+  char dir[DT_PATH_MAX], abs[2 * DT_PATH_MAX + 2];
+  snprintf(dir, sizeof dir, "%s", cfg->source);
+  char *slash = strrchr(dir, '/');
+  if (slash != NULL) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  char *real = realpath(dir, NULL);
+  const int n = snprintf(abs, sizeof abs, "%s/%s", real != NULL ? real : dir, ef);
+  free(real);
+  DT_CHECK(n >= 0 && (size_t)n < sizeof cfg->experiment.graph.edge_file, DT_ERR_CONFIG,
+           "%s: experiment.graph.edge_file '%s' is longer than %zu characters as an absolute path", cfg->source, ef,
+           sizeof cfg->experiment.graph.edge_file - 1);
+  *copy = malloc(sizeof **copy);
+  DT_CHECK(*copy != NULL, DT_ERR_MEMORY, "out of memory");
+  memcpy(*copy, cfg, sizeof **copy);
+  snprintf((*copy)->experiment.graph.edge_file, sizeof (*copy)->experiment.graph.edge_file, "%s", abs);
+  return DT_OK;
+}
+
+static dt_status emit_config(const dt_config *cfg, const dt_registry *reg, FILE *f);
+
 dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f) {
+  dt_config *copy;
+  DT_TRY(absolute_edge_file(cfg, &copy));
+  const dt_status st = emit_config(copy != NULL ? copy : cfg, reg, f);
+  free(copy);
+  return st;
+}
+
+static dt_status emit_config(const dt_config *cfg, const dt_registry *reg, FILE *f) {
   emitter em = {.ok = 1};
   experiment_table t;
   DT_TRY(experiment_table_make(reg, &t));

@@ -145,5 +145,14 @@ rc=$?
 [ $rc = 1 ] && [ -s "$tmp/m/dinno_results.csv" ] && grep -q "^status: failed" "$tmp/m/summary.yaml" && ok \
   || bad "failed models write: exit $rc, results $(ls "$tmp/m"), $(tail -1 "$tmp/m.log")"
 
+# an archived config with a relative edge_file re-runs (and so resumes) from its run folder
+mkdir -p "$tmp/eg"
+printf '0 1\n1 2\n2 3\n3 4\n4 0\n' > "$tmp/eg/ring.txt"
+sed 's/graph: {num_nodes: 5, type: cycle}/graph: {num_nodes: 5, type: file, edge_file: ring.txt}/' $config > "$tmp/eg/eg.yaml"
+one="--set problem_configs.dinno.optimizer_config.outer_iterations=2"
+"$dtrun" "$tmp/eg/eg.yaml" $one --output-dir "$tmp/eg/run" --quiet > "$tmp/eg.log" 2>&1 || bad "edge-file run failed: $(tail -2 "$tmp/eg.log")"
+"$dtrun" "$tmp/eg/run/config.yaml" --output-dir "$tmp/eg/rerun" --quiet > "$tmp/eg2.log" 2>&1 && ok \
+  || bad "the archived config of an edge-file run does not re-run: $(tail -1 "$tmp/eg2.log")"
+
 echo "resume: $pass passed, $fail failed (RESUME_SEED=$seed)"
 [ $fail = 0 ]

@@ -9,7 +9,7 @@ strip() { # file
     *_results.csv)
       awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i !~ /^time_/) keep[i] = 1}
                {s = ""; for (i = 1; i <= NF; i++) if (keep[i]) s = s (s == "" ? "" : ",") $i; print s}' "$1" ;;
-    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command):' "$1" ;;
+    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command|checkpoints|checkpoint_seconds):' "$1" ;;
     *) cat "$1" ;;
   esac
 }
