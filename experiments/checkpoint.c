@@ -157,8 +157,14 @@ dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
     encode_run(r, p, round, pr, shared, shared_size, &sb);
     st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory for the checkpoint") : dt_write_atomic(w.dir, "run.ckpt", sb.data, sb.len);
     sb_free(&sb);
-    /* the swap: checkpoint/ → checkpoint.old/, checkpoint.tmp/ → checkpoint/, drop the old one */
-    if (st == DT_OK && rename(cur, old) != 0 && errno != ENOENT) st = DT_ERROR(DT_ERR_IO, "cannot rename %s: %s", cur, strerror(errno));
+    /* The swap: checkpoint/ → checkpoint.old/, checkpoint.tmp/ → checkpoint/, drop the old one.
+     * checkpoint/ only ever comes complete from a rename, so when it exists a checkpoint.old/ left
+     * by a kill in an earlier swap is stale; when it does not, checkpoint.old/ is the one to keep
+     * until the new one is in place. */
+    struct stat cur_sb;
+    const int have_cur = stat(cur, &cur_sb) == 0;
+    if (st == DT_OK && have_cur) st = remove_dir(old);
+    if (st == DT_OK && have_cur && rename(cur, old) != 0) st = DT_ERROR(DT_ERR_IO, "cannot rename %s: %s", cur, strerror(errno));
     if (st == DT_OK && rename(w.dir, cur) != 0) st = DT_ERROR(DT_ERR_IO, "cannot rename %s to %s: %s", w.dir, cur, strerror(errno));
     if (st == DT_OK) st = remove_dir(old);
   }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "dt/yaml.h"
@@ -110,7 +111,19 @@ static const char *scalar(const dt_ynode *map, const char *key) {
 
 static double final_stat(const dt_ynode *prob, const char *metric, const char *stat) {
   const dt_ynode *v = dt_ynode_get(dt_ynode_get(dt_ynode_get(prob, "final"), metric), stat);
-  return v != NULL && v->kind == DT_YN_SCALAR ? strtod(v->text, NULL) : NAN;
+  if (v == NULL || v->kind != DT_YN_SCALAR) return NAN;
+  /* YAML's spellings, which strtod reads as 0 */
+  if (strcasecmp(v->text, ".nan") == 0) return NAN;
+  if (strcasecmp(v->text, ".inf") == 0 || strcasecmp(v->text, "+.inf") == 0) return INFINITY;
+  if (strcasecmp(v->text, "-.inf") == 0) return -INFINITY;
+  return strtod(v->text, NULL);
+}
+
+/* v with fmt in a field of `width`, or "nan" there (printf may write -nan) */
+static const char *num(char *buf, size_t size, const char *fmt, double v) {
+  if (isnan(v)) snprintf(buf, size, "nan");
+  else snprintf(buf, size, fmt, v);
+  return buf;
 }
 
 dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out) {
@@ -157,9 +170,12 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
         series_free(&s);
         goto cleanup;
       }
-      fprintf(out, "%-28.28s %-14.14s %-11s %-11s %7s  %6.4f/%6.4f/%6.4f %9.4f %10.3e", base, name, scalar(pr, "alg_name"),
-              scalar(pr, "status"), scalar(pr, "rounds_completed"), final_stat(pr, metric, "min"), final_stat(pr, metric, "mean"),
-              final_stat(pr, metric, "max"), final_stat(pr, "validation_loss", "mean"), final_stat(pr, "consensus_error", "mean"));
+      char a[32], b[32], c[32], d[32], e[32], range[100];
+      snprintf(range, sizeof range, "%s/%s/%s", num(a, sizeof a, "%.4f", final_stat(pr, metric, "min")),
+               num(b, sizeof b, "%.4f", final_stat(pr, metric, "mean")), num(c, sizeof c, "%.4f", final_stat(pr, metric, "max")));
+      fprintf(out, "%-28.28s %-14.14s %-11s %-11s %7s  %20s %9s %10s", base, name, scalar(pr, "alg_name"), scalar(pr, "status"),
+              scalar(pr, "rounds_completed"), range, num(d, sizeof d, "%.4f", final_stat(pr, "validation_loss", "mean")),
+              num(e, sizeof e, "%.3e", final_stat(pr, "consensus_error", "mean")));
       if (opt->target >= 0) {
         int hit = -1;
         for (int i = 0; i < s.n && hit < 0; i++)

@@ -83,6 +83,9 @@ grep -A22 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -E "consensus_er
   || bad "a diverged problem's consensus is not NaN"
 ! grep -Eq ": -?inf|: -?\.inf" "$tmp/div/summary.yaml" && ok || bad "summary.yaml shows an infinite statistic"
 ! grep -q -- "-nan" "$tmp/div.out" && grep -q "^dsgd .* diverged .* nan" "$tmp/div.out" && ok || bad "the table: $(grep dsgd "$tmp/div.out")"
+"$dtrun" compare "$tmp/div" > "$tmp/div.cmp" 2>&1
+grep -E "^div +dsgd .* diverged .* nan +nan " "$tmp/div.cmp" > /dev/null && ! grep -q -- "-nan" "$tmp/div.cmp" && ok \
+  || bad "compare of a diverged problem: $(grep dsgd "$tmp/div.cmp")"
 grep -A2 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
 [ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = 5 ] && ok || bad "the problems after the diverged one did not complete"
 grep -q ',nan,' "$tmp/div/dsgd_results.csv" && ! grep -q -- '-nan' "$tmp/div/dsgd_results.csv" && ok || bad "NaN not written as nan"
