@@ -57,6 +57,9 @@ kill_later() {
   sleep "0.$((RANDOM % 10))"
   pkill -9 -f "dtrun.*$dir" 2>/dev/null
   wait $pid 2>/dev/null
+  # the ranks are mpirun's children, not ours: wait until they are gone (one caught in an fsync
+  # dies when the write ends, and holds the folder's lock until then)
+  for _ in $(seq 300); do pgrep -f "dtrun.*$dir" > /dev/null || break; sleep 0.1; done
 }
 
 # (1) killed at P = 5, resumed at P = 2
