@@ -196,6 +196,8 @@ int main(int argc, char **argv) {
   char resume_config[4096 + 16];
   const int resume = strcmp(a.cmd, "resume") == 0;
   if (resume) {
+    if (strlen(a.argv_dir) + sizeof "/config.yaml" > sizeof resume_config)
+      return report(DT_ERROR(DT_ERR_USAGE, "resume: the run folder's name is longer than %zu characters", sizeof resume_config - 13), 0);
     snprintf(resume_config, sizeof resume_config, "%s/config.yaml", a.argv_dir);
     a.file = resume_config;
     a.output_dir = a.argv_dir;
