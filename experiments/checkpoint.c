@@ -73,33 +73,16 @@ static dt_status take_node(void *ctx, int node, const void *data, size_t size) {
   return dt_write_atomic(w->dir, name, data, size);
 }
 
-static void put(strbuf *sb, const void *data, size_t n) {
-  if (sb->failed || n == 0) return;
-  if (sb->len + n + 1 > sb->cap) {
-    size_t cap = sb->cap ? sb->cap : 4096;
-    while (cap < sb->len + n + 1) cap *= 2;
-    char *grown = realloc(sb->data, cap);
-    if (grown == NULL) {
-      sb->failed = 1;
-      return;
-    }
-    sb->data = grown;
-    sb->cap = cap;
-  }
-  memcpy(sb->data + sb->len, data, n);
-  sb->len += n;
-}
-
-static void put_u64(strbuf *sb, uint64_t v) { put(sb, &v, 8); }
-static void put_f64(strbuf *sb, double v) { put(sb, &v, 8); }
+static void put_u64(strbuf *sb, uint64_t v) { sb_put(sb, &v, 8); }
+static void put_f64(strbuf *sb, double v) { sb_put(sb, &v, 8); }
 static void put_bytes(strbuf *sb, const void *data, size_t n) {
   put_u64(sb, n);
-  put(sb, data, n);
+  sb_put(sb, data, n);
 }
 
 /* rank 0's part of the checkpoint, as bytes */
 static void encode_run(const runner *r, int p, int round, const problem_run *pr, const void *shared, size_t shared_size, strbuf *sb) {
-  put(sb, run_magic, 8);
+  sb_put(sb, run_magic, 8);
   put_u64(sb, r->config_hash);
   put_u64(sb, (uint64_t)p);
   put_u64(sb, (uint64_t)round);
@@ -111,7 +94,7 @@ static void encode_run(const runner *r, int p, int round, const problem_run *pr,
     put_u64(sb, (uint64_t)status_index(res->status));
     put_u64(sb, (uint64_t)res->rounds_done);
     put_u64(sb, (uint64_t)res->diverged_round);
-    put(sb, res->final, sizeof res->final);
+    sb_put(sb, res->final, sizeof res->final);
     put_f64(sb, res->seconds);
     put_f64(sb, res->t_compute);
     put_f64(sb, res->t_comm);
@@ -214,30 +197,9 @@ static dt_status get_bytes(reader *rd, const unsigned char **data, size_t *n) {
 }
 
 static dt_status read_file(const char *path, unsigned char **data, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  DT_CHECK(f != NULL, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-  dt_status st = DT_OK;
-  unsigned char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? 2 * cap : 65536;
-      unsigned char *grown = realloc(buf, cap);
-      DT_CHECK_GOTO(grown != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
-      buf = grown;
-    }
-    const size_t got = fread(buf + len, 1, cap - len, f);
-    if (got == 0) break;
-    len += got;
-  }
-  DT_CHECK_GOTO(!ferror(f), DT_ERR_DATA, "%s: read error", path);
-  *data = buf;
-  *size = len;
-  buf = NULL;
-cleanup:
-  fclose(f);
-  free(buf);
-  return st;
+  *data = (unsigned char *)dt_read_file(path, size);
+  DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path, strerror(errno));
+  return DT_OK;
 }
 
 int runner_checkpoint_find(const char *outdir, char *dir, size_t size) {
@@ -308,10 +270,10 @@ dt_status runner_checkpoint_load_run(runner *r, resume_point *rp) {
       DT_TRY_GOTO(get_f64(&rd, &rp->seconds));
       DT_TRY_GOTO(get_bytes(&rd, &data, &len));
       sb_free(&rp->csv);
-      put(&rp->csv, data, len);
+      sb_put(&rp->csv, data, len);
       DT_TRY_GOTO(get_bytes(&rd, &data, &len));
       sb_free(&rp->consensus_csv);
-      put(&rp->consensus_csv, data, len);
+      sb_put(&rp->consensus_csv, data, len);
       DT_TRY_GOTO(get_bytes(&rd, &data, &len));
       DT_ALLOC_GOTO(rp->shared, len > 0 ? len : 1, "checkpoint");
       if (len > 0) memcpy(rp->shared, data, len);
@@ -389,8 +351,8 @@ dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, proble
   if (r->rank == 0) {
     sb_free(&pr->csv);
     sb_free(&pr->consensus_csv);
-    put(&pr->csv, rp->csv.data, rp->csv.len);
-    put(&pr->consensus_csv, rp->consensus_csv.data, rp->consensus_csv.len);
+    sb_put(&pr->csv, rp->csv.data, rp->csv.len);
+    sb_put(&pr->consensus_csv, rp->consensus_csv.data, rp->consensus_csv.len);
     DT_CHECK(!pr->csv.failed && !pr->consensus_csv.failed, DT_ERR_MEMORY, "out of memory");
   }
   return DT_OK;

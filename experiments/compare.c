@@ -42,25 +42,10 @@ static int series_push(series *s, double r, double a, double c, double f) {
   return 1;
 }
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  char *buf = NULL;
-  size_t cap = 0;
-  FILE *mem = open_memstream(&buf, &cap);
-  char chunk[65536];
-  size_t got;
-  while (mem && (got = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, got, mem);
-  fclose(f);
-  if (mem) fclose(mem);
-  *len = cap;
-  return buf;
-}
-
 /* Mean over nodes of each evaluation in a results CSV, for the columns we plot and target. */
 static dt_status read_series(const char *path, const char *metric, series *s) {
   size_t len;
-  char *text = read_all(path, &len);
+  char *text = dt_read_file(path, &len);
   DT_CHECK(text != NULL, DT_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
   dt_status st = DT_OK;
   char *save = NULL, *line = strtok_r(text, "\n", &save);
@@ -119,13 +104,6 @@ static double final_stat(const dt_ynode *prob, const char *metric, const char *s
   return strtod(v->text, NULL);
 }
 
-/* v with fmt in a field of `width`, or "nan" there (printf may write -nan) */
-static const char *num(char *buf, size_t size, const char *fmt, double v) {
-  if (isnan(v)) snprintf(buf, size, "nan");
-  else snprintf(buf, size, fmt, v);
-  return buf;
-}
-
 dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out) {
   dt_status st = DT_OK;
   const char *metric = opt->metric ? opt->metric : "top1_accuracy";
@@ -146,7 +124,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     char path[4200];
     size_t len;
     snprintf(path, sizeof path, "%s/summary.yaml", dirs[r]);
-    char *text = read_all(path, &len);
+    char *text = dt_read_file(path, &len);
     DT_CHECK_GOTO(text != NULL, DT_ERR_IO, "%s: not a dtrun run folder (cannot read summary.yaml: %s)", dirs[r], strerror(errno));
     dt_ynode *root = NULL;
     st = dt_yaml_parse(text, len, path, &root);
@@ -171,11 +149,11 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
         goto cleanup;
       }
       char a[32], b[32], c[32], d[32], e[32], range[100];
-      snprintf(range, sizeof range, "%s/%s/%s", num(a, sizeof a, "%.4f", final_stat(pr, metric, "min")),
-               num(b, sizeof b, "%.4f", final_stat(pr, metric, "mean")), num(c, sizeof c, "%.4f", final_stat(pr, metric, "max")));
+      snprintf(range, sizeof range, "%s/%s/%s", fmt_number(a, sizeof a, "%.4f", final_stat(pr, metric, "min")),
+               fmt_number(b, sizeof b, "%.4f", final_stat(pr, metric, "mean")), fmt_number(c, sizeof c, "%.4f", final_stat(pr, metric, "max")));
       fprintf(out, "%-28.28s %-14.14s %-11s %-11s %7s  %20s %9s %10s", base, name, scalar(pr, "alg_name"), scalar(pr, "status"),
-              scalar(pr, "rounds_completed"), range, num(d, sizeof d, "%.4f", final_stat(pr, "validation_loss", "mean")),
-              num(e, sizeof e, "%.3e", final_stat(pr, "consensus_error", "mean")));
+              scalar(pr, "rounds_completed"), range, fmt_number(d, sizeof d, "%.4f", final_stat(pr, "validation_loss", "mean")),
+              fmt_number(e, sizeof e, "%.3e", final_stat(pr, "consensus_error", "mean")));
       if (opt->target >= 0) {
         int hit = -1;
         for (int i = 0; i < s.n && hit < 0; i++)

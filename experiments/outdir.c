@@ -31,14 +31,14 @@ static dt_status mkdir_p(const char *path) {
   return DT_OK;
 }
 
-/* The first entry of dir other than . and .. into first (empty when there is none). */
-static void first_entry(const char *dir, char *first, size_t size) {
+/* The first entry of dir other than ., .. and `ignore` into first (empty when there is none). */
+static void first_entry(const char *dir, const char *ignore, char *first, size_t size) {
   first[0] = '\0';
   DIR *d = opendir(dir);
   if (d == NULL) return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ignore) == 0) continue;
     snprintf(first, size, "%s", e->d_name);
     break;
   }
@@ -115,19 +115,7 @@ static dt_status given_dir(runner *r) {
   DT_TRY(mkdir_p(r->outdir));
   DT_TRY(lock_dir(r, r->outdir));
   char first[256];
-  first_entry(r->outdir, first, sizeof first);
-  if (strcmp(first, "dtrun.lock") == 0) {
-    /* the lock we just made: look again for anything else */
-    DIR *d = opendir(r->outdir);
-    struct dirent *e;
-    first[0] = '\0';
-    while (d != NULL && (e = readdir(d)) != NULL)
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strcmp(e->d_name, "dtrun.lock") != 0) {
-        snprintf(first, sizeof first, "%s", e->d_name);
-        break;
-      }
-    if (d != NULL) closedir(d);
-  }
+  first_entry(r->outdir, "dtrun.lock", first, sizeof first); /* the lock we just made does not count */
   if (first[0] != '\0' && !o->force) {
     runner_unlock(r);
     return DT_ERROR(DT_ERR_USAGE,

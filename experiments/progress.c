@@ -46,13 +46,6 @@ void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int r
   runner_say(r, "%s\n", line);
 }
 
-/* v with fmt, or "nan" (printf may say -nan) */
-static const char *number(char *buf, size_t size, const char *fmt, double v) {
-  if (isnan(v)) snprintf(buf, size, "nan");
-  else snprintf(buf, size, fmt, v);
-  return buf;
-}
-
 void runner_print_table(const runner *r, int done) {
   if (r->rank != 0) return;
   if (r->tty && !r->opt->quiet) fputs("\r\033[K", stdout);
@@ -63,8 +56,8 @@ void runner_print_table(const runner *r, int done) {
     const dt_problem_config *pc = &r->cfg->problems[p];
     char acc[32], vloss[32], cons[32];
     printf("%-16s %-12s %-11s %8d %10s %10s %12s %9.2f\n", pc->problem_name, pc->alg_name, res->status, res->rounds_done,
-           number(acc, sizeof acc, "%.4f", res->final[COL_ACC][1]), number(vloss, sizeof vloss, "%.4f", res->final[COL_VLOSS][1]),
-           number(cons, sizeof cons, "%.3e", res->final[COL_CONS][1]), res->seconds);
+           fmt_number(acc, sizeof acc, "%.4f", res->final[COL_ACC][1]), fmt_number(vloss, sizeof vloss, "%.4f", res->final[COL_VLOSS][1]),
+           fmt_number(cons, sizeof cons, "%.3e", res->final[COL_CONS][1]), res->seconds);
   }
   if (r->write) printf("results in %s\n", r->outdir);
 }

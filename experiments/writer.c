@@ -1,5 +1,6 @@
 /* Text buffers and atomic file writes for result files (see writer_impl.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,54 @@
 #include <unistd.h>
 
 #include "writer_impl.h"
+
+/* Room for need more bytes and a NUL after them; sets failed when memory runs out. */
+static int sb_reserve(strbuf *sb, size_t need) {
+  if (sb->failed) return 0;
+  if (sb->data != NULL && sb->len + need < sb->cap) return 1;
+  size_t cap = sb->cap ? sb->cap : 4096;
+  while (cap <= sb->len + need) cap *= 2;
+  char *grown = realloc(sb->data, cap);
+  if (grown == NULL) {
+    sb->failed = 1;
+    return 0;
+  }
+  sb->data = grown;
+  sb->cap = cap;
+  return 1;
+}
+
+void sb_put(strbuf *sb, const void *data, size_t n) {
+  if (n == 0 || !sb_reserve(sb, n)) return;
+  memcpy(sb->data + sb->len, data, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+}
+
+const char *fmt_number(char *buf, size_t size, const char *fmt, double v) {
+  if (isnan(v)) snprintf(buf, size, "nan");
+  else snprintf(buf, size, fmt, v);
+  return buf;
+}
+
+char *dt_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  strbuf sb = {0};
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) sb_put(&sb, chunk, got);
+  const int e = ferror(f) ? EIO : 0;
+  fclose(f);
+  if (e != 0 || sb.failed || !sb_reserve(&sb, 0)) {
+    sb_free(&sb);
+    errno = e != 0 ? e : ENOMEM;
+    return NULL;
+  }
+  sb.data[sb.len] = '\0';
+  *len = sb.len;
+  return sb.data;
+}
 
 void sb_printf(strbuf *sb, const char *fmt, ...) {
   if (sb->failed) return;
@@ -23,15 +72,7 @@ void sb_printf(strbuf *sb, const char *fmt, ...) {
       sb->len += (size_t)n;
       return;
     }
-    size_t cap = sb->cap ? sb->cap : 4096;
-    while (cap <= sb->len + (size_t)n) cap *= 2;
-    char *grown = realloc(sb->data, cap);
-    if (grown == NULL) {
-      sb->failed = 1;
-      return;
-    }
-    sb->data = grown;
-    sb->cap = cap;
+    if (!sb_reserve(sb, (size_t)n)) return;
   }
 }
 

@@ -234,59 +234,43 @@ static dt_status blobs_agree(dt_comm *c, dt_status st, const char *what) {
   return DT_OK;
 }
 
-dt_status dt_comm_node_blobs_to_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx) {
+/* Node i's bytes travel from the rank that gives them (to_root: its owner; else rank 0) to the
+ * rank that takes them (the other one); give and take see local indices on the owner, node ids
+ * on rank 0. */
+static dt_status blobs_move(dt_comm *c, int num_nodes, int to_root, dt_blob_give give, dt_blob_take take, void *ctx) {
   dt_status st = DT_OK, mpi = DT_OK;
   char *buf = NULL;
   uint64_t cap = 0;
   const int first = dt_placement_first(num_nodes, c->size, c->rank);
   for (int i = 0; i < num_nodes && mpi == DT_OK; i++) {
     const int owner = dt_placement_rank(num_nodes, c->size, i);
-    const void *data = NULL;
-    size_t size = 0;
-    if (owner == c->rank) {
-      dt_status g = st == DT_OK ? give(ctx, i - first, &data, &size) : DT_ERR_IO;
+    const int src = to_root ? owner : 0, dst = to_root ? 0 : owner;
+    const int index = c->rank == owner ? i - first : i; /* what give and take see on this rank */
+    if (c->rank == src) {
+      const void *data = NULL;
+      size_t size = 0;
+      const dt_status g = st == DT_OK ? give(ctx, index, &data, &size) : DT_ERR_IO;
       if (g != DT_OK && st == DT_OK) st = g;
-      if (c->rank != 0) {
-        mpi = blob_send(c, 0, data, g == DT_OK ? (uint64_t)size : BLOB_FAILED);
-        continue;
-      }
-      if (g == DT_OK && st == DT_OK) st = take(ctx, i, data, size);
-    } else if (c->rank == 0) {
+      if (dst != src) mpi = blob_send(c, dst, data, g == DT_OK ? (uint64_t)size : BLOB_FAILED);
+      else if (g == DT_OK && st == DT_OK) st = take(ctx, index, data, size);
+    } else if (c->rank == dst) {
       uint64_t got = 0;
-      mpi = blob_recv(c, owner, &buf, &cap, &got);
-      if (mpi == DT_OK && got == BLOB_FAILED && st == DT_OK) st = DT_ERROR(DT_ERR_IO, "rank %d could not give node %d's state", owner, i);
-      if (mpi == DT_OK && got != BLOB_FAILED && st == DT_OK) st = take(ctx, i, buf, (size_t)got);
+      mpi = blob_recv(c, src, &buf, &cap, &got);
+      if (mpi == DT_OK && got == BLOB_FAILED && st == DT_OK) st = DT_ERROR(DT_ERR_IO, "rank %d could not provide node %d's state", src, i);
+      if (mpi == DT_OK && got != BLOB_FAILED && st == DT_OK) st = take(ctx, index, buf, (size_t)got);
     }
   }
   dt_free(buf);
   if (mpi != DT_OK) return mpi;
-  return blobs_agree(c, st, "gathering node state");
+  return blobs_agree(c, st, to_root ? "gathering node state" : "distributing node state");
+}
+
+dt_status dt_comm_node_blobs_to_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx) {
+  return blobs_move(c, num_nodes, 1, give, take, ctx);
 }
 
 dt_status dt_comm_node_blobs_from_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx) {
-  dt_status st = DT_OK, mpi = DT_OK;
-  char *buf = NULL;
-  uint64_t cap = 0;
-  const int first = dt_placement_first(num_nodes, c->size, c->rank);
-  for (int i = 0; i < num_nodes && mpi == DT_OK; i++) {
-    const int owner = dt_placement_rank(num_nodes, c->size, i);
-    if (c->rank == 0) {
-      const void *data = NULL;
-      size_t size = 0;
-      const dt_status g = st == DT_OK ? give(ctx, i, &data, &size) : DT_ERR_IO;
-      if (g != DT_OK && st == DT_OK) st = g;
-      if (owner != 0) mpi = blob_send(c, owner, data, g == DT_OK ? (uint64_t)size : BLOB_FAILED);
-      else if (g == DT_OK && st == DT_OK) st = take(ctx, i - first, data, size);
-    } else if (owner == c->rank) {
-      uint64_t got = 0;
-      mpi = blob_recv(c, 0, &buf, &cap, &got);
-      if (mpi == DT_OK && got == BLOB_FAILED && st == DT_OK) st = DT_ERROR(DT_ERR_IO, "rank 0 could not read node %d's state", i);
-      if (mpi == DT_OK && got != BLOB_FAILED && st == DT_OK) st = take(ctx, i - first, buf, (size_t)got);
-    }
-  }
-  dt_free(buf);
-  if (mpi != DT_OK) return mpi;
-  return blobs_agree(c, st, "distributing node state");
+  return blobs_move(c, num_nodes, 0, give, take, ctx);
 }
 
 void dt_comm_host(char *buf, size_t size) {
