@@ -44,7 +44,7 @@ static dt_status individual_training(runner *r) {
   pc.train_batch_size = sc->train_batch_size;
   pc.outer_iterations = (int)rounds;
   const dt_solo_opts so = {.optimizer = sc->optimizer, .lr = sc->lr, .mu = 0.0};
-  DT_TRY_GOTO(dt_run_init(&run, r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count, r->size));
+  DT_TRY_GOTO(dt_run_init(&run, r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   run.max_epochs = sc->epochs;
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run.theta));
   DT_TRY_GOTO(dt_task_begin(r->task, sc->train_batch_size, 0, 0.0));
@@ -141,7 +141,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   pr.pc = pc;
   dt_optimizer_run *run = &pr.run;
   dt_timer_reset(&pr.t_eval);
-  DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count, r->size));
+  DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   runner_begin_csv(r, &pr);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
@@ -199,7 +199,7 @@ static void runner_free(runner *r) {
 static dt_status choose_backend(runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
   char note[320];
-  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), dt_run_threads(r->size, r->count), note, sizeof note, &r->be));
+  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), dt_run_threads(dt_comm_host_size(r->comm), r->count), note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
   if (r->rank != 0 || r->opt->quiet) return DT_OK;
   if (note[0] != '\0') dt_log_warn("%s", note);
@@ -257,11 +257,14 @@ static dt_status runner_setup(runner *r) {
 
 static void banner(const runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
-  const int threads = dt_run_threads(r->size, r->count);
-  runner_say(r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s x %d thread%s%s%s\n",
+  const int threads = dt_run_threads(dt_comm_host_size(r->comm), r->count);
+  const int hosts = dt_comm_num_hosts(r->comm);
+  char where[32] = "";
+  if (hosts > 1) snprintf(where, sizeof where, " on %d hosts", hosts);
+  runner_say(r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s%s x %d thread%s%s%s\n",
              DT_VERSION, e->name, r->n, dt_graph_type_name(r->graph->type), r->graph->num_edges, r->graph->spectral_gap,
-             dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", threads, threads > 1 ? "s" : "", r->write ? "\noutput: " : "",
-             r->write ? r->outdir : "");
+             dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", where, threads, threads > 1 ? "s" : "",
+             r->write ? "\noutput: " : "", r->write ? r->outdir : "");
 }
 
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {

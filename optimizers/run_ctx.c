@@ -1,6 +1,7 @@
 /* The services the runner offers optimizers (dt_optimizer_run in dt/optimizer.h): node-batched
  * gradients with loss accounting, the exchange with byte and time accounting, ordered means over
  * all nodes, and the learners (local optimizer + gradient) of SGD-style plug-ins. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 #include "dt/parallel.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
-                      uint64_t seed, int first, int count, int ranks) {
+                      uint64_t seed, int first, int count) {
   dt_status st = DT_OK;
   memset(run, 0, sizeof *run);
   run->comm = comm;
@@ -22,7 +23,7 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   run->first = first;
   run->count = count;
   run->dim = dt_task_dim(task);
-  run->threads = dt_run_threads(ranks, count);
+  run->threads = dt_run_threads(dt_comm_host_size(comm), count);
   dt_timer_reset(&run->t_compute);
   dt_timer_reset(&run->t_comm);
   DT_TRY_GOTO(dt_slab_create(run->be, count, run->dim, &run->theta));
@@ -173,10 +174,15 @@ dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, float lr, con
   return DT_OK;
 }
 
-int dt_run_threads(int ranks, int count) {
+int dt_run_threads(int host_ranks, int count) {
   const char *env = getenv("DT_THREADS");
   int t = env != NULL ? atoi(env) : 0;
-  if (t <= 0) t = ranks == 1 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
+  if (t <= 0) {
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    t = cores / (host_ranks > 0 ? host_ranks : 1);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < t) t = CPU_COUNT(&set);
+  }
   if (t > count) t = count;
   return t < 1 ? 1 : t;
 }

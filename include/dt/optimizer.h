@@ -50,7 +50,7 @@ typedef struct dt_optimizer_run {
 /* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
  * dt_run_free releases what it made (the exchange included). */
 DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
-                                  dt_task *task, uint64_t seed, int first, int count, int ranks);
+                                  dt_task *task, uint64_t seed, int first, int count);
 void dt_run_free(dt_optimizer_run *run);
 /* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
  * node's training loss is accumulated. */
@@ -60,9 +60,12 @@ DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, 
  * identical for any thread count. The first failure (lowest l) is returned with its message.
  * Not collective: fn must not communicate. */
 DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx);
-/* Threads to use for count local nodes on a job of `ranks` ranks: DT_THREADS if set, else all
- * cores when one rank holds every node, else 1 (ranks already share the cores). */
-int dt_run_threads(int ranks, int count);
+/* Threads to use for count local nodes on a rank that shares its host with host_ranks ranks
+ * (itself included): DT_THREADS if set, else the host's cores divided among its ranks (at least
+ * 1), and never more than the cores this rank may run on (its CPU affinity, which mpirun's
+ * --bind-to / --map-by ...:pe=N and srun's --cpus-per-task set), nor more than count. One rank
+ * per host thus uses the host's cores; five ranks on two cores use one thread each. */
+int dt_run_threads(int host_ranks, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
 /* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */

@@ -32,7 +32,7 @@ dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out) {
   DT_ALLOC_GOTO(c, 1, "communicator");
   if (!initialized && !launched() && getenv("DT_MPI_SINGLETON") == NULL) {
     c->comm = MPI_COMM_NULL; /* the whole job in one process, without MPI */
-    c->size = 1;
+    c->size = c->host_size = c->num_hosts = 1;
     *out = c;
     return DT_OK;
   }
@@ -47,6 +47,15 @@ dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out) {
   DT_MPI_GOTO(MPI_Comm_size(c->comm, &c->size));
   /* Errors come back as codes (wrapped by DT_MPI) instead of aborting the job. */
   DT_MPI_GOTO(MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN));
+  /* Placement: how many ranks share this host (they share its cores) and how many hosts. */
+  MPI_Comm host = MPI_COMM_NULL;
+  DT_MPI_GOTO(MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &host));
+  int host_rank = 0;
+  DT_MPI_GOTO(MPI_Comm_size(host, &c->host_size));
+  DT_MPI_GOTO(MPI_Comm_rank(host, &host_rank));
+  DT_MPI_GOTO(MPI_Comm_free(&host));
+  int leader = host_rank == 0;
+  DT_MPI_GOTO(MPI_Allreduce(&leader, &c->num_hosts, 1, MPI_INT, MPI_SUM, c->comm));
   *out = c;
   c = NULL;
 cleanup:
@@ -68,6 +77,8 @@ void dt_comm_abort(dt_comm *c, int code) {
   exit(code); /* one process without MPI: nobody else to stop */
 }
 int dt_comm_size(const dt_comm *c) { return c->size; }
+int dt_comm_host_size(const dt_comm *c) { return c->host_size; }
+int dt_comm_num_hosts(const dt_comm *c) { return c->num_hosts; }
 
 dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root) {
   if (c->size == 1) return DT_OK;

@@ -9,6 +9,8 @@
 struct dt_comm {
   MPI_Comm comm;
   int rank, size;
+  int host_size; /* ranks on this rank's host (MPI_COMM_TYPE_SHARED) */
+  int num_hosts;
   int owns_mpi;
   int mpi; /* 0: one process started without a launcher; MPI was never initialised */
 };

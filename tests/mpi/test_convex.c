@@ -127,7 +127,7 @@ static void run_case(world *w, const algo_case *c, double fstar) {
   const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
   dt_optimizer_run run;
   /* P=1: threads; P=5: one each */
-  CHECK_OK(dt_run_init(&run, w->comm, w->graph, pc, w->task, cfg.experiment.seed, w->first, w->count, dt_comm_size(w->comm)));
+  CHECK_OK(dt_run_init(&run, w->comm, w->graph, pc, w->task, cfg.experiment.seed, w->first, w->count));
   float *x0 = calloc(w->d, sizeof(float));
   dt_task_init_params(w->task, cfg.experiment.seed, x0);
   CHECK_OK(dt_slab_broadcast_host(w->be, x0, &run.theta));
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
   CHECK_OK(dt_split_make(&w.data.train, &w.cfg.experiment, &w.split));
   dt_model_spec ms;
   CHECK_OK(dt_problem_model(&w.cfg, &w.data.train, &ms));
-  CHECK_OK(dt_backend_cpu_create(dt_run_threads(P, w.count), &w.be));
+  CHECK_OK(dt_backend_cpu_create(dt_run_threads(dt_comm_host_size(w.comm), w.count), &w.be));
   CHECK_OK(dt_task_create(w.be, &w.data.train, &w.data.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
   if (check_failures == 0) {
     w.d = dt_task_dim(w.task);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# dtrun under SLURM on the namespace cluster (lib.sh): slurmctld on h1, a slurmd on each of
+# three hosts. `srun -n 5` (PMIx) and the shipped batch script scripts/slurm/dtrun.sbatch, run
+# as written, give the same files as one process; `scancel --signal=TERM` makes dtrun save and
+# exit 130, and submitting the same batch command again finishes the run with the same files.
+# Installs slurm-wlm and munge when missing. Skipped (77) without data/mnist or namespaces.
+# usage: test_slurm.sh DTRUN SOURCE_ROOT
+set -u
+. "$(dirname "$0")/lib.sh"
+cluster_enter "$@"
+dtrun=$(realpath "$1")
+cd "$2" || exit 1
+[ -f data/mnist/train-images-idx3-ubyte ] || cluster_skip "no data/mnist: run scripts/setup.sh"
+cluster_up 3 2 2 2
+tmp=$DTC_DIR/work
+mkdir -p "$tmp"
+fail=0 pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; }
+same_results() { # dirA dirB what
+  local f n=0
+  for f in "$1"/*_results.csv; do
+    n=$((n + 1))
+    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return; }
+  done
+  for f in config.yaml graph.yaml split.csv; do
+    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
+  done
+  [ $n -gt 0 ] && ok || bad "$3: no result files"
+}
+# wait_job ID SECONDS: until the job has left the queue
+wait_job() {
+  local t
+  for ((t = 0; t < $2 * 10; t++)); do
+    [ -z "$(slurm_on squeue -h -j "$1" 2>/dev/null)" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+cfg=tests/cluster/cluster.yaml
+slurm_up || { echo "FAIL: could not start SLURM"; exit 1; }
+"$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+
+# srun -n 5 over three hosts
+slurm_on timeout 300 srun --mpi=pmix -n 5 "$dtrun" $cfg --output-dir "$tmp/srun" --quiet > "$tmp/srun.log" 2>&1 \
+  || bad "srun -n 5 failed: $(tail -5 "$tmp/srun.log")"
+same_results "$tmp/p1" "$tmp/srun" "srun -n 5 vs P=1"
+grep -q '^hosts: 3$' "$tmp/srun/summary.yaml" && ok || bad "srun run: summary.yaml should say hosts: 3"
+
+# the shipped batch script, as written
+export DTRUN=$dtrun
+job=$(slurm_on sbatch --parsable --output="$tmp/batch-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/batch" --quiet)
+wait_job "$job" 300 || bad "batch job $job did not end in 300 s"
+grep -q "dtrun exited 0" "$tmp/batch-$job.out" && ok || bad "batch job: $(tail -5 "$tmp/batch-$job.out")"
+same_results "$tmp/p1" "$tmp/batch" "sbatch dtrun.sbatch vs P=1"
+
+# Preemption: SIGTERM from scancel while the second problem runs; the job saves and exits 130,
+# and the same sbatch command again finishes the run with P = 1's files.
+long="--set problem_configs.dsgd.optimizer_config.outer_iterations=400"
+"$dtrun" $cfg $long --output-dir "$tmp/long1" --quiet > "$tmp/long1.log" 2>&1 || bad "P=1 long run failed"
+job=$(slurm_on sbatch --parsable --output="$tmp/pre-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/pre" $long --quiet)
+for ((t = 0; t < 1200; t++)); do [ -f "$tmp/pre/dinno_results.csv" ] && break; sleep 0.1; done
+sleep 1
+slurm_on scancel --signal=TERM "$job"
+wait_job "$job" 120 || bad "preempted job $job still queued 120 s after SIGTERM"
+grep -q "dtrun exited 130" "$tmp/pre-$job.out" && ok || bad "preempted job should exit 130: $(tail -5 "$tmp/pre-$job.out")"
+status=$("$dtrun" check "$tmp/pre" 2>&1 | head -1)
+case "$status" in *interrupted*) ok ;; *) bad "after scancel --signal=TERM: $status" ;; esac
+job2=$(slurm_on sbatch --parsable --output="$tmp/pre-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/pre" $long --quiet)
+wait_job "$job2" 300 || bad "resumed batch job $job2 did not end in 300 s"
+grep -q "resuming it" "$tmp/pre-$job2.out" && grep -q "dtrun exited 0" "$tmp/pre-$job2.out" && ok \
+  || bad "the resubmitted job should resume and finish: $(tail -5 "$tmp/pre-$job2.out")"
+same_results "$tmp/long1" "$tmp/pre" "preempted and resubmitted vs P=1"
+
+echo "cluster slurm: $pass passed, $fail failed"
+[ $fail -eq 0 ]
