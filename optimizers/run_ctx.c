@@ -182,6 +182,8 @@ int dt_run_threads(int host_ranks, int count) {
     t = cores / (host_ranks > 0 ? host_ranks : 1);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < t) t = CPU_COUNT(&set);
+    const char *slurm = getenv("SLURM_CPUS_PER_TASK"); /* set even where SLURM sets no affinity */
+    if (slurm != NULL && atoi(slurm) > 0 && atoi(slurm) < t) t = atoi(slurm);
   }
   if (t > count) t = count;
   return t < 1 ? 1 : t;

@@ -63,8 +63,8 @@ DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(vo
 /* Threads to use for count local nodes on a rank that shares its host with host_ranks ranks
  * (itself included): DT_THREADS if set, else the host's cores divided among its ranks (at least
  * 1), and never more than the cores this rank may run on (its CPU affinity, which mpirun's
- * --bind-to / --map-by ...:pe=N and srun's --cpus-per-task set), nor more than count. One rank
- * per host thus uses the host's cores; five ranks on two cores use one thread each. */
+ * --bind-to / --map-by ...:pe=N set; SLURM_CPUS_PER_TASK under SLURM), nor more than count.
+ * One rank per host thus uses the host's cores; five ranks on two cores use one thread each. */
 int dt_run_threads(int host_ranks, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);

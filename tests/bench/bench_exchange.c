@@ -1,6 +1,7 @@
 /* Benchmark: dt_exchange_run against a raw MPI_Neighbor_allgather of the same bytes over the
  * same neighbourhoods, in the same run, interleaved batch by batch so drift hits both alike.
- * usage: mpiexec -n P bench_exchange [N] [floats] [graph]   (default 5 nodes, 28440 floats, cycle) */
+ * usage: mpiexec -n P bench_exchange [N] [floats] [graph] [batches] [reps]
+ *   (default 5 nodes, 28440 floats, cycle, 30 batches of 20 exchanges) */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,37 +46,40 @@ int main(int argc, char **argv) {
   float *mine = dt_exchange_send_buffer(ex, rank, 0);
   for (size_t k = 0; k < len; k++) mine[k] = sendbuf[k] = (float)k;
 
-  enum { BATCHES = 30, REPS = 20 };
-  double t_raw[BATCHES], t_dt[BATCHES];
-  for (int w = 0; w < 20; w++) {
+  const int batches = argc > 4 && atoi(argv[4]) > 0 ? atoi(argv[4]) : 30;
+  const int reps = argc > 5 && atoi(argv[5]) > 0 ? atoi(argv[5]) : 20;
+  double *t_raw = calloc((size_t)batches, sizeof(double)), *t_dt = calloc((size_t)batches, sizeof(double));
+  for (int w = 0; w < reps; w++) {
     MPI_Neighbor_allgather(sendbuf, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
     dt_exchange_run(ex, NULL);
   }
-  for (int b = 0; b < BATCHES; b++) {
+  for (int b = 0; b < batches; b++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = dt_time_now();
-    for (int r = 0; r < REPS; r++)
+    for (int r = 0; r < reps; r++)
       MPI_Neighbor_allgather(sendbuf, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
     MPI_Barrier(MPI_COMM_WORLD);
     double t1 = dt_time_now();
-    for (int r = 0; r < REPS; r++) dt_exchange_run(ex, NULL);
+    for (int r = 0; r < reps; r++) dt_exchange_run(ex, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     double t2 = dt_time_now();
-    t_raw[b] = (t1 - t0) / REPS;
-    t_dt[b] = (t2 - t1) / REPS;
+    t_raw[b] = (t1 - t0) / reps;
+    t_dt[b] = (t2 - t1) / reps;
   }
-  qsort(t_raw, BATCHES, sizeof(double), cmp);
-  qsort(t_dt, BATCHES, sizeof(double), cmp);
+  qsort(t_raw, batches, sizeof(double), cmp);
+  qsort(t_dt, batches, sizeof(double), cmp);
   if (rank == 0) {
-    double raw_us = 1e6 * t_raw[BATCHES / 2], dt_us = 1e6 * t_dt[BATCHES / 2];
+    double raw_us = 1e6 * t_raw[batches / 2], dt_us = 1e6 * t_dt[batches / 2];
     printf("exchange benchmark: %s graph, %d nodes on %d ranks, %zu floats per node\n",
            dt_graph_type_name(type), n, P, len);
-    printf("  raw MPI_Neighbor_allgather: %8.1f us (median of %d batches of %d)\n", raw_us, BATCHES, REPS);
+    printf("  raw MPI_Neighbor_allgather: %8.1f us (median of %d batches of %d)\n", raw_us, batches, reps);
     printf("  dt_exchange_run:            %8.1f us\n", dt_us);
     printf("  overhead: %+.1f%% (ratio %.3f)\n", 100.0 * (dt_us / raw_us - 1.0), dt_us / raw_us);
   }
   free(sendbuf);
   free(recvbuf);
+  free(t_raw);
+  free(t_dt);
   MPI_Comm_free(&raw);
   dt_exchange_free(ex);
   dt_graph_free(g);

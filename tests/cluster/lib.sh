@@ -77,14 +77,15 @@ cluster_mpirun() {
     --mca oob_tcp_if_include "$DTC_SUBNET.0/24" --mca btl_tcp_if_include "$DTC_SUBNET.0/24" "$@"
 }
 
-# cluster_netem DELAY_MS LOSS: every packet a host sends on eth0 waits DELAY_MS and is lost
-# with probability LOSS (netdelay through NFQUEUE; the kernel here has no netem).
+# cluster_netem DELAY_MS LOSS: every packet a host receives on eth0 waits DELAY_MS and is lost
+# with probability LOSS (netdelay through NFQUEUE; the kernel here has no netem): each link
+# direction gets the delay once, a round trip twice.
 # cluster_netem off: back to the plain links; prints what each host's netdelay did.
 cluster_netem() {
   local i
   if [ "$1" = off ]; then
     for ((i = 1; i <= DTC_HOSTS; i++)); do
-      on_host "h$i" iptables -D OUTPUT -o eth0 -j NFQUEUE --queue-num 0
+      on_host "h$i" iptables -D INPUT -i eth0 -j NFQUEUE --queue-num 0
     done
     [ -n "${DTC_NETEM_PIDS:-}" ] && kill $DTC_NETEM_PIDS && wait $DTC_NETEM_PIDS 2>/dev/null
     DTC_NETEM_PIDS=
@@ -105,7 +106,7 @@ cluster_netem() {
       [ $tries -gt 100 ] && { cat "$DTC_DIR/netdelay-h$i.log"; return 1; }
       sleep 0.05
     done
-    on_host "h$i" iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0 || return 1
+    on_host "h$i" iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 0 || return 1
   done
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dtrun under SLURM on the namespace cluster (lib.sh): slurmctld on h1, a slurmd on each of
-# three hosts. `srun -n 5` (PMIx) and the shipped batch script scripts/slurm/dtrun.sbatch, run
+# three hosts. `srun -n 5` (PMIx), one task per host on two threads, and the shipped batch script scripts/slurm/dtrun.sbatch, run
 # as written, give the same files as one process; `scancel --signal=TERM` makes dtrun save and
 # exit 130, and submitting the same batch command again finishes the run with the same files.
 # Installs slurm-wlm and munge when missing. Skipped (77) without data/mnist or namespaces.
@@ -47,6 +47,12 @@ slurm_on timeout 300 srun --mpi=pmix -n 5 "$dtrun" $cfg --output-dir "$tmp/srun"
   || bad "srun -n 5 failed: $(tail -5 "$tmp/srun.log")"
 same_results "$tmp/p1" "$tmp/srun" "srun -n 5 vs P=1"
 grep -q '^hosts: 3$' "$tmp/srun/summary.yaml" && ok || bad "srun run: summary.yaml should say hosts: 3"
+
+# hybrid: one task per host, its nodes on the task's cores
+slurm_on timeout 300 srun --mpi=pmix -N 3 --ntasks-per-node=1 --cpus-per-task=2 "$dtrun" $cfg --output-dir "$tmp/hybrid" --quiet \
+  > "$tmp/hybrid.log" 2>&1 || bad "srun one task per host failed: $(tail -5 "$tmp/hybrid.log")"
+same_results "$tmp/p1" "$tmp/hybrid" "srun -N 3 --ntasks-per-node=1 x 2 threads vs P=1"
+grep -q '^threads_rank0: 2$' "$tmp/hybrid/summary.yaml" && ok || bad "one task per 2-CPU host should run 2 threads"
 
 # the shipped batch script, as written
 export DTRUN=$dtrun
