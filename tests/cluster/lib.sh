@@ -6,10 +6,11 @@
 # reaches the hosts through a launch agent (agent.sh: nsenter into the host's namespaces, where
 # a real cluster would use ssh) and talks TCP between hosts, shared memory inside one.
 #
-# Teardown cannot be forgotten: the test re-executes itself in a private mount namespace
-# (cluster_enter), the namespaces' handles live on a tmpfs of that mount namespace only, so
-# when the test ends, however it ends, the kernel drops the hosts, their links and the switch.
-# The EXIT trap kills what still runs inside them first. Nothing is changed outside.
+# Teardown cannot be forgotten: the test re-executes itself as the first process of a PID
+# namespace with a private mount namespace (cluster_enter). When it ends, however it ends (a
+# failure, a timeout's SIGKILL), the kernel kills every process it started — daemons, ranks,
+# OpenMPI's and SLURM's — and, as the namespaces' handles live on a tmpfs of that mount
+# namespace only, drops the hosts, their links and the switch. Nothing is changed outside.
 #
 # Needs root, unshare/nsenter (util-linux) and ip (iproute2); where namespaces cannot be made
 # the test exits 77 and says why.
@@ -27,8 +28,8 @@ cluster_enter() {
     command -v "$c" >/dev/null || cluster_skip "no $c (util-linux, iproute2)"
   done
   local why
-  why=$(unshare --net --uts --mount true 2>&1) || cluster_skip "cannot create namespaces here: $why"
-  DTC_INSIDE=1 exec unshare --mount --propagation private --fork "$0" "$@"
+  why=$(unshare --net --uts --mount --pid --fork true 2>&1) || cluster_skip "cannot create namespaces here: $why"
+  DTC_INSIDE=1 exec unshare --pid --fork --kill-child --mount-proc --propagation private "$0" "$@"
 }
 
 # cluster_up N [SLOTS...]: hosts h1..hN (SLOTS: each host's slots in the hostfile, default 2).
