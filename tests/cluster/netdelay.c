@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
   double delay_ms = -1;
   unsigned queue = 0;
   uint64_t seed = 1;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* --option value pairs */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
     if (!v) return usage();
@@ -114,7 +114,6 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--queue") == 0) queue = (unsigned)strtoul(v, &end, 10);
     else return usage();
     if (!end || *end || end == v) return usage();
-    i++;
   }
   if (delay_ms < 0 || delay_ms > 10000 || loss < 0 || loss >= 1) return usage();
   delay_ns = (uint64_t)(delay_ms * 1e6);
