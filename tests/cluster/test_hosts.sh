@@ -13,21 +13,6 @@ cd "$2" || exit 1
 cluster_up 3 2 2 1 # 5 slots: h1 and h2 run two ranks each, h3 one
 tmp=$DTC_DIR/work
 mkdir -p "$tmp"
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; }
-same_results() { # dirA dirB what
-  local f n=0
-  for f in "$1"/*_results.csv; do
-    n=$((n + 1))
-    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return; }
-  done
-  for f in config.yaml graph.yaml split.csv; do
-    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
-  done
-  [ $n -gt 0 ] && ok || bad "$3: no result files"
-}
 cfg=tests/cluster/cluster.yaml
 
 "$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"

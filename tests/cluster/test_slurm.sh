@@ -14,21 +14,6 @@ cd "$2" || exit 1
 cluster_up 3 2 2 2
 tmp=$DTC_DIR/work
 mkdir -p "$tmp"
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; }
-same_results() { # dirA dirB what
-  local f n=0
-  for f in "$1"/*_results.csv; do
-    n=$((n + 1))
-    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return; }
-  done
-  for f in config.yaml graph.yaml split.csv; do
-    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
-  done
-  [ $n -gt 0 ] && ok || bad "$3: no result files"
-}
 # wait_job ID SECONDS: until the job has left the queue
 wait_job() {
   local t
