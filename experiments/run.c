@@ -199,7 +199,8 @@ static void runner_free(runner *r) {
 static dt_status choose_backend(runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
   char note[320];
-  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), dt_run_threads(dt_comm_host_size(r->comm), r->count), note, sizeof note, &r->be));
+  const int threads = dt_run_threads(dt_comm_host_size(r->comm), r->count);
+  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), threads, note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
   if (r->rank != 0 || r->opt->quiet) return DT_OK;
   if (note[0] != '\0') dt_log_warn("%s", note);
