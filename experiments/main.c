@@ -18,9 +18,10 @@
 
 static const char usage_text[] =
     "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]... [--quiet]\n"
+    "                    [--progress auto|always|never]\n"
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]...\n"
     "       dtrun check RUN_DIR\n"
-    "       dtrun resume RUN_DIR [--quiet]\n"
+    "       dtrun resume RUN_DIR [--quiet] [--progress auto|always|never]\n"
     "       dtrun compare RUN_DIR... [--metric M] [--target X] [--plot FILE.png|FILE.svg]\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -37,6 +38,8 @@ static const char usage_text[] =
     "  --force              let --output-dir be a folder that is not empty\n"
     "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10\n"
     "  --quiet              print only errors and the final summary\n"
+    "  --progress WHEN      the live progress bar: auto (default: only when the output is a\n"
+    "                       terminal, mpirun's own output included), always, never\n"
     "  --metric M           compare: the accuracy column (default top1_accuracy)\n"
     "  --target X           compare: rounds and samples until the mean metric reaches X\n"
     "  --plot FILE          compare: accuracy and consensus against round (needs gnuplot)\n"
@@ -53,6 +56,7 @@ typedef struct args {
   const char *sets[MAX_SETS];
   int nsets;
   int quiet;
+  int progress;
   int force;
   const char *dirs[256];
   int ndirs;
@@ -81,6 +85,13 @@ static dt_status parse_args(int argc, char **argv, args *a) {
       a->output_dir = argv[++i];
     } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
       a->quiet = 1;
+    } else if (strcmp(s, "--progress") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--progress needs auto, always or never");
+      const char *w = argv[++i];
+      if (strcmp(w, "auto") == 0) a->progress = DT_PROGRESS_AUTO;
+      else if (strcmp(w, "always") == 0) a->progress = DT_PROGRESS_ALWAYS;
+      else if (strcmp(w, "never") == 0) a->progress = DT_PROGRESS_NEVER;
+      else return DT_ERROR(DT_ERR_USAGE, "--progress: expected auto, always or never, found '%s'", w);
     } else if (strcmp(s, "--force") == 0) {
       a->force = 1;
     } else if (strcmp(s, "--metric") == 0) {
@@ -230,7 +241,7 @@ int main(int argc, char **argv) {
   if (ok == 1 && st == DT_OK) {
     char cmdline[4096];
     command_line(argc, argv, cmdline, sizeof cmdline);
-    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .command_line = cmdline, .force = a.force,
+    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .progress = a.progress, .command_line = cmdline, .force = a.force,
                          .resume = strcmp(a.cmd, "resume") == 0};
     st = dt_experiment_run(comm, &cfg, &ro);
   } else if (st == DT_OK && ok == 0) {

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "runner_impl.h"
 
@@ -15,6 +17,20 @@ void runner_say(const runner *r, const char *fmt, ...) {
   vprintf(fmt, ap);
   va_end(ap);
   fflush(stdout);
+}
+
+int runner_progress_wanted(int mode, int launched) {
+  if (mode != DT_PROGRESS_AUTO) return mode == DT_PROGRESS_ALWAYS;
+  if (!isatty(STDOUT_FILENO)) return 0;
+  if (!launched) return 1;
+  /* mpirun starts the ranks of its own host itself: its stdout is /proc/PPID/fd/1. A rank whose
+   * parent is not mpirun (orted on another host, slurmstepd) reads a pipe or a socket there. */
+  char link[64], target[256];
+  snprintf(link, sizeof link, "/proc/%ld/fd/1", (long)getppid());
+  ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
 }
 
 void runner_progress(const runner *r, const dt_problem_config *pc, int k, double t0) {

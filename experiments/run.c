@@ -278,7 +278,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.rank = dt_comm_rank(comm);
   r.size = dt_comm_size(comm);
   r.n = cfg->experiment.graph.num_nodes;
-  r.tty = isatty(STDOUT_FILENO);
+  r.tty = runner_progress_wanted(opt->progress, dt_comm_size(comm) > 1 || getenv("OMPI_COMM_WORLD_SIZE") != NULL);
   r.t_start = dt_time_now();
   runner_wall_clock(r.started, sizeof r.started);
   r.lock_fd = -1;

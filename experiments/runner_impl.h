@@ -132,6 +132,10 @@ DT_MUST_USE dt_status runner_write_solo(runner *r, const double *all);
 /* progress.c (all print on rank 0 only, and nothing with --quiet) */
 void runner_say(const runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void runner_progress(const runner *r, const dt_problem_config *pc, int k, double t0);
+/* Whether to draw the progress bar (and its terminal control codes) for mode DT_PROGRESS_*: auto
+ * wants stdout to be a terminal and, under a launcher, the launcher's own stdout too (mpirun
+ * hands its ranks a pseudo-terminal even when its output goes to a file). */
+int runner_progress_wanted(int mode, int launched);
 /* The one-line min–max view of an evaluation (verbose_evals). */
 void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int round, const problem_result *res);
 /* The closing table of every problem run (printed even with --quiet). */

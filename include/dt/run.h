@@ -18,7 +18,10 @@ typedef struct dt_run_options {
   const char *command_line; /* recorded in summary.yaml */
   int force;                /* --output-dir may be a folder that is not empty */
   int resume;               /* continue the run in output_dir from its checkpoint */
+  int progress;             /* the live progress bar: DT_PROGRESS_AUTO (default), _ALWAYS, _NEVER */
 } dt_run_options;
+
+enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };
 
 /* Runs every problem of cfg (identical on all ranks). Writes the files of DESIGN.md "Files"
  * unless writeout is false. Returns DT_ERR_INTERRUPTED after SIGINT/SIGTERM (files of what was

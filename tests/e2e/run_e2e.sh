@@ -129,5 +129,22 @@ if command -v gnuplot > /dev/null; then
 fi
 "$dtrun" compare "$tmp/nonexistent" > /dev/null 2>&1; [ $? = 1 ] && ok || bad "compare of a missing folder should exit 1"
 
+# The progress bar and its control codes only on a terminal: mpirun gives its ranks a
+# pseudo-terminal even when its own output goes to a file, so auto looks at mpirun's output.
+esc=$(printf '\033')
+short=tests/cluster/cluster.yaml
+"$mpiexec" --oversubscribe -n 2 "$dtrun" $short --output-dir "$tmp/bar1" > "$tmp/bar1.log" 2>&1 || bad "progress run failed: $(tail -3 "$tmp/bar1.log")"
+grep -q "$esc" "$tmp/bar1.log" && bad "mpirun's log to a file holds terminal control codes" || ok
+"$dtrun" $short --output-dir "$tmp/bar2" --progress always > "$tmp/bar2.log" 2>&1
+grep -q "$esc" "$tmp/bar2.log" && ok || bad "--progress always drew no progress bar"
+if command -v script > /dev/null; then # mpirun on a real terminal: the bar is drawn
+  script -qec "$mpiexec --oversubscribe -n 2 $dtrun $short --output-dir $tmp/bar3" /dev/null > "$tmp/bar3.log" 2>&1
+  grep -q "$esc" "$tmp/bar3.log" && ok || bad "no progress bar under mpirun on a terminal"
+  script -qec "$mpiexec --oversubscribe -n 2 $dtrun $short --output-dir $tmp/bar4 --progress never" /dev/null > "$tmp/bar4.log" 2>&1
+  grep -q "$esc\[K" "$tmp/bar4.log" && bad "--progress never still drew the bar" || ok
+fi
+"$dtrun" $short --progress sometimes > "$tmp/bar5.log" 2>&1; [ $? = 2 ] && grep -q "expected auto, always or never, found 'sometimes'" "$tmp/bar5.log" \
+  && ok || bad "--progress sometimes should exit 2 with a message: $(cat "$tmp/bar5.log")"
+
 echo "e2e: $pass passed, $fail failed"
 [ $fail = 0 ]
