@@ -88,7 +88,7 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
   yaml_quote(&sb, r->opt->command_line ? r->opt->command_line : "");
   sb_printf(&sb, "\nranks: %d\nhosts: %d\nhost_rank0: ", r->size, dt_comm_num_hosts(r->comm));
   yaml_quote(&sb, host);
-  sb_printf(&sb, "\nthreads_rank0: %d", dt_run_threads(dt_comm_host_size(r->comm), r->count));
+  sb_printf(&sb, "\nthreads_rank0: %d", dt_run_threads(r->comm, r->count));
   char now[64];
   runner_wall_clock(now, sizeof now);
   sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,

@@ -199,7 +199,7 @@ static void runner_free(runner *r) {
 static dt_status choose_backend(runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
   char note[320];
-  const int threads = dt_run_threads(dt_comm_host_size(r->comm), r->count);
+  const int threads = dt_run_threads(r->comm, r->count);
   DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), threads, note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
   if (r->rank != 0 || r->opt->quiet) return DT_OK;
@@ -258,7 +258,7 @@ static dt_status runner_setup(runner *r) {
 
 static void banner(const runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
-  const int threads = dt_run_threads(dt_comm_host_size(r->comm), r->count);
+  const int threads = dt_run_threads(r->comm, r->count);
   const int hosts = dt_comm_num_hosts(r->comm);
   char where[32] = "";
   if (hosts > 1) snprintf(where, sizeof where, " on %d hosts", hosts);
@@ -278,7 +278,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.rank = dt_comm_rank(comm);
   r.size = dt_comm_size(comm);
   r.n = cfg->experiment.graph.num_nodes;
-  r.tty = runner_progress_wanted(opt->progress, dt_comm_size(comm) > 1 || getenv("OMPI_COMM_WORLD_SIZE") != NULL);
+  r.tty = runner_progress_wanted(opt->progress, dt_comm_launched(comm));
   r.t_start = dt_time_now();
   runner_wall_clock(r.started, sizeof r.started);
   r.lock_fd = -1;

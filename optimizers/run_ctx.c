@@ -23,7 +23,7 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   run->first = first;
   run->count = count;
   run->dim = dt_task_dim(task);
-  run->threads = dt_run_threads(dt_comm_host_size(comm), count);
+  run->threads = dt_run_threads(comm, count);
   dt_timer_reset(&run->t_compute);
   dt_timer_reset(&run->t_comm);
   DT_TRY_GOTO(dt_slab_create(run->be, count, run->dim, &run->theta));
@@ -174,12 +174,11 @@ dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, float lr, con
   return DT_OK;
 }
 
-int dt_run_threads(int host_ranks, int count) {
+int dt_run_threads(const dt_comm *comm, int count) {
   const char *env = getenv("DT_THREADS");
   int t = env != NULL ? atoi(env) : 0;
   if (t <= 0) {
-    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    t = cores / (host_ranks > 0 ? host_ranks : 1);
+    t = (int)sysconf(_SC_NPROCESSORS_ONLN) / dt_comm_host_size(comm);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < t) t = CPU_COUNT(&set);
     const char *slurm = getenv("SLURM_CPUS_PER_TASK"); /* set even where SLURM sets no affinity */

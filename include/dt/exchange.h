@@ -26,6 +26,8 @@ dt_status dt_comm_finalize(dt_comm *c);
 void dt_comm_abort(dt_comm *c, int code);
 int dt_comm_rank(const dt_comm *c);
 int dt_comm_size(const dt_comm *c);
+/* Whether a launcher (mpirun, srun) started this process, or DT_MPI_SINGLETON asked for MPI. */
+int dt_comm_launched(const dt_comm *c);
 /* Ranks on this rank's host (this one included), and hosts in the job. */
 int dt_comm_host_size(const dt_comm *c);
 int dt_comm_num_hosts(const dt_comm *c);

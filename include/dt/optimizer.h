@@ -60,12 +60,11 @@ DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, 
  * identical for any thread count. The first failure (lowest l) is returned with its message.
  * Not collective: fn must not communicate. */
 DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int l), void *ctx);
-/* Threads to use for count local nodes on a rank that shares its host with host_ranks ranks
- * (itself included): DT_THREADS if set, else the host's cores divided among its ranks (at least
- * 1), and never more than the cores this rank may run on (its CPU affinity, which mpirun's
+/* Threads to use for count local nodes on this rank of comm: DT_THREADS if set, else the host's
+ * cores divided among the ranks on it (at least 1), and never more than the cores this rank may run on (its CPU affinity, which mpirun's
  * --bind-to / --map-by ...:pe=N set; SLURM_CPUS_PER_TASK under SLURM), nor more than count.
  * One rank per host thus uses the host's cores; five ranks on two cores use one thread each. */
-int dt_run_threads(int host_ranks, int count);
+int dt_run_threads(const dt_comm *comm, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
 /* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */

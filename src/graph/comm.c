@@ -77,6 +77,7 @@ void dt_comm_abort(dt_comm *c, int code) {
   exit(code); /* one process without MPI: nobody else to stop */
 }
 int dt_comm_size(const dt_comm *c) { return c->size; }
+int dt_comm_launched(const dt_comm *c) { return c->mpi; }
 int dt_comm_host_size(const dt_comm *c) { return c->host_size; }
 int dt_comm_num_hosts(const dt_comm *c) { return c->num_hosts; }
 

@@ -19,16 +19,21 @@ DTC_SUBNET=10.77.0
 
 cluster_skip() { echo "SKIP: $*"; exit 77; }
 
-# cluster_enter "$@": first thing a test calls. Checks what the cluster needs, then runs the
-# test again inside a private mount namespace (once).
-cluster_enter() {
-  if [ -n "${DTC_INSIDE:-}" ]; then return 0; fi
+# cluster_require: skips the test (77, saying why) where the cluster cannot be made.
+cluster_require() {
   [ "$(id -u)" = 0 ] || cluster_skip "the cluster suite needs root (network namespaces)"
   for c in unshare nsenter ip mount; do
     command -v "$c" >/dev/null || cluster_skip "no $c (util-linux, iproute2)"
   done
   local why
   why=$(unshare --net --uts --mount --pid --fork true 2>&1) || cluster_skip "cannot create namespaces here: $why"
+}
+
+# cluster_enter "$@": first thing a test calls. Checks what the cluster needs, then runs the
+# test again in its own PID and mount namespaces (once).
+cluster_enter() {
+  if [ -n "${DTC_INSIDE:-}" ]; then return 0; fi
+  cluster_require
   DTC_INSIDE=1 exec unshare --pid --fork --kill-child --mount-proc --propagation private "$0" "$@"
 }
 

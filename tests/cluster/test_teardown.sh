@@ -15,8 +15,7 @@ if [ "${1:-}" = --probe ]; then
   wait
   exit 0
 fi
-[ "$(id -u)" = 0 ] || cluster_skip "the cluster suite needs root (network namespaces)"
-why=$(unshare --net --uts --mount --pid --fork true 2>&1) || cluster_skip "cannot create namespaces here: $why"
+cluster_require
 mark=$$-$RANDOM
 ready=$(mktemp)
 rm -f "$ready"

@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
   CHECK_OK(dt_split_make(&w.data.train, &w.cfg.experiment, &w.split));
   dt_model_spec ms;
   CHECK_OK(dt_problem_model(&w.cfg, &w.data.train, &ms));
-  CHECK_OK(dt_backend_cpu_create(dt_run_threads(dt_comm_host_size(w.comm), w.count), &w.be));
+  CHECK_OK(dt_backend_cpu_create(dt_run_threads(w.comm, w.count), &w.be));
   CHECK_OK(dt_task_create(w.be, &w.data.train, &w.data.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
   if (check_failures == 0) {
     w.d = dt_task_dim(w.task);
