@@ -19,6 +19,9 @@ echo "RESUME_SEED=$seed"
 fail=0 pass=0
 ok() { pass=$((pass+1)); }
 bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+# The last lines of a log that dtrun wrote: under mpirun the log ends in OpenMPI's help boxes and
+# "[host:pid] ... help message" lines, which say nothing about why.
+last_words() { grep -vE '^(\[[^]]*\] |-{20,}$)' "$1" | tail -8; }
 strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
 same_files() { # reference run resumed what
   local f b
@@ -71,7 +74,7 @@ fi
 echo "(1) killed at: $(grep checkpoint: "$tmp/a.check")"
 # a kill inside a checkpoint's swap can leave a stale checkpoint.old/ beside checkpoint/
 [ -d "$tmp/a/checkpoint" ] && cp -r "$tmp/a/checkpoint" "$tmp/a/checkpoint.old"
-"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/a" --quiet > "$tmp/a2.log" 2>&1 || bad "resume at P=2 failed: $(tail -3 "$tmp/a2.log")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/a" --quiet > "$tmp/a2.log" 2>&1 || bad "resume at P=2 failed: $(last_words "$tmp/a2.log")"
 same_files "$tmp/ref" "$tmp/a" "killed at P=5, resumed at P=2"
 
 # (2) killed at P = 5, resumed at P = 2 and killed again, resumed at P = 1
@@ -110,7 +113,7 @@ same_files "$tmp/ref" "$tmp/c" "SIGUSR2 at P=5, resumed at P=1"
 signal_run TERM "$tmp/t1" "$dtrun"
 rc=$?
 [ $rc = 130 ] && grep -q "^status: interrupted" "$tmp/t1/summary.yaml" && ok || bad "SIGTERM without mpirun: exit $rc"
-"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/t1" --quiet > "$tmp/t2.log" 2>&1 || bad "resume after SIGTERM failed: $(tail -3 "$tmp/t2.log")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/t1" --quiet > "$tmp/t2.log" 2>&1 || bad "resume after SIGTERM failed: $(last_words "$tmp/t2.log")"
 same_files "$tmp/ref" "$tmp/t1" "SIGTERM at P=1, resumed at P=2"
 
 # (4) SIGUSR1: a checkpoint while the run goes on
