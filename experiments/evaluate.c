@@ -88,6 +88,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
   if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
   if (r->rank == 0) {
     runner_record_rows(r, pr, round, res);
+    runner_db_evaluation(r, pr->index, pr, round); /* committed before it is printed */
     runner_print_evaluation(r, pr->pc, round, res);
   }
 cleanup:

@@ -81,6 +81,7 @@ static void yaml_quote(strbuf *sb, const char *s) {
 
 dt_status runner_write_summary(runner *r, int done, const char *end) {
   if (!r->write) return DT_OK;
+  runner_db_summary(r, done, end);
   strbuf sb = {0};
   char host[256];
   dt_comm_host(host, sizeof host);
@@ -203,6 +204,7 @@ dt_status runner_write_problem_files(runner *r, problem_run *pr) {
 static dt_status write_results(runner *r, problem_run *pr) {
   const dt_problem_config *pc = pr->pc;
   if (!r->write) return DT_OK;
+  DT_TRY(runner_db_status(r));
   char name[DT_NAME_MAX + 32];
   snprintf(name, sizeof name, "%s_results.csv", pc->problem_name);
   DT_CHECK(!pr->csv.failed, DT_ERR_MEMORY, "out of memory collecting results");

@@ -139,10 +139,15 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   res->status = "completed";
   DT_ASSERT(def != NULL);
   pr.pc = pc;
+  pr.index = p;
   dt_optimizer_run *run = &pr.run;
   dt_timer_reset(&pr.t_eval);
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   runner_begin_csv(r, &pr);
+  /* the evaluations to keep: up to `start`, and that one only when it was on schedule (an
+   * interrupted run evaluated after its checkpoint too, and a run never stopped would not) */
+  const int scheduled = start > 0 && (start % pc->evaluate_frequency == 0 || start == pc->outer_iterations);
+  runner_db_begin_problem(r, p, scheduled ? start : start - 1);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
   /* every problem starts from θ0 with fresh minibatch streams */
@@ -210,17 +215,17 @@ static dt_status choose_backend(runner *r) {
   return DT_OK;
 }
 
-/* FNV-1a of the resolved config's text: a checkpoint is only resumed by the config it is of. */
-static dt_status config_hash(const dt_config *cfg, uint64_t *hash) {
-  char *text = NULL;
+/* The resolved config's text (free() it) and its FNV-1a hash: a checkpoint is only resumed by
+ * the config it is of. */
+static dt_status config_text(const dt_config *cfg, char **text, uint64_t *hash) {
   size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
+  *text = NULL;
+  FILE *f = open_memstream(text, &len);
   DT_CHECK(f != NULL, DT_ERR_MEMORY, "out of memory");
   dt_status st = dt_config_emit(cfg, &dt_builtin, f);
   fclose(f);
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; st == DT_OK && i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
-  free(text);
+  for (size_t i = 0; st == DT_OK && i < len; i++) h = (h ^ (unsigned char)(*text)[i]) * 1099511628211ull;
   *hash = h;
   return st;
 }
@@ -248,9 +253,13 @@ static dt_status runner_setup(runner *r) {
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");
   DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
   DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
-  DT_TRY(config_hash(cfg, &r->config_hash));
-  if (cfg->experiment.writeout) DT_TRY(runner_make_outdir(r));
-  r->write = r->rank == 0 && cfg->experiment.writeout;
+  char *text = NULL;
+  dt_status st = config_text(cfg, &text, &r->config_hash);
+  if (st == DT_OK && cfg->experiment.writeout) st = runner_make_outdir(r);
+  if (st == DT_OK) r->write = r->rank == 0 && cfg->experiment.writeout; /* a folder that failed holds no run of ours */
+  if (st == DT_OK && r->write) st = runner_db_open(r, text);
+  free(text);
+  DT_TRY(st);
   r->write_ckpt = cfg->experiment.writeout;
   r->last_ckpt = dt_time_now();
   return DT_OK;
@@ -324,6 +333,7 @@ cleanup:
     st = DT_ERROR(code, "%s", msg);
   }
   runner_resume_point_free(&rp);
+  runner_db_close(&r);
   runner_unlock(&r);
   runner_free(&r);
   return st;

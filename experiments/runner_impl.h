@@ -58,12 +58,20 @@ typedef struct runner {
   double last_ckpt, ckpt_seconds; /* this process's checkpoints: when the last, time spent in all */
   int num_ckpt;
   int lock_fd;          /* rank 0: the run folder's lock (runner_lock), or -1 */
+  /* results.sqlite (db.c; rank 0 of a writing run) */
+  struct sqlite3 *db;
+  struct sqlite3_stmt *db_eval, *db_problem;
+  char db_dir[DT_PATH_MAX + 64]; /* the database's folder: the run folder, or its sweep's */
+  long long db_run;              /* this run's row in `runs` */
+  int db_failed;                 /* a write failed: reported when the problem's files are written */
+  char db_error[1024];
 } runner;
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */
 typedef struct problem_run {
   dt_optimizer_run run;
   const dt_problem_config *pc;
+  int index; /* in cfg->problems */
   dt_timer t_eval;
   double t_start;
   strbuf csv, consensus_csv;
@@ -128,6 +136,20 @@ DT_MUST_USE dt_status runner_write_problem_files(runner *r, problem_run *pr);
 DT_MUST_USE dt_status runner_write_summary(runner *r, int done, const char *end);
 /* solo_results.csv from all nodes' (validation loss, accuracy) pairs (rank 0). */
 DT_MUST_USE dt_status runner_write_solo(runner *r, const double *all);
+
+/* db.c: results.sqlite, written by rank 0 of a writing run (nothing elsewhere). Opening finds
+ * (resume) or makes this run's row; a failure to open is an error, later write failures are kept
+ * and returned by runner_db_status, which the problem's end reports on every rank. */
+DT_MUST_USE dt_status runner_db_open(runner *r, const char *config_text);
+/* Problem p begins or continues: its evaluations after round `keep` (-1: all) and every later
+ * problem's are dropped, to be measured again. */
+void runner_db_begin_problem(runner *r, int p, int keep);
+/* The evaluation just gathered in r->all_rows, committed. */
+void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round);
+/* The run's status and the first `done` problems' results, committed. */
+void runner_db_summary(runner *r, int done, const char *status);
+DT_MUST_USE dt_status runner_db_status(const runner *r);
+void runner_db_close(runner *r);
 
 /* progress.c (all print on rank 0 only, and nothing with --quiet) */
 void runner_say(const runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

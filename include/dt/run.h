@@ -19,6 +19,13 @@ typedef struct dt_run_options {
   int force;                /* --output-dir may be a folder that is not empty */
   int resume;               /* continue the run in output_dir from its checkpoint */
   int progress;             /* the live progress bar: DT_PROGRESS_AUTO (default), _ALWAYS, _NEVER */
+  /* a point of a sweep: results.sqlite lives in db_dir (NULL: the run folder), and the run's row
+   * records its point and swept values */
+  const char *db_dir;
+  int point;                /* the point's index (with swept_json) */
+  const char *swept_json;   /* {"key": "value", ...}, or NULL for a run that is not a sweep's */
+  int num_swept;
+  const char *const *swept_keys, *const *swept_values;
 } dt_run_options;
 
 enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };

@@ -34,6 +34,11 @@ same_files() { # reference run resumed what
   for f in "$1"/*.npy "$1"/*_consensus.csv "$1"/split.csv "$1"/graph.yaml "$1"/config.yaml; do
     cmp -s "$f" "$2/$(basename "$f")" || { bad "$3: $(basename "$f") differs"; return; }
   done
+  # results.sqlite: what the killed runs committed after their checkpoints was measured again
+  if ! cmp -s <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2"); then
+    bad "$3: results.sqlite differs"; diff <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2") | head -4
+    return
+  fi
   [ "$(grep -c '^    status: completed' "$2/summary.yaml")" = 6 ] && grep -q '^status: completed' "$2/summary.yaml" \
     || { bad "$3: summary.yaml does not say completed"; return; }
   [ ! -e "$2/checkpoint" ] && [ ! -e "$2/dtrun.lock" ] || { bad "$3: checkpoint or lock left behind"; return; }

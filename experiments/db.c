@@ -1,0 +1,278 @@
+/* results.sqlite: every evaluation of a run (or of every point of a sweep) in one SQLite file,
+ * in WAL mode, committed as it is measured, so that a run killed by any means keeps every
+ * evaluation it printed and a reader (pandas, the sqlite3 shell, `dtrun compare`) can read it
+ * while it runs. Only rank 0 writes. The schema (README.md "Results database"):
+ *
+ *   runs        one row per run folder: run, folder (relative to the database), point, swept
+ *               (a JSON object of the swept keys' values), seed, experiment, config (resolved
+ *               text), config_hash, version, host, ranks, nodes, status, started, updated,
+ *               wall_seconds
+ *   sweep_values  run, key, value: the swept values again, one row each, for GROUP BY
+ *   problems    run, problem (its index), problem_name, alg_name, status, rounds,
+ *               rounds_completed, bytes_sent, wall_seconds, time_compute, time_comm, time_eval
+ *   evaluations run, problem, round, node, then the results CSV's columns (NULL where a metric
+ *               is not recorded)
+ *
+ * A write that fails does not stop the round loop on rank 0 alone (the other ranks would wait in
+ * a collective): the first failure is kept and reported when the problem's files are written,
+ * which every rank agrees on. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt_config.h"
+#include "runner_impl.h"
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS runs (\n"
+    "  run INTEGER PRIMARY KEY, folder TEXT NOT NULL UNIQUE, point INTEGER, swept TEXT NOT NULL DEFAULT '{}',\n"
+    "  seed INTEGER, experiment TEXT, config TEXT, config_hash TEXT, version TEXT, host TEXT, ranks INTEGER,\n"
+    "  nodes INTEGER, status TEXT, started TEXT, updated TEXT, wall_seconds REAL);\n"
+    "CREATE TABLE IF NOT EXISTS sweep_values (\n"
+    "  run INTEGER NOT NULL REFERENCES runs(run), key TEXT NOT NULL, value TEXT, PRIMARY KEY (run, key));\n"
+    "CREATE TABLE IF NOT EXISTS problems (\n"
+    "  run INTEGER NOT NULL REFERENCES runs(run), problem INTEGER NOT NULL, problem_name TEXT, alg_name TEXT,\n"
+    "  status TEXT, rounds INTEGER, rounds_completed INTEGER, bytes_sent REAL, wall_seconds REAL,\n"
+    "  time_compute REAL, time_comm REAL, time_eval REAL, PRIMARY KEY (run, problem));\n"
+    "CREATE TABLE IF NOT EXISTS evaluations (\n"
+    "  run INTEGER NOT NULL, problem INTEGER NOT NULL, round INTEGER NOT NULL, node INTEGER NOT NULL,\n"
+    "  forward_pass_count REAL, validation_loss REAL, top1_accuracy REAL, consensus_error REAL,\n"
+    "  consensus_error_raw REAL, current_epoch REAL, train_loss REAL, bytes_sent REAL, time_compute REAL,\n"
+    "  time_comm REAL, time_eval REAL, PRIMARY KEY (run, problem, round, node),\n"
+    "  FOREIGN KEY (run, problem) REFERENCES problems(run, problem));\n";
+
+/* The evaluations columns after (run, problem, round, node) are runner_col_names, in order. */
+_Static_assert(NCOL == 11, "evaluations table and runner_col_names must match");
+
+static void db_fail(runner *r, const char *what) {
+  if (r->db_failed) return;
+  r->db_failed = 1;
+  snprintf(r->db_error, sizeof r->db_error, "%s/results.sqlite: %s: %s", r->db_dir, what,
+           r->db != NULL ? sqlite3_errmsg(r->db) : "cannot open");
+}
+
+static int exec(runner *r, const char *sql) {
+  char *msg = NULL;
+  if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 1;
+  sqlite3_free(msg);
+  db_fail(r, sql);
+  return 0;
+}
+
+/* A statement with its parameters bound by the caller, stepped to the end. */
+static int step_all(runner *r, sqlite3_stmt *s, const char *what) {
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  }
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (rc == SQLITE_DONE) return 1;
+  db_fail(r, what);
+  return 0;
+}
+
+static sqlite3_stmt *prepare(runner *r, const char *sql) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK) {
+    db_fail(r, "prepare");
+    return NULL;
+  }
+  return s;
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v) { sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT); }
+
+/* The run's folder as the database names it: relative to the database's folder. */
+static const char *folder_name(const runner *r) {
+  const size_t n = strlen(r->db_dir);
+  if (strcmp(r->outdir, r->db_dir) == 0) return ".";
+  if (strncmp(r->outdir, r->db_dir, n) == 0 && r->outdir[n] == '/') return r->outdir + n + 1;
+  return r->outdir;
+}
+
+dt_status runner_db_open(runner *r, const char *config_text) {
+  if (!r->write) return DT_OK;
+  const dt_run_options *o = r->opt;
+  snprintf(r->db_dir, sizeof r->db_dir, "%s", o->db_dir != NULL ? o->db_dir : r->outdir);
+  char path[sizeof r->db_dir + 32];
+  snprintf(path, sizeof path, "%s/results.sqlite", r->db_dir);
+  if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", r->db != NULL ? sqlite3_errmsg(r->db) : "out of memory");
+    sqlite3_close(r->db);
+    r->db = NULL;
+    return DT_ERROR(DT_ERR_IO, "cannot open %s: %s", path, msg);
+  }
+  sqlite3_busy_timeout(r->db, 10000);
+  /* WAL: readers never block the run; synchronous=NORMAL: a commit survives the process being
+   * killed (only a power loss may cost the last commits) */
+  const int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
+  if (!ok) return DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+  const char *folder = folder_name(r);
+  char hash[32], host[256], now[64];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->config_hash);
+  dt_comm_host(host, sizeof host);
+  runner_wall_clock(now, sizeof now);
+  sqlite3_stmt *s = NULL;
+  int good = exec(r, "BEGIN IMMEDIATE");
+  /* a resumed run keeps its row (its evaluations up to the checkpoint stay); a fresh run into a
+   * folder the database knows (--force) replaces what was there */
+  if (good && o->resume) {
+    s = prepare(r, "SELECT run FROM runs WHERE folder = ?1");
+    if (s != NULL) {
+      bind_text(s, 1, folder);
+      if (sqlite3_step(s) == SQLITE_ROW) r->db_run = sqlite3_column_int64(s, 0);
+      sqlite3_finalize(s);
+    }
+  }
+  if (good && r->db_run == 0) {
+    s = prepare(r, "SELECT run FROM runs WHERE folder = ?1");
+    sqlite3_int64 old = 0;
+    if (s != NULL) {
+      bind_text(s, 1, folder);
+      if (sqlite3_step(s) == SQLITE_ROW) old = sqlite3_column_int64(s, 0);
+      sqlite3_finalize(s);
+    }
+    if (old != 0) {
+      char sql[256];
+      snprintf(sql, sizeof sql,
+               "DELETE FROM evaluations WHERE run = %lld; DELETE FROM problems WHERE run = %lld; DELETE FROM sweep_values WHERE run = "
+               "%lld; DELETE FROM runs WHERE run = %lld;",
+               (long long)old, (long long)old, (long long)old, (long long)old);
+      good = exec(r, sql);
+    }
+    s = good ? prepare(r, "INSERT INTO runs (folder, point, swept, seed, experiment, config, config_hash, version, host, ranks, nodes,"
+                          " status, started, updated, wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12,"
+                          " ?12, 0)")
+             : NULL;
+    if (s != NULL) {
+      bind_text(s, 1, folder);
+      if (o->swept_json != NULL) sqlite3_bind_int(s, 2, o->point);
+      bind_text(s, 3, o->swept_json != NULL ? o->swept_json : "{}");
+      sqlite3_bind_int64(s, 4, (sqlite3_int64)r->cfg->experiment.seed);
+      bind_text(s, 5, r->cfg->experiment.name);
+      bind_text(s, 6, config_text);
+      bind_text(s, 7, hash);
+      bind_text(s, 8, DT_VERSION);
+      bind_text(s, 9, host);
+      sqlite3_bind_int(s, 10, r->size);
+      sqlite3_bind_int(s, 11, r->n);
+      bind_text(s, 12, r->started);
+      good = step_all(r, s, "insert into runs");
+      sqlite3_finalize(s);
+      r->db_run = sqlite3_last_insert_rowid(r->db);
+    } else {
+      good = 0;
+    }
+    for (int i = 0; good && i < o->num_swept; i++) {
+      s = prepare(r, "INSERT INTO sweep_values (run, key, value) VALUES (?1, ?2, ?3)");
+      if (s == NULL) {
+        good = 0;
+        break;
+      }
+      sqlite3_bind_int64(s, 1, r->db_run);
+      bind_text(s, 2, o->swept_keys[i]);
+      bind_text(s, 3, o->swept_values[i]);
+      good = step_all(r, s, "insert into sweep_values");
+      sqlite3_finalize(s);
+    }
+  }
+  if (good) good = exec(r, "COMMIT");
+  else if (sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  if (good) {
+    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    good = r->db_eval != NULL && r->db_problem != NULL;
+  }
+  return good ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+}
+
+static int put_problem(runner *r, int p, const char *status) {
+  const dt_problem_config *pc = &r->cfg->problems[p];
+  const problem_result *res = &r->res[p];
+  sqlite3_stmt *s = r->db_problem;
+  sqlite3_bind_int64(s, 1, r->db_run);
+  sqlite3_bind_int(s, 2, p);
+  bind_text(s, 3, pc->problem_name);
+  bind_text(s, 4, pc->alg_name);
+  bind_text(s, 5, status);
+  sqlite3_bind_int(s, 6, pc->outer_iterations);
+  sqlite3_bind_int(s, 7, res->rounds_done);
+  sqlite3_bind_double(s, 8, res->bytes);
+  sqlite3_bind_double(s, 9, res->seconds);
+  sqlite3_bind_double(s, 10, res->t_compute);
+  sqlite3_bind_double(s, 11, res->t_comm);
+  sqlite3_bind_double(s, 12, res->t_eval);
+  return step_all(r, s, "write problems");
+}
+
+void runner_db_begin_problem(runner *r, int p, int keep) {
+  if (r->db == NULL || r->db_failed) return;
+  /* what a killed or interrupted run measured of this problem after round `keep` (-1: from its
+   * start), and of later problems, is measured again */
+  char sql[320];
+  snprintf(sql, sizeof sql,
+           "BEGIN IMMEDIATE; DELETE FROM evaluations WHERE run = %lld AND ((problem = %d AND round > %d) OR problem > %d);"
+           " DELETE FROM problems WHERE run = %lld AND problem > %d; COMMIT;",
+           (long long)r->db_run, p, keep, p, (long long)r->db_run, p);
+  if (!exec(r, sql) && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round) {
+  if (r->db == NULL || r->db_failed) return;
+  if (!exec(r, "BEGIN IMMEDIATE")) return;
+  int good = 1;
+  sqlite3_stmt *s = r->db_eval;
+  for (int i = 0; good && i < r->n; i++) {
+    const double *row = r->all_rows + (size_t)i * NCOL;
+    sqlite3_bind_int64(s, 1, r->db_run);
+    sqlite3_bind_int(s, 2, p);
+    sqlite3_bind_int(s, 3, round);
+    sqlite3_bind_int(s, 4, i);
+    for (int c = 0; c < NCOL; c++) {
+      if (!pr->cols[c] || isnan(row[c])) sqlite3_bind_null(s, 5 + c); /* SQL has no NaN: NULL */
+      else sqlite3_bind_double(s, 5 + c, row[c]);
+    }
+    good = step_all(r, s, "write evaluations");
+  }
+  if (good) good = put_problem(r, p, "running");
+  if (good) good = exec(r, "COMMIT");
+  if (!good && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+void runner_db_summary(runner *r, int done, const char *status) {
+  if (r->db == NULL || r->db_failed) return;
+  if (!exec(r, "BEGIN IMMEDIATE")) return;
+  int good = 1;
+  for (int p = 0; good && p < done; p++) good = put_problem(r, p, r->res[p].status);
+  char now[64];
+  runner_wall_clock(now, sizeof now);
+  sqlite3_stmt *s = good ? prepare(r, "UPDATE runs SET status = ?1, updated = ?2, wall_seconds = ?3, ranks = ?4 WHERE run = ?5") : NULL;
+  if (s != NULL) {
+    bind_text(s, 1, status);
+    bind_text(s, 2, now);
+    sqlite3_bind_double(s, 3, dt_time_now() - r->t_start);
+    sqlite3_bind_int(s, 4, r->size);
+    sqlite3_bind_int64(s, 5, r->db_run);
+    good = step_all(r, s, "update runs");
+    sqlite3_finalize(s);
+  } else {
+    good = 0;
+  }
+  if (good) good = exec(r, "COMMIT");
+  if (!good && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+dt_status runner_db_status(const runner *r) {
+  return r->db_failed ? DT_ERROR(DT_ERR_IO, "%s", r->db_error) : DT_OK;
+}
+
+void runner_db_close(runner *r) {
+  sqlite3_finalize(r->db_eval);
+  sqlite3_finalize(r->db_problem);
+  r->db_eval = r->db_problem = NULL;
+  if (r->db != NULL) sqlite3_close(r->db); /* the last connection folds the WAL into the file */
+  r->db = NULL;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# results.sqlite on real MNIST: its evaluations equal the CSV files value for value, are the same
+# for P = 1 and P = 5, are readable while the run writes them, and a run killed with SIGKILL
+# keeps every evaluation it printed. Skipped (77) without data/mnist.
+# usage: results_db.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+dtrun=$(realpath "$1") mpiexec=$2
+cd "$3" || exit 1
+[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+tmp=$(mktemp -d)
+cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0 pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+db=tests/e2e/db_rows.py
+
+"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+"$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p5" --quiet > "$tmp/p5.log" 2>&1 \
+  || bad "P=5 run failed: $(tail -3 "$tmp/p5.log")"
+for d in p1 p5; do
+  python3 $db csv "$tmp/$d" > /dev/null && ok || bad "$d: the CSV files and results.sqlite differ"
+done
+python3 $db dump "$tmp/p1" > "$tmp/p1.rows" && python3 $db dump "$tmp/p5" > "$tmp/p5.rows" || bad "cannot read results.sqlite"
+cmp -s "$tmp/p1.rows" "$tmp/p5.rows" && ok || { bad "results.sqlite differs between P=1 and P=5"; diff "$tmp/p1.rows" "$tmp/p5.rows" | head -5; }
+[ "$(sqlite3 "$tmp/p1/results.sqlite" 'PRAGMA journal_mode')" = wal ] && ok || bad "results.sqlite is not in WAL mode"
+[ "$(sqlite3 "$tmp/p1/results.sqlite" "SELECT status || ' ' || count(*) FROM runs")" = "completed 1" ] && ok \
+  || bad "runs should hold one completed run"
+[ ! -e "$tmp/p1/results.sqlite-wal" ] && ok || bad "a finished run leaves its WAL file behind"
+
+# SIGKILL in the middle: every evaluation printed is in the database. The long problem evaluates
+# every 5 rounds; a reader opens the database while the run writes it.
+"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/killed" --progress never \
+  --set problem_configs.dinno.optimizer_config.outer_iterations=20000 --set problem_configs.dinno.evaluate_frequency=5 \
+  > "$tmp/killed.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  [ "$(grep -c '^dinno .* round' "$tmp/killed.log")" -ge 6 ] && break
+  sleep 0.1
+done
+live=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM evaluations').fetchone()[0])" \
+  "$tmp/killed/results.sqlite" 2>&1)
+[ "${live:-0}" -ge 5 ] 2>/dev/null && ok || bad "a reader could not read the database of a running run: $live"
+kill -9 $pid
+wait $pid 2>/dev/null
+grep '^dinno .* round' "$tmp/killed.log" > "$tmp/printed"
+[ "$(wc -l < "$tmp/printed")" -ge 6 ] && ok || bad "the run printed too few evaluations before it was killed: $(tail -3 "$tmp/killed.log")"
+python3 - "$tmp/killed/results.sqlite" "$tmp/printed" <<'PY' && ok || bad "an evaluation the killed run printed is not in results.sqlite"
+import re, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = 0
+for line in open(sys.argv[2]):
+    m = re.search(r"round +(\d+) .*top1 ([0-9.]+) - ([0-9.]+)", line)
+    rnd, lo, hi = int(m.group(1)), m.group(2), m.group(3)
+    got = db.execute("SELECT count(*), min(top1_accuracy), max(top1_accuracy) FROM evaluations e JOIN problems p"
+                     " USING (run, problem) WHERE p.problem_name = 'dinno' AND round = ?", (rnd,)).fetchone()
+    assert got[0] == 5, (rnd, got)
+    assert ("%.4f" % got[1], "%.4f" % got[2]) == (lo, hi), (rnd, got, lo, hi)
+    n += 1
+print(n, "printed evaluations found")
+PY
+[ "$(sqlite3 "$tmp/killed/results.sqlite" "SELECT status FROM problems WHERE problem_name = 'dinno'")" = running ] && ok \
+  || bad "the killed problem should be marked running"
+
+echo "$pass checks passed, $fail failed"
+[ "$fail" = 0 ]
