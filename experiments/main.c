@@ -17,11 +17,11 @@
 #include "dt_config.h"
 
 static const char usage_text[] =
-    "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]... [--quiet]\n"
-    "                    [--progress auto|always|never]\n"
-    "       dtrun check EXPERIMENT.yaml [--set key.path=value]...\n"
-    "       dtrun check RUN_DIR\n"
-    "       dtrun resume RUN_DIR [--quiet] [--progress auto|always|never]\n"
+    "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]...\n"
+    "                    [--sweep key.path=v1,v2,...]... [--quiet] [--progress auto|always|never]\n"
+    "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
+    "       dtrun check RUN_DIR|SWEEP_DIR\n"
+    "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
     "       dtrun compare RUN_DIR... [--metric M] [--target X] [--plot FILE.png|FILE.svg]\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -36,7 +36,11 @@ static const char usage_text[] =
     "  compare      tables (and a plot) of saved runs\n"
     "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
     "  --force              let --output-dir be a folder that is not empty\n"
-    "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10\n"
+    "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10; a list\n"
+    "                       value is [a, b]; '*' stands for every key at its level\n"
+    "                       (problem_configs.*.optimizer_config.outer_iterations=50)\n"
+    "  --sweep key=v1,v2    run one experiment per value (with the file's sweep: axes, a grid) into\n"
+    "                       one sweep folder\n"
     "  --quiet              print only errors and the final summary\n"
     "  --progress WHEN      the live progress bar: auto (default: only when the output is a\n"
     "                       terminal, mpirun's own output included), always, never\n"
@@ -55,6 +59,8 @@ typedef struct args {
   const char *output_dir;
   const char *sets[MAX_SETS];
   int nsets;
+  const char *sweeps[DT_SWEEP_MAX_AXES];
+  int nsweeps;
   int quiet;
   int progress;
   int force;
@@ -80,6 +86,10 @@ static dt_status parse_args(int argc, char **argv, args *a) {
     } else if (strncmp(s, "--set=", 6) == 0) {
       DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
       a->sets[a->nsets++] = s + 6;
+    } else if (strcmp(s, "--sweep") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--sweep needs key.path=value,value,...");
+      DT_CHECK(a->nsweeps < DT_SWEEP_MAX_AXES, DT_ERR_USAGE, "at most %d --sweep options", DT_SWEEP_MAX_AXES);
+      a->sweeps[a->nsweeps++] = argv[++i];
     } else if (strcmp(s, "--output-dir") == 0 || strcmp(s, "-o") == 0) {
       DT_CHECK(has_next, DT_ERR_USAGE, "--output-dir needs a folder");
       a->output_dir = argv[++i];
@@ -122,6 +132,8 @@ static dt_status parse_args(int argc, char **argv, args *a) {
   else if (strcmp(a->cmd, "resume") == 0) DT_CHECK(a->file != NULL, DT_ERR_USAGE, "resume needs a run folder (see dtrun --help)");
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
   DT_CHECK(!a->force || (strcmp(a->cmd, "run") == 0 && a->output_dir != NULL), DT_ERR_USAGE, "--force only goes with run --output-dir DIR");
+  DT_CHECK(a->nsweeps == 0 || strcmp(a->cmd, "run") == 0 || strcmp(a->cmd, "check") == 0, DT_ERR_USAGE,
+           "--sweep goes with run or check");
   DT_CHECK(strcmp(a->cmd, "resume") != 0 || (a->nsets == 0 && a->output_dir == NULL), DT_ERR_USAGE,
            "resume takes no --set or --output-dir: it continues the run folder's own config.yaml in that folder");
   return DT_OK;
@@ -203,7 +215,9 @@ int main(int argc, char **argv) {
 
   static dt_config cfg; /* plain data, ~100 KB: not on the stack */
   struct stat sb;
-  if (strcmp(a.cmd, "check") == 0 && stat(a.file, &sb) == 0 && S_ISDIR(sb.st_mode)) return report(check_run_dir(a.file, &cfg), 0);
+  if (strcmp(a.cmd, "check") == 0 && stat(a.file, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return report(dt_is_sweep_dir(a.file) ? dt_sweep_dir_status(a.file, stdout) : check_run_dir(a.file, &cfg), 0);
+  static dt_sweep sweep; /* rank 0's, when the file or the command line sweeps */
   char resume_config[4096 + 16];
   const int resume = strcmp(a.cmd, "resume") == 0;
   if (resume) {
@@ -214,8 +228,11 @@ int main(int argc, char **argv) {
     a.output_dir = a.argv_dir;
   }
   if (strcmp(a.cmd, "check") == 0) {
-    st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
-    if (st == DT_OK) st = dt_experiment_check(&cfg, stdout);
+    st = dt_sweep_load(a.file, a.sweeps, a.nsweeps, &sweep);
+    if (st == DT_OK && sweep.num_axes > 0) st = dt_sweep_check(&sweep, a.sets, a.nsets, stdout);
+    else if (st == DT_OK) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
+    if (st == DT_OK && sweep.num_axes == 0) st = dt_experiment_check(&cfg, stdout);
+    dt_sweep_free(&sweep);
     return report(st, 0);
   }
 
@@ -225,28 +242,42 @@ int main(int argc, char **argv) {
   const int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
   dt_log_init(rank, size, a.quiet ? DT_LOG_WARN : DT_LOG_INFO);
   dt_run_install_signal_handlers();
-  /* only rank 0 reads the file; every rank receives the same resolved config */
-  double ok = 1; /* 0: rank 0 failed; 2: nothing to run */
+  /* only rank 0 reads the file; every rank receives the same resolved config (or runs the sweep
+   * rank 0 read) */
+  enum { FAILED = 0, RUN = 1, NOTHING = 2, SWEEP = 3, SWEEP_RESUME = 4 };
+  double mode = FAILED;
   if (rank == 0) {
     int nothing = 0;
-    if (resume) st = resumable(a.argv_dir, a.file, a.quiet, &nothing);
-    if (st == DT_OK && !nothing) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
-    ok = st != DT_OK ? 0 : nothing ? 2 : 1;
+    if (resume && dt_is_sweep_dir(a.argv_dir)) {
+      mode = SWEEP_RESUME;
+    } else {
+      if (!resume) st = dt_sweep_load(a.file, a.sweeps, a.nsweeps, &sweep);
+      if (st == DT_OK && sweep.num_axes > 0) mode = SWEEP;
+      else {
+        if (st == DT_OK && resume) st = resumable(a.argv_dir, a.file, a.quiet, &nothing);
+        if (st == DT_OK && !nothing) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
+        mode = st != DT_OK ? FAILED : nothing ? NOTHING : RUN;
+      }
+    }
   }
   if (size > 1) {
-    dt_status bst = dt_comm_bcast(comm, &ok, sizeof ok, 0);
-    if (bst == DT_OK && ok == 1) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
+    dt_status bst = dt_comm_bcast(comm, &mode, sizeof mode, 0);
+    if (bst == DT_OK && mode == RUN) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
     if (bst != DT_OK) st = bst;
   }
-  if (ok == 1 && st == DT_OK) {
-    char cmdline[4096];
-    command_line(argc, argv, cmdline, sizeof cmdline);
-    dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .progress = a.progress, .command_line = cmdline, .force = a.force,
-                         .resume = strcmp(a.cmd, "resume") == 0};
+  char cmdline[4096];
+  command_line(argc, argv, cmdline, sizeof cmdline);
+  dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .progress = a.progress, .command_line = cmdline, .force = a.force,
+                       .resume = resume};
+  if (st == DT_OK && mode == RUN) {
     st = dt_experiment_run(comm, &cfg, &ro);
-  } else if (st == DT_OK && ok == 0) {
+  } else if (st == DT_OK && (mode == SWEEP || mode == SWEEP_RESUME)) {
+    ro.resume = 0;
+    st = dt_sweep_run(comm, rank == 0 ? &sweep : NULL, a.sets, a.nsets, &ro, mode == SWEEP_RESUME ? a.argv_dir : NULL);
+  } else if (st == DT_OK && mode == FAILED) {
     st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load the experiment");
   }
+  dt_sweep_free(&sweep);
   int code = report(st, rank);
   if (st != DT_OK && st != DT_ERR_CONFIG && st != DT_ERR_USAGE && st != DT_ERR_INTERRUPTED && size > 1) {
     /* a failure on one rank would leave the others waiting in a collective */

@@ -127,28 +127,33 @@ static dt_status given_dir(runner *r) {
   return runner_checkpoint_remove(r);
 }
 
-/* <output_metadir>/<time>_<name>, made unique. */
-static dt_status stamped_dir(runner *r) {
-  const dt_experiment_config *e = &r->cfg->experiment;
+dt_status runner_mkdir_p(const char *path) { return mkdir_p(path); }
+
+dt_status runner_stamped_folder(const char *metadir, const char *name, char *out, size_t size) {
   char stamp[64];
   const time_t now = time(NULL);
   struct tm tmv;
   localtime_r(&now, &tmv);
   strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &tmv);
-  DT_TRY(mkdir_p(e->output_metadir));
+  DT_TRY(mkdir_p(metadir));
   for (int k = 1;; k++) {
-    DT_CHECK(!dt_stop_requested(), DT_ERR_INTERRUPTED, "interrupted by signal %d", dt_stop_requested());
     int n;
-    if (k == 1) n = snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s", e->output_metadir, stamp, e->name);
-    else n = snprintf(r->outdir, sizeof r->outdir, "%s/%s_%s_%d", e->output_metadir, stamp, e->name, k);
+    if (k == 1) n = snprintf(out, size, "%s/%s_%s", metadir, stamp, name);
+    else n = snprintf(out, size, "%s/%s_%s_%d", metadir, stamp, name, k);
     /* a name cut short would collide with itself forever: refuse it instead */
-    DT_CHECK(n >= 0 && (size_t)n < sizeof r->outdir, DT_ERR_CONFIG,
+    DT_CHECK(n >= 0 && (size_t)n < size, DT_ERR_CONFIG,
              "the output folder %s/%s_%s would be longer than %zu characters: shorten experiment.output_metadir or experiment.name",
-             e->output_metadir, stamp, e->name, sizeof r->outdir - 1);
-    DT_CHECK(k < 10000, DT_ERR_IO, "cannot find a free folder name like %s in %s", r->outdir, e->output_metadir);
-    if (mkdir(r->outdir, 0777) == 0) break;
-    DT_CHECK(errno == EEXIST, DT_ERR_IO, "cannot create folder %s: %s", r->outdir, strerror(errno));
+             metadir, stamp, name, size - 1);
+    DT_CHECK(k < 10000, DT_ERR_IO, "cannot find a free folder name like %s in %s", out, metadir);
+    if (mkdir(out, 0777) == 0) return DT_OK;
+    DT_CHECK(errno == EEXIST, DT_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
   }
+}
+
+/* <output_metadir>/<time>_<name>, made unique. */
+static dt_status stamped_dir(runner *r) {
+  const dt_experiment_config *e = &r->cfg->experiment;
+  DT_TRY(runner_stamped_folder(e->output_metadir, e->name, r->outdir, sizeof r->outdir));
   return lock_dir(r, r->outdir);
 }
 

@@ -39,7 +39,7 @@ static dt_status write_emitted(const runner *r, const char *name, dt_status (*em
   return st;
 }
 
-static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit(cfg, &dt_builtin, f); }
+static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit_archive(cfg, &dt_builtin, f); }
 static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
 
 dt_status runner_write_setup_files(runner *r) {

@@ -222,7 +222,7 @@ static dt_status config_text(const dt_config *cfg, char **text, uint64_t *hash) 
   *text = NULL;
   FILE *f = open_memstream(text, &len);
   DT_CHECK(f != NULL, DT_ERR_MEMORY, "out of memory");
-  dt_status st = dt_config_emit(cfg, &dt_builtin, f);
+  dt_status st = dt_config_emit_archive(cfg, &dt_builtin, f);
   fclose(f);
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; st == DT_OK && i < len; i++) h = (h ^ (unsigned char)(*text)[i]) * 1099511628211ull;

@@ -115,6 +115,10 @@ int runner_checkpoint_requested(void);
 /* outdir.c: creates the output folder on rank 0 (--output-dir, or <output_metadir>/<time>_<name>
  * made unique) into r->outdir; every rank learns the outcome. Collective. */
 DT_MUST_USE dt_status runner_make_outdir(runner *r);
+/* Makes a folder and its parents. */
+DT_MUST_USE dt_status runner_mkdir_p(const char *path);
+/* Makes <metadir>/<YYYY-MM-DD_HH-MM-SS>_<name> (_2, _3, ... when taken) into out. */
+DT_MUST_USE dt_status runner_stamped_folder(const char *metadir, const char *name, char *out, size_t size);
 /* Releases the run folder's lock (rank 0). */
 void runner_unlock(runner *r);
 

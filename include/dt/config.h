@@ -201,6 +201,11 @@ dt_status dt_config_load(const char *path, const dt_registry *reg, const char *c
 dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
                                 const char *const *overrides, int num_overrides, dt_config *out);
 
+/* The same with a text for each override in messages (origins[i]; NULL, or a NULL entry:
+ * "--set OVERRIDE"): a sweep names the line of the value it sets. */
+dt_status dt_config_load_overrides(const char *text, size_t len, const char *name, const dt_registry *reg, const char *const *overrides,
+                                   const char *const *origins, int num_overrides, dt_config *out);
+
 /* For an error found after loading (a graph, model or split the keys make impossible): re-reads
  * cfg's file and returns `code` with the current error message prefixed by FILE:LINE:COL of
  * key `path` ("experiment.model.layers[2]"), or of its nearest enclosing key when the key was
@@ -210,6 +215,11 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
 /* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
  * again gives an identical dt_config. */
 dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f);
+
+/* The same for a run folder's config.yaml: data_dir, output_metadir and edge_file made
+ * absolute (the edge file against the config file's folder), so that the archived config runs
+ * the same from any working directory. */
+dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, FILE *f);
 
 /* Visits every documented key path ("experiment.graph.num_nodes",
  * "problem_configs.<name>.optimizer_config.<alg>.rho_init", ...) with its row; for

@@ -8,6 +8,7 @@
 #include "dt/exchange.h"
 #include "dt/graph.h"
 #include "dt/status.h"
+#include "dt/sweep.h"
 
 /* The plug-ins of this build (every optimizer and problem), for dt_config_load and dt_config_emit. */
 extern const dt_registry dt_builtin;
@@ -64,6 +65,21 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
 /* `dtrun check`: prints the resolved config and a summary (graph, model, rounds) to out.
  * Builds the graph (and reads the edge file) but loads no data. Not collective. */
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
+
+/* ---- sweeps (experiments/sweep.c) ---- */
+
+/* Runs every point of sw (rank 0's; NULL elsewhere) into one sweep folder (opt->output_dir, or
+ * <output_metadir>/<time>_<name>), or, with resume_dir, continues that sweep folder: completed
+ * points are skipped, a stopped one resumed, the rest run. Every point's config is checked before
+ * anything runs. Collective. */
+dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
+                       const char *resume_dir);
+/* `dtrun check` of a sweep file: every point loads; the first point's check, then the axes. */
+dt_status dt_sweep_check(const dt_sweep *sw, const char *const *sets, int nsets, FILE *out);
+/* Whether dir is a sweep folder (it holds sweep.yaml). */
+int dt_is_sweep_dir(const char *dir);
+/* `dtrun check SWEEP_DIR`: each point's status and values. */
+dt_status dt_sweep_dir_status(const char *dir, FILE *out);
 
 typedef struct dt_compare_options {
   const char *metric; /* accuracy metric for --target (default top1_accuracy) */

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "config_impl.h"
@@ -407,10 +408,15 @@ static dt_status read_problem(const schema_ctx *ctx, const char *key, const dt_y
          .help = "evaluate every this many rounds"},
         {0},
     };
-    const dt_ynode *top = dt_ynode_get(n, "evaluate_frequency");
-    if (top != NULL && dt_ynode_get(mc, "evaluate_frequency") != NULL)
+    const dt_ynode *top = dt_ynode_get(n, "evaluate_frequency"), *inner = dt_ynode_get(mc, "evaluate_frequency");
+    /* an override in either spelling replaces the file's value in the other */
+    const int top_wins = top != NULL && inner != NULL && top->origin != NULL && inner->origin == NULL;
+    const int inner_wins = top != NULL && inner != NULL && inner->origin != NULL && top->origin == NULL;
+    if (top != NULL && inner != NULL && !top_wins && !inner_wins)
       return schema_error(ctx, top, path, "evaluate_frequency is given twice, here and in metrics_config; keep one");
-    DT_TRY(schema_read(ctx, mc_keys, mc, sub, pc));
+    const int keep = pc->evaluate_frequency; /* read from `top` (or the default) */
+    DT_TRY(schema_read(ctx, mc_keys, mc, sub, pc)); /* checked even when the override replaces it */
+    if (top_wins) pc->evaluate_frequency = keep;
   }
   snprintf(sub, sizeof sub, "%s.metrics", path);
   DT_TRY(read_metrics(ctx, dt_ynode_get(n, "metrics"), sub, &pc->metrics));
@@ -440,6 +446,8 @@ static dt_status choose_problem(const schema_ctx *ctx, const experiment_table *t
 static const dt_key root_keys[] = {
     {.name = "experiment", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the experiment"},
     {.name = "problem_configs", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the (problem, optimizer) pairs"},
+    /* read by dt_sweep_load (src/config/sweep.c); a single run ignores it */
+    {.name = "sweep", .type = DT_KEY_SPECIAL, .help = "a grid of experiments over config keys (README \"Sweeps\")"},
     {0},
 };
 
@@ -502,36 +510,75 @@ static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg
   return DT_OK;
 }
 
-dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
-                                const char *const *overrides, int num_overrides, dt_config *out) {
+/* An override may change a problem's keys, not make a new problem: a misspelled problem key
+ * would otherwise run an extra problem with every default. */
+static dt_status check_problem_key(const schema_ctx *ctx, const dt_ynode *root, const char *path, const char *origin) {
+  const size_t pre = strlen("problem_configs.");
+  if (strncmp(path, "problem_configs.", pre) != 0) return DT_OK;
+  char key[DT_NAME_MAX + 1];
+  const char *dot = strchr(path + pre, '.');
+  const size_t len = dot != NULL ? (size_t)(dot - (path + pre)) : strlen(path + pre);
+  snprintf(key, sizeof key, "%.*s", (int)(len < sizeof key ? len : sizeof key - 1), path + pre);
+  const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
+  if (strcmp(key, "*") == 0 || pcs == NULL || pcs->kind != DT_YN_MAP || dt_ynode_get(pcs, key) != NULL) return DT_OK;
+  const char *names[DT_MAX_PROBLEMS];
+  char list[1024] = "";
+  int n = 0;
+  for (int i = 0; i < pcs->n && n < DT_MAX_PROBLEMS; i++) {
+    names[n++] = pcs->keys[i]->text;
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", pcs->keys[i]->text);
+  }
+  const char *near = schema_nearest(key, names, n);
+  (void)ctx;
+  return DT_ERROR(DT_ERR_CONFIG, "%s: problem_configs.%s: no such problem (an override cannot add one); the problems are %s%s%s%s", origin,
+                  key, list, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+}
+
+dt_status dt_config_load_overrides(const char *text, size_t len, const char *name, const dt_registry *reg, const char *const *overrides,
+                                   const char *const *origins, int num_overrides, dt_config *out) {
   dt_status st = DT_OK;
   dt_ynode *root = NULL;
+  char **made = NULL; /* "--set KEY=VALUE": where the nodes an override makes come from */
   memset(out, 0, sizeof *out);
   snprintf(out->source, sizeof out->source, "%s", name);
   schema_ctx ctx = {.file = name, .reg = reg};
   DT_TRY_GOTO(dt_yaml_parse(text, len, name, &root));
+  if (num_overrides > 0) DT_CHECK_GOTO((made = calloc((size_t)num_overrides, sizeof *made)) != NULL, DT_ERR_MEMORY, "out of memory");
   for (int i = 0; i < num_overrides; i++) {
+    const char *origin = origins != NULL && origins[i] != NULL ? origins[i] : NULL;
+    if (origin == NULL) {
+      DT_CHECK_GOTO(asprintf(&made[i], "--set %s", overrides[i]) >= 0, DT_ERR_MEMORY, "out of memory");
+      origin = made[i];
+    }
     const char *eq = strchr(overrides[i], '=');
-    DT_CHECK_GOTO(eq != NULL && eq != overrides[i], DT_ERR_USAGE,
-                  "--set %s: expected key.path=value, e.g. --set experiment.graph.num_nodes=10", overrides[i]);
+    DT_CHECK_GOTO(eq != NULL && eq != overrides[i], DT_ERR_USAGE, "%s: expected key.path=value, e.g. --set experiment.graph.num_nodes=10",
+                  origin);
     char path[512];
-    DT_CHECK_GOTO((size_t)(eq - overrides[i]) < sizeof path, DT_ERR_USAGE, "--set %.80s...: the key path is longer than %zu characters",
-                  overrides[i], sizeof path - 1);
+    DT_CHECK_GOTO((size_t)(eq - overrides[i]) < sizeof path, DT_ERR_USAGE, "%.80s...: the key path is longer than %zu characters", origin,
+                  sizeof path - 1);
     snprintf(path, sizeof path, "%.*s", (int)(eq - overrides[i]), overrides[i]);
     DT_CHECK_GOTO(root->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
-    DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, overrides[i]));
+    DT_TRY_GOTO(check_problem_key(&ctx, root, path, origin));
+    DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, origin));
   }
   DT_TRY_GOTO(load_tree(&ctx, root, out));
 cleanup:
   dt_ynode_free(root);
+  for (int i = 0; made != NULL && i < num_overrides; i++) free(made[i]);
+  free(made);
   return st;
 }
 
-dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides, int num_overrides,
-                         dt_config *out) {
+dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
+                                const char *const *overrides, int num_overrides, dt_config *out) {
+  return dt_config_load_overrides(text, len, name, reg, overrides, NULL, num_overrides, out);
+}
+
+dt_status config_read_file(const char *path, char **text, size_t *len) {
   dt_status st = DT_OK;
   char *buf = NULL;
   struct stat sb;
+  *text = NULL;
   DT_CHECK(stat(path, &sb) == 0, DT_ERR_CONFIG, "%s: cannot open the experiment file: %s", path, strerror(errno));
   DT_CHECK(S_ISREG(sb.st_mode), DT_ERR_CONFIG, "%s: not a regular file; expected an experiment YAML file", path);
   FILE *f = fopen(path, "rb");
@@ -546,10 +593,53 @@ dt_status dt_config_load(const char *path, const dt_registry *reg, const char *c
   DT_CHECK_GOTO(buf != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
   DT_CHECK_GOTO(fread(buf, 1, (size_t)size, f) == (size_t)size, DT_ERR_IO, "%s: read error", path);
   buf[size] = '\0';
-  DT_TRY_GOTO(dt_config_load_string(buf, (size_t)size, path, reg, overrides, num_overrides, out));
+  *text = buf;
+  *len = (size_t)size;
+  buf = NULL;
 cleanup:
   fclose(f);
   free(buf);
+  return st;
+}
+
+dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides, int num_overrides,
+                         dt_config *out) {
+  char *text = NULL;
+  size_t len = 0;
+  DT_TRY(config_read_file(path, &text, &len));
+  dt_status st = dt_config_load_string(text, len, path, reg, overrides, num_overrides, out);
+  free(text);
+  return st;
+}
+
+/* path made absolute: against `base` (a folder, itself made absolute against the working
+ * directory), unless it is absolute or empty already. */
+static void absolute(char *path, size_t size, const char *base) {
+  if (path[0] == '\0' || path[0] == '/') return;
+  char cwd[DT_PATH_MAX], out[3 * DT_PATH_MAX + 8];
+  if (getcwd(cwd, sizeof cwd) == NULL) return; /* left as it is: it still works from here */
+  if (base == NULL || base[0] == '\0' || strcmp(base, ".") == 0) snprintf(out, sizeof out, "%s/%s", cwd, path);
+  else if (base[0] == '/') snprintf(out, sizeof out, "%s/%s", base, path);
+  else snprintf(out, sizeof out, "%s/%s/%s", cwd, base, path);
+  const char *p = out;
+  while (strncmp(p, "./", 2) == 0) p += 2;
+  if (strlen(p) < size) snprintf(path, size, "%s", p);
+}
+
+dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, FILE *f) {
+  dt_config *a = malloc(sizeof *a);
+  DT_CHECK(a != NULL, DT_ERR_MEMORY, "out of memory");
+  *a = *cfg;
+  char dir[DT_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", cfg->source);
+  char *slash = strrchr(dir, '/');
+  if (slash != NULL) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  absolute(a->experiment.data_dir, sizeof a->experiment.data_dir, NULL);
+  absolute(a->experiment.output_metadir, sizeof a->experiment.output_metadir, NULL);
+  absolute(a->experiment.graph.edge_file, sizeof a->experiment.graph.edge_file, dir); /* relative to the config file */
+  dt_status st = dt_config_emit(a, reg, f);
+  free(a);
   return st;
 }
 

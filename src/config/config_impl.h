@@ -5,6 +5,10 @@
 #include "dt/config.h"
 #include "dt/yaml.h"
 
+/* An experiment file's text, NUL-terminated (free() it); DT_ERR_CONFIG naming the file when it
+ * is missing, not a regular file or larger than DT_YAML_MAX_BYTES. */
+dt_status config_read_file(const char *path, char **text, size_t *len);
+
 /* ---- schema walker ---------------------------------------------------------------------- */
 
 typedef struct schema_ctx {

@@ -301,63 +301,112 @@ dt_ynode *dt_ynode_get(const dt_ynode *map, const char *key) {
 }
 
 void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size) {
-  if (n != NULL && n->origin != NULL) snprintf(buf, size, "--set %s", n->origin);
+  if (n != NULL && n->origin != NULL) snprintf(buf, size, "%s", n->origin);
   else if (n != NULL) snprintf(buf, size, "%s:%d:%d", file, n->line, n->col);
   else snprintf(buf, size, "%s", file);
 }
 
-dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin) {
-  char buf[1024];
-  DT_CHECK(strlen(path) < sizeof buf, DT_ERR_USAGE, "--set %.80s...: the key path is longer than %zu characters", origin, sizeof buf - 1);
-  snprintf(buf, sizeof buf, "%s", path);
-  /* every part named: ".", "a..b", ".a" and "a." name nothing */
-  DT_CHECK(path[0] != '.' && path[strlen(path) - 1] != '.' && strstr(path, "..") == NULL, DT_ERR_USAGE,
-           "--set %s: '%s' is not a key path (expected names joined by '.', e.g. experiment.graph.num_nodes)", origin, path);
-  dt_ynode *cur = root;
-  char *save = NULL;
-  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
-    char *next = strtok_r(NULL, "", &save);
-    DT_CHECK(cur->kind == DT_YN_MAP, DT_ERR_CONFIG,
-             "--set %s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path, part);
-    dt_ynode *child = NULL;
-    int idx = -1;
-    for (int i = 0; i < cur->n; i++)
-      if (strcmp(cur->keys[i]->text, part) == 0) idx = i;
-    if (idx >= 0) child = cur->items[idx];
-    if (next == NULL) {
-      dt_ynode *val = calloc(1, sizeof *val), *key = NULL;
-      DT_CHECK(val != NULL, DT_ERR_MEMORY, "out of memory");
-      val->kind = DT_YN_SCALAR;
-      val->text = strdup(value);
-      val->plain = 1;
-      val->origin = origin;
-      if (idx >= 0) {
-        dt_ynode_free(cur->items[idx]);
-        cur->items[idx] = val;
+static void mark_origin(dt_ynode *n, const char *origin) {
+  if (n == NULL) return;
+  n->origin = origin;
+  for (int i = 0; i < n->n; i++) {
+    if (n->kind == DT_YN_MAP) mark_origin(n->keys[i], origin);
+    mark_origin(n->items[i], origin);
+  }
+}
+
+/* The node an override sets: a plain scalar, or a YAML flow list or mapping ("[a, b]"). */
+static dt_status make_value(const char *value, const char *origin, dt_ynode **out) {
+  *out = NULL;
+  if (value[0] == '[' || value[0] == '{') {
+    dt_ynode *v = NULL;
+    DT_TRY(dt_yaml_parse(value, strlen(value), origin, &v));
+    mark_origin(v, origin);
+    *out = v;
+    return DT_OK;
+  }
+  dt_ynode *val = calloc(1, sizeof *val);
+  DT_CHECK(val != NULL, DT_ERR_MEMORY, "out of memory");
+  val->kind = DT_YN_SCALAR;
+  val->text = strdup(value);
+  val->plain = 1;
+  val->origin = origin;
+  if (val->text == NULL) {
+    free(val);
+    return DT_ERROR(DT_ERR_MEMORY, "out of memory");
+  }
+  *out = val;
+  return DT_OK;
+}
+
+/* Sets parts[0..n) under cur; "*" stands for every key of the mapping at its level. */
+static dt_status set_parts(dt_ynode *cur, char **parts, int n, const char *path, const char *value, const char *origin) {
+  DT_CHECK(cur->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path,
+           parts[0]);
+  if (strcmp(parts[0], "*") == 0) {
+    DT_CHECK(cur->n > 0, DT_ERR_CONFIG, "%s: '*' in '%s' stands for no key: the mapping there is empty", origin, path);
+    for (int i = 0; i < cur->n; i++) {
+      if (n == 1) {
+        dt_ynode *val = NULL;
+        DT_TRY(make_value(value, origin, &val));
+        dt_ynode_free(cur->items[i]);
+        cur->items[i] = val;
       } else {
-        key = calloc(1, sizeof *key);
-        DT_CHECK(key != NULL, DT_ERR_MEMORY, "out of memory");
-        key->kind = DT_YN_SCALAR;
-        key->text = strdup(part);
-        key->origin = origin;
-        DT_CHECK(push(cur, key, val), DT_ERR_MEMORY, "out of memory");
+        DT_TRY(set_parts(cur->items[i], parts + 1, n - 1, path, value, origin));
       }
+    }
+    return DT_OK;
+  }
+  int idx = -1;
+  for (int i = 0; i < cur->n; i++)
+    if (strcmp(cur->keys[i]->text, parts[0]) == 0) idx = i;
+  if (n == 1) {
+    dt_ynode *val = NULL;
+    DT_TRY(make_value(value, origin, &val));
+    if (idx >= 0) {
+      dt_ynode_free(cur->items[idx]);
+      cur->items[idx] = val;
       return DT_OK;
     }
-    if (child == NULL) {
-      dt_ynode *key = calloc(1, sizeof *key), *map = calloc(1, sizeof *map);
-      DT_CHECK(key != NULL && map != NULL, DT_ERR_MEMORY, "out of memory");
-      key->kind = DT_YN_SCALAR;
-      key->text = strdup(part);
-      key->origin = origin;
-      map->kind = DT_YN_MAP;
-      map->origin = origin;
-      DT_CHECK(push(cur, key, map), DT_ERR_MEMORY, "out of memory");
-      child = map;
+    dt_ynode *key = calloc(1, sizeof *key);
+    if (key == NULL || (key->text = strdup(parts[0])) == NULL || !push(cur, key, val)) {
+      dt_ynode_free(key);
+      dt_ynode_free(val);
+      return DT_ERROR(DT_ERR_MEMORY, "out of memory");
     }
-    cur = child;
-    /* put back the rest of the path for the next strtok_r round */
-    save = next;
+    key->kind = DT_YN_SCALAR;
+    key->origin = origin;
+    return DT_OK;
   }
-  return DT_OK;
+  if (idx < 0) {
+    dt_ynode *key = calloc(1, sizeof *key), *map = calloc(1, sizeof *map);
+    if (key == NULL || map == NULL || (key->text = strdup(parts[0])) == NULL || !push(cur, key, map)) {
+      dt_ynode_free(key);
+      dt_ynode_free(map);
+      return DT_ERROR(DT_ERR_MEMORY, "out of memory");
+    }
+    key->kind = DT_YN_SCALAR;
+    key->origin = origin;
+    map->kind = DT_YN_MAP;
+    map->origin = origin;
+    idx = cur->n - 1;
+  }
+  return set_parts(cur->items[idx], parts + 1, n - 1, path, value, origin);
+}
+
+dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin) {
+  char buf[1024];
+  DT_CHECK(strlen(path) < sizeof buf, DT_ERR_USAGE, "%.80s...: the key path is longer than %zu characters", origin, sizeof buf - 1);
+  snprintf(buf, sizeof buf, "%s", path);
+  /* every part named: ".", "a..b", ".a" and "a." name nothing */
+  DT_CHECK(path[0] != '\0' && path[0] != '.' && path[strlen(path) - 1] != '.' && strstr(path, "..") == NULL, DT_ERR_USAGE,
+           "%s: '%s' is not a key path (expected names joined by '.', e.g. experiment.graph.num_nodes)", origin, path);
+  char *parts[64];
+  int n = 0;
+  char *save = NULL;
+  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
+    DT_CHECK(n < 64, DT_ERR_USAGE, "%s: the key path has more than 64 parts", origin);
+    parts[n++] = part;
+  }
+  return set_parts(root, parts, n, path, value, origin);
 }

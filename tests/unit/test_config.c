@@ -85,6 +85,27 @@ static void test_overrides_and_shorthands(void) {
   CHECK(strcmp(a.experiment.data_dir, "data/mnist") == 0, "data_dir default %s", a.experiment.data_dir);
 }
 
+/* --set with a list value, a '*' over every problem, evaluate_frequency in either spelling. */
+static void test_override_forms(void) {
+  const char *text =
+      "experiment: {name: t, graph: {num_nodes: 3}}\n"
+      "problem_configs:\n"
+      "  p1: {metrics_config: {evaluate_frequency: 20}, optimizer_config: {alg_name: dsgd, outer_iterations: 10}}\n"
+      "  p2: {evaluate_frequency: 20, optimizer_config: {alg_name: dsgt, outer_iterations: 10}}\n";
+  const char *sets[] = {"problem_configs.*.optimizer_config.outer_iterations=50", "problem_configs.p1.metrics=[top1_accuracy]",
+                        "problem_configs.p1.evaluate_frequency=3", "problem_configs.p2.metrics_config.evaluate_frequency=4"};
+  CHECK_OK(dt_config_load_string(text, strlen(text), "inline.yaml", &dt_builtin, sets, 4, &a));
+  CHECK(a.problems[0].outer_iterations == 50 && a.problems[1].outer_iterations == 50, "wildcard: %d %d", a.problems[0].outer_iterations,
+        a.problems[1].outer_iterations);
+  CHECK(a.problems[0].metrics == DT_METRIC_TOP1_ACCURACY, "list override: metrics %#x", a.problems[0].metrics);
+  CHECK(a.problems[0].evaluate_frequency == 3 && a.problems[1].evaluate_frequency == 4, "evaluate_frequency overrides: %d %d",
+        a.problems[0].evaluate_frequency, a.problems[1].evaluate_frequency);
+  /* a new problem cannot come from an override */
+  const char *typo[] = {"problem_configs.p3.optimizer_config.alpha0=1"};
+  CHECK(dt_config_load_string(text, strlen(text), "inline.yaml", &dt_builtin, typo, 1, &a) == DT_ERR_CONFIG, "new problem refused");
+  CHECK(strstr(dt_error_message(), "no such problem") != NULL, "message: %s", dt_error_message());
+}
+
 static const char *readme;
 static int missing;
 
@@ -213,6 +234,7 @@ static void test_custom_registry(void) {
 int main(void) {
   test_shipped();
   test_overrides_and_shorthands();
+  test_override_forms();
   test_docs();
   test_custom_registry();
   return check_report("test_config");

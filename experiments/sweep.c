@@ -1,0 +1,318 @@
+/* A sweep: every point of the grid run in turn into one folder,
+ *
+ *   <output_metadir>/<time>_<name>/   (or --output-dir DIR)
+ *       sweep.yaml        the axes, and each point's folder and values
+ *       results.sqlite    one database for every point (runs.point, runs.swept, sweep_values)
+ *       000/ 001/ ...     one run folder per point, its config.yaml written before any point runs
+ *
+ * Each point is an ordinary run of its own config.yaml (so its files are those of running that
+ * config alone), and `dtrun resume SWEEP_DIR` skips the completed points, resumes the one that
+ * was stopped and runs the rest. Rank 0 reads and writes the files and hands each point's
+ * config to every rank. Collective. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dt/log.h"
+#include "dt/sweep.h"
+#include "dt/yaml.h"
+#include "dt_config.h"
+#include "runner_impl.h"
+
+static void yaml_string(strbuf *sb, const char *s) {
+  sb_printf(sb, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) sb_printf(sb, "\\u%04x", (unsigned char)*s); /* YAML and JSON read it */
+    else sb_printf(sb, "%c", *s);
+  }
+  sb_printf(sb, "\"");
+}
+
+static void point_folder(const dt_sweep *sw, int p, char *buf, size_t size) {
+  const int width = sw->num_points > 1000 ? 4 : 3;
+  snprintf(buf, size, "%0*d", width, p);
+}
+
+/* Rank 0: every point's config loads (and its graph can be built) before anything runs. */
+static dt_status check_points(const dt_sweep *sw, const char *const *sets, int nsets) {
+  static dt_config cfg;
+  for (int p = 0; p < sw->num_points; p++) {
+    dt_status st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
+    dt_graph *g = NULL;
+    if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
+    dt_graph_free(g);
+    if (st == DT_OK && p == 0) st = dt_config_positioned(&cfg, dt_output_check(&cfg));
+    if (st == DT_OK) continue;
+    /* which point: the values that made it */
+    char msg[2048], values[1024] = "";
+    int idx[DT_SWEEP_MAX_AXES];
+    snprintf(msg, sizeof msg, "%s", dt_error_message());
+    dt_sweep_point_index(sw, p, idx);
+    for (int a = 0; a < sw->num_axes; a++)
+      snprintf(values + strlen(values), sizeof values - strlen(values), "%s%s=%s", a ? ", " : "", sw->axes[a].key,
+               sw->axes[a].values[idx[a]].label);
+    return DT_ERROR(st, "%s (sweep point %d of %d: %s)", msg, p + 1, sw->num_points, values);
+  }
+  return DT_OK;
+}
+
+static dt_status emit_to(const dt_config *cfg, const char *dir) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
+  dt_status st = dt_config_emit_archive(cfg, &dt_builtin, mem);
+  fclose(mem);
+  if (st == DT_OK) st = dt_write_atomic(dir, "config.yaml", text, len);
+  free(text);
+  return st;
+}
+
+/* Rank 0: the sweep folder, each point's folder with its config.yaml, and sweep.yaml. */
+static dt_status make_sweep_dir(const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt, char *dir,
+                                size_t size) {
+  static dt_config cfg;
+  DT_TRY(dt_sweep_point_config(sw, 0, &dt_builtin, sets, nsets, &cfg));
+  if (opt->output_dir != NULL) {
+    DT_CHECK(strlen(opt->output_dir) < size, DT_ERR_USAGE, "--output-dir is longer than %zu characters", size - 1);
+    snprintf(dir, size, "%s", opt->output_dir);
+    DT_TRY(runner_mkdir_p(dir));
+    char probe[DT_PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/sweep.yaml", dir);
+    DT_CHECK(access(probe, F_OK) != 0 || opt->force, DT_ERR_USAGE,
+             "--output-dir %s holds a sweep already: continue it with dtrun resume %s, or add --force to start it again", dir, dir);
+  } else {
+    DT_TRY(runner_stamped_folder(cfg.experiment.output_metadir, cfg.experiment.name, dir, size));
+  }
+  strbuf sb = {0};
+  sb_printf(&sb, "# dtrun sweep: one run folder per point; dtrun resume continues it, dtrun compare tabulates it\n");
+  sb_printf(&sb, "dtrun_version: \"%s\"\nsource: ", DT_VERSION);
+  yaml_string(&sb, sw->source);
+  sb_printf(&sb, "\ncommand: ");
+  yaml_string(&sb, opt->command_line != NULL ? opt->command_line : "");
+  sb_printf(&sb, "\npoints: %d\naxes:\n", sw->num_points);
+  for (int a = 0; a < sw->num_axes; a++) {
+    sb_printf(&sb, "  - key: ");
+    yaml_string(&sb, sw->axes[a].key);
+    sb_printf(&sb, "\n    values: [");
+    for (int i = 0; i < sw->axes[a].num_values; i++) {
+      if (i) sb_printf(&sb, ", ");
+      yaml_string(&sb, sw->axes[a].values[i].label);
+    }
+    sb_printf(&sb, "]\n");
+  }
+  sb_printf(&sb, "runs:\n");
+  dt_status st = DT_OK;
+  for (int p = 0; p < sw->num_points && st == DT_OK; p++) {
+    char name[16], sub[DT_PATH_MAX + 96];
+    int idx[DT_SWEEP_MAX_AXES];
+    point_folder(sw, p, name, sizeof name);
+    dt_sweep_point_index(sw, p, idx);
+    sb_printf(&sb, "  - point: %d\n    folder: \"%s\"\n    values: {", p, name);
+    for (int a = 0; a < sw->num_axes; a++) {
+      sb_printf(&sb, "%s", a ? ", " : "");
+      yaml_string(&sb, sw->axes[a].key);
+      sb_printf(&sb, ": ");
+      yaml_string(&sb, sw->axes[a].values[idx[a]].label);
+    }
+    sb_printf(&sb, "}\n");
+    snprintf(sub, sizeof sub, "%s/%s", dir, name);
+    st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
+    if (st == DT_OK) st = runner_mkdir_p(sub);
+    if (st == DT_OK) st = emit_to(&cfg, sub);
+  }
+  if (st == DT_OK) st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(dir, "sweep.yaml", sb.data, sb.len);
+  sb_free(&sb);
+  return st;
+}
+
+/* sweep.yaml as read back (rank 0): each point's folder and swept values. */
+typedef struct sweep_index {
+  dt_ynode *root;
+  const dt_ynode *runs;
+  int num_points;
+} sweep_index;
+
+static dt_status read_index(const char *dir, sweep_index *ix) {
+  char path[DT_PATH_MAX + 32];
+  size_t len;
+  memset(ix, 0, sizeof *ix);
+  snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+  char *text = dt_read_file(path, &len);
+  DT_CHECK(text != NULL, DT_ERR_USAGE, "%s: not a sweep folder (cannot read sweep.yaml: %s)", dir, strerror(errno));
+  dt_status st = dt_yaml_parse(text, len, path, &ix->root);
+  free(text);
+  DT_TRY(st);
+  ix->runs = dt_ynode_get(ix->root, "runs");
+  DT_CHECK(ix->runs != NULL && ix->runs->kind == DT_YN_SEQ && ix->runs->n > 0, DT_ERR_DATA, "%s: no runs: list", path);
+  for (int i = 0; i < ix->runs->n; i++) {
+    const dt_ynode *f = dt_ynode_get(ix->runs->items[i], "folder"), *v = dt_ynode_get(ix->runs->items[i], "values");
+    DT_CHECK(f != NULL && f->kind == DT_YN_SCALAR && dt_config_file_name_ok(f->text) && v != NULL && v->kind == DT_YN_MAP, DT_ERR_DATA,
+             "%s:%d: each run needs a folder: and values:", path, ix->runs->items[i]->line);
+  }
+  ix->num_points = ix->runs->n;
+  return DT_OK;
+}
+
+/* What rank 0 decided for a point, sent to every rank. */
+enum { POINT_RUN = 1, POINT_RESUME, POINT_SKIP, POINT_FAILED };
+
+/* Rank 0: the point's action, config and run options (swept values kept in the arrays). */
+static dt_status plan_point(const sweep_index *ix, const char *dir, int p, int resume, dt_config *cfg, char *folder, size_t size,
+                            int *action, char *json, size_t json_size, const char **keys, const char **values) {
+  const dt_ynode *run = ix->runs->items[p], *vals = dt_ynode_get(run, "values");
+  snprintf(folder, size, "%s/%s", dir, dt_ynode_get(run, "folder")->text);
+  strbuf js = {0};
+  sb_printf(&js, "{");
+  for (int k = 0; k < vals->n && k < DT_SWEEP_MAX_AXES; k++) {
+    keys[k] = vals->keys[k]->text;
+    values[k] = vals->items[k]->kind == DT_YN_SCALAR ? vals->items[k]->text : "";
+    sb_printf(&js, "%s", k ? ", " : "");
+    yaml_string(&js, keys[k]); /* a YAML double-quoted string of printable text is a JSON string */
+    sb_printf(&js, ": ");
+    yaml_string(&js, values[k]);
+  }
+  sb_printf(&js, "}");
+  const int fits = !js.failed && js.len < json_size;
+  if (fits) memcpy(json, js.data, js.len + 1);
+  sb_free(&js);
+  DT_CHECK(fits, DT_ERR_DATA, "%s: the swept values of point %d are longer than %zu characters", dir, p, json_size - 1);
+  char status[64], holder[512], path[DT_PATH_MAX + 128];
+  dt_run_dir_status(folder, status, sizeof status, holder, sizeof holder);
+  *action = POINT_RUN;
+  if (resume && strcmp(status, "completed") == 0) *action = POINT_SKIP;
+  else if (resume && strcmp(status, "unknown") != 0) *action = POINT_RESUME;
+  if (*action == POINT_SKIP) return DT_OK;
+  DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s)", folder, holder);
+  snprintf(path, sizeof path, "%s/config.yaml", folder);
+  return dt_config_load(path, &dt_builtin, NULL, 0, cfg);
+}
+
+dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
+                       const char *resume_dir) {
+  const int rank = dt_comm_rank(comm);
+  static dt_config cfg;
+  static char dir[DT_PATH_MAX + 64], folder[DT_PATH_MAX + 96];
+  char json[4096];
+  const char *keys[DT_SWEEP_MAX_AXES], *values[DT_SWEEP_MAX_AXES];
+  sweep_index ix;
+  memset(&ix, 0, sizeof ix);
+  dt_status st = DT_OK;
+  double head[2] = {0, 0}; /* ok, points */
+  if (rank == 0) {
+    if (resume_dir != NULL) {
+      snprintf(dir, sizeof dir, "%s", resume_dir);
+    } else {
+      st = check_points(sw, sets, nsets);
+      if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, opt, dir, sizeof dir);
+    }
+    if (st == DT_OK) st = read_index(dir, &ix);
+    head[0] = st == DT_OK;
+    head[1] = ix.num_points;
+  }
+  DT_TRY_GOTO(dt_comm_bcast(comm, head, sizeof head, 0));
+  if (head[0] != 1) {
+    if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not set up the sweep");
+    goto cleanup;
+  }
+  DT_TRY_GOTO(dt_comm_bcast(comm, dir, sizeof dir, 0));
+  if (rank == 0 && !opt->quiet)
+    printf("sweep: %d point%s in %s%s\n", (int)head[1], head[1] == 1 ? "" : "s", dir, resume_dir != NULL ? " (resuming)" : "");
+  int done = 0, skipped = 0;
+  for (int p = 0; p < (int)head[1]; p++) {
+    double action = POINT_FAILED;
+    if (rank == 0) {
+      int a = 0;
+      st = plan_point(&ix, dir, p, resume_dir != NULL, &cfg, folder, sizeof folder, &a, json, sizeof json, keys, values);
+      action = st == DT_OK ? a : POINT_FAILED;
+    }
+    DT_TRY_GOTO(dt_comm_bcast(comm, &action, sizeof action, 0));
+    if (action == POINT_FAILED) {
+      if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load point %d of the sweep", p);
+      goto cleanup;
+    }
+    if (action == POINT_SKIP) {
+      skipped++;
+      continue;
+    }
+    DT_TRY_GOTO(dt_comm_bcast(comm, &cfg, sizeof cfg, 0));
+    DT_TRY_GOTO(dt_comm_bcast(comm, folder, sizeof folder, 0));
+    if (rank == 0 && !opt->quiet) {
+      printf("\n== sweep point %d of %d (%s):", p + 1, (int)head[1], strrchr(folder, '/') + 1);
+      const dt_ynode *vals = dt_ynode_get(ix.runs->items[p], "values");
+      for (int k = 0; k < vals->n; k++) printf(" %s=%s", keys[k], values[k]);
+      printf("%s\n", action == POINT_RESUME ? " (resumed)" : "");
+      fflush(stdout);
+    }
+    dt_run_options ro = *opt;
+    ro.output_dir = folder;
+    ro.force = action == POINT_RUN; /* the folder holds its config.yaml */
+    ro.resume = action == POINT_RESUME;
+    ro.db_dir = dir;
+    ro.point = p;
+    ro.swept_json = json;
+    ro.num_swept = rank == 0 ? dt_ynode_get(ix.runs->items[p], "values")->n : 0;
+    ro.swept_keys = keys;
+    ro.swept_values = values;
+    st = dt_experiment_run(comm, &cfg, &ro);
+    if (st == DT_ERR_INTERRUPTED) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", dt_error_message());
+      st = DT_ERROR(DT_ERR_INTERRUPTED, "sweep point %d of %d: %s; continue the sweep with: dtrun resume %s", p + 1, (int)head[1], msg,
+                    dir);
+    }
+    DT_TRY_GOTO(st);
+    done++;
+  }
+  if (rank == 0)
+    printf("\nsweep: %d point%s run%s%s in %s; tabulate with: dtrun compare %s\n", done, done == 1 ? "" : "s",
+           skipped ? ", completed before: " : "", skipped ? (snprintf(json, sizeof json, "%d", skipped), json) : "", dir, dir);
+cleanup:
+  dt_ynode_free(ix.root);
+  return st;
+}
+
+dt_status dt_sweep_check(const dt_sweep *sw, const char *const *sets, int nsets, FILE *out) {
+  DT_TRY(check_points(sw, sets, nsets));
+  static dt_config cfg;
+  DT_TRY(dt_sweep_point_config(sw, 0, &dt_builtin, sets, nsets, &cfg));
+  DT_TRY(dt_experiment_check(&cfg, out));
+  fprintf(out, "\nsweep: %d points over %d ax%s (the first point is shown above; every point loads):\n", sw->num_points, sw->num_axes,
+          sw->num_axes == 1 ? "is" : "es");
+  for (int a = 0; a < sw->num_axes; a++) {
+    fprintf(out, "  %s:", sw->axes[a].key);
+    for (int i = 0; i < sw->axes[a].num_values; i++) fprintf(out, " %s", sw->axes[a].values[i].label);
+    fprintf(out, "\n");
+  }
+  return DT_OK;
+}
+
+int dt_is_sweep_dir(const char *dir) {
+  char path[DT_PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+  return access(path, R_OK) == 0;
+}
+
+dt_status dt_sweep_dir_status(const char *dir, FILE *out) {
+  sweep_index ix;
+  DT_TRY(read_index(dir, &ix));
+  int completed = 0;
+  fprintf(out, "%s: a sweep of %d points\n", dir, ix.num_points);
+  for (int p = 0; p < ix.num_points; p++) {
+    const dt_ynode *run = ix.runs->items[p], *vals = dt_ynode_get(run, "values");
+    char folder[DT_PATH_MAX + 96], status[64], holder[512];
+    snprintf(folder, sizeof folder, "%s/%s", dir, dt_ynode_get(run, "folder")->text);
+    dt_run_dir_status(folder, status, sizeof status, holder, sizeof holder);
+    if (strcmp(status, "unknown") == 0) snprintf(status, sizeof status, "not started");
+    completed += strcmp(status, "completed") == 0;
+    fprintf(out, "  %s  %-11s", dt_ynode_get(run, "folder")->text, status);
+    for (int k = 0; k < vals->n; k++) fprintf(out, " %s=%s", vals->keys[k]->text, vals->items[k]->text);
+    fprintf(out, "\n");
+  }
+  if (completed < ix.num_points) fprintf(out, "  continue with: dtrun resume %s\n", dir);
+  dt_ynode_free(ix.root);
+  return DT_OK;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Sweeps on real MNIST (tests/e2e/sweep.yaml, 2 graphs x 2 seeds): the same files and database
+# rows alone and under mpirun -np 3; each point's files equal running that point's config.yaml
+# alone; --sweep adds or replaces an axis; a sweep stopped by SIGINT resumes to the same files;
+# check lists the points. Skipped (77) without data/mnist.
+# usage: sweep.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+dtrun=$(realpath "$1") mpiexec=$2
+cd "$3" || exit 1
+[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+tmp=$(mktemp -d)
+cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0 pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
+same_run() { # dirA dirB what: results (timings aside), config, graph, split
+  local f
+  for f in "$1"/*_results.csv; do
+    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return 1; }
+  done
+  for f in config.yaml graph.yaml split.csv; do cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return 1; }; done
+  return 0
+}
+same_sweep() { # sweepA sweepB what
+  local p
+  for p in 000 001 002 003; do same_run "$1/$p" "$2/$p" "$3, point $p" || return; done
+  cmp -s <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2") || { bad "$3: results.sqlite differs"; return; }
+  ok
+}
+cfg=tests/e2e/sweep.yaml
+
+"$dtrun" $cfg --output-dir "$tmp/s1" --quiet > "$tmp/s1.log" 2>&1 || bad "sweep at P=1 failed: $(tail -3 "$tmp/s1.log")"
+for p in 000 001 002 003; do [ -s "$tmp/s1/$p/dsgt_results.csv" ] && [ -s "$tmp/s1/$p/config.yaml" ] || bad "point $p has no results"; done
+grep -q 'values: {"graph": "complete", "experiment.seed": "1"}' "$tmp/s1/sweep.yaml" && ok || bad "sweep.yaml lacks point 3's values"
+grep -q "type: complete" "$tmp/s1/003/config.yaml" && grep -q "seed: 1" "$tmp/s1/003/config.yaml" && ok \
+  || bad "point 003's config.yaml is not graph complete, seed 1"
+[ "$(sqlite3 "$tmp/s1/results.sqlite" "SELECT count(*) FROM runs WHERE status = 'completed'")" = 4 ] && ok || bad "the database should hold 4 completed runs"
+[ "$(sqlite3 "$tmp/s1/results.sqlite" "SELECT json_extract(swept, '$.graph') FROM runs WHERE point = 2")" = complete ] && ok \
+  || bad "runs.swept of point 2 should say graph complete"
+[ "$(sqlite3 "$tmp/s1/results.sqlite" "SELECT count(DISTINCT run) FROM evaluations")" = 4 ] && ok || bad "evaluations of 4 runs expected"
+for p in 000 003; do python3 tests/e2e/db_rows.py csv "$tmp/s1" $p > /dev/null && ok || bad "point $p: CSV and database differ"; done
+
+# the same sweep on 3 ranks
+"$mpiexec" --oversubscribe -n 3 "$dtrun" $cfg --output-dir "$tmp/s3" --quiet > "$tmp/s3.log" 2>&1 || bad "sweep at P=3 failed: $(tail -3 "$tmp/s3.log")"
+same_sweep "$tmp/s1" "$tmp/s3" "P=1 vs P=3"
+# a point alone, from its own config.yaml, from another working directory
+(cd "$tmp" && "$dtrun" "$tmp/s1/002/config.yaml" --output-dir "$tmp/alone" --quiet > "$tmp/alone.log" 2>&1) \
+  || bad "point 002 alone failed: $(tail -3 "$tmp/alone.log")"
+same_run "$tmp/s1/002" "$tmp/alone" "point 002 alone" && ok
+
+# --sweep: replaces the file's seed axis and adds one
+"$dtrun" $cfg --sweep experiment.seed=5 --sweep problem_configs.dsgd.optimizer_config.alpha0=0.01,0.03 --output-dir "$tmp/cli" \
+  --quiet > "$tmp/cli.log" 2>&1 || bad "--sweep run failed: $(tail -3 "$tmp/cli.log")"
+[ "$(grep -c '^  - point' "$tmp/cli/sweep.yaml")" = 4 ] && grep -q 'values: {"graph": "cycle", "experiment.seed": "5", "problem_configs.dsgd.optimizer_config.alpha0": "0.03"}' "$tmp/cli/sweep.yaml" \
+  && grep -q "alpha0: 0.03" "$tmp/cli/001/config.yaml" && ok || bad "--sweep did not make the 2 x 1 x 2 grid: $(cat "$tmp/cli/sweep.yaml")"
+
+# stopped by SIGINT in its second point, resumed (on 2 ranks): the files of the sweep never stopped
+"$dtrun" $cfg --output-dir "$tmp/int" --progress never \
+  > "$tmp/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 400); do grep -q "sweep point 2 of 4" "$tmp/int.log" && grep -q "^dsgd .* round *10" <(sed -n '/sweep point 2 of 4/,$p' "$tmp/int.log") && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && grep -q "continue the sweep with: dtrun resume $tmp/int" "$tmp/int.log" && ok || bad "SIGINT in a sweep: exit $rc: $(tail -3 "$tmp/int.log")"
+"$dtrun" check "$tmp/int" > "$tmp/int.check" 2>&1
+grep -q "000  completed" "$tmp/int.check" && grep -q "003  not started" "$tmp/int.check" && ok || bad "check of a stopped sweep: $(cat "$tmp/int.check")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/int" --quiet > "$tmp/int2.log" 2>&1 || bad "resume of the sweep failed: $(tail -3 "$tmp/int2.log")"
+same_sweep "$tmp/s1" "$tmp/int" "stopped and resumed"
+"$dtrun" resume "$tmp/int" > "$tmp/int3.log" 2>&1 && grep -q "sweep: 0 points run, completed before: 4" "$tmp/int3.log" && ok \
+  || bad "resuming a completed sweep should run nothing: $(tail -2 "$tmp/int3.log")"
+
+echo "$pass checks passed, $fail failed"
+[ "$fail" = 0 ]
