@@ -22,7 +22,8 @@ static const char usage_text[] =
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
     "       dtrun check RUN_DIR|SWEEP_DIR\n"
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
-    "       dtrun compare RUN_DIR... [--metric M] [--target X] [--plot FILE.png|FILE.svg]\n"
+    "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X] [--x round|samples|bytes|seconds]\n"
+    "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide]]\n"
     "       dtrun --help | --version\n"
     "\n"
     "Runs decentralized-optimization experiments described in one YAML file (configs/README.md\n"
@@ -33,7 +34,7 @@ static const char usage_text[] =
     "  check        validate the experiment, print the resolved config and a summary; for a run\n"
     "               folder, its status (completed, interrupted, killed, running, ...)\n"
     "  resume       continue an interrupted or killed run from its last checkpoint (any rank count)\n"
-    "  compare      tables (and a plot) of saved runs\n"
+    "  compare      tables (and figures) of runs and sweeps, aggregated over seeds\n"
     "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
     "  --force              let --output-dir be a folder that is not empty\n"
     "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10; a list\n"
@@ -44,9 +45,13 @@ static const char usage_text[] =
     "  --quiet              print only errors and the final summary\n"
     "  --progress WHEN      the live progress bar: auto (default: only when the output is a\n"
     "                       terminal, mpirun's own output included), always, never\n"
-    "  --metric M           compare: the accuracy column (default top1_accuracy)\n"
-    "  --target X           compare: rounds and samples until the mean metric reaches X\n"
-    "  --plot FILE          compare: accuracy and consensus against round (needs gnuplot)\n"
+    "  --metric M,...       compare: the metrics (default top1_accuracy); the first is tabulated\n"
+    "  --target X           compare: the --x value at which the first metric's mean reaches X\n"
+    "                       (accuracy from below, losses and consensus from above)\n"
+    "  --x WHAT             compare: round (default), samples, bytes or seconds\n"
+    "  --csv, --markdown, --latex   compare: the table in that format\n"
+    "  --plot FILE          compare: a figure, one panel per metric (needs gnuplot)\n"
+    "  --size paper|slide   compare: a paper column (default) or a 16:9 slide\n"
     "\n"
     "exit codes: 0 success, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
@@ -113,11 +118,20 @@ static dt_status parse_args(int argc, char **argv, args *a) {
       a->cmp.target = strtod(argv[++i], &end);
       DT_CHECK(*end == '\0' && a->cmp.target >= 0, DT_ERR_USAGE, "--target: expected a number >= 0, found '%s'", argv[i]);
     } else if (strcmp(s, "--plot") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .png or .svg");
+      DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .pdf, .svg or .png");
       a->cmp.plot = argv[++i];
       const char *ext = strrchr(a->cmp.plot, '.');
-      DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0), DT_ERR_USAGE,
-               "--plot %s: the file name must end in .png or .svg", a->cmp.plot);
+      DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0 || strcmp(ext, ".pdf") == 0), DT_ERR_USAGE,
+               "--plot %s: the file name must end in .pdf, .svg or .png", a->cmp.plot);
+    } else if (strcmp(s, "--x") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--x needs round, samples, bytes or seconds");
+      a->cmp.x = argv[++i];
+    } else if (strcmp(s, "--size") == 0) {
+      DT_CHECK(has_next && (strcmp(argv[i + 1], "paper") == 0 || strcmp(argv[i + 1], "slide") == 0), DT_ERR_USAGE,
+               "--size needs paper or slide");
+      a->cmp.size = argv[++i];
+    } else if (strcmp(s, "--csv") == 0 || strcmp(s, "--markdown") == 0 || strcmp(s, "--latex") == 0) {
+      a->cmp.format = s[2] == 'c' ? DT_COMPARE_CSV : s[2] == 'm' ? DT_COMPARE_MARKDOWN : DT_COMPARE_LATEX;
     } else if (s[0] == '-' && s[1] != '\0') {
       return DT_ERROR(DT_ERR_USAGE, "unknown option '%s' (see dtrun --help)", s);
     } else if (strcmp(a->cmd, "compare") == 0) {

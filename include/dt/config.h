@@ -169,6 +169,10 @@ typedef struct dt_plugin {
  * characters (experiment and problem names become file and folder names). */
 bool dt_config_file_name_ok(const char *s);
 
+/* The closest of n candidates to word (a likely typo or a unique abbreviation), or NULL: the
+ * "did you mean" of config errors, also used by `dtrun compare`. */
+const char *dt_nearest(const char *word, const char *const *cands, int n);
+
 /* Whether `name` is p's name or one of its aliases. */
 bool dt_plugin_named(const dt_plugin *p, const char *name);
 

@@ -82,12 +82,18 @@ int dt_is_sweep_dir(const char *dir);
 dt_status dt_sweep_dir_status(const char *dir, FILE *out);
 
 typedef struct dt_compare_options {
-  const char *metric; /* accuracy metric for --target (default top1_accuracy) */
+  const char *metric; /* comma-separated metrics (default top1_accuracy); the first is tabulated and targeted */
   double target;      /* < 0: none */
-  const char *plot;   /* PNG or SVG file, or NULL */
+  const char *x;      /* round (default), samples, bytes or seconds: the plots' x axis and what --target counts */
+  const char *plot;   /* a .pdf, .svg or .png file, or NULL */
+  const char *size;   /* "paper" (default: a column, panels stacked) or "slide" (16:9, panels side by side) */
+  int format;         /* DT_COMPARE_TABLE, _CSV, _MARKDOWN, _LATEX */
 } dt_compare_options;
 
-/* `dtrun compare RUN_DIR...`: a table per problem, and optionally a plot through gnuplot. */
+enum { DT_COMPARE_TABLE = 0, DT_COMPARE_CSV, DT_COMPARE_MARKDOWN, DT_COMPARE_LATEX };
+
+/* `dtrun compare DIR...`: run and sweep folders from their results.sqlite, grouped by swept
+ * values (the seed aside) and problem, aggregated across seeds; optionally a figure. */
 dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out);
 
 #endif

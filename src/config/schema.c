@@ -37,6 +37,8 @@ static int edit_distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+const char *dt_nearest(const char *word, const char *const *cands, int n) { return schema_nearest(word, cands, n); }
+
 const char *schema_nearest(const char *word, const char *const *cands, int n) {
   const char *best = NULL;
   int bd = 1 << 30;

@@ -41,7 +41,7 @@ same_files() { # reference run resumed what
   fi
   [ "$(grep -c '^    status: completed' "$2/summary.yaml")" = 6 ] && grep -q '^status: completed' "$2/summary.yaml" \
     || { bad "$3: summary.yaml does not say completed"; return; }
-  [ ! -e "$2/checkpoint" ] && [ ! -e "$2/dtrun.lock" ] || { bad "$3: checkpoint or lock left behind"; return; }
+  [ ! -e "$2/checkpoint" ] && [ ! -e "$2/dtrun.lock" ] || { bad "$3: checkpoint or lock left behind: $(ls "$2")"; return; }
   ok
 }
 config=tests/e2e/small.yaml
@@ -68,6 +68,9 @@ kill_later() {
   # the ranks are mpirun's children, not ours: wait until they are gone (one caught in an fsync
   # dies when the write ends, and holds the folder's lock until then)
   for _ in $(seq 300); do pgrep -f "dtrun.*$dir" > /dev/null || break; sleep 0.1; done
+  # an exiting process has no command line for pgrep but still holds its files until its
+  # threads are gone: wait until the folder's lock is free too
+  for _ in $(seq 300); do [ ! -e "$dir/dtrun.lock" ] || flock -n "$dir/dtrun.lock" true && break; sleep 0.1; done
 }
 
 # (1) killed at P = 5, resumed at P = 2

@@ -72,5 +72,48 @@ same_sweep "$tmp/s1" "$tmp/int" "stopped and resumed"
 "$dtrun" resume "$tmp/int" > "$tmp/int3.log" 2>&1 && grep -q "sweep: 0 points run, completed before: 4" "$tmp/int3.log" && ok \
   || bad "resuming a completed sweep should run nothing: $(tail -2 "$tmp/int3.log")"
 
+# compare: grouped by graph across the 2 seeds, mean ± 95% interval, rounds to a target, formats
+"$dtrun" compare "$tmp/s1" --target 0.2 > "$tmp/cmp.txt" 2>&1 || bad "compare of the sweep failed: $(cat "$tmp/cmp.txt")"
+grep -Eq "^graph=cycle +dsgd +dsgd +completed +2 +30 +[0-9.]+ ± [0-9.]+ " "$tmp/cmp.txt" && [ "$(grep -c '^graph=' "$tmp/cmp.txt")" = 4 ] \
+  && ok || bad "compare should show 4 groups of 2 seeds with mean ± interval: $(cat "$tmp/cmp.txt")"
+python3 - "$tmp/s1/results.sqlite" "$tmp/cmp.txt" <<'PY' && ok || bad "compare's mean, interval or rounds-to-target disagree with the database"
+import re, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+finals, reach = [], []
+for (run,) in db.execute("SELECT run FROM runs r JOIN sweep_values v USING (run) WHERE v.key = 'graph' AND v.value = 'cycle'"):
+    rows = db.execute("SELECT round, avg(top1_accuracy) FROM evaluations e JOIN problems p USING (run, problem)"
+                      " WHERE run = ? AND p.problem_name = 'dsgd' GROUP BY round ORDER BY round", (run,)).fetchall()
+    finals.append(rows[-1][1])
+    reach.append(next(r for r, a in rows if a >= 0.2))
+m = statistics.mean(finals); ci = 12.706 * statistics.stdev(finals) / 2 ** 0.5
+line = next(l for l in open(sys.argv[2]) if re.match(r"graph=cycle +dsgd ", l))
+got = re.search(r"([0-9.]+) ± ([0-9.]+)", line)
+assert abs(float(got.group(1)) - m) < 1e-4 and abs(float(got.group(2)) - ci) < 1e-4, (line, m, ci)
+assert line.split()[-3] == "%.0f" % statistics.mean(reach), (line, reach)
+PY
+"$dtrun" compare "$tmp/s1" --csv > "$tmp/cmp.csv" && python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r)==4 and float(r[0]['top1_accuracy_ci95'])>=0" "$tmp/cmp.csv" \
+  && ok || bad "compare --csv: $(head -3 "$tmp/cmp.csv")"
+"$dtrun" compare "$tmp/s1" --markdown | grep -q '^| graph=complete | dsgt | dsgt | completed | 2 |' && ok || bad "compare --markdown"
+"$dtrun" compare "$tmp/s1" --latex | grep -q '^\\begin{tabular}' && ok || bad "compare --latex"
+"$dtrun" compare "$tmp/s1" --target 0.2 --x samples | grep -q "samples@0.2" && ok || bad "compare --x samples"
+"$dtrun" compare "$tmp/s1" --metric top1_acuracy > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "did you mean top1_accuracy" "$tmp/err" && ok || bad "an unknown metric: exit $rc: $(cat "$tmp/err")"
+"$dtrun" compare "${tmp}/s" > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q "no such run or sweep folder; did you mean" "$tmp/err" && ok || bad "an unknown folder: exit $rc: $(cat "$tmp/err")"
+# figures, each format checked by a real reader
+if command -v gnuplot > /dev/null && command -v pdfinfo > /dev/null; then
+  "$dtrun" compare "$tmp/s1" --metric top1_accuracy,consensus_error --plot "$tmp/f.pdf" > /dev/null 2>&1 || bad "--plot pdf failed"
+  pdfinfo "$tmp/f.pdf" 2>/dev/null | grep -q "^Pages: *1$" && pdftoppm -png -r 50 "$tmp/f.pdf" "$tmp/fp" && [ -s "$tmp/fp-1.png" ] && ok \
+    || bad "the PDF does not read as a 1-page PDF that renders"
+  "$dtrun" compare "$tmp/s1" --plot "$tmp/f.svg" > /dev/null 2>&1 || bad "--plot svg failed"
+  python3 -c "import sys, xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot(); assert r.tag.endswith('svg')" "$tmp/f.svg" && ok || bad "the SVG does not parse"
+  grep -q "graph=cycle: dsgd (2 seeds, 95%)" "$tmp/f.svg" && ok || bad "the SVG lacks the plain-text legend entry"
+  "$dtrun" compare "$tmp/s1" --plot "$tmp/f.png" --size slide > /dev/null 2>&1 || bad "--plot png failed"
+  python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n' and struct.unpack('>II',d[16:24])==(2000,1000)" "$tmp/f.png" \
+    && ok || bad "the PNG is not a 2000 x 1000 slide"
+else
+  echo "no gnuplot or poppler-utils: figures not checked"
+fi
+
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]
