@@ -153,8 +153,8 @@ dt_status dt_sweep_load(const char *path, const char *const *cli, int num_cli, d
       goto cleanup;
     }
     for (int i = 0; i < sweep->n; i++) {
-      DT_TRY_GOTO(file_axis(out, sweep->keys[i], sweep->items[i], &out->axes[out->num_axes]));
-      out->num_axes++;
+      out->num_axes++; /* counted first: dt_sweep_free releases a half-read axis too */
+      DT_TRY_GOTO(file_axis(out, sweep->keys[i], sweep->items[i], &out->axes[out->num_axes - 1]));
     }
   }
   for (int c = 0; c < num_cli; c++) {
