@@ -99,7 +99,7 @@ static dt_status missing_dir(const char *dir) {
 }
 
 /* The group label of a run: its swept values but the seed, or the folder's name. */
-static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, const char *folder, char *label, size_t size) {
+static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *label, size_t size) {
   label[0] = '\0';
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db, "SELECT key, value FROM sweep_values WHERE run = ?1 AND key != 'experiment.seed' ORDER BY rowid", -1, &s,
@@ -112,7 +112,7 @@ static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, const cha
     }
   }
   sqlite3_finalize(s);
-  if (label[0] == '\0') snprintf(label, size, "%s", strcmp(folder, ".") == 0 ? basename_of(dir) : basename_of(dir));
+  if (label[0] == '\0') snprintf(label, size, "%s", basename_of(dir)); /* a run, or a sweep of seeds alone */
 }
 
 static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, int problem, curve *c, const char *path) {
@@ -179,7 +179,7 @@ static dt_status load_dir(const char *dir, table *t) {
     char sub[DT_PATH_MAX + 8], holder[512];
     snprintf(sub, sizeof sub, "%s/%s", dir, folder);
     if (strcmp(status, "running") == 0) dt_run_dir_status(sub, status, sizeof status, holder, sizeof holder);
-    run_label(db, run, dir, folder, label, sizeof label);
+    run_label(db, run, dir, label, sizeof label);
     sqlite3_reset(probs);
     sqlite3_bind_int64(probs, 1, run);
     while (sqlite3_step(probs) == SQLITE_ROW) {
@@ -271,12 +271,6 @@ static void cell(cells *t, int r, int c, const char *fmt, ...) {
   if (c + 1 > t->cols) t->cols = c + 1;
 }
 
-static const char *num(char *buf, size_t size, const char *fmt, double v) {
-  if (isnan(v)) snprintf(buf, size, "nan");
-  else snprintf(buf, size, fmt, v);
-  return buf;
-}
-
 static void latex_escape(FILE *out, const char *s) {
   for (; *s; s++) {
     if (strchr("&%$#_{}", *s)) fprintf(out, "\\%c", *s);
@@ -288,13 +282,18 @@ static void latex_escape(FILE *out, const char *s) {
   }
 }
 
+/* The columns s takes on a terminal: UTF-8 characters, not bytes ("±"). */
+static int text_width(const char *s) {
+  int len = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) len += (*p & 0xc0) != 0x80;
+  return len;
+}
+
 static void print_cells(const cells *t, int format, FILE *out) {
   int w[20] = {0};
   for (int r = 0; r < t->rows; r++)
     for (int c = 0; c < t->cols; c++) {
-      const char *s = t->v[r][c] ? t->v[r][c] : "";
-      int len = 0;
-      for (const unsigned char *p = (const unsigned char *)s; *p; p++) len += (*p & 0xc0) != 0x80; /* characters, not bytes */
+      const int len = text_width(t->v[r][c] ? t->v[r][c] : "");
       if (len > w[c]) w[c] = len;
     }
   if (format == DT_COMPARE_LATEX) {
@@ -316,9 +315,7 @@ static void print_cells(const cells *t, int format, FILE *out) {
         if (c) fputs(" & ", out);
         latex_escape(out, s);
       } else {
-        int len = 0;
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) len += (*p & 0xc0) != 0x80;
-        const int right = c >= 4;
+        const int len = text_width(s), right = c >= 4;
         if (c) fputs("  ", out);
         if (right) fprintf(out, "%*s%s", w[c] - len, "", s);
         else fprintf(out, "%s%*s", s, c + 1 < t->cols ? w[c] - len : 0, "");
@@ -546,26 +543,26 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     const double lo = gr->n > 1 ? s[3] : (c0->n ? c0->lo[mi][c0->n - 1] : NAN), hi = gr->n > 1 ? s[4] : (c0->n ? c0->hi[mi][c0->n - 1] : NAN);
     if (csv) {
       const double v[5] = {s[0], s[1], s[2], lo, hi};
-      for (int k = 0; k < 5; k++) cell(&cl, r, c++, "%s", rec ? num(a, sizeof a, "%.9g", v[k]) : "");
+      for (int k = 0; k < 5; k++) cell(&cl, r, c++, "%s", rec ? fmt_number(a, sizeof a, "%.9g", v[k]) : "");
     } else if (!rec) {
       cell(&cl, r, c++, "-");
       cell(&cl, r, c++, "-");
     } else {
-      if (gr->n > 1) cell(&cl, r, c++, "%s ± %s", num(a, sizeof a, "%.4f", s[0]), num(b, sizeof b, "%.4f", s[2]));
-      else cell(&cl, r, c++, "%s", num(a, sizeof a, "%.4f", s[0]));
-      cell(&cl, r, c++, "%s-%s", num(a, sizeof a, "%.4f", lo), num(b, sizeof b, "%.4f", hi));
+      if (gr->n > 1) cell(&cl, r, c++, "%s ± %s", fmt_number(a, sizeof a, "%.4f", s[0]), fmt_number(b, sizeof b, "%.4f", s[2]));
+      else cell(&cl, r, c++, "%s", fmt_number(a, sizeof a, "%.4f", s[0]));
+      cell(&cl, r, c++, "%s-%s", fmt_number(a, sizeof a, "%.4f", lo), fmt_number(b, sizeof b, "%.4f", hi));
     }
     if (vl < 0 || !c0->recorded[vl]) cell(&cl, r, c++, "-");
-    else cell(&cl, r, c++, "%s", num(e, sizeof e, "%.4f", s2[0]));
+    else cell(&cl, r, c++, "%s", fmt_number(e, sizeof e, "%.4f", s2[0]));
     if (ce < 0 || !c0->recorded[ce]) cell(&cl, r, c++, "-");
-    else cell(&cl, r, c++, "%s", num(e, sizeof e, "%.3e", s3[0]));
+    else cell(&cl, r, c++, "%s", fmt_number(e, sizeof e, "%.3e", s3[0]));
     if (opt->target >= 0) {
       double mean = 0;
       for (int k = 0; k < nreach; k++) mean += reach[k] / nreach;
       const char *fmt = xk == 3 ? "%.2f" : xk == 2 ? "%.4g" : "%.0f";
       if (nreach == 0) cell(&cl, r, c++, "-");
-      else if (nreach < gr->n) cell(&cl, r, c++, "%s (%d of %d)", num(a, sizeof a, fmt, mean), nreach, gr->n);
-      else cell(&cl, r, c++, "%s", num(a, sizeof a, fmt, mean));
+      else if (nreach < gr->n) cell(&cl, r, c++, "%s (%d of %d)", fmt_number(a, sizeof a, fmt, mean), nreach, gr->n);
+      else cell(&cl, r, c++, "%s", fmt_number(a, sizeof a, fmt, mean));
     }
     cell(&cl, r, c++, "%.3f", mb);
     cell(&cl, r, c++, "%.2f", secs);

@@ -84,6 +84,14 @@ static sqlite3_stmt *prepare(runner *r, const char *sql) {
 
 static void bind_text(sqlite3_stmt *s, int i, const char *v) { sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT); }
 
+/* Ends the transaction begun with BEGIN IMMEDIATE: COMMIT when every step went well, else
+ * ROLLBACK (the first failure is kept by db_fail). Whether it committed. */
+static int end_tx(runner *r, int good) {
+  if (good) good = exec(r, "COMMIT");
+  if (!good && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  return good;
+}
+
 /* The run's folder as the database names it: relative to the database's folder. */
 static const char *folder_name(const runner *r) {
   const size_t n = strlen(r->db_dir);
@@ -117,24 +125,16 @@ dt_status runner_db_open(runner *r, const char *config_text) {
   runner_wall_clock(now, sizeof now);
   sqlite3_stmt *s = NULL;
   int good = exec(r, "BEGIN IMMEDIATE");
-  /* a resumed run keeps its row (its evaluations up to the checkpoint stay); a fresh run into a
-   * folder the database knows (--force) replaces what was there */
-  if (good && o->resume) {
-    s = prepare(r, "SELECT run FROM runs WHERE folder = ?1");
-    if (s != NULL) {
-      bind_text(s, 1, folder);
-      if (sqlite3_step(s) == SQLITE_ROW) r->db_run = sqlite3_column_int64(s, 0);
-      sqlite3_finalize(s);
-    }
+  /* the row the database has for this folder: a resumed run keeps it (its evaluations up to the
+   * checkpoint stay); a fresh run into a folder the database knows (--force) replaces it */
+  sqlite3_int64 old = 0;
+  if (good && (s = prepare(r, "SELECT run FROM runs WHERE folder = ?1")) != NULL) {
+    bind_text(s, 1, folder);
+    if (sqlite3_step(s) == SQLITE_ROW) old = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
   }
+  if (o->resume) r->db_run = old;
   if (good && r->db_run == 0) {
-    s = prepare(r, "SELECT run FROM runs WHERE folder = ?1");
-    sqlite3_int64 old = 0;
-    if (s != NULL) {
-      bind_text(s, 1, folder);
-      if (sqlite3_step(s) == SQLITE_ROW) old = sqlite3_column_int64(s, 0);
-      sqlite3_finalize(s);
-    }
     if (old != 0) {
       char sql[256];
       snprintf(sql, sizeof sql,
@@ -147,7 +147,8 @@ dt_status runner_db_open(runner *r, const char *config_text) {
                           " status, started, updated, wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12,"
                           " ?12, 0)")
              : NULL;
-    if (s != NULL) {
+    good = s != NULL;
+    if (good) {
       bind_text(s, 1, folder);
       if (o->swept_json != NULL) sqlite3_bind_int(s, 2, o->point);
       bind_text(s, 3, o->swept_json != NULL ? o->swept_json : "{}");
@@ -163,24 +164,18 @@ dt_status runner_db_open(runner *r, const char *config_text) {
       good = step_all(r, s, "insert into runs");
       sqlite3_finalize(s);
       r->db_run = sqlite3_last_insert_rowid(r->db);
-    } else {
-      good = 0;
     }
+    s = good && o->num_swept > 0 ? prepare(r, "INSERT INTO sweep_values (run, key, value) VALUES (?1, ?2, ?3)") : NULL;
+    if (o->num_swept > 0) good = good && s != NULL;
     for (int i = 0; good && i < o->num_swept; i++) {
-      s = prepare(r, "INSERT INTO sweep_values (run, key, value) VALUES (?1, ?2, ?3)");
-      if (s == NULL) {
-        good = 0;
-        break;
-      }
       sqlite3_bind_int64(s, 1, r->db_run);
       bind_text(s, 2, o->swept_keys[i]);
       bind_text(s, 3, o->swept_values[i]);
       good = step_all(r, s, "insert into sweep_values");
-      sqlite3_finalize(s);
     }
+    sqlite3_finalize(s);
   }
-  if (good) good = exec(r, "COMMIT");
-  else if (sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  good = end_tx(r, good);
   if (good) {
     r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
     r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
@@ -215,9 +210,9 @@ void runner_db_begin_problem(runner *r, int p, int keep) {
   char sql[320];
   snprintf(sql, sizeof sql,
            "BEGIN IMMEDIATE; DELETE FROM evaluations WHERE run = %lld AND ((problem = %d AND round > %d) OR problem > %d);"
-           " DELETE FROM problems WHERE run = %lld AND problem > %d; COMMIT;",
+           " DELETE FROM problems WHERE run = %lld AND problem > %d;",
            (long long)r->db_run, p, keep, p, (long long)r->db_run, p);
-  if (!exec(r, sql) && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  end_tx(r, exec(r, sql));
 }
 
 void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round) {
@@ -238,8 +233,7 @@ void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round) {
     good = step_all(r, s, "write evaluations");
   }
   if (good) good = put_problem(r, p, "running");
-  if (good) good = exec(r, "COMMIT");
-  if (!good && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  end_tx(r, good);
 }
 
 void runner_db_summary(runner *r, int done, const char *status) {
@@ -261,8 +255,7 @@ void runner_db_summary(runner *r, int done, const char *status) {
   } else {
     good = 0;
   }
-  if (good) good = exec(r, "COMMIT");
-  if (!good && sqlite3_get_autocommit(r->db) == 0) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  end_tx(r, good);
 }
 
 dt_status runner_db_status(const runner *r) {

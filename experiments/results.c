@@ -26,28 +26,15 @@ int runner_col_enabled(int c, unsigned metrics) {
   }
 }
 
-/* Writes what emit() prints as outdir/name, atomically. */
-static dt_status write_emitted(const runner *r, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
-  dt_status st = emit(obj, mem);
-  fclose(mem);
-  if (st == DT_OK) st = dt_write_atomic(r->outdir, name, text, len);
-  free(text);
-  return st;
-}
-
-static dt_status emit_config(const void *cfg, FILE *f) { return dt_config_emit_archive(cfg, &dt_builtin, f); }
+dt_status runner_emit_config(const void *cfg, FILE *f) { return dt_config_emit_archive(cfg, &dt_builtin, f); }
 static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
 
 dt_status runner_write_setup_files(runner *r) {
   if (!r->write) return DT_OK;
   dt_status st = DT_OK;
   strbuf sb = {0};
-  DT_TRY(write_emitted(r, "config.yaml", emit_config, r->cfg));
-  DT_TRY(write_emitted(r, "graph.yaml", emit_graph, r->graph));
+  DT_TRY(dt_write_emitted(r->outdir, "config.yaml", runner_emit_config, r->cfg));
+  DT_TRY(dt_write_emitted(r->outdir, "graph.yaml", emit_graph, r->graph));
   sb_printf(&sb, "node,samples");
   for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
   sb_printf(&sb, "\n");
@@ -70,15 +57,6 @@ void runner_wall_clock(char *buf, size_t size) {
   strftime(buf, size, "%Y-%m-%dT%H:%M:%S%z", &tmv);
 }
 
-static void yaml_quote(strbuf *sb, const char *s) {
-  sb_printf(sb, "\"");
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
-    else sb_printf(sb, "%c", *s);
-  }
-  sb_printf(sb, "\"");
-}
-
 dt_status runner_write_summary(runner *r, int done, const char *end) {
   if (!r->write) return DT_OK;
   runner_db_summary(r, done, end);
@@ -86,9 +64,9 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
   char host[256];
   dt_comm_host(host, sizeof host);
   sb_printf(&sb, "dtrun_version: \"%s\"\ncommand: ", DT_VERSION);
-  yaml_quote(&sb, r->opt->command_line ? r->opt->command_line : "");
+  sb_yaml_string(&sb, r->opt->command_line ? r->opt->command_line : "");
   sb_printf(&sb, "\nranks: %d\nhosts: %d\nhost_rank0: ", r->size, dt_comm_num_hosts(r->comm));
-  yaml_quote(&sb, host);
+  sb_yaml_string(&sb, host);
   sb_printf(&sb, "\nthreads_rank0: %d", dt_run_threads(r->comm, r->count));
   char now[64];
   runner_wall_clock(now, sizeof now);
@@ -100,7 +78,7 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
     const dt_problem_config *pc = &r->cfg->problems[p];
     const problem_result *res = &r->res[p];
     sb_printf(&sb, "  - problem_name: ");
-    yaml_quote(&sb, pc->problem_name);
+    sb_yaml_string(&sb, pc->problem_name);
     sb_printf(&sb, "\n    alg_name: %s\n    status: %s\n    rounds: %d\n    rounds_completed: %d\n", pc->alg_name, res->status,
               pc->outer_iterations, res->rounds_done);
     if (res->diverged_round > 0)

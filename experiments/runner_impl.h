@@ -128,6 +128,8 @@ DT_MUST_USE dt_status runner_evaluate(runner *r, problem_run *pr, int round, pro
 
 /* results.c */
 void runner_wall_clock(char *buf, size_t size);
+/* Emits a dt_config as a run folder's config.yaml holds it (dt_config_emit_archive). */
+dt_status runner_emit_config(const void *cfg, FILE *f);
 /* config.yaml, graph.yaml, split.csv. */
 DT_MUST_USE dt_status runner_write_setup_files(runner *r);
 /* The CSV headers of a problem (rank 0). */

@@ -21,16 +21,6 @@
 #include "dt_config.h"
 #include "runner_impl.h"
 
-static void yaml_string(strbuf *sb, const char *s) {
-  sb_printf(sb, "\"");
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) sb_printf(sb, "\\u%04x", (unsigned char)*s); /* YAML and JSON read it */
-    else sb_printf(sb, "%c", *s);
-  }
-  sb_printf(sb, "\"");
-}
-
 static void point_folder(const dt_sweep *sw, int p, char *buf, size_t size) {
   const int width = sw->num_points > 1000 ? 4 : 3;
   snprintf(buf, size, "%0*d", width, p);
@@ -59,18 +49,6 @@ static dt_status check_points(const dt_sweep *sw, const char *const *sets, int n
   return DT_OK;
 }
 
-static dt_status emit_to(const dt_config *cfg, const char *dir) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
-  dt_status st = dt_config_emit_archive(cfg, &dt_builtin, mem);
-  fclose(mem);
-  if (st == DT_OK) st = dt_write_atomic(dir, "config.yaml", text, len);
-  free(text);
-  return st;
-}
-
 /* Rank 0: the sweep folder, each point's folder with its config.yaml, and sweep.yaml. */
 static dt_status make_sweep_dir(const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt, char *dir,
                                 size_t size) {
@@ -90,17 +68,17 @@ static dt_status make_sweep_dir(const dt_sweep *sw, const char *const *sets, int
   strbuf sb = {0};
   sb_printf(&sb, "# dtrun sweep: one run folder per point; dtrun resume continues it, dtrun compare tabulates it\n");
   sb_printf(&sb, "dtrun_version: \"%s\"\nsource: ", DT_VERSION);
-  yaml_string(&sb, sw->source);
+  sb_yaml_string(&sb, sw->source);
   sb_printf(&sb, "\ncommand: ");
-  yaml_string(&sb, opt->command_line != NULL ? opt->command_line : "");
+  sb_yaml_string(&sb, opt->command_line != NULL ? opt->command_line : "");
   sb_printf(&sb, "\npoints: %d\naxes:\n", sw->num_points);
   for (int a = 0; a < sw->num_axes; a++) {
     sb_printf(&sb, "  - key: ");
-    yaml_string(&sb, sw->axes[a].key);
+    sb_yaml_string(&sb, sw->axes[a].key);
     sb_printf(&sb, "\n    values: [");
     for (int i = 0; i < sw->axes[a].num_values; i++) {
       if (i) sb_printf(&sb, ", ");
-      yaml_string(&sb, sw->axes[a].values[i].label);
+      sb_yaml_string(&sb, sw->axes[a].values[i].label);
     }
     sb_printf(&sb, "]\n");
   }
@@ -114,15 +92,15 @@ static dt_status make_sweep_dir(const dt_sweep *sw, const char *const *sets, int
     sb_printf(&sb, "  - point: %d\n    folder: \"%s\"\n    values: {", p, name);
     for (int a = 0; a < sw->num_axes; a++) {
       sb_printf(&sb, "%s", a ? ", " : "");
-      yaml_string(&sb, sw->axes[a].key);
+      sb_yaml_string(&sb, sw->axes[a].key);
       sb_printf(&sb, ": ");
-      yaml_string(&sb, sw->axes[a].values[idx[a]].label);
+      sb_yaml_string(&sb, sw->axes[a].values[idx[a]].label);
     }
     sb_printf(&sb, "}\n");
     snprintf(sub, sizeof sub, "%s/%s", dir, name);
     st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
     if (st == DT_OK) st = runner_mkdir_p(sub);
-    if (st == DT_OK) st = emit_to(&cfg, sub);
+    if (st == DT_OK) st = dt_write_emitted(sub, "config.yaml", runner_emit_config, &cfg);
   }
   if (st == DT_OK) st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(dir, "sweep.yaml", sb.data, sb.len);
   sb_free(&sb);
@@ -171,9 +149,9 @@ static dt_status plan_point(const sweep_index *ix, const char *dir, int p, int r
     keys[k] = vals->keys[k]->text;
     values[k] = vals->items[k]->kind == DT_YN_SCALAR ? vals->items[k]->text : "";
     sb_printf(&js, "%s", k ? ", " : "");
-    yaml_string(&js, keys[k]); /* a YAML double-quoted string of printable text is a JSON string */
+    sb_yaml_string(&js, keys[k]);
     sb_printf(&js, ": ");
-    yaml_string(&js, values[k]);
+    sb_yaml_string(&js, values[k]);
   }
   sb_printf(&js, "}");
   const int fits = !js.failed && js.len < json_size;

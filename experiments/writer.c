@@ -76,6 +76,28 @@ void sb_printf(strbuf *sb, const char *fmt, ...) {
   }
 }
 
+void sb_yaml_string(strbuf *sb, const char *s) {
+  sb_printf(sb, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) sb_printf(sb, "\\u%04x", (unsigned char)*s);
+    else sb_printf(sb, "%c", *s);
+  }
+  sb_printf(sb, "\"");
+}
+
+dt_status dt_write_emitted(const char *dir, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
+  dt_status st = emit(obj, mem);
+  fclose(mem);
+  if (st == DT_OK) st = dt_write_atomic(dir, name, text, len);
+  free(text);
+  return st;
+}
+
 void sb_free(strbuf *sb) {
   free(sb->data);
   sb->data = NULL;

@@ -3,6 +3,7 @@
 #define DT_WRITER_IMPL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dt/status.h"
 
@@ -16,10 +17,15 @@ void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2
 /* Appends n bytes (text or binary; a NUL follows them). */
 void sb_put(strbuf *sb, const void *data, size_t n);
 void sb_free(strbuf *sb);
+/* Appends s as a YAML double-quoted string (" and \ escaped, control characters as \uXXXX), which
+ * is also a JSON string. */
+void sb_yaml_string(strbuf *sb, const char *s);
 
 /* Writes dir/name through a temporary file and rename(2): readers see the old file or the
  * complete new one, never a part. */
 dt_status dt_write_atomic(const char *dir, const char *name, const void *data, size_t len);
+/* Writes what emit(obj, f) prints as dir/name, atomically. */
+dt_status dt_write_emitted(const char *dir, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj);
 /* A whole file, NUL-terminated, its length (without the NUL) in *len; NULL with errno set when
  * it cannot be read. Free with free(). */
 char *dt_read_file(const char *path, size_t *len);

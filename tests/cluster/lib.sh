@@ -38,21 +38,7 @@ cluster_enter() {
 }
 
 # ---- checks the tests share: ok / bad count, same_results compares two run folders ---------
-fail=0 pass=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; } # the time_* columns
-same_results() { # DIR_A DIR_B WHAT: every results CSV (timing aside), config, graph and split
-  local f n=0
-  for f in "$1"/*_results.csv; do
-    n=$((n + 1))
-    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return; }
-  done
-  for f in config.yaml graph.yaml split.csv; do
-    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
-  done
-  [ $n -gt 0 ] && ok || bad "$3: no result files"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../checks.sh"
 
 # cluster_up N [SLOTS...]: hosts h1..hN (SLOTS: each host's slots in the hostfile, default 2).
 cluster_up() {

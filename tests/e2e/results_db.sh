@@ -4,15 +4,8 @@
 # keeps every evaluation it printed. Skipped (77) without data/mnist.
 # usage: results_db.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
-tmp=$(mktemp -d)
-cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail=0 pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*"; fail=$((fail+1)); }
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
 db=tests/e2e/db_rows.py
 
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"

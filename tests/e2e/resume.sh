@@ -7,22 +7,14 @@
 # Skipped (77) without data/mnist.
 # usage: resume.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
-tmp=$(mktemp -d)
-cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
 seed=${RESUME_SEED:-$RANDOM}
 RANDOM=$seed
 echo "RESUME_SEED=$seed"
-fail=0 pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*"; fail=$((fail+1)); }
 # The last lines of a log that dtrun wrote: under mpirun the log ends in OpenMPI's help boxes and
 # "[host:pid] ... help message" lines, which say nothing about why.
 last_words() { grep -vE '^(\[[^]]*\] |-{20,}$)' "$1" | tail -8; }
-strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
 same_files() { # reference run resumed what
   local f b
   for f in "$1"/*_results.csv; do

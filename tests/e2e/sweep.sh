@@ -5,27 +5,11 @@
 # check lists the points. Skipped (77) without data/mnist.
 # usage: sweep.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
-tmp=$(mktemp -d)
-cleanup() { pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail=0 pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*"; fail=$((fail+1)); }
-strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
-same_run() { # dirA dirB what: results (timings aside), config, graph, split
-  local f
-  for f in "$1"/*_results.csv; do
-    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return 1; }
-  done
-  for f in config.yaml graph.yaml split.csv; do cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return 1; }; done
-  return 0
-}
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
 same_sweep() { # sweepA sweepB what
   local p
-  for p in 000 001 002 003; do same_run "$1/$p" "$2/$p" "$3, point $p" || return; done
+  for p in 000 001 002 003; do same_results "$1/$p" "$2/$p" "$3, point $p" || return; done
   cmp -s <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2") || { bad "$3: results.sqlite differs"; return; }
   ok
 }
@@ -48,7 +32,7 @@ same_sweep "$tmp/s1" "$tmp/s3" "P=1 vs P=3"
 # a point alone, from its own config.yaml, from another working directory
 (cd "$tmp" && "$dtrun" "$tmp/s1/002/config.yaml" --output-dir "$tmp/alone" --quiet > "$tmp/alone.log" 2>&1) \
   || bad "point 002 alone failed: $(tail -3 "$tmp/alone.log")"
-same_run "$tmp/s1/002" "$tmp/alone" "point 002 alone" && ok
+same_results "$tmp/s1/002" "$tmp/alone" "point 002 alone"
 
 # --sweep: replaces the file's seed axis and adds one
 "$dtrun" $cfg --sweep experiment.seed=5 --sweep problem_configs.dsgd.optimizer_config.alpha0=0.01,0.03 --output-dir "$tmp/cli" \

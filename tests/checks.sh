@@ -1,0 +1,31 @@
+# Checks the e2e and cluster tests share (sourced): the ok / bad count, result files compared
+# with their timing columns aside, and the e2e scripts' common start.
+
+fail=0 pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; } # the time_* columns
+# same_results DIR_A DIR_B WHAT: every results CSV (timing aside), config, graph and split are
+# the same; counts one ok, or one bad and returns 1.
+same_results() {
+  local f n=0
+  for f in "$1"/*_results.csv; do
+    n=$((n + 1))
+    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return 1; }
+  done
+  for f in config.yaml graph.yaml split.csv; do
+    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return 1; }
+  done
+  [ $n -gt 0 ] || { bad "$3: no result files"; return 1; }
+  ok
+}
+
+# e2e_begin DTRUN MPIEXEC SOURCE_ROOT: sets dtrun and mpiexec, works from the source root, skips
+# (77) without data/mnist, and makes $tmp, removed (its processes killed) when the test ends.
+e2e_begin() {
+  dtrun=$(realpath "$1") mpiexec=$2
+  cd "$3" || exit 1
+  [ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+  tmp=$(mktemp -d)
+  trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+}
