@@ -21,6 +21,8 @@ static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spe
   spec->cols = g->cols;
   spec->degree = g->degree;
   spec->radius = g->radius;
+  spec->fiedler = g->fiedler;
+  spec->fiedler_tolerance = g->fiedler_tolerance;
   spec->mixing = (dt_mixing)g->mixing;
   if (g->edge_file[0] != '\0') {
     /* relative edge files are relative to the config file's folder */
@@ -86,10 +88,17 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   const size_t d = dt_model_num_params(m);
   fprintf(out, "# ---- summary ----\n");
-  fprintf(out, "# graph: %s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), g->n, g->num_edges, dt_mixing_name(g->mixing));
+  char shape[64] = "";
+  if (g->rows > 0) snprintf(shape, sizeof shape, " (%d rows x %d columns)", g->rows, g->cols);
+  fprintf(out, "# graph: %s%s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), shape, g->n, g->num_edges,
+          dt_mixing_name(g->mixing));
   fprintf(out, "#   degrees:");
   for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_degree(g, i));
-  fprintf(out, "%s\n#   Fiedler value %.6g, spectral gap of W %.6g\n", g->n > 64 ? " ..." : "", g->fiedler, g->spectral_gap);
+  fprintf(out, "%s\n#   Fiedler value %.6g", g->n > 64 ? " ..." : "", g->fiedler);
+  if (g->fiedler_target > 0.0)
+    fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
+            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
+  fprintf(out, ", spectral gap of W %.6g\n", g->spectral_gap);
   char desc[4096];
   dt_model_describe(m, desc, sizeof desc);
   fprintf(out, "# model: %zu parameters\n", d);
@@ -97,9 +106,12 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
-    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, batch %d, %.3g MB sent per round (%s)\n", pc->problem_name,
-            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, pc->train_batch_size,
-            def->bytes_per_round(g, d, pc->alg_opts) / 1e6, def->plugin.summary);
+    char batch[32];
+    if (pc->full_batch) snprintf(batch, sizeof batch, "full batch");
+    else snprintf(batch, sizeof batch, "batch %d", pc->train_batch_size);
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round\n#   %s\n", pc->problem_name,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
+            def->plugin.summary);
   }
 cleanup:
   dt_model_free(m);

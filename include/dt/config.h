@@ -81,6 +81,7 @@ typedef struct dt_graph_config {
   int gen_attempts;
   int rows, cols, degree;
   double radius;
+  double fiedler, fiedler_tolerance; /* random, geometric: target algebraic connectivity (0: off) */
   char edge_file[DT_PATH_MAX];
   int mixing; /* dt_mixing */
 } dt_graph_config;

@@ -46,6 +46,8 @@ typedef struct dt_graph_spec {
   int rows, cols;     /* grid, torus: 0, 0 = the most square factorisation of num_nodes */
   int degree;         /* regular: k */
   double radius;      /* geometric */
+  double fiedler;     /* random, geometric: > 0 bisects p or the radius to this Fiedler value */
+  double fiedler_tolerance; /* accepted |Fiedler value - fiedler| */
   const char *edge_file; /* file: path (borrowed) */
   dt_mixing mixing;
 } dt_graph_spec;
@@ -63,6 +65,9 @@ typedef struct dt_graph {
   int attempts;     /* draws used by random types (1 otherwise) */
   double fiedler;   /* algebraic connectivity: 2nd-smallest Laplacian eigenvalue */
   double spectral_gap; /* 1 - max(|λ2(W)|, |λN(W)|); 1 for N = 1 */
+  double fiedler_target; /* the spec's fiedler (0: none) */
+  double threshold;    /* with a Fiedler target: the p (random) or radius (geometric) found */
+  int rows, cols;      /* grid, torus: the shape built (0, 0 otherwise) */
 } dt_graph;
 
 /* Builds the graph of spec: topology, connectivity check, mixing weights (checked symmetric and

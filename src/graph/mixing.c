@@ -66,6 +66,27 @@ cleanup:
   return st;
 }
 
+dt_status dt_graph_laplacian_fiedler(int n, const int *edges, int m, double *out) {
+  dt_status st = DT_OK;
+  double *a = NULL, *w = NULL;
+  *out = 0.0;
+  if (n < 2) return DT_OK;
+  DT_ALLOC_GOTO(a, (size_t)n * n, "Laplacian");
+  DT_ALLOC_GOTO(w, n, "eigenvalues");
+  for (int e = 0; e < m; e++) {
+    const int u = edges[2 * e], v = edges[2 * e + 1];
+    a[(size_t)u * n + u] += 1.0;
+    a[(size_t)v * n + v] += 1.0;
+    a[(size_t)u * n + v] = a[(size_t)v * n + u] = -1.0;
+  }
+  DT_TRY_GOTO(sym_eigenvalues(n, a, w));
+  *out = w[1];
+cleanup:
+  dt_free(a);
+  dt_free(w);
+  return st;
+}
+
 dt_status dt_graph_spectrum_compute(dt_graph *g) {
   dt_status st = DT_OK;
   const int n = g->n;
@@ -118,6 +139,9 @@ dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
   fprintf(f, "type: %s\nmixing: %s\nnum_nodes: %d\nnum_edges: %d\ngen_attempts_used: %d\n",
           dt_graph_type_name(g->type), dt_mixing_name(g->mixing), g->n, g->num_edges,
           g->attempts);
+  if (g->fiedler_target > 0.0)
+    fprintf(f, "fiedler_target: %.17g\n%s: %.17g\n", g->fiedler_target,
+            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold);
   fprintf(f, "fiedler_value: %.17g\nspectral_gap: %.17g\ndegrees: [", g->fiedler,
           g->spectral_gap);
   for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_degree(g, i));

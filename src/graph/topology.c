@@ -296,6 +296,129 @@ cleanup:
   return st;
 }
 
+/* ---- Fiedler targets ------------------------------------------------------------------------- */
+
+/* A pair of nodes and the key that orders its admission: a uniform draw (random) or the distance
+ * between the pair's points in the unit square (geometric). */
+typedef struct pair_key {
+  double key;
+  int u, v;
+} pair_key;
+
+static int cmp_pair_key(const void *a, const void *b) {
+  const pair_key *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->u != y->u) return x->u < y->u ? -1 : 1;
+  return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Fiedler value of the graph made of the first k pairs. */
+static dt_status prefix_fiedler(int n, const pair_key *pk, int k, int *scratch, double *f) {
+  for (int e = 0; e < k; e++) {
+    scratch[2 * e] = pk[e].u;
+    scratch[2 * e + 1] = pk[e].v;
+  }
+  return dt_graph_laplacian_fiedler(n, scratch, k, f);
+}
+
+typedef struct targeted {
+  int k;            /* pairs admitted */
+  double fiedler;   /* Fiedler value of that graph */
+  double threshold; /* the p or radius that admits exactly those pairs */
+} targeted;
+
+/* One draw of a coupled family of graphs: every pair gets a key from (seed, graph, attempt), and
+ * the graph of threshold t holds the pairs whose key is below t (random: u_ij < p; geometric:
+ * distance <= r). Its edge set grows with t and its Fiedler value with it, since adding an edge
+ * never lowers λ2. Bisection over the number of admitted pairs finds the first graph whose value
+ * reaches the target; the nearer of it and the graph before it is the draw's answer. */
+static dt_status targeted_draw(const dt_graph_spec *s, int attempt, pair_key *pk, double *xy,
+                               int *scratch, targeted *out) {
+  const int n = s->num_nodes, pairs = n * (n - 1) / 2;
+  const int geo = s->type == DT_GRAPH_GEOMETRIC;
+  dt_rng r;
+  dt_rng_init(&r, s->seed, DT_RNG_GRAPH, (uint64_t)attempt);
+  if (geo)
+    for (int i = 0; i < 2 * n; i++) xy[i] = dt_rng_double(&r);
+  int q = 0;
+  for (int u = 0; u < n; u++)
+    for (int v = u + 1; v < n; v++, q++) {
+      pk[q].u = u;
+      pk[q].v = v;
+      pk[q].key = geo ? hypot(xy[2 * u] - xy[2 * v], xy[2 * u + 1] - xy[2 * v + 1]) : dt_rng_double(&r);
+    }
+  qsort(pk, (size_t)pairs, sizeof *pk, cmp_pair_key);
+  /* f(lo) < target <= f(hi), with f(0) = 0 */
+  int lo = 0, hi = pairs;
+  double f_lo = 0.0, f_hi = 0.0;
+  DT_TRY(prefix_fiedler(n, pk, pairs, scratch, &f_hi));
+  if (f_hi < s->fiedler) {
+    lo = hi;
+    f_lo = f_hi;
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    double f;
+    DT_TRY(prefix_fiedler(n, pk, mid, scratch, &f));
+    if (f >= s->fiedler) {
+      hi = mid;
+      f_hi = f;
+    } else {
+      lo = mid;
+      f_lo = f;
+    }
+  }
+  const int take_hi = fabs(f_hi - s->fiedler) <= fabs(f_lo - s->fiedler);
+  out->k = take_hi ? hi : lo;
+  out->fiedler = take_hi ? f_hi : f_lo;
+  if (geo) out->threshold = out->k > 0 ? pk[out->k - 1].key : 0.0;
+  else out->threshold = out->k < pairs ? pk[out->k].key : 1.0;
+  return DT_OK;
+}
+
+/* The first draw whose Fiedler value lies within the tolerance of the target, as an edge list;
+ * *best is its figures (or, when no draw is close enough, the closest one's for the message). */
+static dt_status make_targeted(const dt_graph_spec *s, int **edges, int *m, int *attempts,
+                               targeted *best) {
+  dt_status st = DT_OK;
+  const int n = s->num_nodes, pairs = n * (n - 1) / 2;
+  pair_key *pk = NULL;
+  double *xy = NULL;
+  int *scratch = NULL;
+  int found = 0;
+  *best = (targeted){.k = -1};
+  DT_ALLOC_GOTO(pk, pairs + 1, "graph pairs");
+  DT_ALLOC_GOTO(xy, 2 * n, "node positions");
+  DT_ALLOC_GOTO(scratch, 2 * pairs + 2, "edge list");
+  for (int a = 0; a < s->gen_attempts && !found; a++) {
+    targeted t = {0};
+    DT_TRY_GOTO(targeted_draw(s, a, pk, xy, scratch, &t));
+    *attempts = a + 1;
+    found = t.fiedler > 0.0 && fabs(t.fiedler - s->fiedler) <= s->fiedler_tolerance;
+    if (found || best->k < 0 || fabs(t.fiedler - s->fiedler) < fabs(best->fiedler - s->fiedler))
+      *best = t;
+    if (found) {
+      for (int e = 0; e < t.k; e++) {
+        scratch[2 * e] = pk[e].u;
+        scratch[2 * e + 1] = pk[e].v;
+      }
+      *edges = scratch;
+      *m = t.k;
+      scratch = NULL;
+    }
+  }
+  DT_CHECK_GOTO(found, DT_ERR_CONFIG,
+                "graph: no %s graph on %d nodes with a Fiedler value within %g of %g in %d attempts "
+                "(the closest: %.4g); raise graph.fiedler_tolerance or graph.gen_attempts",
+                type_names[s->type], n, s->fiedler_tolerance, s->fiedler, s->gen_attempts,
+                best->fiedler);
+cleanup:
+  dt_free(pk);
+  dt_free(xy);
+  dt_free(scratch);
+  return st;
+}
+
 /* ---- edge-list file -------------------------------------------------------------------------- */
 
 /* Bounds that keep a wrong path (a device, a huge binary) from hanging or exhausting a run. */
@@ -434,7 +557,7 @@ static dt_status check_spec(const dt_graph_spec *s) {
            (int)s->mixing);
   switch (s->type) {
     case DT_GRAPH_RANDOM:
-      DT_CHECK(s->p > 0.0 && s->p <= 1.0, DT_ERR_CONFIG,
+      DT_CHECK(s->fiedler > 0.0 || (s->p > 0.0 && s->p <= 1.0), DT_ERR_CONFIG,
                "graph.p must lie in (0, 1] for a random graph, found %g", s->p);
       break;
     case DT_GRAPH_REGULAR:
@@ -446,7 +569,7 @@ static dt_status check_spec(const dt_graph_spec *s) {
                s->degree, n);
       break;
     case DT_GRAPH_GEOMETRIC:
-      DT_CHECK(s->radius > 0.0, DT_ERR_CONFIG, "graph.radius must be positive, found %g",
+      DT_CHECK(s->fiedler > 0.0 || s->radius > 0.0, DT_ERR_CONFIG, "graph.radius must be positive, found %g",
                s->radius);
       break;
     case DT_GRAPH_FILE:
@@ -459,6 +582,16 @@ static dt_status check_spec(const dt_graph_spec *s) {
                "positive (or 0 to choose automatically)");
       break;
     default: break;
+  }
+  if (s->fiedler != 0.0) {
+    DT_CHECK(s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_GEOMETRIC, DT_ERR_CONFIG,
+             "graph.fiedler sets the Fiedler value of random and geometric graphs, not of a %s graph",
+             type_names[s->type]);
+    DT_CHECK(n >= 2 && s->fiedler > 0.0 && s->fiedler <= n, DT_ERR_CONFIG,
+             "graph.fiedler must lie in (0, num_nodes] = (0, %d] (the complete graph's value is "
+             "num_nodes), found %g", n, s->fiedler);
+    DT_CHECK(s->fiedler_tolerance > 0.0, DT_ERR_CONFIG,
+             "graph.fiedler_tolerance must be positive, found %g", s->fiedler_tolerance);
   }
   if (s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_REGULAR || s->type == DT_GRAPH_GEOMETRIC)
     DT_CHECK(s->gen_attempts >= 1, DT_ERR_CONFIG, "graph.gen_attempts must be at least 1, found %d",
@@ -511,7 +644,13 @@ dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
 
   const int random = spec->type == DT_GRAPH_RANDOM || spec->type == DT_GRAPH_REGULAR ||
                      spec->type == DT_GRAPH_GEOMETRIC;
-  if (random) {
+  if (spec->fiedler > 0.0) {
+    targeted t = {0};
+    DT_TRY_GOTO(make_targeted(spec, &edges, &m, &g->attempts, &t));
+    DT_TRY_GOTO(graph_from_edges(spec->num_nodes, &edges, m, g));
+    g->fiedler_target = spec->fiedler;
+    g->threshold = t.threshold;
+  } else if (random) {
     int connected = 0;
     for (int a = 0; a < spec->gen_attempts && !connected; a++) {
       clear_topology(g);
@@ -545,6 +684,7 @@ dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
     else
       DT_TRY_GOTO(make_deterministic(spec, &edges, &m));
     DT_TRY_GOTO(graph_from_edges(spec->num_nodes, &edges, m, g));
+    if (spec->type == DT_GRAPH_GRID || spec->type == DT_GRAPH_TORUS) grid_shape(spec, &g->rows, &g->cols);
     int connected = is_connected(g);
     DT_CHECK_GOTO(connected >= 0, DT_ERR_MEMORY, "out of memory checking connectivity");
     if (!connected) {

@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include "check.h"
 #include "dt/graph.h"
+#include "dt/rng.h"
 
 static dt_graph *build(dt_graph_type type, int n) {
   dt_graph_spec s = {.type = type, .num_nodes = n, .gen_attempts = 20, .p = 0.5, .degree = 3, .radius = 0.6};
@@ -129,6 +132,64 @@ static void test_random(void) {
   CHECK_FAILS(dt_graph_build(&z, &a), DT_ERR_CONFIG, "graph.num_nodes must be at least 1");
 }
 
+/* A Fiedler target: the value reached within the tolerance, the same graph for the same seed, the
+ * documented construction (geometric: the pairs of the draw's points within the radius found),
+ * and every way a target can be refused. */
+static void test_fiedler_target(void) {
+  dt_graph_spec s = {.type = DT_GRAPH_GEOMETRIC, .num_nodes = 30, .fiedler = 1.0, .fiedler_tolerance = 0.01,
+                     .gen_attempts = 100, .seed = 3};
+  dt_graph *a = NULL, *b = NULL;
+  CHECK_OK(dt_graph_build(&s, &a));
+  CHECK_OK(dt_graph_build(&s, &b));
+  if (a == NULL || b == NULL) return;
+  CHECK(fabs(a->fiedler - 1.0) <= 0.01 + 1e-12, "geometric: Fiedler value %g, target 1", a->fiedler);
+  CHECK(a->fiedler_target == 1.0 && a->threshold > 0.0 && a->threshold < 1.5, "radius found %g", a->threshold);
+  CHECK(dt_graph_fingerprint(a) == dt_graph_fingerprint(b), "same seed, different graph");
+  /* the graph is the unit-disk graph of draw a->attempts' points at the radius found */
+  dt_rng r;
+  double xy[60];
+  dt_rng_init(&r, 3, DT_RNG_GRAPH, (uint64_t)(a->attempts - 1));
+  for (int i = 0; i < 60; i++) xy[i] = dt_rng_double(&r);
+  int mismatches = 0;
+  for (int u = 0; u < 30; u++)
+    for (int v = u + 1; v < 30; v++) {
+      const int near = hypot(xy[2 * u] - xy[2 * v], xy[2 * u + 1] - xy[2 * v + 1]) <= a->threshold;
+      mismatches += near != (dt_graph_nbr_index(a, u, v) >= 0);
+    }
+  CHECK(mismatches == 0, "%d pairs differ from the disk graph of radius %g", mismatches, a->threshold);
+  dt_graph_free(a);
+  dt_graph_free(b);
+  a = b = NULL;
+
+  s.type = DT_GRAPH_RANDOM;
+  s.num_nodes = 10;
+  s.fiedler = 0.7;
+  CHECK_OK(dt_graph_build(&s, &a));
+  if (a != NULL) CHECK(fabs(a->fiedler - 0.7) <= 0.01 + 1e-12, "random: Fiedler value %g, target 0.7", a->fiedler);
+  s.seed = 4;
+  CHECK_OK(dt_graph_build(&s, &b));
+  CHECK(a && b && dt_graph_fingerprint(a) != dt_graph_fingerprint(b), "seed ignored");
+  dt_graph_free(a);
+  dt_graph_free(b);
+  a = NULL;
+  s.fiedler = 10; /* the complete graph's value */
+  CHECK_OK(dt_graph_build(&s, &a));
+  if (a != NULL) CHECK(a->num_edges == 45 && a->threshold == 1.0, "target N: %d edges, p %g", a->num_edges, a->threshold);
+  dt_graph_free(a);
+
+  s.fiedler = 5.8;
+  s.fiedler_tolerance = 1e-4;
+  s.gen_attempts = 3;
+  CHECK_FAILS(dt_graph_build(&s, &a), DT_ERR_CONFIG,
+              "graph: no random graph on 10 nodes with a Fiedler value within 0.0001 of 5.8 in 3 attempts (the closest: ");
+  s.fiedler = 10.5;
+  CHECK_FAILS(dt_graph_build(&s, &a), DT_ERR_CONFIG, "graph.fiedler must lie in (0, num_nodes] = (0, 10]");
+  s.fiedler = 1;
+  s.type = DT_GRAPH_CYCLE;
+  CHECK_FAILS(dt_graph_build(&s, &a), DT_ERR_CONFIG,
+              "graph.fiedler sets the Fiedler value of random and geometric graphs, not of a cycle graph");
+}
+
 static void test_edge_file(void) {
   char path[] = "/tmp/dt_edges_XXXXXX";
   int fd = mkstemp(path);
@@ -207,6 +268,7 @@ int main(void) {
   test_closed_forms();
   test_small_and_others();
   test_random();
+  test_fiedler_target();
   test_edge_file();
   test_placement();
   return check_report("test_graph");
