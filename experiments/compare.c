@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dt/run.h"
+#include "dt/yaml.h"
 #include "runner_impl.h"
 
 /* The evaluations columns a metric may name, and whether larger is better. */
@@ -26,6 +27,7 @@ static int metric_up(const char *m) { return strcmp(m, "top1_accuracy") == 0 || 
 
 typedef struct curve {
   char label[512], problem[DT_NAME_MAX], alg[32], status[32], run_status[32];
+  char against[64];                     /* the run's value of --against ("" without it) */
   int n, cap, rounds_done;
   double *x[4];                         /* round, samples (per node), bytes (all nodes), seconds */
   double *mean[MAXM], *lo[MAXM], *hi[MAXM];
@@ -115,6 +117,85 @@ static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *lab
   if (label[0] == '\0') snprintf(label, size, "%s", basename_of(dir)); /* a run, or a sweep of seeds alone */
 }
 
+/* ---- the runs' configs: --against and --where ---------------------------------------------- */
+
+/* The scalar at a dotted key path of a config tree, or NULL. */
+static const char *config_value(const dt_ynode *root, const char *path) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  const dt_ynode *n = root;
+  char *save = NULL;
+  for (char *k = strtok_r(buf, ".", &save); k != NULL && n != NULL; k = strtok_r(NULL, ".", &save))
+    n = n->kind == DT_YN_MAP ? dt_ynode_get(n, k) : NULL;
+  return n != NULL && n->kind == DT_YN_SCALAR ? n->text : NULL;
+}
+
+/* Every scalar's key path under n (for "did you mean"); at most max. */
+static void config_paths(const dt_ynode *n, const char *prefix, char (*paths)[128], int *np, int max) {
+  if (n->kind != DT_YN_MAP) return;
+  for (int i = 0; i < n->n && *np < max; i++) {
+    char p[128];
+    snprintf(p, sizeof p, "%s%s%s", prefix, prefix[0] ? "." : "", n->keys[i]->text);
+    if (n->items[i]->kind == DT_YN_SCALAR) snprintf(paths[(*np)++], 128, "%s", p);
+    else config_paths(n->items[i], p, paths, np, max);
+  }
+}
+
+/* Scalars equal as numbers when both are numbers (1 = 1.0), else as text. */
+static int same_value(const char *a, const char *b) {
+  char *ea, *eb;
+  const double x = strtod(a, &ea), y = strtod(b, &eb);
+  if (ea != a && *ea == '\0' && eb != b && *eb == '\0') return x == y;
+  return strcmp(a, b) == 0;
+}
+
+/* Whether a run's config passes every --where; *value its --against value. An unknown key is an
+ * error with the nearest key path. */
+static dt_status config_filter(const dt_compare_options *opt, const char *text, const char *path, int *keep, char *value,
+                               size_t size) {
+  dt_ynode *root = NULL;
+  *keep = 1;
+  value[0] = '\0';
+  DT_TRY(dt_yaml_parse(text, strlen(text), path, &root));
+  dt_status st = DT_OK;
+  for (int w = 0; w <= opt->num_where; w++) {
+    char key[512];
+    const char *eq = NULL;
+    if (w < opt->num_where) {
+      eq = strchr(opt->where[w], '=');
+      snprintf(key, sizeof key, "%.*s", (int)(eq - opt->where[w]), opt->where[w]);
+    } else if (opt->against != NULL) {
+      snprintf(key, sizeof key, "%s", opt->against);
+    } else {
+      break;
+    }
+    const char *v = config_value(root, key);
+    if (v == NULL) {
+      static char paths[1024][128];
+      const char *names[1024];
+      int np = 0;
+      config_paths(root, "", paths, &np, 1024);
+      for (int i = 0; i < np; i++) names[i] = paths[i];
+      const char *near = dt_nearest(key, names, np);
+      st = DT_ERROR(DT_ERR_USAGE, "%s %s: not a key of the runs' configs%s%s%s", eq ? "--where" : "--against", key,
+                    near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+      break;
+    }
+    if (eq == NULL) {
+      snprintf(value, size, "%s", v);
+      continue;
+    }
+    char list[512];
+    snprintf(list, sizeof list, "%s", eq + 1);
+    int any = 0;
+    char *save = NULL;
+    for (char *x = strtok_r(list, ",", &save); x != NULL; x = strtok_r(NULL, ",", &save)) any |= same_value(v, x);
+    *keep &= any;
+  }
+  dt_ynode_free(root);
+  return st;
+}
+
 static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, int problem, curve *c, const char *path) {
   char sql[2048];
   int used = snprintf(sql, sizeof sql,
@@ -152,7 +233,7 @@ static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, in
   return DT_OK;
 }
 
-static dt_status load_dir(const char *dir, table *t) {
+static dt_status load_dir(const char *dir, const dt_compare_options *opt, table *t) {
   char path[DT_PATH_MAX + 32];
   struct stat sb;
   if (stat(dir, &sb) != 0) return missing_dir(dir);
@@ -166,7 +247,7 @@ static dt_status load_dir(const char *dir, table *t) {
   sqlite3_busy_timeout(db, 10000);
   dt_status st = DT_OK;
   sqlite3_stmt *runs = NULL, *probs = NULL;
-  DT_CHECK_GOTO(sqlite3_prepare_v2(db, "SELECT run, folder, status FROM runs ORDER BY coalesce(point, 0), run", -1, &runs, NULL) == SQLITE_OK &&
+  DT_CHECK_GOTO(sqlite3_prepare_v2(db, "SELECT run, folder, status, config FROM runs ORDER BY coalesce(point, 0), run", -1, &runs, NULL) == SQLITE_OK &&
                     sqlite3_prepare_v2(db, "SELECT problem, problem_name, alg_name, status, rounds_completed, bytes_sent, wall_seconds "
                                            "FROM problems WHERE run = ?1 ORDER BY problem", -1, &probs, NULL) == SQLITE_OK,
                 DT_ERR_DATA, "%s: %s", path, sqlite3_errmsg(db));
@@ -180,6 +261,13 @@ static dt_status load_dir(const char *dir, table *t) {
     snprintf(sub, sizeof sub, "%s/%s", dir, folder);
     if (strcmp(status, "running") == 0) dt_run_dir_status(sub, status, sizeof status, holder, sizeof holder);
     run_label(db, run, dir, label, sizeof label);
+    char against[64] = "";
+    if (opt->against != NULL || opt->num_where > 0) {
+      int keep = 1;
+      const char *text = (const char *)sqlite3_column_text(runs, 3);
+      DT_TRY_GOTO(config_filter(opt, text != NULL ? text : "", path, &keep, against, sizeof against));
+      if (!keep) continue;
+    }
     sqlite3_reset(probs);
     sqlite3_bind_int64(probs, 1, run);
     while (sqlite3_step(probs) == SQLITE_ROW) {
@@ -193,6 +281,7 @@ static dt_status load_dir(const char *dir, table *t) {
       curve *c = &t->c[t->n++];
       memset(c, 0, sizeof *c);
       snprintf(c->label, sizeof c->label, "%s", label);
+      snprintf(c->against, sizeof c->against, "%s", against);
       snprintf(c->run_status, sizeof c->run_status, "%s", status);
       snprintf(c->problem, sizeof c->problem, "%s", (const char *)sqlite3_column_text(probs, 1));
       snprintf(c->alg, sizeof c->alg, "%s", (const char *)sqlite3_column_text(probs, 2));
@@ -225,7 +314,9 @@ typedef struct group {
   int members[256];
 } group;
 
-static int same_group(const curve *a, const curve *b) { return strcmp(a->label, b->label) == 0 && strcmp(a->problem, b->problem) == 0; }
+static int same_group(const curve *a, const curve *b) {
+  return strcmp(a->label, b->label) == 0 && strcmp(a->problem, b->problem) == 0 && strcmp(a->against, b->against) == 0;
+}
 
 /* mean, std, ci half-width, min, max of v[0..n) (NaN if any is) */
 static void stats(const double *v, int n, double out[5]) {
@@ -253,7 +344,7 @@ static double to_target(const curve *c, int m, int xk, double target, int up) {
 /* ---- output --------------------------------------------------------------------------------- */
 
 typedef struct cells {
-  int rows, cols;
+  int rows, cols, numeric_from; /* columns from numeric_from on are numbers, right-aligned */
   char *v[512][20];
 } cells;
 
@@ -298,7 +389,7 @@ static void print_cells(const cells *t, int format, FILE *out) {
     }
   if (format == DT_COMPARE_LATEX) {
     fprintf(out, "\\begin{tabular}{l");
-    for (int c = 1; c < t->cols; c++) fprintf(out, "%s", c < 3 ? "l" : "r");
+    for (int c = 1; c < t->cols; c++) fprintf(out, "%s", c < t->numeric_from ? "l" : "r");
     fprintf(out, "}\n\\hline\n");
   }
   for (int r = 0; r < t->rows; r++) {
@@ -315,7 +406,7 @@ static void print_cells(const cells *t, int format, FILE *out) {
         if (c) fputs(" & ", out);
         latex_escape(out, s);
       } else {
-        const int len = text_width(s), right = c >= 4;
+        const int len = text_width(s), right = c >= t->numeric_from;
         if (c) fputs("  ", out);
         if (right) fprintf(out, "%*s%s", w[c] - len, "", s);
         else fprintf(out, "%s%*s", s, c + 1 < t->cols ? w[c] - len : 0, "");
@@ -325,7 +416,7 @@ static void print_cells(const cells *t, int format, FILE *out) {
     if (format == DT_COMPARE_LATEX) fputs(" \\\\", out);
     fputc('\n', out);
     if (r == 0 && format == DT_COMPARE_MARKDOWN) {
-      for (int c = 0; c < t->cols; c++) fprintf(out, "|%s", c >= 4 ? "---:" : "---");
+      for (int c = 0; c < t->cols; c++) fprintf(out, "|%s", c >= t->numeric_from ? "---:" : "---");
       fputs("|\n", out);
     }
     if (r == 0 && format == DT_COMPARE_LATEX) fputs("\\hline\n", out);
@@ -418,6 +509,98 @@ cleanup:
   return st;
 }
 
+/* The figure of --against: each target's x (round, samples, ...) against the key's value; a colour
+ * per algorithm, a dash and a marker per target, the 95% interval over the seeds that reach it. */
+static dt_status plot_against(const table *t, const group *g, int ng, const dt_compare_options *opt, int xk, const double *reach_mean,
+                              const double *reach_ci) {
+  DT_CHECK(system("command -v gnuplot >/dev/null 2>&1") == 0, DT_ERR_UNSUPPORTED,
+           "--plot needs gnuplot, which is not installed: apt-get install gnuplot-nox (scripts/setup.sh installs it)");
+  char dir[] = "/tmp/dtrun_plot_XXXXXX";
+  DT_CHECK(mkdtemp(dir) != NULL, DT_ERR_IO, "cannot create a temporary folder: %s", strerror(errno));
+  dt_status st = DT_OK;
+  const char *ext = strrchr(opt->plot, '.');
+  const int slide = opt->size != NULL && strcmp(opt->size, "slide") == 0;
+  const double wi = slide ? 10.0 : 3.4, hi = slide ? 5.0 : 3.2;
+  char script[128];
+  snprintf(script, sizeof script, "%s/plot.gp", dir);
+  FILE *f = fopen(script, "w");
+  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "cannot write %s", script);
+  if (strcmp(ext, ".pdf") == 0) fprintf(f, "set terminal pdfcairo size %gin,%gin font 'Sans,%d' noenhanced\n", wi, hi, slide ? 12 : 7);
+  else if (strcmp(ext, ".svg") == 0) fprintf(f, "set terminal svg size %d,%d font 'Sans,%d' noenhanced dynamic\n", (int)(wi * 96), (int)(hi * 96), slide ? 16 : 10);
+  else fprintf(f, "set terminal pngcairo size %d,%d font 'Sans,%d' noenhanced\n", (int)(wi * 200), (int)(hi * 200), slide ? 24 : 14);
+  fprintf(f, "set output '%s'\nset grid lc rgb '#dddddd'\n%s\n", opt->plot,
+          slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
+  fprintf(f, "set xlabel '%s'\nset ylabel '%s%s to reach the target'\nset autoscale\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\n",
+          opt->against, x_names[xk], xk == 1 ? "s per node" : xk == 2 ? " sent" : xk == 0 ? "s" : "");
+  fprintf(f, "set yrange [0:*]\nplot ");
+  static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  int nplotted = 0;
+  /* one series per (problem, target): groups of one problem in --against order */
+  for (int gi = 0; gi < ng; gi++) {
+    const curve *c0 = &t->c[g[gi].members[0]];
+    int first = 1, a = 0;
+    for (int k = 0; k < gi; k++) {
+      if (strcmp(t->c[g[k].members[0]].problem, c0->problem) == 0) first = 0;
+      int seen = 0;
+      for (int j = 0; j < k; j++) seen |= strcmp(t->c[g[j].members[0]].problem, t->c[g[k].members[0]].problem) == 0;
+      a += !seen;
+    }
+    if (!first) continue;
+    for (int ti = 0; ti < opt->num_targets; ti++) {
+      char dat[160];
+      snprintf(dat, sizeof dat, "%s/%d_%d.dat", dir, gi, ti);
+      FILE *d = fopen(dat, "w");
+      DT_CHECK_GOTO(d != NULL, DT_ERR_IO, "cannot write %s", dat);
+      int rows = 0;
+      for (int k = gi; k < ng; k++) {
+        const curve *ck = &t->c[g[k].members[0]];
+        if (strcmp(ck->problem, c0->problem) != 0 || isnan(reach_mean[k * 8 + ti])) continue;
+        const double ci = isnan(reach_ci[k * 8 + ti]) ? 0 : reach_ci[k * 8 + ti];
+        fprintf(d, "%s %.9g %.9g\n", ck->against, reach_mean[k * 8 + ti], ci);
+        rows++;
+      }
+      fclose(d);
+      if (rows == 0) continue;
+      char title[600];
+      snprintf(title, sizeof title, "%s: %s %s %g", c0->problem, t->metrics[0], metric_up(t->metrics[0]) ? ">=" : "<=", opt->targets[ti]);
+      fprintf(f, "%s'%s' using 1:2:3 with yerrorlines lc rgb '%s' dt %d pt %d ps 0.5 lw 1.5 title '", nplotted++ ? ", " : "", dat,
+              colors[a % 8], ti % 5 + 1, (int[]){7, 5, 9, 11, 13}[ti % 5]);
+      for (const char *q = title; *q; q++) fprintf(f, *q == '\'' ? "''" : "%c", *q);
+      fputc('\'', f);
+    }
+  }
+  DT_CHECK_GOTO(nplotted > 0, DT_ERR_DATA, "--plot: no group reaches any of the targets, so there is nothing to draw");
+  fprintf(f, "\n");
+  fclose(f);
+  f = NULL;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", script);
+  DT_CHECK_GOTO(system(cmd) == 0, DT_ERR_IO, "gnuplot failed to draw %s (script: %s)", opt->plot, script);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+cleanup:
+  if (f != NULL) fclose(f);
+  return st;
+}
+
+/* Groups of one problem together (in order of first appearance), by --against value within it. */
+static const table *sort_table;
+static int cmp_against(const void *x, const void *y) {
+  const group *a = x, *b = y;
+  const curve *ca = &sort_table->c[a->members[0]], *cb = &sort_table->c[b->members[0]];
+  if (strcmp(ca->problem, cb->problem) != 0) {
+    for (int i = 0; i < sort_table->n; i++) {
+      if (strcmp(sort_table->c[i].problem, ca->problem) == 0) return -1;
+      if (strcmp(sort_table->c[i].problem, cb->problem) == 0) return 1;
+    }
+  }
+  char *ea, *eb;
+  const double va = strtod(ca->against, &ea), vb = strtod(cb->against, &eb);
+  if (*ea == '\0' && *eb == '\0' && ea != ca->against && eb != cb->against && va != vb) return va < vb ? -1 : 1;
+  const int c = strcmp(ca->against, cb->against);
+  return c != 0 ? c : a->first - b->first;
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 static dt_status parse_metrics(const dt_compare_options *opt, table *t) {
@@ -457,6 +640,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   memset(&t, 0, sizeof t);
   dt_status st = DT_OK;
   group *g = NULL;
+  double *reach_mean = NULL, *reach_ci = NULL; /* [group][target]: mean and 95% half-width over the seeds that reach it */
   cells cl;
   memset(&cl, 0, sizeof cl);
   int xk = 0;
@@ -465,15 +649,16 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     DT_CHECK(xk < 4, DT_ERR_USAGE, "--x %s: expected round, samples, bytes or seconds", opt->x);
   }
   DT_TRY(parse_metrics(opt, &t));
-  for (int d = 0; d < ndirs; d++) DT_TRY_GOTO(load_dir(dirs[d], &t));
-  DT_CHECK_GOTO(t.n > 0, DT_ERR_DATA, "no problem has results in %s%s", dirs[0], ndirs > 1 ? " and the other folders" : "");
+  for (int d = 0; d < ndirs; d++) DT_TRY_GOTO(load_dir(dirs[d], opt, &t));
+  DT_CHECK_GOTO(t.n > 0, DT_ERR_DATA, "no problem has results in %s%s%s", dirs[0], ndirs > 1 ? " and the other folders" : "",
+                opt->num_where > 0 ? " that pass --where" : "");
   /* groups: the same label and problem, in order of first appearance */
   DT_CHECK_GOTO((g = calloc((size_t)t.n, sizeof *g)) != NULL, DT_ERR_MEMORY, "out of memory");
   int ng = 0;
   for (int i = 0; i < t.n; i++) {
     int k = 0;
     while (k < ng && !same_group(&t.c[g[k].members[0]], &t.c[i])) k++;
-    if (k == ng) g[ng++].n = 0;
+    if (k == ng) g[ng].first = ng, g[ng++].n = 0;
     if (g[k].n < 256) g[k].members[g[k].n++] = i;
   }
   for (int m = 0; m < t.nreq; m++) {
@@ -481,14 +666,22 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     for (int i = 0; i < t.n; i++) any |= t.c[i].recorded[m];
     DT_CHECK_GOTO(any, DT_ERR_USAGE, "--metric %s: no run in these folders recorded it (see its problems' metrics: list)", t.metrics[m]);
   }
+  if (opt->against != NULL) {
+    sort_table = &t;
+    qsort(g, (size_t)ng, sizeof *g, cmp_against);
+  }
+  DT_CHECK_GOTO((reach_mean = malloc(sizeof(double) * 8 * (size_t)ng)) != NULL && (reach_ci = malloc(sizeof(double) * 8 * (size_t)ng)) != NULL,
+                DT_ERR_MEMORY, "out of memory");
   const int mi = 0, vl = metric_index(&t, "validation_loss"), ce = metric_index(&t, "consensus_error");
   const int up = metric_up(t.metrics[mi]);
   int c = 0;
   cell(&cl, 0, c++, "run");
+  if (opt->against != NULL) cell(&cl, 0, c++, "%s", strrchr(opt->against, '.') ? strrchr(opt->against, '.') + 1 : opt->against);
   cell(&cl, 0, c++, "problem");
   cell(&cl, 0, c++, "algorithm");
   cell(&cl, 0, c++, "status");
   cell(&cl, 0, c++, "seeds");
+  cl.numeric_from = c - 1;
   cell(&cl, 0, c++, "rounds");
   const int csv = opt->format == DT_COMPARE_CSV; /* numbers only, one per column */
   cell(&cl, 0, c++, "%s", t.metrics[mi]);
@@ -502,14 +695,14 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   }
   cell(&cl, 0, c++, "val loss");
   cell(&cl, 0, c++, "consensus");
-  if (opt->target >= 0) cell(&cl, 0, c++, "%s@%g", x_names[xk], opt->target);
+  for (int ti = 0; ti < opt->num_targets; ti++) cell(&cl, 0, c++, "%s@%g", x_names[xk], opt->targets[ti]);
   cell(&cl, 0, c++, "MB sent");
   cell(&cl, 0, c++, "seconds");
   for (int gi = 0; gi < ng && gi < 511; gi++) {
     const group *gr = &g[gi];
     const curve *c0 = &t.c[gr->members[0]];
-    double fin[256], v2[256], v3[256], reach[256], mb = 0, secs = 0, s[5], s2[5], s3[5];
-    int nreach = 0, rounds = c0->rounds_done;
+    double fin[256], v2[256], v3[256], reach[8][256], mb = 0, secs = 0, s[5], s2[5], s3[5];
+    int nreach[8] = {0}, rounds = c0->rounds_done;
     char status[64];
     snprintf(status, sizeof status, "%s", c0->status);
     for (int k = 0; k < gr->n; k++) {
@@ -521,9 +714,9 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
       secs += cv->wall / gr->n;
       if (strcmp(cv->status, c0->status) != 0) snprintf(status, sizeof status, "mixed");
       rounds = cv->rounds_done < rounds ? cv->rounds_done : rounds;
-      if (opt->target >= 0) {
-        const double x = to_target(cv, mi, xk, opt->target, up);
-        if (!isnan(x)) reach[nreach++] = x;
+      for (int ti = 0; ti < opt->num_targets; ti++) {
+        const double x = to_target(cv, mi, xk, opt->targets[ti], up);
+        if (!isnan(x)) reach[ti][nreach[ti]++] = x;
       }
     }
     stats(fin, gr->n, s);
@@ -533,6 +726,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     const int r = gi + 1;
     c = 0;
     cell(&cl, r, c++, "%s", c0->label);
+    if (opt->against != NULL) cell(&cl, r, c++, "%s", c0->against);
     cell(&cl, r, c++, "%s", c0->problem);
     cell(&cl, r, c++, "%s", c0->alg);
     cell(&cl, r, c++, "%s", status);
@@ -556,13 +750,15 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
     else cell(&cl, r, c++, "%s", fmt_number(e, sizeof e, "%.4f", s2[0]));
     if (ce < 0 || !c0->recorded[ce]) cell(&cl, r, c++, "-");
     else cell(&cl, r, c++, "%s", fmt_number(e, sizeof e, "%.3e", s3[0]));
-    if (opt->target >= 0) {
-      double mean = 0;
-      for (int k = 0; k < nreach; k++) mean += reach[k] / nreach;
+    for (int ti = 0; ti < opt->num_targets; ti++) {
+      double rs[5] = {NAN, NAN, NAN, NAN, NAN};
+      if (nreach[ti] > 0) stats(reach[ti], nreach[ti], rs);
+      reach_mean[gi * 8 + ti] = rs[0];
+      reach_ci[gi * 8 + ti] = rs[2];
       const char *fmt = xk == 3 ? "%.2f" : xk == 2 ? "%.4g" : "%.0f";
-      if (nreach == 0) cell(&cl, r, c++, "-");
-      else if (nreach < gr->n) cell(&cl, r, c++, "%s (%d of %d)", fmt_number(a, sizeof a, fmt, mean), nreach, gr->n);
-      else cell(&cl, r, c++, "%s", fmt_number(a, sizeof a, fmt, mean));
+      if (nreach[ti] == 0) cell(&cl, r, c++, csv ? "" : "-");
+      else if (nreach[ti] < gr->n && !csv) cell(&cl, r, c++, "%s (%d of %d)", fmt_number(a, sizeof a, fmt, rs[0]), nreach[ti], gr->n);
+      else cell(&cl, r, c++, "%s", fmt_number(a, sizeof a, csv ? "%.9g" : fmt, rs[0]));
     }
     cell(&cl, r, c++, "%.3f", mb);
     cell(&cl, r, c++, "%.2f", secs);
@@ -575,11 +771,16 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
               strcmp(t.c[i].run_status, "killed") == 0 || strcmp(t.c[i].run_status, "interrupted") == 0 ? "; dtrun resume continues it" : "");
   }
   print_cells(&cl, opt->format, out);
-  if (opt->target >= 0 && opt->format == DT_COMPARE_TABLE)
-    fprintf(out, "# %s@%g: mean over the seeds that reach %s %s %g (\"k of n\" when only some do)\n", x_names[xk], opt->target,
-            t.metrics[mi], up ? ">=" : "<=", opt->target);
+  if (opt->num_targets > 0 && opt->format == DT_COMPARE_TABLE)
+    fprintf(out, "# %s@X: mean over the seeds whose %s reaches %s X (\"k of n\" when only some do)\n", x_names[xk], t.metrics[mi],
+            up ? ">=" : "<=");
   if (opt->plot != NULL) {
-    DT_TRY_GOTO(plot(&t, g, ng, opt, xk));
+    if (opt->against != NULL) {
+      DT_CHECK_GOTO(opt->num_targets > 0, DT_ERR_USAGE, "--plot with --against draws rounds to targets: give --target X[,X...]");
+      DT_TRY_GOTO(plot_against(&t, g, ng, opt, xk, reach_mean, reach_ci));
+    } else {
+      DT_TRY_GOTO(plot(&t, g, ng, opt, xk));
+    }
     if (opt->format == DT_COMPARE_TABLE) fprintf(out, "plot written to %s\n", opt->plot);
   }
 cleanup:
@@ -588,5 +789,7 @@ cleanup:
   for (int i = 0; i < t.n; i++) curve_free(&t.c[i]);
   free(t.c);
   free(g);
+  free(reach_mean);
+  free(reach_ci);
   return st;
 }

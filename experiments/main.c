@@ -2,6 +2,7 @@
  * load the config and broadcast it, and maps the outcome to the exit codes of the CLI contract
  * (0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted). Everything else lives in
  * the library. Only this file may exit or call MPI_Abort. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ static const char usage_text[] =
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
     "       dtrun check RUN_DIR|SWEEP_DIR\n"
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
-    "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X] [--x round|samples|bytes|seconds]\n"
+    "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X[,X...]] [--x round|samples|bytes|seconds]\n"
+    "                    [--against KEY] [--where KEY=V[,V...]]\n"
     "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide]]\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -46,8 +48,11 @@ static const char usage_text[] =
     "  --progress WHEN      the live progress bar: auto (default: only when the output is a\n"
     "                       terminal, mpirun's own output included), always, never\n"
     "  --metric M,...       compare: the metrics (default top1_accuracy); the first is tabulated\n"
-    "  --target X           compare: the --x value at which the first metric's mean reaches X\n"
+    "  --target X[,X...]    compare: the --x value at which the first metric's mean reaches X\n"
     "                       (accuracy from below, losses and consensus from above)\n"
+    "  --against KEY        compare: rows by a config key's value (experiment.graph.num_nodes);\n"
+    "                       with --plot, each target's --x against that value\n"
+    "  --where KEY=V,...    compare: only runs whose config has one of these values of KEY\n"
     "  --x WHAT             compare: round (default), samples, bytes or seconds\n"
     "  --csv, --markdown, --latex   compare: the table in that format\n"
     "  --plot FILE          compare: a figure, one panel per metric (needs gnuplot)\n"
@@ -77,7 +82,6 @@ typedef struct args {
 static dt_status parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = "run";
-  a->cmp.target = -1;
   int i = 1;
   if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0)
     a->cmd = argv[i++];
@@ -113,10 +117,26 @@ static dt_status parse_args(int argc, char **argv, args *a) {
       DT_CHECK(has_next, DT_ERR_USAGE, "--metric needs a column name");
       a->cmp.metric = argv[++i];
     } else if (strcmp(s, "--target") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--target needs a number");
-      char *end;
-      a->cmp.target = strtod(argv[++i], &end);
-      DT_CHECK(*end == '\0' && a->cmp.target >= 0, DT_ERR_USAGE, "--target: expected a number >= 0, found '%s'", argv[i]);
+      DT_CHECK(has_next, DT_ERR_USAGE, "--target needs a number, or numbers separated by commas");
+      const char *list = argv[++i];
+      for (const char *q = list;;) {
+        char *end;
+        const double v = strtod(q, &end);
+        DT_CHECK(end != q && (*end == '\0' || *end == ',') && v >= 0 && isfinite(v), DT_ERR_USAGE,
+                 "--target %s: expected numbers >= 0 separated by commas", list);
+        DT_CHECK(a->cmp.num_targets < 8, DT_ERR_USAGE, "--target %s: at most 8 targets", list);
+        a->cmp.targets[a->cmp.num_targets++] = v;
+        if (*end == '\0') break;
+        q = end + 1;
+      }
+    } else if (strcmp(s, "--against") == 0) {
+      DT_CHECK(has_next, DT_ERR_USAGE, "--against needs a config key path (experiment.graph.num_nodes, ...)");
+      a->cmp.against = argv[++i];
+    } else if (strcmp(s, "--where") == 0) {
+      DT_CHECK(has_next && strchr(argv[i + 1], '=') != NULL && argv[i + 1][0] != '=', DT_ERR_USAGE,
+               "--where needs key.path=value[,value...]");
+      DT_CHECK(a->cmp.num_where < 8, DT_ERR_USAGE, "at most 8 --where options");
+      a->cmp.where[a->cmp.num_where++] = argv[++i];
     } else if (strcmp(s, "--plot") == 0) {
       DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .pdf, .svg or .png");
       a->cmp.plot = argv[++i];

@@ -83,7 +83,11 @@ dt_status dt_sweep_dir_status(const char *dir, FILE *out);
 
 typedef struct dt_compare_options {
   const char *metric; /* comma-separated metrics (default top1_accuracy); the first is tabulated and targeted */
-  double target;      /* < 0: none */
+  double targets[8];  /* --target X[,X...]: the --x value at which the first metric's mean reaches each */
+  int num_targets;
+  const char *against; /* a config key path: one row (and figure point) per value, targets against it */
+  const char *where[8]; /* KEY=VALUE[,VALUE...]: only runs whose config has one of the values */
+  int num_where;
   const char *x;      /* round (default), samples, bytes or seconds: the plots' x axis and what --target counts */
   const char *plot;   /* a .pdf, .svg or .png file, or NULL */
   const char *size;   /* "paper" (default: a column, panels stacked) or "slide" (16:9, panels side by side) */
