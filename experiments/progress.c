@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,32 +34,45 @@ int runner_progress_wanted(int mode, int launched) {
   return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
 }
 
-void runner_progress(const runner *r, const dt_problem_config *pc, int k, double t0) {
+/* "m:ss" or "h:mm:ss" */
+static const char *clock_text(double s, char *buf, size_t size) {
+  const long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+  if (t >= 3600) snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+void runner_progress(const runner *r, const dt_problem_config *pc, int k, int start, double t_start, double t_rounds) {
   if (!r->tty || r->rank != 0 || r->opt->quiet) return;
   static double last = 0;
   double now = dt_time_now();
   if (now - last < 0.2 && k + 1 < pc->outer_iterations) return;
   last = now;
-  const int width = 30, done = (int)((long)width * (k + 1) / pc->outer_iterations);
-  double eta = (now - t0) / (k + 1) * (pc->outer_iterations - k - 1);
-  printf("\r\033[K%-12s [", pc->problem_name);
+  const int width = 24, done = (int)((long)width * (k + 1) / pc->outer_iterations);
+  /* the rate of the rounds run since the round loop began: the round-0 evaluation and a resumed
+   * run's earlier rounds do not count */
+  const double rate = (k + 1 - start) / fmax(now - t_rounds, 1e-9);
+  char el[32], eta[32];
+  printf("\r\033[K%-12.12s [", pc->problem_name);
   for (int i = 0; i < width; i++) putchar(i < done ? '=' : ' ');
-  printf("] %d/%d  ETA %.0fs", k + 1, pc->outer_iterations, eta);
+  printf("] %d/%d  %s elapsed  %.3g rounds/s  ETA %s", k + 1, pc->outer_iterations, clock_text(now - t_start, el, sizeof el), rate,
+         clock_text((pc->outer_iterations - k - 1) / rate, eta, sizeof eta));
   fflush(stdout);
 }
 
+/* One line per evaluation, under 100 columns with every metric: the min-max over nodes. */
 void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int round, const problem_result *res) {
   if (!pc->verbose_evals) return;
   char line[512];
-  int used = snprintf(line, sizeof line, "%-12s round %5d", pc->problem_name, round);
+  int used = snprintf(line, sizeof line, "%-12.12s %5d", pc->problem_name, round);
   if (pc->metrics & DT_METRIC_VALIDATION_LOSS)
-    used += snprintf(line + used, sizeof line - used, " | val loss %.4f - %.4f", res->final[COL_VLOSS][0], res->final[COL_VLOSS][2]);
+    used += snprintf(line + used, sizeof line - used, " | loss %.4f-%.4f", res->final[COL_VLOSS][0], res->final[COL_VLOSS][2]);
   if (pc->metrics & DT_METRIC_TOP1_ACCURACY)
-    used += snprintf(line + used, sizeof line - used, " | top1 %.4f - %.4f", res->final[COL_ACC][0], res->final[COL_ACC][2]);
+    used += snprintf(line + used, sizeof line - used, " | top1 %.4f-%.4f", res->final[COL_ACC][0], res->final[COL_ACC][2]);
   if (pc->metrics & DT_METRIC_CONSENSUS_ERROR)
-    used += snprintf(line + used, sizeof line - used, " | consensus %.2e - %.2e", res->final[COL_CONS][0], res->final[COL_CONS][2]);
+    used += snprintf(line + used, sizeof line - used, " | cons %.1e-%.1e", res->final[COL_CONS][0], res->final[COL_CONS][2]);
   if (pc->metrics & DT_METRIC_CURRENT_EPOCH)
-    used += snprintf(line + used, sizeof line - used, " | epoch %.2f - %.2f", res->final[COL_EPOCH][0], res->final[COL_EPOCH][2]);
+    used += snprintf(line + used, sizeof line - used, " | epoch %.1f-%.1f", res->final[COL_EPOCH][0], res->final[COL_EPOCH][2]);
   runner_say(r, "%s\n", line);
 }
 
@@ -70,10 +84,55 @@ void runner_print_table(const runner *r, int done) {
   for (int p = 0; p < done; p++) {
     const problem_result *res = &r->res[p];
     const dt_problem_config *pc = &r->cfg->problems[p];
-    char acc[32], vloss[32], cons[32];
-    printf("%-16s %-12s %-11s %8d %10s %10s %12s %9.2f\n", pc->problem_name, pc->alg_name, res->status, res->rounds_done,
-           fmt_number(acc, sizeof acc, "%.4f", res->final[COL_ACC][1]), fmt_number(vloss, sizeof vloss, "%.4f", res->final[COL_VLOSS][1]),
-           fmt_number(cons, sizeof cons, "%.3e", res->final[COL_CONS][1]), res->seconds);
+    char acc[32] = "-", vloss[32] = "-", cons[32] = "-"; /* "-": not recorded */
+    if (pc->metrics & DT_METRIC_TOP1_ACCURACY) fmt_number(acc, sizeof acc, "%.4f", res->final[COL_ACC][1]);
+    if (pc->metrics & DT_METRIC_VALIDATION_LOSS) fmt_number(vloss, sizeof vloss, "%.4f", res->final[COL_VLOSS][1]);
+    if (pc->metrics & DT_METRIC_CONSENSUS_ERROR) fmt_number(cons, sizeof cons, "%.3e", res->final[COL_CONS][1]);
+    printf("%-16s %-12s %-11s %8d %10s %10s %12s %9.2f\n", pc->problem_name, pc->alg_name, res->status, res->rounds_done, acc, vloss,
+           cons, res->seconds);
   }
   if (r->write) printf("results in %s\n", r->outdir);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+dt_status runner_print_profile(const runner *r, const problem_run *pr, const problem_result *res, int start) {
+  const dt_problem_config *pc = pr->pc;
+  const int rounds = pr->rounds_run - start;
+  if (rounds <= 0) return DT_OK;
+  double *t = pr->round_seconds + start;
+  /* a round takes as long as its slowest rank; per-rank totals show the imbalance */
+  double tot[3] = {res->t_compute, res->t_comm, res->t_eval}, lo[3] = {tot[0], tot[1], tot[2]};
+  if (r->size > 1) {
+    DT_TRY(dt_comm_allreduce_max_f64(r->comm, t, rounds));
+    DT_TRY(dt_comm_allreduce_max_f64(r->comm, tot, 3));
+    DT_TRY(dt_comm_allreduce_min_f64(r->comm, lo, 3));
+  }
+  if (r->rank != 0 || r->opt->quiet) return DT_OK;
+  double *sorted = malloc(sizeof(double) * (size_t)rounds), sum = 0;
+  DT_CHECK(sorted != NULL, DT_ERR_MEMORY, "out of memory");
+  for (int k = 0; k < rounds; k++) sorted[k] = t[k], sum += t[k];
+  qsort(sorted, (size_t)rounds, sizeof *sorted, cmp_double);
+  /* totals cover every round, a resumed run's earlier ones too; the distribution the rounds run here */
+  const int all = pr->rounds_run, freq = pc->evaluate_frequency;
+  const double ms = 1e3 / all;
+  const int evals = all / freq + 1 + (all % freq != 0);
+  printf("%s profile, %d rounds on %d nodes, %d rank%s:\n", pc->problem_name, all, r->n, r->size, r->size > 1 ? "s" : "");
+  printf("  round time    mean %.3g ms, median %.3g, p90 %.3g, p99 %.3g, max %.3g (%d rounds%s)\n", sum * 1e3 / rounds,
+         sorted[rounds / 2] * 1e3, sorted[(int)(0.9 * (rounds - 1))] * 1e3, sorted[(int)(0.99 * (rounds - 1))] * 1e3,
+         sorted[rounds - 1] * 1e3, rounds, r->size > 1 ? ", each the slowest rank's" : "");
+  printf("  per round     compute %.3g ms, communication %.3g ms", tot[0] * ms, tot[1] * ms);
+  if (r->size > 1)
+    printf("\n  over ranks    compute %.3g-%.3g ms, communication %.3g-%.3g ms per round", lo[0] * ms, tot[0] * ms, lo[1] * ms,
+           tot[1] * ms);
+  printf("\n  evaluation    %d evaluations, %.3g ms each, %.3g s in all\n", evals, tot[2] * 1e3 / evals, tot[2]);
+  printf("  traffic       %.3g MB per round, %.3g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
+  printf("  wall          %.3g s: compute %.3g s, communication %.3g s, evaluation %.3g s, other %.3g s\n", res->seconds, tot[0],
+         tot[1], tot[2], fmax(res->seconds - tot[0] - tot[1] - tot[2], 0.0));
+  fflush(stdout);
+  free(sorted);
+  return DT_OK;
 }

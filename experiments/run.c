@@ -78,10 +78,13 @@ typedef struct round_flags {
 
 /* Runs round k and agrees, across ranks, on what follows it. Compute time = the round's wall
  * time less its communication (timed by the exchange). Collective. */
-static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k, round_flags *f) {
+static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, problem_run *pr, int k, round_flags *f) {
+  dt_optimizer_run *run = &pr->run;
   const double round_start = dt_time_now(), comm_before = run->t_comm.total;
   DT_TRY(def->round(state, run, k));
-  run->t_compute.total += (dt_time_now() - round_start) - (run->t_comm.total - comm_before);
+  const double wall = dt_time_now() - round_start;
+  run->t_compute.total += wall - (run->t_comm.total - comm_before);
+  if (pr->round_seconds != NULL) pr->round_seconds[k] = wall;
   double flag[2] = {runner_stop_signal() ? 1 : 0, runner_checkpoint_requested() || runner_checkpoint_due(r, k + 1) ? 1 : 0};
   for (int l = 0; l < r->count; l++)
     if (!isfinite(run->train_loss_sum[l])) flag[0] = fmax(flag[0], 2);
@@ -97,15 +100,16 @@ static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *s
  * gives exactly the files of a run never stopped. */
 static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimizer_def *def, void *state, problem_result *res, int start) {
   const dt_problem_config *pc = pr->pc;
-  const double t0 = dt_time_now();
   if (start == 0) DT_TRY(runner_evaluate(r, pr, 0, res));
+  const double t_rounds = dt_time_now();
   for (int k = start; k < pc->outer_iterations; k++) {
     round_flags f = {0, 0};
-    DT_TRY(round_and_agree(r, def, state, &pr->run, k, &f));
+    DT_TRY(round_and_agree(r, def, state, pr, k, &f));
+    pr->rounds_run = k + 1;
     const int end = k + 1 == pc->outer_iterations;
     const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
     if (scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
-    runner_progress(r, pc, k, t0);
+    runner_progress(r, pc, k, start, pr->t_start, t_rounds);
     if (f.stop == 2) {
       if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
       res->status = "diverged";
@@ -150,6 +154,9 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   runner_db_begin_problem(r, p, scheduled ? start : start - 1);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
+  if (pc->verbose_evals)
+    runner_say(r, "%s: min-max over the nodes of: validation loss | top-1 accuracy | consensus error | epoch\n", pc->problem_name);
+  if (pc->profile) DT_ALLOC_GOTO(pr.round_seconds, pc->outer_iterations, "round times");
   /* every problem starts from θ0 with fresh minibatch streams */
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
@@ -169,12 +176,11 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(dt_comm_allreduce_sum_f64(r->comm, &bytes, 1));
   res->bytes = bytes;
   DT_TRY_GOTO(runner_write_problem_files(r, &pr));
-  if (pc->profile)
-    runner_say(r, "%s: %.2f s: compute %.2f s, communication %.2f s, evaluation %.2f s; %.3g MB sent\n", pc->problem_name,
-               res->seconds, res->t_compute, res->t_comm, res->t_eval, res->bytes / 1e6);
+  if (pc->profile) DT_TRY_GOTO(runner_print_profile(r, &pr, res, start));
 cleanup:
   if (state != NULL) def->destroy(state);
   dt_run_free(run);
+  dt_free(pr.round_seconds);
   sb_free(&pr.csv);
   sb_free(&pr.consensus_csv);
   return st;
@@ -288,6 +294,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.size = dt_comm_size(comm);
   r.n = cfg->experiment.graph.num_nodes;
   r.tty = runner_progress_wanted(opt->progress, dt_comm_launched(comm));
+  r.num_files = -1;
   r.t_start = dt_time_now();
   runner_wall_clock(r.started, sizeof r.started);
   r.lock_fd = -1;

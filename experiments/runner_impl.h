@@ -43,6 +43,8 @@ typedef struct runner {
   dt_backend *be;
   dt_backend *host; /* the CPU backend for rank 0's host-side math */
   dt_task *task;
+  dt_data_file files[8];   /* the data's files and digests, for summary.yaml (rank 0, once) */
+  int num_files;           /* -1: not hashed yet */
   float *theta0;           /* host */
   dt_slab normed;          /* θ/‖θ‖ of the local nodes */
   double *rows, *all_rows; /* count × NCOL, n × NCOL */
@@ -74,6 +76,8 @@ typedef struct problem_run {
   int index; /* in cfg->problems */
   dt_timer t_eval;
   double t_start;
+  double *round_seconds; /* profile: each round's wall time on this rank */
+  int rounds_run;        /* the rounds finished, counted from 0 (every rank) */
   strbuf csv, consensus_csv;
   int cols[NCOL];
 } problem_run;
@@ -159,13 +163,18 @@ void runner_db_close(runner *r);
 
 /* progress.c (all print on rank 0 only, and nothing with --quiet) */
 void runner_say(const runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void runner_progress(const runner *r, const dt_problem_config *pc, int k, double t0);
+/* The progress bar after round k: elapsed time since t_start, the rate of the rounds since round
+ * `start` began at t_rounds, and the ETA at that rate. */
+void runner_progress(const runner *r, const dt_problem_config *pc, int k, int start, double t_start, double t_rounds);
 /* Whether to draw the progress bar (and its terminal control codes) for mode DT_PROGRESS_*: auto
  * wants stdout to be a terminal and, under a launcher, the launcher's own stdout too (mpirun
  * hands its ranks a pseudo-terminal even when its output goes to a file). */
 int runner_progress_wanted(int mode, int launched);
 /* The one-line min–max view of an evaluation (verbose_evals). */
 void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int round, const problem_result *res);
+/* profile: true: the per-round time breakdown of a finished problem (rounds from `start` on).
+ * Collective: the slowest rank's figures. */
+dt_status runner_print_profile(const runner *r, const problem_run *pr, const problem_result *res, int start);
 /* The closing table of every problem run (printed even with --quiet). */
 void runner_print_table(const runner *r, int done);
 

@@ -44,7 +44,7 @@ same_results "$tmp/s1/002" "$tmp/alone" "point 002 alone"
 "$dtrun" $cfg --output-dir "$tmp/int" --progress never \
   > "$tmp/int.log" 2>&1 &
 pid=$!
-for _ in $(seq 400); do grep -q "sweep point 2 of 4" "$tmp/int.log" && grep -q "^dsgd .* round *10" <(sed -n '/sweep point 2 of 4/,$p' "$tmp/int.log") && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q "sweep point 2 of 4" "$tmp/int.log" && grep -q "^dsgd  *10 |" <(sed -n '/sweep point 2 of 4/,$p' "$tmp/int.log") && break; sleep 0.05; done
 kill -INT $pid
 wait $pid
 rc=$?
