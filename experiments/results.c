@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "dt_config.h"
+#include "dt_vcs.h"
 #include "runner_impl.h"
 
 const char *const runner_col_names[NCOL] = {
@@ -63,7 +64,8 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
   strbuf sb = {0};
   char host[256];
   dt_comm_host(host, sizeof host);
-  sb_printf(&sb, "dtrun_version: \"%s\"\ncommand: ", DT_VERSION);
+  sb_printf(&sb, "dtrun_version: \"%s\"\nbuild: \"%s\"\nblas_kernels: \"%s\"\ncommand: ", DT_VERSION, DT_GIT_DESCRIBE,
+            dt_cpu_kernel_name());
   sb_yaml_string(&sb, r->opt->command_line ? r->opt->command_line : "");
   sb_printf(&sb, "\nranks: %d\nhosts: %d\nhost_rank0: ", r->size, dt_comm_num_hosts(r->comm));
   sb_yaml_string(&sb, host);
@@ -73,6 +75,12 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
   sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,
             dt_task_dim(r->task), r->started, now, dt_time_now() - r->t_start, end);
   sb_printf(&sb, "checkpoints: %d\ncheckpoint_seconds: %.3f\n", r->num_ckpt, r->ckpt_seconds);
+  if (r->num_files < 0) {
+    r->num_files = 0;
+    if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
+  }
+  if (r->num_files > 0) sb_printf(&sb, "data_files: # SHA-256 of each file's uncompressed IDX content\n");
+  for (int i = 0; i < r->num_files; i++) sb_printf(&sb, "  %s: %s\n", r->files[i].role, r->files[i].sha256);
   sb_printf(&sb, "\nproblems:\n");
   for (int p = 0; p < done; p++) {
     const dt_problem_config *pc = &r->cfg->problems[p];

@@ -25,7 +25,7 @@ say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
-      libigraph-dev libopenblas-dev zlib1g-dev libsqlite3-dev sqlite3 dataset-fashion-mnist gnuplot-nox
+      libigraph-dev libopenblas-dev zlib1g-dev nettle-dev libsqlite3-dev sqlite3 dataset-fashion-mnist gnuplot-nox
       poppler-utils # pdfinfo/pdftoppm check the figures compare draws
       clang libclang-rt-dev libomp-dev # clang: the second compiler and libFuzzer (.ci/run)
       iproute2 iptables libnetfilter-queue-dev slurm-wlm munge) # the cluster suite (tests/cluster)

@@ -17,6 +17,11 @@ typedef struct dt_image_set {
   uint8_t *labels; /* count class ids in [0, num_classes); owned */
 } dt_image_set;
 
+/* SHA-256 (64 hex digits) of the IDX files the set was read from, as uncompressed IDX bytes: the
+ * header that (count, rows, cols) determine, then the data; equal to `sha256sum` of the
+ * uncompressed files (scripts/setup.sh checks the same digests). */
+void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labels_hex[65]);
+
 typedef enum dt_dataset_kind {
   DT_DATASET_MNIST = 0,
   DT_DATASET_FASHION_MNIST,

@@ -61,10 +61,18 @@ DT_MUST_USE dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf
  * task = its folder, a line in problems/registry.c, a line in meson.build, a test. */
 
 /* A loaded dataset: the samples, and what owns their memory. */
+/* A file the data came from, for summary.yaml: its role and the SHA-256 of its content. */
+typedef struct dt_data_file {
+  char role[32];   /* train_images, train_labels, ... */
+  char sha256[65]; /* 64 hex digits */
+} dt_data_file;
+
 typedef struct dt_data {
   dt_samples train, test;
   void *owner;                  /* released by release(owner) */
   void (*release)(void *owner);
+  /* NULL for generated data; else fills files[0..*n) (at most 8), hashing on demand */
+  void (*files)(const void *owner, dt_data_file *files, int *n);
 } dt_data;
 
 typedef struct dt_problem_def {

@@ -1,6 +1,7 @@
 /* The mnist problem: 10-class image classification on MNIST or Fashion-MNIST, read from the IDX
  * files in data_dir and kept as uint8 (normalised per batch), trained with NLL; by default the
  * seed CNN of experiment.model. */
+#include <stdio.h>
 #include <string.h>
 
 #include "dt/problem.h"
@@ -9,6 +10,17 @@ static const char *const datasets[] = {"mnist", "fashion_mnist", NULL};
 static const dt_key keys[] = {{0}};
 
 static void release(void *owner) { dt_dataset_free(owner); }
+
+static void files(const void *owner, dt_data_file *f, int *n) {
+  const dt_dataset *ds = owner;
+  dt_image_set_sha256(&ds->train, f[0].sha256, f[1].sha256);
+  dt_image_set_sha256(&ds->test, f[2].sha256, f[3].sha256);
+  snprintf(f[0].role, sizeof f[0].role, "train_images");
+  snprintf(f[1].role, sizeof f[1].role, "train_labels");
+  snprintf(f[2].role, sizeof f[2].role, "test_images");
+  snprintf(f[3].role, sizeof f[3].role, "test_labels");
+  *n = 4;
+}
 
 static void image_samples(const dt_dataset *ds, const dt_image_set *s, dt_samples *out) {
   memset(out, 0, sizeof *out);
@@ -36,6 +48,7 @@ static dt_status load(const dt_experiment_config *e, const void *opts, dt_data *
   image_samples(ds, &ds->test, &out->test);
   out->owner = ds;
   out->release = release;
+  out->files = files;
   return DT_OK;
 }
 

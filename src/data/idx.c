@@ -2,9 +2,11 @@
  * zlib's gz* interface reads raw and gzip files alike, so one path handles both; every way a
  * file can be wrong gets its own message naming the file. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <nettle/sha2.h>
 #include <zlib.h>
 
 #include "dt/data.h"
@@ -164,4 +166,29 @@ void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, floa
     for (size_t p = 0; p < d; p++) dst[p] = lut[src[p]];
     if (y != NULL) y[b] = set->labels[idx[b]];
   }
+}
+
+/* The IDX header of unsigned bytes with these dimensions, then the data, into hex. */
+static void idx_sha256(int ndims, const uint32_t *dims, const uint8_t *data, char hex[65]) {
+  struct sha256_ctx ctx;
+  uint8_t head[4 + 4 * 3] = {0, 0, 0x08, (uint8_t)ndims}, digest[SHA256_DIGEST_SIZE];
+  size_t total = 1;
+  for (int i = 0; i < ndims; i++) {
+    head[4 + 4 * i] = (uint8_t)(dims[i] >> 24);
+    head[5 + 4 * i] = (uint8_t)(dims[i] >> 16);
+    head[6 + 4 * i] = (uint8_t)(dims[i] >> 8);
+    head[7 + 4 * i] = (uint8_t)dims[i];
+    total *= dims[i];
+  }
+  sha256_init(&ctx);
+  sha256_update(&ctx, 4 + 4 * (size_t)ndims, head);
+  sha256_update(&ctx, total, data);
+  sha256_digest(&ctx, sizeof digest, digest);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labels_hex[65]) {
+  const uint32_t idims[3] = {(uint32_t)set->count, (uint32_t)set->rows, (uint32_t)set->cols}, ldims[1] = {(uint32_t)set->count};
+  idx_sha256(3, idims, set->pixels, images_hex);
+  idx_sha256(1, ldims, set->labels, labels_hex);
 }

@@ -21,6 +21,17 @@ cmp -s "$tmp/p1.rows" "$tmp/p5.rows" && ok || { bad "results.sqlite differs betw
   || bad "runs should hold one completed run"
 [ ! -e "$tmp/p1/results.sqlite-wal" ] && ok || bad "a finished run leaves its WAL file behind"
 
+# summary.yaml: the build's git description, the BLAS kernels, and each data file's SHA-256, which
+# is sha256sum of the uncompressed file
+grep -q '^build: "[0-9a-f]' "$tmp/p1/summary.yaml" && grep -q '^blas_kernels: "[A-Za-z]' "$tmp/p1/summary.yaml" && ok \
+  || bad "summary.yaml lacks build or blas_kernels: $(head -4 "$tmp/p1/summary.yaml")"
+for pair in train_images:train-images-idx3-ubyte train_labels:train-labels-idx1-ubyte test_images:t10k-images-idx3-ubyte \
+            test_labels:t10k-labels-idx1-ubyte; do
+  f=$(ls data/mnist/"${pair#*:}"* | head -1)
+  want=$({ gzip -dc "$f" 2>/dev/null || cat "$f"; } | sha256sum | cut -d' ' -f1)
+  grep -q "^  ${pair%%:*}: $want\$" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml: ${pair%%:*} is not sha256sum of $f"
+done
+
 # SIGKILL in the middle: every evaluation printed is in the database. The long problem evaluates
 # every 5 rounds; a reader opens the database while the run writes it.
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/killed" --progress never \
@@ -28,7 +39,7 @@ cmp -s "$tmp/p1.rows" "$tmp/p5.rows" && ok || { bad "results.sqlite differs betw
   > "$tmp/killed.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
-  [ "$(grep -c '^dinno .* round' "$tmp/killed.log")" -ge 6 ] && break
+  [ "$(grep -c '^dinno  *[0-9]* |' "$tmp/killed.log")" -ge 6 ] && break
   sleep 0.1
 done
 live=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM evaluations').fetchone()[0])" \
@@ -36,14 +47,14 @@ live=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execut
 [ "${live:-0}" -ge 5 ] 2>/dev/null && ok || bad "a reader could not read the database of a running run: $live"
 kill -9 $pid
 wait $pid 2>/dev/null
-grep '^dinno .* round' "$tmp/killed.log" > "$tmp/printed"
+grep '^dinno  *[0-9]* |' "$tmp/killed.log" > "$tmp/printed"
 [ "$(wc -l < "$tmp/printed")" -ge 6 ] && ok || bad "the run printed too few evaluations before it was killed: $(tail -3 "$tmp/killed.log")"
 python3 - "$tmp/killed/results.sqlite" "$tmp/printed" <<'PY' && ok || bad "an evaluation the killed run printed is not in results.sqlite"
 import re, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = 0
 for line in open(sys.argv[2]):
-    m = re.search(r"round +(\d+) .*top1 ([0-9.]+) - ([0-9.]+)", line)
+    m = re.search(r"^dinno +(\d+) .*top1 ([0-9.]+)-([0-9.]+)", line)
     rnd, lo, hi = int(m.group(1)), m.group(2), m.group(3)
     got = db.execute("SELECT count(*), min(top1_accuracy), max(top1_accuracy) FROM evaluations e JOIN problems p"
                      " USING (run, problem) WHERE p.problem_name = 'dinno' AND round = ?", (rnd,)).fetchone()

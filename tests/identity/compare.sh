@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares two result trees of tests/identity/run.sh: every file byte for byte, except the
 # timing columns of *_results.csv (time_compute, time_comm, time_eval) and the timing, date and
-# command lines and the placement (hosts, threads_rank0) of summary.yaml. Exit 0 when identical.
+# command lines, the placement (hosts, threads_rank0) and the build (git describe) of
+# summary.yaml. Exit 0 when identical.
 set -uo pipefail
 a=$1 b=$2
 strip() { # file
@@ -9,7 +10,7 @@ strip() { # file
     *_results.csv)
       awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i !~ /^time_/) keep[i] = 1}
                {s = ""; for (i = 1; i <= NF; i++) if (keep[i]) s = s (s == "" ? "" : ",") $i; print s}' "$1" ;;
-    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command|checkpoints|checkpoint_seconds|hosts|threads_rank0):' "$1" ;;
+    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command|checkpoints|checkpoint_seconds|hosts|threads_rank0|build):' "$1" ;;
     *) cat "$1" ;;
   esac
 }
