@@ -191,8 +191,10 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
     head[0] = st == DT_OK;
     head[1] = ix.num_points;
   }
+  const dt_status setup_st = st; /* rank 0's reason, which the broadcast's status would overwrite */
   DT_TRY_GOTO(dt_comm_bcast(comm, head, sizeof head, 0));
   if (head[0] != 1) {
+    st = setup_st;
     if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not set up the sweep");
     goto cleanup;
   }
@@ -207,8 +209,10 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
       st = plan_point(&ix, dir, p, resume_dir != NULL, &cfg, folder, sizeof folder, &a, json, sizeof json, keys, values);
       action = st == DT_OK ? a : POINT_FAILED;
     }
+    const dt_status plan_st = st;
     DT_TRY_GOTO(dt_comm_bcast(comm, &action, sizeof action, 0));
     if (action == POINT_FAILED) {
+      st = plan_st;
       if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load point %d of the sweep", p);
       goto cleanup;
     }

@@ -53,8 +53,8 @@ static const dt_key graph_keys[] = {
      .flags = DT_KEY_MIN_OPEN,
      .help = "geometric: connection radius in the unit square"},
     {.name = "fiedler", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, fiedler), .def = "0", .min = 0, .max = 4096,
-     .help = "random, geometric: a target Fiedler value (algebraic connectivity); p or the radius is bisected to reach it "
-             "(0: off, use p or radius)"},
+     .help = "random, geometric: a target Fiedler value (algebraic connectivity); p or the radius is bisected to reach it, "
+             "and the p or radius keys are not used (0: off)"},
     {.name = "fiedler_tolerance", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, fiedler_tolerance), .def = "0.01",
      .min = 0, .max = 4096, .flags = DT_KEY_MIN_OPEN,
      .help = "with fiedler: accepted distance from the target; draws are redrawn (gen_attempts) until one is this close"},
@@ -497,14 +497,6 @@ static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg
                           "solo_results.csv, which individual_training (train_solo: true) writes; give it another problem_name",
                           cfg->problems[i].key);
   const dt_ynode *graph = dt_ynode_get(exp, "graph");
-  if (e->graph.fiedler > 0.0 && (e->graph.type == DT_GRAPH_RANDOM || e->graph.type == DT_GRAPH_GEOMETRIC)) {
-    const char *knob = e->graph.type == DT_GRAPH_RANDOM ? "p" : "radius";
-    const dt_ynode *set = dt_ynode_get(graph, knob);
-    if (set != NULL)
-      return schema_error(ctx, set, e->graph.type == DT_GRAPH_RANDOM ? "experiment.graph.p" : "experiment.graph.radius",
-                          "%s and fiedler are both set; with a fiedler target the %s is bisected to reach it, so "
-                          "remove one of them", knob, knob);
-  }
   if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
     return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
   if (e->backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)

@@ -2,7 +2,8 @@
 # Sweeps on real MNIST (tests/e2e/sweep.yaml, 2 graphs x 2 seeds): the same files and database
 # rows alone and under mpirun -np 3; each point's files equal running that point's config.yaml
 # alone; --sweep adds or replaces an axis; a sweep stopped by SIGINT resumes to the same files;
-# check lists the points. Skipped (77) without data/mnist.
+# check lists the points; a study over a Fiedler target, compare --against and --where. Skipped
+# (77) without data/mnist.
 # usage: sweep.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
@@ -97,6 +98,33 @@ if command -v gnuplot > /dev/null && command -v pdfinfo > /dev/null; then
     && ok || bad "the PNG is not a 2000 x 1000 slide"
 else
   echo "no gnuplot or poppler-utils: figures not checked"
+fi
+
+# A study over a Fiedler target (configs/scaling.yaml's shape): geometric graphs drawn to Fiedler
+# values 1 and 2 on 4 and 6 nodes; each point's graph.yaml holds a value within the tolerance,
+# its archived config.yaml (which also holds the unused radius) reruns to the same files, and
+# compare tabulates rounds to targets against the Fiedler value, filtered by --where.
+sed '/^sweep:/,$d' $cfg > "$tmp/nosweep.yaml"
+"$dtrun" "$tmp/nosweep.yaml" --output-dir "$tmp/fd" --quiet --set experiment.graph.type=geometric --sweep experiment.graph.num_nodes=4,6 \
+  --sweep experiment.graph.fiedler=1,2 --sweep experiment.seed=0 > "$tmp/fd.log" 2>&1 || bad "the Fiedler sweep failed: $(tail -3 "$tmp/fd.log")"
+python3 - "$tmp/fd" <<'PY' && ok || bad "a point's graph misses its Fiedler target"
+import re, sys
+for p, target in (("000", 1), ("001", 2), ("002", 1), ("003", 2)):
+    g = open(f"{sys.argv[1]}/{p}/graph.yaml").read()
+    value = float(re.search(r"^fiedler_value: (\S+)", g, re.M).group(1))
+    assert re.search(r"^fiedler_target: %g$" % target, g, re.M) and re.search(r"^radius: ", g, re.M), (p, g[:300])
+    assert abs(value - target) <= 0.01 + 1e-12, (p, value, target)
+PY
+"$dtrun" "$tmp/fd/003/config.yaml" --output-dir "$tmp/fd_alone" --quiet > /dev/null 2>&1 && same_results "$tmp/fd/003" "$tmp/fd_alone" \
+  "a Fiedler-target point's config.yaml rerun" && ok
+"$dtrun" compare "$tmp/fd" --target 0.2,0.3 --against experiment.graph.fiedler --where experiment.graph.num_nodes=6 > "$tmp/fd.cmp" 2>&1
+[ "$(grep -Ec '^num_nodes=6 fiedler=[12] +[12]\.0 +ds' "$tmp/fd.cmp")" = 4 ] && ! grep -q "num_nodes=4" "$tmp/fd.cmp" \
+  && head -1 "$tmp/fd.cmp" | grep -q "round@0.2  round@0.3" && ok || bad "compare --against --where: $(cat "$tmp/fd.cmp")"
+"$dtrun" compare "$tmp/fd" --against experiment.graph.fidler > "$tmp/fd.bad" 2>&1
+[ $? = 2 ] && grep -q "did you mean experiment.graph.fiedler?" "$tmp/fd.bad" && ok || bad "--against with a typo: $(cat "$tmp/fd.bad")"
+if command -v gnuplot > /dev/null && command -v pdfinfo > /dev/null; then
+  "$dtrun" compare "$tmp/fd" --target 0.2,0.3 --against experiment.graph.fiedler --plot "$tmp/fd.pdf" > /dev/null 2>&1 \
+    && [ "$(pdfinfo "$tmp/fd.pdf" | awk '/^Pages:/ {print $2}')" = 1 ] && ok || bad "the --against figure is not a 1-page PDF"
 fi
 
 echo "$pass checks passed, $fail failed"
