@@ -277,10 +277,10 @@ static void banner(const runner *r) {
   const int hosts = dt_comm_num_hosts(r->comm);
   char where[32] = "";
   if (hosts > 1) snprintf(where, sizeof where, " on %d hosts", hosts);
-  runner_say(r, "dtrun %s: %s, %d nodes (%s graph, %d edges, spectral gap %.4f), %zu parameters, %d rank%s%s x %d thread%s%s%s\n",
-             DT_VERSION, e->name, r->n, dt_graph_type_name(r->graph->type), r->graph->num_edges, r->graph->spectral_gap,
-             dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", where, threads, threads > 1 ? "s" : "",
-             r->write ? "\noutput: " : "", r->write ? r->outdir : "");
+  runner_say(r, "dtrun %s: %s, %zu parameters, %d rank%s%s x %d thread%s\ngraph: %d nodes, %s, %d edges, Fiedler value %.4g, "
+             "spectral gap %.4f%s%s\n", DT_VERSION, e->name, dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", where, threads,
+             threads > 1 ? "s" : "", r->n, dt_graph_type_name(r->graph->type), r->graph->num_edges, r->graph->fiedler,
+             r->graph->spectral_gap, r->write ? "\noutput: " : "", r->write ? r->outdir : "");
 }
 
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {
