@@ -121,16 +121,16 @@ dt_status runner_print_profile(const runner *r, const problem_run *pr, const pro
   const double ms = 1e3 / all;
   const int evals = all / freq + 1 + (all % freq != 0);
   printf("%s profile, %d rounds on %d nodes, %d rank%s:\n", pc->problem_name, all, r->n, r->size, r->size > 1 ? "s" : "");
-  printf("  round time    mean %.3g ms, median %.3g, p90 %.3g, p99 %.3g, max %.3g (%d rounds%s)\n", sum * 1e3 / rounds,
+  printf("  round time    mean %.4g ms, median %.4g, p90 %.4g, p99 %.4g, max %.4g (%d rounds%s)\n", sum * 1e3 / rounds,
          sorted[rounds / 2] * 1e3, sorted[(int)(0.9 * (rounds - 1))] * 1e3, sorted[(int)(0.99 * (rounds - 1))] * 1e3,
          sorted[rounds - 1] * 1e3, rounds, r->size > 1 ? ", each the slowest rank's" : "");
-  printf("  per round     compute %.3g ms, communication %.3g ms", tot[0] * ms, tot[1] * ms);
+  printf("  per round     compute %.4g ms, communication %.4g ms", tot[0] * ms, tot[1] * ms);
   if (r->size > 1)
-    printf("\n  over ranks    compute %.3g-%.3g ms, communication %.3g-%.3g ms per round", lo[0] * ms, tot[0] * ms, lo[1] * ms,
+    printf("\n  over ranks    compute %.4g-%.4g ms, communication %.4g-%.4g ms per round", lo[0] * ms, tot[0] * ms, lo[1] * ms,
            tot[1] * ms);
-  printf("\n  evaluation    %d evaluations, %.3g ms each, %.3g s in all\n", evals, tot[2] * 1e3 / evals, tot[2]);
-  printf("  traffic       %.3g MB per round, %.3g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
-  printf("  wall          %.3g s: compute %.3g s, communication %.3g s, evaluation %.3g s, other %.3g s\n", res->seconds, tot[0],
+  printf("\n  evaluation    %d evaluations, %.4g ms each, %.4g s in all\n", evals, tot[2] * 1e3 / evals, tot[2]);
+  printf("  traffic       %.4g MB per round, %.4g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
+  printf("  wall          %.4g s: compute %.4g s, communication %.4g s, evaluation %.4g s, other %.4g s\n", res->seconds, tot[0],
          tot[1], tot[2], fmax(res->seconds - tot[0] - tot[1] - tot[2], 0.0));
   fflush(stdout);
   free(sorted);
