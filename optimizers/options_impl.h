@@ -6,9 +6,8 @@
 #include <stddef.h>
 
 #include "dt/config.h"
+#include "dt/local_opt.h"
 
 #define DT_INF 1e308
-/* Names of the local optimizers (dt_local_opt_kind order). */
-extern const char *const dt_local_optim_names[];
 
 #endif

@@ -18,7 +18,6 @@ DT_OPTIMIZER_LIST(DECLARE)
 const dt_optimizer_def *const dt_optimizers[] = {DT_OPTIMIZER_LIST(DEF) NULL};
 const dt_plugin *const dt_optimizer_plugins[] = {DT_OPTIMIZER_LIST(PLUGIN) NULL};
 
-const char *const dt_local_optim_names[] = {"sgd", "adam", "adamw", NULL};
 const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
 
 const dt_optimizer_def *dt_optimizer_find(const char *name) {

@@ -106,6 +106,15 @@ typedef struct dt_backend_ops {
   dt_status (*adam_step)(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
                          float lr, float beta1, float beta2, float eps, float wd, int decoupled,
                          float extra_alpha, const float *extra_b);
+  /* sq: the squared-gradient average; buf: the momentum buffer (NULL when momentum is 0) */
+  dt_status (*rmsprop_step)(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr,
+                            float alpha, float eps, float wd, float momentum, float extra_alpha, const float *extra_b);
+  /* sq: the squared-gradient average; acc: the accumulated squared update */
+  dt_status (*adadelta_step)(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr,
+                             float rho, float eps, float wd, float extra_alpha, const float *extra_b);
+  dt_status (*nadam_step)(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
+                          float lr, float beta1, float beta2, float eps, float wd, float momentum_decay,
+                          float extra_alpha, const float *extra_b);
 
   /* NN layers on one node's batch. y (batch×f×oh×ow) = conv(x (batch×c×h×w), w (f×c×k×k)) + b;
    * col: c·k·k·oh·ow scratch. Backward: dw, db overwritten with batch sums; dx unless NULL. */

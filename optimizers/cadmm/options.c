@@ -15,7 +15,7 @@ const dt_key dt_cadmm_keys[] = {
     {.name = "primal_iterations", .type = DT_KEY_INT, .offset = offsetof(dt_cadmm_opts, primal_iterations), .def = "2", .min = 1, .max = 1e6,
      .help = "local optimizer steps per round, each on a new minibatch"},
     {.name = "primal_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_cadmm_opts, primal_optimizer), .def = "adam",
-     .values = dt_local_optim_names, .help = "local optimizer of the primal step"},
+     .values = dt_local_opt_names, .help = "local optimizer of the primal step"},
     {.name = "persistent_primal_opt", .type = DT_KEY_BOOL, .offset = offsetof(dt_cadmm_opts, persistent_primal_opt), .def = "false",
      .help = "keep the primal optimizer's state across rounds (false: a fresh optimizer each round)"},
     {.name = "persistant_primal_opt", .type = DT_KEY_BOOL, .alias_of = "persistent_primal_opt", .flags = DT_KEY_NO_EMIT,

@@ -14,7 +14,7 @@ static const dt_key keys[] = {
     {.name = "local_steps", .type = DT_KEY_INT, .offset = offsetof(dt_centralized_opts, local_steps), .def = "1", .min = 1, .max = 1e6,
      .help = "steps per round"},
     {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_centralized_opts, optimizer), .def = "adam",
-     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+     .values = dt_local_opt_names, .help = "sgd, adam, adamw, rmsprop, adadelta or nadam"},
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
      .help = "learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_centralized_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,

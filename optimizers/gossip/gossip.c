@@ -17,7 +17,7 @@ static const dt_key keys[] = {
     {.name = "local_steps", .type = DT_KEY_INT, .offset = offsetof(dt_gossip_opts, local_steps), .def = "1", .min = 1, .max = 1e6,
      .help = "local optimizer steps per round"},
     {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_gossip_opts, local_optimizer), .def = "sgd",
-     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+     .values = dt_local_opt_names, .help = "sgd, adam, adamw, rmsprop, adadelta or nadam"},
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
      .help = "initial learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,

@@ -6,7 +6,7 @@
 
 static const dt_key keys[] = {
     {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_opts, optimizer), .def = "adam",
-     .values = dt_local_optim_names, .help = "sgd, adam or adamw"},
+     .values = dt_local_opt_names, .help = "sgd, adam, adamw, rmsprop, adadelta or nadam"},
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, lr), .def = "0.005", .min = 0, .max = DT_INF,
      .help = "learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,

@@ -25,7 +25,6 @@ static const char *const split_names[] = {"random", "hetero", "dirichlet", NULL}
 static const char *const backend_names[] = {"cpu", "cuda", "auto", NULL};
 static const char *const loss_names[] = {"NLL", NULL};
 static const char *const loss_aliases[] = {"nll", "NLL", NULL};
-static const char *const optim_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const layer_names[] = {"conv2d", "maxpool2d", "linear", "relu", "flatten", "dropout", NULL};
 static const char *const metric_names[] = {"forward_pass_count", "validation_loss", "consensus_error",
                                            "top1_accuracy", "current_epoch", "consensus_matrix"};
@@ -80,7 +79,7 @@ static const dt_key model_keys[] = {
 static const dt_key solo_keys[] = {
     {.name = "train_solo", .type = DT_KEY_BOOL, .offset = offsetof(dt_solo_config, train_solo), .def = "false",
      .help = "train every node alone on its own data first (the no-communication baseline)"},
-    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_config, optimizer), .def = "adam", .values = optim_names,
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_config, optimizer), .def = "adam", .values = dt_local_opt_names,
      .help = "local optimizer"},
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_config, lr), .def = "0.005", .min = 0, .max = INF, .help = "learning rate"},
     {.name = "epochs", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, epochs), .def = "1", .min = 1, .max = 1e6,

@@ -13,16 +13,19 @@ struct dt_local_opt {
   long *step;   /* [count] */
 };
 
-static const char *const names[DT_LOCAL_KIND_COUNT] = {"sgd", "adam", "adamw"};
+const char *const dt_local_opt_names[DT_LOCAL_KIND_COUNT + 1] = {"sgd", "adam", "adamw", "rmsprop", "adadelta", "nadam", NULL};
 
 const char *dt_local_opt_kind_name(dt_local_opt_kind k) {
-  return (unsigned)k < DT_LOCAL_KIND_COUNT ? names[k] : "unknown";
+  return (unsigned)k < DT_LOCAL_KIND_COUNT ? dt_local_opt_names[k] : "unknown";
 }
 
 dt_local_opt_spec dt_local_opt_spec_default(dt_local_opt_kind kind) {
-  dt_local_opt_spec s = {.kind = kind, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
-  if (kind == DT_LOCAL_SGD) s.lr = 1e-2f;
+  dt_local_opt_spec s = {.kind = kind, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .alpha = 0.99f, .rho = 0.9f,
+                         .momentum_decay = 4e-3f};
+  if (kind == DT_LOCAL_SGD || kind == DT_LOCAL_RMSPROP) s.lr = 1e-2f;
   if (kind == DT_LOCAL_ADAMW) s.weight_decay = 1e-2f;
+  if (kind == DT_LOCAL_ADADELTA) s.lr = 1.0f, s.eps = 1e-6f;
+  if (kind == DT_LOCAL_NADAM) s.lr = 2e-3f;
   return s;
 }
 
@@ -37,7 +40,8 @@ dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int
   o->count = count;
   o->dim = dim;
   DT_ALLOC_GOTO(o->step, count, "local optimizer");
-  if (spec->kind != DT_LOCAL_SGD || spec->momentum != 0.0f) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
+  const int plain = spec->kind == DT_LOCAL_SGD || spec->kind == DT_LOCAL_RMSPROP; /* m only as a momentum buffer */
+  if (!plain || spec->momentum != 0.0f) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
   if (spec->kind != DT_LOCAL_SGD) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->v));
   *out = o;
   o = NULL;
@@ -78,9 +82,19 @@ static dt_status step_span(dt_local_opt *o, int l, size_t n, float *params, cons
   const float *eb = extra != NULL ? extra->b : NULL;
   float *m = o->m.data != NULL ? dt_slab_node(&o->m, l) : NULL, *v = o->v.data != NULL ? dt_slab_node(&o->v, l) : NULL;
   const long step = o->step[l];
-  if (s->kind == DT_LOCAL_SGD)
-    return o->be->ops->sgd_step(o->be, n, params, grad, m, step == 1, rate, s->momentum, s->dampening, s->nesterov,
-                                s->weight_decay, ea, eb);
+  switch (s->kind) {
+    case DT_LOCAL_SGD:
+      return o->be->ops->sgd_step(o->be, n, params, grad, m, step == 1, rate, s->momentum, s->dampening, s->nesterov,
+                                  s->weight_decay, ea, eb);
+    case DT_LOCAL_RMSPROP:
+      return o->be->ops->rmsprop_step(o->be, n, params, grad, v, m, rate, s->alpha, s->eps, s->weight_decay, s->momentum, ea, eb);
+    case DT_LOCAL_ADADELTA:
+      return o->be->ops->adadelta_step(o->be, n, params, grad, v, m, rate, s->rho, s->eps, s->weight_decay, ea, eb);
+    case DT_LOCAL_NADAM:
+      return o->be->ops->nadam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
+                                    s->momentum_decay, ea, eb);
+    default: break;
+  }
   return o->be->ops->adam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
                                s->kind == DT_LOCAL_ADAMW, ea, eb);
 }

@@ -291,7 +291,7 @@ static void test_optimizers(void) {
   enum { N = 37, STEPS = 5 };
   float p[N], g[N], b[N];
   double rp[N], rm[N], rv[N], rbuf[N];
-  for (int variant = 0; variant < 5; variant++) {
+  for (int variant = 0; variant < 9; variant++) {
     dt_local_opt_spec s;
     const char *name;
     switch (variant) {
@@ -299,6 +299,10 @@ static void test_optimizers(void) {
       case 1: s = dt_local_opt_spec_default(DT_LOCAL_ADAMW); s.lr = 0.01f; name = "adamw"; break;
       case 2: s = dt_local_opt_spec_default(DT_LOCAL_SGD); s.momentum = 0.9f; s.dampening = 0.1f; s.weight_decay = 0.001f; name = "sgd momentum"; break;
       case 3: s = dt_local_opt_spec_default(DT_LOCAL_SGD); s.momentum = 0.9f; s.nesterov = 1; name = "sgd nesterov"; break;
+      case 5: s = dt_local_opt_spec_default(DT_LOCAL_RMSPROP); s.weight_decay = 0.01f; name = "rmsprop"; break;
+      case 6: s = dt_local_opt_spec_default(DT_LOCAL_RMSPROP); s.momentum = 0.5f; name = "rmsprop momentum"; break;
+      case 7: s = dt_local_opt_spec_default(DT_LOCAL_ADADELTA); s.weight_decay = 0.01f; name = "adadelta"; break;
+      case 8: s = dt_local_opt_spec_default(DT_LOCAL_NADAM); s.weight_decay = 0.01f; name = "nadam"; break;
       default: s = dt_local_opt_spec_default(DT_LOCAL_SGD); name = "sgd plain"; break;
     }
     dt_local_opt *o = NULL;
@@ -307,7 +311,7 @@ static void test_optimizers(void) {
     randu(b, N, 0.1f);
     for (int i = 0; i < N; i++) rp[i] = p[i], rm[i] = rv[i] = rbuf[i] = 0;
     dt_grad_extra extra = {.alpha = 0.3f, .b = b};
-    double err = 0;
+    double err = 0, prod = 1; /* NAdam's product of μ */
     for (int t = 1; t <= STEPS; t++) {
       randu(g, N, 1);
       CHECK_OK(dt_local_opt_step(o, 0, p, g, -1.0f, variant == 0 ? &extra : NULL));
@@ -320,6 +324,27 @@ static void test_optimizers(void) {
             d = s.nesterov ? d + s.momentum * rbuf[i] : rbuf[i];
           }
           rp[i] -= s.lr * d;
+        } else if (s.kind == DT_LOCAL_RMSPROP) { /* torch.optim.RMSprop, centered=False */
+          d += s.weight_decay * rp[i];
+          rv[i] = s.alpha * rv[i] + (1 - s.alpha) * d * d;
+          double u = d / (sqrt(rv[i]) + s.eps);
+          if (s.momentum != 0) u = rbuf[i] = s.momentum * rbuf[i] + u;
+          rp[i] -= s.lr * u;
+        } else if (s.kind == DT_LOCAL_ADADELTA) { /* torch.optim.Adadelta */
+          d += s.weight_decay * rp[i];
+          rv[i] = s.rho * rv[i] + (1 - s.rho) * d * d;
+          const double delta = sqrt(rm[i] + s.eps) / sqrt(rv[i] + s.eps) * d;
+          rm[i] = s.rho * rm[i] + (1 - s.rho) * delta * delta;
+          rp[i] -= s.lr * delta;
+        } else if (s.kind == DT_LOCAL_NADAM) { /* torch.optim.NAdam (PyTorch 2) */
+          d += s.weight_decay * rp[i];
+          const double mu = s.beta1 * (1 - 0.5 * pow(0.96, t * (double)s.momentum_decay));
+          const double mu_next = s.beta1 * (1 - 0.5 * pow(0.96, (t + 1) * (double)s.momentum_decay));
+          const double pr = i == 0 ? (prod *= mu) : prod;
+          rm[i] = s.beta1 * rm[i] + (1 - s.beta1) * d;
+          rv[i] = s.beta2 * rv[i] + (1 - s.beta2) * d * d;
+          const double denom = sqrt(rv[i] / (1 - pow(s.beta2, t))) + s.eps;
+          rp[i] -= s.lr * (1 - mu) / (1 - pr) * d / denom + s.lr * mu_next / (1 - pr * mu_next) * rm[i] / denom;
         } else {
           if (s.kind == DT_LOCAL_ADAMW) rp[i] *= 1 - s.lr * s.weight_decay;
           else d += s.weight_decay * rp[i];

@@ -252,6 +252,56 @@ static void adam_step_impl(size_t n, float *p, const float *g, float *m, float *
   }
 }
 
+DT_CLONES
+static void rmsprop_step_impl(size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha, float eps,
+                              float wd, float momentum, float extra_alpha, const float *extra_b) {
+  /* As torch.optim.RMSprop (centered=False): avg = sqrt(v) + eps */
+  const float one_a = 1.0f - alpha;
+  for (size_t i = 0; i < n; i++) {
+    float d = g[i] + extra_alpha * p[i] + (extra_b ? extra_b[i] : 0.0f);
+    d += wd * p[i];
+    const float vi = alpha * sq[i] + one_a * d * d;
+    sq[i] = vi;
+    float u = d / (sqrtf(vi) + eps);
+    if (momentum != 0.0f) u = buf[i] = momentum * buf[i] + u;
+    p[i] -= lr * u;
+  }
+}
+
+DT_CLONES
+static void adadelta_step_impl(size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho, float eps,
+                               float wd, float extra_alpha, const float *extra_b) {
+  /* As torch.optim.Adadelta: std = sqrt(v + eps), delta = sqrt(acc + eps) / std * g */
+  const float one_r = 1.0f - rho;
+  for (size_t i = 0; i < n; i++) {
+    float d = g[i] + extra_alpha * p[i] + (extra_b ? extra_b[i] : 0.0f);
+    d += wd * p[i];
+    const float vi = rho * sq[i] + one_r * d * d;
+    sq[i] = vi;
+    const float delta = sqrtf(acc[i] + eps) / sqrtf(vi + eps) * d;
+    acc[i] = rho * acc[i] + one_r * delta * delta;
+    p[i] -= lr * delta;
+  }
+}
+
+/* NAdam's μ_t = β1(1 − ½·0.96^(tψ)) */
+static double nadam_mu(float beta1, float psi, long t) { return beta1 * (1.0 - 0.5 * pow(0.96, (double)t * psi)); }
+
+DT_CLONES
+static void nadam_step_impl(size_t n, float *p, const float *g, float *m, float *v, float c_grad, float c_m, float inv_bc2_sqrt,
+                            float beta1, float beta2, float eps, float wd, float extra_alpha, const float *extra_b) {
+  const float one_b1 = 1.0f - beta1, one_b2 = 1.0f - beta2;
+  for (size_t i = 0; i < n; i++) {
+    float d = g[i] + extra_alpha * p[i] + (extra_b ? extra_b[i] : 0.0f);
+    d += wd * p[i];
+    const float mi = beta1 * m[i] + one_b1 * d, vi = beta2 * v[i] + one_b2 * d * d;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = sqrtf(vi) * inv_bc2_sqrt + eps;
+    p[i] -= c_grad * d / denom + c_m * mi / denom;
+  }
+}
+
 /* ---- the table: thin wrappers that give every op a status ---------------------------------- */
 
 static dt_status conv2d_forward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
@@ -358,6 +408,48 @@ static dt_status adam_step(dt_backend *be, size_t n, float *p, const float *g, f
   return DT_OK;
 }
 
+static dt_status rmsprop_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha,
+                              float eps, float wd, float momentum, float extra_alpha, const float *extra_b) {
+  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
+  for (long c = 0; c < chunks; c++) {
+    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
+    rmsprop_step_impl(len, p + o, g + o, sq + o, buf ? buf + o : NULL, lr, alpha, eps, wd, momentum, extra_alpha,
+                      extra_b ? extra_b + o : NULL);
+  }
+  return DT_OK;
+}
+
+static dt_status adadelta_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho,
+                               float eps, float wd, float extra_alpha, const float *extra_b) {
+  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
+  for (long c = 0; c < chunks; c++) {
+    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
+    adadelta_step_impl(len, p + o, g + o, sq + o, acc + o, lr, rho, eps, wd, extra_alpha, extra_b ? extra_b + o : NULL);
+  }
+  return DT_OK;
+}
+
+static dt_status nadam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
+                            float beta1, float beta2, float eps, float wd, float momentum_decay, float extra_alpha,
+                            const float *extra_b) {
+  /* Π_t from the step count (no extra state to checkpoint), in double */
+  double prod = 1.0;
+  for (long t = 1; t <= step; t++) prod *= nadam_mu(beta1, momentum_decay, t);
+  const double mu = nadam_mu(beta1, momentum_decay, step), mu_next = nadam_mu(beta1, momentum_decay, step + 1);
+  const float c_grad = (float)(lr * (1.0 - mu) / (1.0 - prod)), c_m = (float)(lr * mu_next / (1.0 - prod * mu_next));
+  const float inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow((double)beta2, (double)step)));
+  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
+  for (long c = 0; c < chunks; c++) {
+    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
+    nadam_step_impl(len, p + o, g + o, m + o, v + o, c_grad, c_m, inv_bc2_sqrt, beta1, beta2, eps, wd, extra_alpha,
+                    extra_b ? extra_b + o : NULL);
+  }
+  return DT_OK;
+}
+
 static const dt_backend_ops cpu_ops = {
     .alloc = dt_cpu_alloc,
     .free = dt_cpu_free,
@@ -377,6 +469,9 @@ static const dt_backend_ops cpu_ops = {
     .mean_of_sum = dt_cpu_mean_of_sum,
     .sgd_step = sgd_step,
     .adam_step = adam_step,
+    .rmsprop_step = rmsprop_step,
+    .adadelta_step = adadelta_step,
+    .nadam_step = nadam_step,
     .conv2d_forward = conv2d_forward,
     .conv2d_backward = conv2d_backward,
     .linear_forward = linear_forward,
