@@ -438,7 +438,8 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
   const int slide = opt->size != NULL && strcmp(opt->size, "slide") == 0;
   const int panels = t->nreq;
   /* a paper column is 3.4 in wide; a slide 16:9 */
-  const double wi = slide ? 10.0 : 3.4, hi = slide ? 5.0 : 2.6 * panels;
+  /* the legend, below the last panel of a paper column, takes a line per curve */
+  const double wi = slide ? 10.0 : 3.4, hi = slide ? 5.0 : 2.1 * panels + 0.12 * ng + 0.3;
   char script[128];
   snprintf(script, sizeof script, "%s/plot.gp", dir);
   FILE *f = fopen(script, "w");
@@ -447,10 +448,11 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
   else if (strcmp(ext, ".svg") == 0) fprintf(f, "set terminal svg size %d,%d font 'Sans,%d' noenhanced dynamic\n", (int)(wi * 96), (int)(hi * 96), slide ? 16 : 10);
   else fprintf(f, "set terminal pngcairo size %d,%d font 'Sans,%d' noenhanced\n", (int)(wi * 200), (int)(hi * 200), slide ? 24 : 14);
   /* the legend outside the data: below a paper column's panels, right of a slide's */
-  fprintf(f, "set output '%s'\nset termoption noenhanced\nset grid lc rgb '#dddddd'\n%s\n", opt->plot,
-          slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
+  fprintf(f, "set output '%s'\nset termoption noenhanced\nset grid lc rgb '#dddddd'\n", opt->plot);
+  /* panels share one legend: a paper column's below its last panel, a slide's right of it; the
+   * margins are fixed so that the panels' axes line up */
   if (slide) fprintf(f, "set multiplot layout 1,%d\n", panels);
-  else fprintf(f, "set multiplot layout %d,1\n", panels);
+  else fprintf(f, "set multiplot\nset lmargin 10\nset rmargin 2\n");
   static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
   char algs[8][32];
   int nalg = 0;
@@ -459,9 +461,16 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
   for (int m = 0; m < panels; m++) {
     const int down = !metric_up(t->metrics[m]);
     /* the band: min-max over a run's nodes, or the 95% interval over a group's seeds (the legend says which) */
-    fprintf(f, "set xlabel '%s%s' offset 0,0.5\nset ylabel '%s (mean over nodes)'\n", x_names[xk],
+    const int last = m == panels - 1, logy = down && strstr(t->metrics[m], "consensus") != NULL;
+    if (last) fprintf(f, "%s\n", slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
+    else fprintf(f, "unset key\n");
+    if (!slide) { /* stacked panels of 2.1 in, the last one taller by the legend */
+      const double top = 1.0 - 2.1 * m / hi, bottom = last ? 0.0 : 1.0 - 2.1 * (m + 1) / hi;
+      fprintf(f, "set origin 0,%g\nset size 1,%g\n", bottom, top - bottom);
+    }
+    fprintf(f, "set xlabel '%s%s' offset 0,0.5\nset ylabel \"%s\\n(mean over nodes)\"\n", x_names[xk],
             xk == 1 ? " per node" : xk == 2 ? " sent, all nodes" : "", t->metrics[m]);
-    fprintf(f, "%s\n", down && strstr(t->metrics[m], "consensus") ? "set logscale y" : "unset logscale y");
+    fprintf(f, "%s\n", logy ? "set logscale y\nset format y '%g'" : "unset logscale y\nset format y '% h'");
     fprintf(f, "%s\n", strcmp(t->metrics[m], "top1_accuracy") == 0 ? "set yrange [0:1]" : "set autoscale y");
     if (xk == 2) fprintf(f, "set logscale x\n");
     fprintf(f, "plot ");
@@ -483,7 +492,8 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
         for (int k = 0; k < g[gi].n; k++) v[k] = t->c[g[gi].members[k]].mean[m][i], x += t->c[g[gi].members[k]].x[xk][i];
         stats(v, g[gi].n, s);
         double lo = g[gi].n > 1 ? s[0] - s[2] : c0->lo[m][i], hi2 = g[gi].n > 1 ? s[0] + s[2] : c0->hi[m][i];
-        if (isnan(s[0])) continue;
+        if (isnan(s[0]) || (logy && s[0] <= 0)) continue;
+        if (logy && lo <= 0) lo = s[0]; /* a band through zero has no lower edge on a log axis */
         fprintf(d, "%.9g %.9g %.9g %.9g\n", x / g[gi].n, s[0], lo, hi2);
       }
       fclose(d);
@@ -492,7 +502,9 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
       char title[1200], seeds[32] = "";
       snprintf(seeds, sizeof seeds, g[gi].n > 1 ? " (%d seeds, 95%%)" : " (node range)", g[gi].n);
       snprintf(title, sizeof title, "%s: %s%s", c0->label, c0->problem, seeds);
-      fprintf(f, "'%s' using 1:2 with linespoints lc rgb '%s' dt %d pt 7 ps 0.35 lw 1.5 title '", dat, col, l % 5 + 1);
+      /* about a dozen markers per curve, at evaluation points */
+      fprintf(f, "'%s' using 1:2 with linespoints lc rgb '%s' dt %d pt 7 ps 0.35 pi %d lw 1.5 title '", dat, col, l % 5 + 1,
+              npoints > 12 ? npoints / 12 : 1);
       for (const char *q = title; *q; q++) fprintf(f, *q == '\'' ? "''" : "%c", *q); /* gnuplot's quote in '...' */
       fputc('\'', f);
     }
