@@ -161,5 +161,27 @@ fi
 "$dtrun" $short --progress sometimes > "$tmp/bar5.log" 2>&1; [ $? = 2 ] && grep -q "expected auto, always or never, found 'sometimes'" "$tmp/bar5.log" \
   && ok || bad "--progress sometimes should exit 2 with a message: $(cat "$tmp/bar5.log")"
 
+# What the bar and the run print: elapsed time, rounds/s and an ETA on the bar; lines within 100
+# columns; "-" in the closing table for a metric not recorded; profile's breakdown; check's torus
+# shape and full-batch problems; every environment variable the sources read is in README.md
+grep -q "elapsed .* rounds/s  ETA [0-9]*:[0-9][0-9]" "$tmp/bar2.log" && ok || bad "the bar lacks elapsed, rounds/s or ETA: $(tail -c 300 "$tmp/bar2.log")"
+"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/show" --progress never --set 'problem_configs.*.optimizer_config.outer_iterations=4' \
+  --set 'problem_configs.*.verbose_evals=true' --set 'problem_configs.dsgd.metrics=[top1_accuracy]' \
+  --set problem_configs.gossip.optimizer_config.profile=true > "$tmp/show.log" 2>&1 || bad "display run failed: $(tail -3 "$tmp/show.log")"
+long=$(awk 'length > 100' "$tmp/show.log")
+[ -z "$long" ] && ok || bad "lines over 100 columns: $long"
+grep -Eq '^dsgd +dsgd +completed +4 +[0-9.]+ +- +- ' "$tmp/show.log" && ok || bad "metrics not recorded should show '-': $(grep '^dsgd ' "$tmp/show.log")"
+for w in "gossip profile, 4 rounds on 5 nodes" "  round time    mean" "  per round     compute" "  evaluation    " "  traffic       " "  wall          "; do
+  grep -q "^$w" "$tmp/show.log" || { bad "profile: true printed no '$w'"; break; }
+done && ok
+"$dtrun" check tests/e2e/small.yaml --set experiment.graph.type=torus --set experiment.graph.num_nodes=6 \
+  --set problem_configs.dsgd.full_batch=true > "$tmp/show.check" 2>&1
+grep -q "^# graph: torus (2 rows x 3 columns), 6 nodes" "$tmp/show.check" && grep -q "^# problem dsgd: dsgd, 60 rounds, evaluate every 20, full batch," \
+  "$tmp/show.check" && grep -q "^# problem dsgt: dsgt, 60 rounds, evaluate every 20, batch 64," "$tmp/show.check" && ok \
+  || bad "check should show the torus shape and full batch: $(grep '^# [gp]' "$tmp/show.check")"
+for v in $(grep -rhoE 'getenv\("[A-Z_]+"\)' src experiments problems optimizers | sed 's/getenv("//; s/")//' | sort -u); do
+  grep -q "\`$v" README.md || { bad "README.md does not document the environment variable $v"; break; }
+done && ok
+
 echo "e2e: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -2,7 +2,8 @@
 # The two shipped studies, cut short: configs/dinno_figure.yaml (4 graphs x 3 seeds of DiNNO,
 # DSGT, DSGD on 10 nodes) and configs/scaling.yaml (geometric graphs drawn to a Fiedler value,
 # N from 10 to 100) load, build every point's graph, run as sweeps, and give the figures their
-# README commands draw. The full runs are the README's figures (tests/bench/studies.sh).
+# README commands draw; the 4 x 3 sweep under mpirun -np 5 gives the same files and rows. The
+# full runs are the README's figures (tests/bench/studies.sh).
 # Skipped (77) without data/mnist.
 # usage: studies.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
@@ -34,6 +35,14 @@ for folder, label in re.findall(r'folder: "(\d+)"\n +values: \{"graph": "([^"]+)
     seen += 1
 assert seen == 12, seen
 PY
+# the 4-graph x 3-seed sweep under mpirun gives the files and rows of the run in one process
+"$mpiexec" --oversubscribe -n 5 "$dtrun" configs/dinno_figure.yaml --output-dir "$tmp/fig5" --quiet \
+  --set 'problem_configs.*.optimizer_config.outer_iterations=4' --set 'problem_configs.*.evaluate_frequency=2' > "$tmp/fig5.log" 2>&1 \
+  || bad "dinno_figure at P=5 failed: $(tail -3 "$tmp/fig5.log")"
+n=0
+for p in $(seq -f %03g 0 11); do same_results "$tmp/fig/$p" "$tmp/fig5/$p" "dinno_figure point $p, P=1 vs P=5" && n=$((n + 1)); done
+[ $n = 12 ] && cmp -s <(python3 tests/e2e/db_rows.py dump "$tmp/fig") <(python3 tests/e2e/db_rows.py dump "$tmp/fig5") && ok \
+  || bad "dinno_figure: results.sqlite differs between P=1 and P=5"
 "$dtrun" compare "$tmp/fig" --metric top1_accuracy,consensus_error --target 0.1 > "$tmp/fig.cmp" 2>&1 \
   && [ "$(grep -c '^graph=' "$tmp/fig.cmp")" = 12 ] && grep -Eq '^graph=random-5.8 +dsgd +dsgd +completed +3 +4 ' "$tmp/fig.cmp" \
   && ok || bad "compare of the DiNNO figure: $(head -5 "$tmp/fig.cmp")"
