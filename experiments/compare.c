@@ -428,32 +428,60 @@ static const char *const x_names[4] = {"round", "samples", "bytes", "seconds"};
 
 /* ---- figures ------------------------------------------------------------------------------ */
 
-static dt_status plot(const table *t, const group *g, int ng, const dt_compare_options *opt, int xk) {
+/* A colour per algorithm, in order of first appearance. */
+static const char *const plot_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+/* A gnuplot script in a new temporary folder dir ("/tmp/dtrun_plot_XXXXXX"), begun with the
+ * cairo terminal of --plot's extension at wi x hi inches (a slide's fonts larger) and its output. */
+static dt_status gp_begin(const dt_compare_options *opt, double wi, double hi, char *dir, FILE **out) {
   DT_CHECK(system("command -v gnuplot >/dev/null 2>&1") == 0, DT_ERR_UNSUPPORTED,
            "--plot needs gnuplot, which is not installed: apt-get install gnuplot-nox (scripts/setup.sh installs it)");
-  char dir[] = "/tmp/dtrun_plot_XXXXXX";
   DT_CHECK(mkdtemp(dir) != NULL, DT_ERR_IO, "cannot create a temporary folder: %s", strerror(errno));
-  dt_status st = DT_OK;
+  char script[128];
+  snprintf(script, sizeof script, "%s/plot.gp", dir);
+  FILE *f = fopen(script, "w");
+  DT_CHECK(f != NULL, DT_ERR_IO, "cannot write %s", script);
   const char *ext = strrchr(opt->plot, '.');
+  const int slide = opt->size != NULL && strcmp(opt->size, "slide") == 0;
+  if (strcmp(ext, ".pdf") == 0) fprintf(f, "set terminal pdfcairo size %gin,%gin font 'Sans,%d' noenhanced\n", wi, hi, slide ? 12 : 7);
+  else if (strcmp(ext, ".svg") == 0) fprintf(f, "set terminal svg size %d,%d font 'Sans,%d' noenhanced dynamic\n", (int)(wi * 96), (int)(hi * 96), slide ? 16 : 10);
+  else fprintf(f, "set terminal pngcairo size %d,%d font 'Sans,%d' noenhanced\n", (int)(wi * 200), (int)(hi * 200), slide ? 24 : 14);
+  fprintf(f, "set output '%s'\nset grid lc rgb '#dddddd'\n", opt->plot);
+  *out = f;
+  return DT_OK;
+}
+
+/* A series title in gnuplot's single quotes (a quote doubled). */
+static void gp_title(FILE *f, const char *title) {
+  fputs(" title '", f);
+  for (const char *q = title; *q; q++) fprintf(f, *q == '\'' ? "''" : "%c", *q);
+  fputc('\'', f);
+}
+
+/* Closes the script, draws it and removes the folder (kept, and named, when gnuplot fails). */
+static dt_status gp_finish(const dt_compare_options *opt, const char *dir, FILE *f) {
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "gnuplot '%s/plot.gp' 2>&1", dir);
+  DT_CHECK(system(cmd) == 0, DT_ERR_IO, "gnuplot failed to draw %s (script: %s/plot.gp)", opt->plot, dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return DT_OK;
+}
+
+static dt_status plot(const table *t, const group *g, int ng, const dt_compare_options *opt, int xk) {
   const int slide = opt->size != NULL && strcmp(opt->size, "slide") == 0;
   const int panels = t->nreq;
   /* a paper column is 3.4 in wide; a slide 16:9 */
   /* the legend, below the last panel of a paper column, takes a line per curve */
   const double wi = slide ? 10.0 : 3.4, hi = slide ? 5.0 : 2.1 * panels + 0.12 * ng + 0.3;
-  char script[128];
-  snprintf(script, sizeof script, "%s/plot.gp", dir);
-  FILE *f = fopen(script, "w");
-  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "cannot write %s", script);
-  if (strcmp(ext, ".pdf") == 0) fprintf(f, "set terminal pdfcairo size %gin,%gin font 'Sans,%d' noenhanced\n", wi, hi, slide ? 12 : 7);
-  else if (strcmp(ext, ".svg") == 0) fprintf(f, "set terminal svg size %d,%d font 'Sans,%d' noenhanced dynamic\n", (int)(wi * 96), (int)(hi * 96), slide ? 16 : 10);
-  else fprintf(f, "set terminal pngcairo size %d,%d font 'Sans,%d' noenhanced\n", (int)(wi * 200), (int)(hi * 200), slide ? 24 : 14);
-  /* the legend outside the data: below a paper column's panels, right of a slide's */
-  fprintf(f, "set output '%s'\nset termoption noenhanced\nset grid lc rgb '#dddddd'\n", opt->plot);
+  char dir[] = "/tmp/dtrun_plot_XXXXXX";
+  FILE *f = NULL;
+  DT_TRY(gp_begin(opt, wi, hi, dir, &f));
   /* panels share one legend: a paper column's below its last panel, a slide's right of it; the
    * margins are fixed so that the panels' axes line up */
   if (slide) fprintf(f, "set multiplot layout 1,%d\n", panels);
   else fprintf(f, "set multiplot\nset lmargin 10\nset rmargin 2\n");
-  static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
   char algs[8][32];
   int nalg = 0;
   char labels[64][512];
@@ -497,55 +525,35 @@ static dt_status plot(const table *t, const group *g, int ng, const dt_compare_o
         fprintf(d, "%.9g %.9g %.9g %.9g\n", x / g[gi].n, s[0], lo, hi2);
       }
       fclose(d);
-      const char *col = colors[a % 8];
+      const char *col = plot_colors[a % 8];
       fprintf(f, "%s'%s' using 1:3:4 with filledcurves fc rgb '%s' fs transparent solid 0.15 noborder notitle, ", gi ? ", " : "", dat, col);
       char title[1200], seeds[32] = "";
       snprintf(seeds, sizeof seeds, g[gi].n > 1 ? " (%d seeds, 95%%)" : " (node range)", g[gi].n);
       snprintf(title, sizeof title, "%s: %s%s", c0->label, c0->problem, seeds);
       /* about a dozen markers per curve, at evaluation points */
-      fprintf(f, "'%s' using 1:2 with linespoints lc rgb '%s' dt %d pt 7 ps 0.35 pi %d lw 1.5 title '", dat, col, l % 5 + 1,
+      fprintf(f, "'%s' using 1:2 with linespoints lc rgb '%s' dt %d pt 7 ps 0.35 pi %d lw 1.5", dat, col, l % 5 + 1,
               npoints > 12 ? npoints / 12 : 1);
-      for (const char *q = title; *q; q++) fprintf(f, *q == '\'' ? "''" : "%c", *q); /* gnuplot's quote in '...' */
-      fputc('\'', f);
+      gp_title(f, title);
     }
     fprintf(f, "\n");
   }
   fprintf(f, "unset multiplot\n");
-  fclose(f);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", script);
-  DT_CHECK_GOTO(system(cmd) == 0, DT_ERR_IO, "gnuplot failed to draw %s (script: %s)", opt->plot, script);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-cleanup:
-  return st;
+  return gp_finish(opt, dir, f);
 }
 
 /* The figure of --against: each target's x (round, samples, ...) against the key's value; a colour
  * per algorithm, a dash and a marker per target, the 95% interval over the seeds that reach it. */
 static dt_status plot_against(const table *t, const group *g, int ng, const dt_compare_options *opt, int xk, const double *reach_mean,
                               const double *reach_ci) {
-  DT_CHECK(system("command -v gnuplot >/dev/null 2>&1") == 0, DT_ERR_UNSUPPORTED,
-           "--plot needs gnuplot, which is not installed: apt-get install gnuplot-nox (scripts/setup.sh installs it)");
-  char dir[] = "/tmp/dtrun_plot_XXXXXX";
-  DT_CHECK(mkdtemp(dir) != NULL, DT_ERR_IO, "cannot create a temporary folder: %s", strerror(errno));
   dt_status st = DT_OK;
-  const char *ext = strrchr(opt->plot, '.');
   const int slide = opt->size != NULL && strcmp(opt->size, "slide") == 0;
-  const double wi = slide ? 10.0 : 3.4, hi = slide ? 5.0 : 3.2;
-  char script[128];
-  snprintf(script, sizeof script, "%s/plot.gp", dir);
-  FILE *f = fopen(script, "w");
-  DT_CHECK_GOTO(f != NULL, DT_ERR_IO, "cannot write %s", script);
-  if (strcmp(ext, ".pdf") == 0) fprintf(f, "set terminal pdfcairo size %gin,%gin font 'Sans,%d' noenhanced\n", wi, hi, slide ? 12 : 7);
-  else if (strcmp(ext, ".svg") == 0) fprintf(f, "set terminal svg size %d,%d font 'Sans,%d' noenhanced dynamic\n", (int)(wi * 96), (int)(hi * 96), slide ? 16 : 10);
-  else fprintf(f, "set terminal pngcairo size %d,%d font 'Sans,%d' noenhanced\n", (int)(wi * 200), (int)(hi * 200), slide ? 24 : 14);
-  fprintf(f, "set output '%s'\nset grid lc rgb '#dddddd'\n%s\n", opt->plot,
-          slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
+  char dir[] = "/tmp/dtrun_plot_XXXXXX";
+  FILE *f = NULL;
+  DT_TRY(gp_begin(opt, slide ? 10.0 : 3.4, slide ? 5.0 : 3.2, dir, &f));
+  fprintf(f, "%s\n", slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
   fprintf(f, "set xlabel '%s'\nset ylabel '%s%s to reach the target'\nset autoscale\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\n",
           opt->against, x_names[xk], xk == 1 ? "s per node" : xk == 2 ? " sent" : xk == 0 ? "s" : "");
   fprintf(f, "set yrange [0:*]\nplot ");
-  static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
   int nplotted = 0;
   /* one series per (problem, target): groups of one problem in --against order */
   for (int gi = 0; gi < ng; gi++) {
@@ -575,23 +583,16 @@ static dt_status plot_against(const table *t, const group *g, int ng, const dt_c
       if (rows == 0) continue;
       char title[600];
       snprintf(title, sizeof title, "%s: %s %s %g", c0->problem, t->metrics[0], metric_up(t->metrics[0]) ? ">=" : "<=", opt->targets[ti]);
-      fprintf(f, "%s'%s' using 1:2:3 with yerrorlines lc rgb '%s' dt %d pt %d ps 0.5 lw 1.5 title '", nplotted++ ? ", " : "", dat,
-              colors[a % 8], ti % 5 + 1, (int[]){7, 5, 9, 11, 13}[ti % 5]);
-      for (const char *q = title; *q; q++) fprintf(f, *q == '\'' ? "''" : "%c", *q);
-      fputc('\'', f);
+      fprintf(f, "%s'%s' using 1:2:3 with yerrorlines lc rgb '%s' dt %d pt %d ps 0.5 lw 1.5", nplotted++ ? ", " : "", dat,
+              plot_colors[a % 8], ti % 5 + 1, (int[]){7, 5, 9, 11, 13}[ti % 5]);
+      gp_title(f, title);
     }
   }
   DT_CHECK_GOTO(nplotted > 0, DT_ERR_DATA, "--plot: no group reaches any of the targets, so there is nothing to draw");
   fprintf(f, "\n");
-  fclose(f);
-  f = NULL;
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", script);
-  DT_CHECK_GOTO(system(cmd) == 0, DT_ERR_IO, "gnuplot failed to draw %s (script: %s)", opt->plot, script);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return gp_finish(opt, dir, f);
 cleanup:
-  if (f != NULL) fclose(f);
+  fclose(f);
   return st;
 }
 
