@@ -382,52 +382,50 @@ static dt_status log_softmax_nll(dt_backend *be, int batch, int classes, const f
  * (every element is computed alike, so the bits do not depend on the split). */
 enum { STEP_CHUNK = 1 << 15 };
 
+/* Runs the statement after `o, len` for each chunk [o, o + len) of n elements, the chunks spread
+ * over be's threads: one split for every step op. */
+#define FOR_STEP_CHUNKS(be, n, o, len, ...)                                                             \
+  do {                                                                                                  \
+    const long chunks_ = (long)(((n) + STEP_CHUNK - 1) / STEP_CHUNK);                                   \
+    const int threads_ = (be)->threads;                                                                 \
+    _Pragma("omp parallel for schedule(static) num_threads(threads_) if (chunks_ > 1 && threads_ > 1)") \
+    for (long c_ = 0; c_ < chunks_; c_++) {                                                             \
+      const size_t o = (size_t)c_ * STEP_CHUNK, len = (n) - o < STEP_CHUNK ? (n) - o : STEP_CHUNK;      \
+      __VA_ARGS__;                                                                                      \
+    }                                                                                                   \
+  } while (0)
+
 static dt_status sgd_step(dt_backend *be, size_t n, float *p, const float *g, float *buf, int first, float lr,
                           float momentum, float dampening, int nesterov, float wd, float extra_alpha,
                           const float *extra_b) {
-  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
-    sgd_step_impl(len, p + o, g + o, buf ? buf + o : NULL, first, lr, momentum, dampening, nesterov, wd, extra_alpha,
-                  extra_b ? extra_b + o : NULL);
-  }
+  FOR_STEP_CHUNKS(be, n, o, len,
+                  sgd_step_impl(len, p + o, g + o, buf ? buf + o : NULL, first, lr, momentum, dampening, nesterov, wd,
+                      extra_alpha, extra_b ? extra_b + o : NULL));
   return DT_OK;
 }
 
 static dt_status adam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
                            float lr, float beta1, float beta2, float eps, float wd, int decoupled,
                            float extra_alpha, const float *extra_b) {
-  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
-    adam_step_impl(len, p + o, g + o, m + o, v + o, step, lr, beta1, beta2, eps, wd, decoupled, extra_alpha,
-                   extra_b ? extra_b + o : NULL);
-  }
+  FOR_STEP_CHUNKS(be, n, o, len,
+                  adam_step_impl(len, p + o, g + o, m + o, v + o, step, lr, beta1, beta2, eps, wd, decoupled,
+                      extra_alpha, extra_b ? extra_b + o : NULL));
   return DT_OK;
 }
 
 static dt_status rmsprop_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha,
                               float eps, float wd, float momentum, float extra_alpha, const float *extra_b) {
-  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
-    rmsprop_step_impl(len, p + o, g + o, sq + o, buf ? buf + o : NULL, lr, alpha, eps, wd, momentum, extra_alpha,
-                      extra_b ? extra_b + o : NULL);
-  }
+  FOR_STEP_CHUNKS(be, n, o, len,
+                  rmsprop_step_impl(len, p + o, g + o, sq + o, buf ? buf + o : NULL, lr, alpha, eps, wd, momentum,
+                      extra_alpha, extra_b ? extra_b + o : NULL));
   return DT_OK;
 }
 
 static dt_status adadelta_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho,
                                float eps, float wd, float extra_alpha, const float *extra_b) {
-  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
-    adadelta_step_impl(len, p + o, g + o, sq + o, acc + o, lr, rho, eps, wd, extra_alpha, extra_b ? extra_b + o : NULL);
-  }
+  FOR_STEP_CHUNKS(be, n, o, len,
+                  adadelta_step_impl(len, p + o, g + o, sq + o, acc + o, lr, rho, eps, wd, extra_alpha,
+                      extra_b ? extra_b + o : NULL));
   return DT_OK;
 }
 
@@ -440,13 +438,9 @@ static dt_status nadam_step(dt_backend *be, size_t n, float *p, const float *g, 
   const double mu = nadam_mu(beta1, momentum_decay, step), mu_next = nadam_mu(beta1, momentum_decay, step + 1);
   const float c_grad = (float)(lr * (1.0 - mu) / (1.0 - prod)), c_m = (float)(lr * mu_next / (1.0 - prod * mu_next));
   const float inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow((double)beta2, (double)step)));
-  const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (chunks > 1 && be->threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t o = (size_t)c * STEP_CHUNK, len = n - o < STEP_CHUNK ? n - o : STEP_CHUNK;
-    nadam_step_impl(len, p + o, g + o, m + o, v + o, c_grad, c_m, inv_bc2_sqrt, beta1, beta2, eps, wd, extra_alpha,
-                    extra_b ? extra_b + o : NULL);
-  }
+  FOR_STEP_CHUNKS(be, n, o, len,
+                  nadam_step_impl(len, p + o, g + o, m + o, v + o, c_grad, c_m, inv_bc2_sqrt, beta1, beta2, eps, wd,
+                      extra_alpha, extra_b ? extra_b + o : NULL));
   return DT_OK;
 }
 
