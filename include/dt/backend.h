@@ -112,9 +112,11 @@ typedef struct dt_backend_ops {
   /* sq: the squared-gradient average; acc: the accumulated squared update */
   dt_status (*adadelta_step)(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr,
                              float rho, float eps, float wd, float extra_alpha, const float *extra_b);
+  /* mu, mu_next: the momentum schedule's μ_t and μ_{t+1}; mu_product: Π_t = μ_1⋯μ_t (the caller
+   * keeps it, dt/local_opt.h) */
   dt_status (*nadam_step)(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
-                          float lr, float beta1, float beta2, float eps, float wd, float momentum_decay,
-                          float extra_alpha, const float *extra_b);
+                          float lr, float beta1, float beta2, float eps, float wd, double mu, double mu_next,
+                          double mu_product, float extra_alpha, const float *extra_b);
 
   /* NN layers on one node's batch. y (batch×f×oh×ow) = conv(x (batch×c×h×w), w (f×c×k×k)) + b;
    * col: c·k·k·oh·ow scratch. Backward: dw, db overwritten with batch sums; dx unless NULL. */

@@ -2,6 +2,7 @@
  * loops are backend ops. */
 #include "dt/local_opt.h"
 
+#include <math.h>
 #include <string.h>
 
 struct dt_local_opt {
@@ -11,6 +12,11 @@ struct dt_local_opt {
   size_t dim;
   dt_slab m, v; /* Adam moments, or m = SGD momentum buffer; empty when unused */
   long *step;   /* [count] */
+  /* NAdam: Π_t = μ_1⋯μ_t of each node and the t it belongs to; a product whose t is not the
+   * step before (a checkpoint restored the counts, or the slab path stepped every node through
+   * node 0) is recomputed from the count, so it is never state of its own */
+  double *mu_prod;
+  long *mu_prod_at;
 };
 
 const char *const dt_local_opt_names[DT_LOCAL_KIND_COUNT + 1] = {"sgd", "adam", "adamw", "rmsprop", "adadelta", "nadam", NULL};
@@ -40,6 +46,11 @@ dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int
   o->count = count;
   o->dim = dim;
   DT_ALLOC_GOTO(o->step, count, "local optimizer");
+  if (spec->kind == DT_LOCAL_NADAM) {
+    DT_ALLOC_GOTO(o->mu_prod, count, "local optimizer");
+    DT_ALLOC_GOTO(o->mu_prod_at, count, "local optimizer");
+    for (int l = 0; l < count; l++) o->mu_prod_at[l] = -1;
+  }
   const int plain = spec->kind == DT_LOCAL_SGD || spec->kind == DT_LOCAL_RMSPROP; /* m only as a momentum buffer */
   if (!plain || spec->momentum != 0.0f) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
   if (spec->kind != DT_LOCAL_SGD) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->v));
@@ -55,6 +66,8 @@ void dt_local_opt_free(dt_local_opt *o) {
   dt_slab_free(o->be, &o->m);
   dt_slab_free(o->be, &o->v);
   dt_free(o->step);
+  dt_free(o->mu_prod);
+  dt_free(o->mu_prod_at);
   dt_free(o);
 }
 
@@ -62,6 +75,7 @@ dt_status dt_local_opt_reset(dt_local_opt *o) {
   if (o->m.data != NULL) DT_TRY(dt_slab_fill(o->be, &o->m, 0.0f));
   if (o->v.data != NULL) DT_TRY(dt_slab_fill(o->be, &o->v, 0.0f));
   memset(o->step, 0, sizeof(long) * (size_t)o->count);
+  for (int l = 0; o->mu_prod_at != NULL && l < o->count; l++) o->mu_prod_at[l] = -1;
   return DT_OK;
 }
 
@@ -71,6 +85,22 @@ void dt_local_opt_state(dt_local_opt *o, dt_slab **m, dt_slab **v, long **steps)
   *m = &o->m;
   *v = &o->v;
   *steps = o->step;
+}
+
+/* NAdam's μ_t = β1(1 − ½·0.96^(tψ)) */
+static double nadam_mu(const dt_local_opt_spec *s, long t) {
+  return s->beta1 * (1.0 - 0.5 * pow(0.96, (double)t * s->momentum_decay));
+}
+
+/* Π_step of node l, from the product at step - 1 when it is there. */
+static double nadam_product(dt_local_opt *o, int l, long step) {
+  if (o->mu_prod_at[l] != step - 1) {
+    o->mu_prod[l] = 1.0;
+    for (long t = 1; t < step; t++) o->mu_prod[l] *= nadam_mu(&o->spec, t);
+  }
+  o->mu_prod[l] *= nadam_mu(&o->spec, step);
+  o->mu_prod_at[l] = step;
+  return o->mu_prod[l];
 }
 
 /* n floats of node l's state starting at its row (n = dim, or a whole slab's span from node 0) */
@@ -92,7 +122,7 @@ static dt_status step_span(dt_local_opt *o, int l, size_t n, float *params, cons
       return o->be->ops->adadelta_step(o->be, n, params, grad, v, m, rate, s->rho, s->eps, s->weight_decay, ea, eb);
     case DT_LOCAL_NADAM:
       return o->be->ops->nadam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
-                                    s->momentum_decay, ea, eb);
+                                    nadam_mu(s, step), nadam_mu(s, step + 1), nadam_product(o, l, step), ea, eb);
     default: break;
   }
   return o->be->ops->adam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,

@@ -284,9 +284,6 @@ static void adadelta_step_impl(size_t n, float *p, const float *g, float *sq, fl
   }
 }
 
-/* NAdam's μ_t = β1(1 − ½·0.96^(tψ)) */
-static double nadam_mu(float beta1, float psi, long t) { return beta1 * (1.0 - 0.5 * pow(0.96, (double)t * psi)); }
-
 DT_CLONES
 static void nadam_step_impl(size_t n, float *p, const float *g, float *m, float *v, float c_grad, float c_m, float inv_bc2_sqrt,
                             float beta1, float beta2, float eps, float wd, float extra_alpha, const float *extra_b) {
@@ -430,12 +427,8 @@ static dt_status adadelta_step(dt_backend *be, size_t n, float *p, const float *
 }
 
 static dt_status nadam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
-                            float beta1, float beta2, float eps, float wd, float momentum_decay, float extra_alpha,
-                            const float *extra_b) {
-  /* Π_t from the step count (no extra state to checkpoint), in double */
-  double prod = 1.0;
-  for (long t = 1; t <= step; t++) prod *= nadam_mu(beta1, momentum_decay, t);
-  const double mu = nadam_mu(beta1, momentum_decay, step), mu_next = nadam_mu(beta1, momentum_decay, step + 1);
+                            float beta1, float beta2, float eps, float wd, double mu, double mu_next, double prod,
+                            float extra_alpha, const float *extra_b) {
   const float c_grad = (float)(lr * (1.0 - mu) / (1.0 - prod)), c_m = (float)(lr * mu_next / (1.0 - prod * mu_next));
   const float inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow((double)beta2, (double)step)));
   FOR_STEP_CHUNKS(be, n, o, len,
