@@ -96,16 +96,9 @@ dt_status dt_graph_spectrum_compute(dt_graph *g) {
     g->spectral_gap = 1.0;
     return DT_OK;
   }
-  DT_ALLOC_GOTO(a, (size_t)n * n, "Laplacian");
+  DT_TRY_GOTO(dt_graph_laplacian_fiedler(n, g->edges, g->num_edges, &g->fiedler));
+  DT_ALLOC_GOTO(a, (size_t)n * n, "mixing matrix");
   DT_ALLOC_GOTO(w, n, "eigenvalues");
-  for (int i = 0; i < n; i++) {
-    a[(size_t)i * n + i] = dt_graph_degree(g, i);
-    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) a[(size_t)i * n + g->nbr[k]] = -1.0;
-  }
-  DT_TRY_GOTO(sym_eigenvalues(n, a, w));
-  g->fiedler = w[1];
-
-  memset(a, 0, sizeof(double) * (size_t)n * n);
   for (int i = 0; i < n; i++) {
     a[(size_t)i * n + i] = g->w_self[i];
     for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) a[(size_t)i * n + g->nbr[k]] = g->w_nbr[k];
