@@ -132,7 +132,8 @@ dt_status runner_print_profile(const runner *r, const problem_run *pr, const pro
   printf("  traffic       %.4g MB per round, %.4g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
   const double wall = fmax(res->seconds, 1e-9), pct = 100.0 / wall;
   printf("  wall          %.4g s: compute %.1f%%, communication %.1f%%, evaluation %.1f%%, other %.1f%%\n", res->seconds,
-         tot[0] * pct, tot[1] * pct, tot[2] * pct, fmax(wall - tot[0] - tot[1] - tot[2], 0.0) * pct);  fflush(stdout);
+         tot[0] * pct, tot[1] * pct, tot[2] * pct, fmax(wall - tot[0] - tot[1] - tot[2], 0.0) * pct);
+  fflush(stdout);
   free(sorted);
   return DT_OK;
 }
