@@ -41,6 +41,24 @@ typedef struct dt_centralized_opts {
   double lr, mu;
 } dt_centralized_opts;
 
+typedef struct dt_easgd_opts {
+  double alpha;         /* the workers' elastic moving rate (mpi_learn: elastic_force) */
+  double beta;          /* the centre's moving rate; 0: N·alpha (the paper's β = pα) */
+  int tau;              /* local steps per round (mpi_learn: sync_every) */
+  int worker_optimizer; /* dt_local_opt_kind */
+  double lr, mu;        /* the workers' rate (mpi_learn: elastic_lr) and its decay */
+  double momentum;      /* sgd: Nesterov momentum (mpi_learn: elastic_momentum) */
+} dt_easgd_opts;
+
+typedef struct dt_downpour_opts {
+  int sync_every;       /* worker steps between a push and a fetch: one round */
+  int worker_optimizer; /* dt_local_opt_kind */
+  double worker_lr;
+  int optimizer;        /* the server's */
+  double lr, mu;        /* the server's rate and its decay */
+  int max_staleness;    /* a push is applied 0..max_staleness rounds after it is sent */
+} dt_downpour_opts;
+
 typedef struct dt_solo_opts {
   int optimizer;
   double lr, mu;

@@ -8,6 +8,8 @@
   X(dsgd)                    \
   X(dsgt)                    \
   X(gossip)                  \
+  X(easgd)                   \
+  X(downpour)                \
   X(centralized)             \
   X(solo)
 

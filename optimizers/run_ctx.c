@@ -145,11 +145,15 @@ void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {
 }
 
 dt_status dt_learners_create(dt_optimizer_run *run, const char *name, int kind, double lr, dt_learners *out) {
-  dt_status st = DT_OK;
   dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)kind);
   spec.lr = (float)lr;
+  return dt_learners_create_spec(run, name, &spec, out);
+}
+
+dt_status dt_learners_create_spec(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, dt_learners *out) {
+  dt_status st = DT_OK;
   memset(out, 0, sizeof *out);
-  DT_TRY_GOTO(dt_local_opt_create(run->be, &spec, run->count, run->dim, &out->opt));
+  DT_TRY_GOTO(dt_local_opt_create(run->be, spec, run->count, run->dim, &out->opt));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &out->grad));
   dt_slab *m, *v;
   long *steps;
@@ -194,7 +198,7 @@ dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int
 
 /* ---- the state a checkpoint keeps ------------------------------------------------------------ */
 
-enum { ITEM_SLAB, ITEM_NODES, ITEM_SHARED, ITEM_NAME_MAX = 32 };
+enum { ITEM_SLAB, ITEM_NODES, ITEM_SHARED, ITEM_SHARED_VEC, ITEM_NAME_MAX = 32 };
 
 struct dt_run_item {
   char name[ITEM_NAME_MAX];
@@ -232,6 +236,11 @@ dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name, void *base,
 dt_status dt_run_keep_shared(dt_optimizer_run *run, const char *name, void *data, size_t bytes) {
   return keep(run, name, ITEM_SHARED, NULL, data, bytes);
 }
+dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *name, float *vec) {
+  return keep(run, name, ITEM_SHARED_VEC, NULL, vec, sizeof(float) * run->dim);
+}
+
+static int is_shared(const struct dt_run_item *it) { return it->kind == ITEM_SHARED || it->kind == ITEM_SHARED_VEC; }
 
 /* The blob buffer with room for n more bytes at *used. */
 static dt_status blob_room(dt_optimizer_run *run, size_t used, size_t n) {
@@ -276,7 +285,7 @@ static dt_status put_header(dt_optimizer_run *run, size_t *used, const char magi
 
 static uint32_t count_items(const dt_optimizer_run *run, int shared) {
   uint32_t n = 0;
-  for (int i = 0; i < run->num_items; i++) n += (run->items[i].kind == ITEM_SHARED) == shared;
+  for (int i = 0; i < run->num_items; i++) n += is_shared(&run->items[i]) == shared;
   return n;
 }
 
@@ -285,7 +294,7 @@ dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size
   DT_TRY(put_header(run, &used, node_magic, (uint32_t)(run->first + l), count_items(run, 0) + 1));
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
-    if (it->kind == ITEM_SHARED) continue;
+    if (is_shared(it)) continue;
     const size_t n = it->kind == ITEM_SLAB ? sizeof(float) * run->dim : it->elem;
     DT_TRY(put_record(run, &used, it->name, n, &at));
     if (it->kind == ITEM_SLAB) DT_TRY(dt_slab_download_node(run->be, it->slab, l, (float *)(void *)(run->blob + at)));
@@ -303,9 +312,10 @@ dt_status dt_run_save_shared(dt_optimizer_run *run, const void **data, size_t *s
   DT_TRY(put_header(run, &used, shared_magic, 0, count_items(run, 1)));
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
-    if (it->kind != ITEM_SHARED) continue;
+    if (!is_shared(it)) continue;
     DT_TRY(put_record(run, &used, it->name, it->elem, &at));
-    memcpy(run->blob + at, it->base, it->elem);
+    if (it->kind == ITEM_SHARED_VEC) DT_TRY(run->be->ops->download(run->be, run->blob + at, it->base, it->elem));
+    else memcpy(run->blob + at, it->base, it->elem);
   }
   *data = run->blob;
   *size = used;
@@ -368,7 +378,7 @@ dt_status dt_run_load_node(dt_optimizer_run *run, int l, const void *data, size_
   DT_TRY(get_header(run, &r, node_magic, (uint32_t)(run->first + l), count_items(run, 0) + 1));
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
-    if (it->kind == ITEM_SHARED) continue;
+    if (is_shared(it)) continue;
     const size_t n = it->kind == ITEM_SLAB ? sizeof(float) * run->dim : it->elem;
     DT_TRY(get_record(&r, it->name, n, &bytes));
     if (it->kind == ITEM_SLAB) {
@@ -392,9 +402,10 @@ dt_status dt_run_load_shared(dt_optimizer_run *run, const void *data, size_t siz
   DT_TRY(get_header(run, &r, shared_magic, 0, count_items(run, 1)));
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
-    if (it->kind != ITEM_SHARED) continue;
+    if (!is_shared(it)) continue;
     DT_TRY(get_record(&r, it->name, it->elem, &bytes));
-    memcpy(it->base, bytes, it->elem);
+    if (it->kind == ITEM_SHARED_VEC) DT_TRY(run->be->ops->upload(run->be, it->base, bytes, it->elem));
+    else memcpy(it->base, bytes, it->elem);
   }
   DT_CHECK(r.p == r.end, DT_ERR_DATA, "%s: %zu unexpected bytes at the end", what, (size_t)(r.end - r.p));
   return DT_OK;

@@ -201,7 +201,8 @@ const char *dt_cpu_kernel_name(void);
 /* ---- slabs: one array per kind for all local nodes ----------------------------------------- */
 
 /* count nodes × dim floats, node l at data + l·stride (stride = dim rounded up to 16 floats, or
- * a view's own stride). Backend memory. */
+ * a view's own stride; a read-only view of stride 0 gives every node the same vector). Backend
+ * memory. */
 typedef struct dt_slab {
   float *data;
   int count;

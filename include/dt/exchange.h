@@ -49,6 +49,13 @@ dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, 
 /* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
  * all (num_nodes * k; read on rank 0 only). Collective. */
 dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
+/* Streams node j's vector to rank 0, in node order, for every node with send[j] != 0 (send
+ * identical on every rank; NULL: all nodes): rank 0 calls fn(ctx, j, x), x valid during the call
+ * (v[l] is local node l's vector). After a failed fn every transfer still completes, without
+ * further calls; rank 0 returns the first failure, the other ranks DT_OK (tell them yourself).
+ * A parameter server applying pushes in a fixed order. Collective. */
+dt_status dt_comm_node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, const uint8_t *send,
+                              dt_status (*fn)(void *ctx, int node, const float *x), void *ctx);
 /* Per-node byte strings between the nodes' ranks and rank 0 (checkpoints: only rank 0 touches
  * files, so no shared file system is needed). One node at a time, in node order, so rank 0 holds
  * one node's bytes at once.

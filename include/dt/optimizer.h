@@ -84,13 +84,16 @@ DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, 
  *
  * Everything that carries from one round to the next must be registered once, in create, so
  * that `dtrun resume` continues to the same bytes: per-node rows of a slab, per-node host values
- * (elem bytes each, at base + l·elem), or host data replicated identically on every rank (kept
- * once). dt_run_init registers θ and the run's counters, dt_learners_create the local
- * optimizers; the task's minibatch streams are always kept. Scratch that every round rewrites
+ * (elem bytes each, at base + l·elem), or data replicated on every rank (host bytes, or a
+ * backend vector of dim floats), kept once: rank 0's copy. dt_run_init registers θ and the
+ * run's counters, dt_learners_create the local optimizers; the task's minibatch streams are
+ * always kept. Scratch that every round rewrites
  * before reading needs no registration. Names are unique within a run (at most 31 bytes). */
 DT_MUST_USE dt_status dt_run_keep_slab(dt_optimizer_run *run, const char *name, dt_slab *s);
 DT_MUST_USE dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name, void *base, size_t elem);
 DT_MUST_USE dt_status dt_run_keep_shared(dt_optimizer_run *run, const char *name, void *data, size_t bytes);
+/* A replicated vector of dim floats in backend memory (a centre variable, a server's model). */
+DT_MUST_USE dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *name, float *vec);
 /* Node l's kept state as bytes (valid until the next call on run), and back; the bytes depend on
  * the node and the config only, never on the rank count. `what` names the source in messages. */
 DT_MUST_USE dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size_t *size);
@@ -107,6 +110,9 @@ typedef struct dt_learners {
 /* Creates the learners of optimizer `kind` (dt_local_opt_kind) at rate lr, their state kept for
  * checkpoints under `name`. On failure what was made is freed. */
 DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, const char *name, int kind, double lr, dt_learners *out);
+/* The same from a full spec (momentum, betas, ...). */
+DT_MUST_USE dt_status dt_learners_create_spec(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec,
+                                              dt_learners *out);
 /* Frees the learners; a zeroed struct is fine. */
 void dt_learners_free(dt_optimizer_run *run, dt_learners *l);
 /* Every active local node (NULL: all): the gradient at its parameters on its next minibatch,

@@ -18,6 +18,7 @@ typedef enum dt_rng_purpose {
   DT_RNG_GOSSIP = 5,  /* gossip pairings; id = round */
   DT_RNG_DROPOUT = 6, /* dropout masks; id = node */
   DT_RNG_DATA = 7,    /* synthetic data; id = sample block */
+  DT_RNG_STALENESS = 8, /* Downpour push delays; id = node·2^32 + round */
   DT_RNG_TEST = 99,   /* tests only */
 } dt_rng_purpose;
 

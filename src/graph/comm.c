@@ -108,14 +108,18 @@ dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n) {
   return allreduce(c, buf, n, MPI_DOUBLE, MPI_MIN);
 }
 
-/* Receives (or takes locally) node j's vector on rank 0, in node order, and hands it to fn. */
-static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *buf,
-                             void (*fn)(void *ctx, int node, const float *x), void *ctx) {
+/* Receives (or takes locally) node j's vector on rank 0, in node order, for every node with
+ * send[j] != 0 (NULL: all), and hands it to fn. After a failed fn the remaining vectors are still
+ * received (the senders must not block) but not handed on; rank 0 returns the first failure. */
+static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, const uint8_t *send, float *buf,
+                             dt_status (*fn)(void *ctx, int node, const float *x), void *ctx) {
   const int first = dt_placement_first(num_nodes, c->size, c->rank);
   const int count = dt_placement_count(num_nodes, c->size, c->rank);
+  dt_status st = DT_OK;
   DT_CHECK(d <= (size_t)1 << 30, DT_ERR_INTERNAL, "vector too long for one message");
   if (c->rank == 0) {
     for (int j = 0; j < num_nodes; j++) {
+      if (send != NULL && !send[j]) continue;
       const float *x;
       if (j < count) {
         x = v[j];
@@ -123,14 +127,24 @@ static dt_status node_stream(dt_comm *c, int num_nodes, const float *const *v, s
         DT_MPI(MPI_Recv(buf, (int)d, MPI_FLOAT, dt_placement_rank(num_nodes, c->size, j), j, c->comm, MPI_STATUS_IGNORE));
         x = buf;
       }
-      fn(ctx, j, x);
+      if (st == DT_OK) st = fn(ctx, j, x);
     }
   } else {
-    for (int l = 0; l < count; l++) {
-      DT_MPI(MPI_Send(v[l], (int)d, MPI_FLOAT, 0, first + l, c->comm));
-    }
+    for (int l = 0; l < count; l++)
+      if (send == NULL || send[first + l]) DT_MPI(MPI_Send(v[l], (int)d, MPI_FLOAT, 0, first + l, c->comm));
   }
-  return DT_OK;
+  return st;
+}
+
+dt_status dt_comm_node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, const uint8_t *send,
+                              dt_status (*fn)(void *ctx, int node, const float *x), void *ctx) {
+  dt_status st = DT_OK;
+  float *buf = NULL;
+  if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
+  st = node_stream(c, num_nodes, v, d, send, buf, fn, ctx);
+cleanup:
+  dt_free(buf);
+  return st;
 }
 
 typedef struct sum_ctx {
@@ -138,10 +152,11 @@ typedef struct sum_ctx {
   size_t d;
 } sum_ctx;
 
-static void add_to(void *ctx, int node, const float *x) {
+static dt_status add_to(void *ctx, int node, const float *x) {
   sum_ctx *s = ctx;
   (void)node;
   for (size_t i = 0; i < s->d; i++) s->out[i] += x[i];
+  return DT_OK;
 }
 
 dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out) {
@@ -150,7 +165,7 @@ dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, siz
   memset(out, 0, sizeof(double) * d);
   if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
   sum_ctx s = {.out = out, .d = d};
-  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, buf, add_to, &s));
+  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, NULL, buf, add_to, &s));
   if (c->size > 1) {
     DT_TRY_GOTO(dt_comm_bcast(c, out, sizeof(double) * d, 0));
   }
@@ -164,9 +179,10 @@ typedef struct gather_ctx {
   size_t d;
 } gather_ctx;
 
-static void put(void *ctx, int node, const float *x) {
+static dt_status put(void *ctx, int node, const float *x) {
   gather_ctx *g = ctx;
   memcpy(g->all + (size_t)node * g->d, x, sizeof(float) * g->d);
+  return DT_OK;
 }
 
 dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all) {
@@ -174,7 +190,7 @@ dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, 
   float *buf = NULL;
   if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
   gather_ctx g = {.all = all, .d = d};
-  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, buf, put, &g));
+  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, NULL, buf, put, &g));
 cleanup:
   dt_free(buf);
   return st;

@@ -27,12 +27,12 @@ same_results() { # dirA dirB what
 
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
 for f in config.yaml graph.yaml split.csv summary.yaml dinno_results.csv dsgd_results.csv dsgt_results.csv gossip_results.csv \
-         centralized_results.csv solo_results.csv dinno_consensus.csv dinno_models.npy; do
+         centralized_results.csv solo_results.csv easgd_results.csv downpour_results.csv dinno_consensus.csv dinno_models.npy; do
   [ -s "$tmp/p1/$f" ] && ok || bad "missing $f"
 done
 ls "$tmp/p1" | grep -q '\.tmp' && bad "temporary files left behind" || ok
 # every problem completed; the validation loss falls; rows = (evaluations) x nodes
-grep -c "^    status: completed" "$tmp/p1/summary.yaml" | grep -qx 6 && ok || bad "not every problem completed"
+grep -c "^    status: completed" "$tmp/p1/summary.yaml" | grep -qx 8 && ok || bad "not every problem completed"
 awk -F, 'NR>1 && $1==0 {a+=$4; n++} NR>1 && $1==60 {b+=$4; m++} END {exit !(n==5 && m==5 && b/m < a/n - 0.3)}' "$tmp/p1/dinno_results.csv" \
   && ok || bad "dinno's validation loss did not fall"
 [ "$(wc -l < "$tmp/p1/dinno_results.csv")" = 21 ] && ok || bad "dinno_results.csv should hold 4 evaluations x 5 nodes + header"
@@ -87,7 +87,7 @@ grep -A22 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -E "consensus_er
 grep -E "^div +dsgd .* diverged .* nan +nan " "$tmp/div.cmp" > /dev/null && ! grep -q -- "-nan" "$tmp/div.cmp" && ok \
   || bad "compare of a diverged problem: $(grep dsgd "$tmp/div.cmp")"
 grep -A2 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
-[ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = 5 ] && ok || bad "the problems after the diverged one did not complete"
+[ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = 7 ] && ok || bad "the problems after the diverged one did not complete"
 grep -q ',nan,' "$tmp/div/dsgd_results.csv" && ! grep -q -- '-nan' "$tmp/div/dsgd_results.csv" && ok || bad "NaN not written as nan"
 
 # more ranks than nodes: a clear usage error, no hang

@@ -43,6 +43,11 @@ static const algo_case cases[] = {
     {"dsgt_sequential", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.3, update_order: sequential}", INFINITY, 1e-3, 0},
     {"gossip", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
     {"gossip_push", "{alg_name: gossip, outer_iterations: 1500, mode: push, p: 0.7, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
+    {"easgd", "{alg_name: easgd, outer_iterations: 1500, alpha: 0.1, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
+    {"easgd_mpi_learn", "{alg_name: easgd, outer_iterations: 1500, elastic_force: 0.1, sync_every: 4, elastic_lr: 0.2, elastic_momentum: 0.5, mu: 0.05}", 1e-2, 1e-2, 0},
+    {"downpour", "{alg_name: downpour, outer_iterations: 400, lr: 0.1}", 1e-3, 1e-3, 0},
+    {"downpour_stale0", "{alg_name: downpour, outer_iterations: 800, lr: 0.05}", 1e-3, 1e-3, 0},
+    {"downpour_stale4", "{alg_name: downpour, outer_iterations: 800, lr: 0.05, max_staleness: 4}", 1e-3, 1e-3, 0},
     {"solo", "{alg_name: solo, outer_iterations: 600, optimizer: sgd, lr: 0.5}", 1e-2, 0, 1},
 };
 
@@ -118,7 +123,10 @@ static double optimum(world *w, float *x) {
   return f;
 }
 
-static void run_case(world *w, const algo_case *c, double fstar) {
+/* Each case's worst gap, to tell cases apart (-1: not run). */
+static double case_gap[64];
+
+static void run_case(world *w, const algo_case *c, double fstar, double *gap_out) {
   char yaml[2048];
   snprintf(yaml, sizeof yaml, base_yaml, c->opts);
   dt_config cfg;
@@ -166,6 +174,7 @@ static void run_case(world *w, const algo_case *c, double fstar) {
     worst_cons = fmax(worst_cons, cons);
   }
   if (dt_comm_rank(w->comm) == 0) printf("result: %-18s gap %.6e consensus %.6e\n", c->name, worst_gap, worst_cons);
+  *gap_out = worst_gap;
   if (c->must_fail) {
     CHECK(worst_gap > c->gap_bound, "%s (the control) reached gap %g < %g: the test could not tell", c->name, worst_gap, c->gap_bound);
   } else {
@@ -203,8 +212,17 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
       int selected = argc < 2;
       for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], cases[c].name) == 0;
-      if (selected) run_case(&w, &cases[c], fstar);
+      case_gap[c] = -1;
+      if (selected) run_case(&w, &cases[c], fstar, &case_gap[c]);
     }
+    /* staleness is at work: the same Downpour with stale pushes ends elsewhere */
+    int fresh = -1, stale = -1;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      if (strcmp(cases[c].name, "downpour_stale0") == 0) fresh = (int)c;
+      if (strcmp(cases[c].name, "downpour_stale4") == 0) stale = (int)c;
+    }
+    if (case_gap[fresh] >= 0 && case_gap[stale] >= 0)
+      CHECK(case_gap[fresh] != case_gap[stale], "max_staleness 4 changed nothing (gap %.9e both)", case_gap[fresh]);
     free(xstar);
   }
   double fails = check_failures;

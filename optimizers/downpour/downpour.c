@@ -1,0 +1,185 @@
+/* Downpour SGD (Dean et al., NeurIPS 2012) in mpi_learn's form: workers take sync_every steps of
+ * their own optimizer, push the accumulated update Δ = (fetched − current parameters) to a
+ * parameter server, which applies each push as one step of its own optimizer, and fetch the
+ * server's parameters. Asynchrony is modelled by a deterministic staleness: the push node i sends
+ * in round k is applied in round k + d, d drawn from the stream (seed, staleness, (i, k)) in
+ * [0, max_staleness]. The server lives on rank 0 (with node 0); each node keeps its pushes in
+ * flight in an outbox of max_staleness + 1 slots, so the state is per node and checkpoints are
+ * placement-independent. Update equations: README.md here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+#include "dt/rng.h"
+
+enum { MAX_STALENESS = 64 };
+
+static const dt_key keys[] = {
+    {.name = "sync_every", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, sync_every), .def = "1", .min = 1, .max = 1e6,
+     .help = "worker steps per round, between a fetch and a push"},
+    {.name = "worker_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_downpour_opts, worker_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .help = "the workers' local optimizer"},
+    {.name = "worker_lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_downpour_opts, worker_lr), .def = "1.0", .min = 0, .max = DT_INF,
+     .help = "the workers' rate (sgd at 1.0: a push is the sum of the round's gradients, as in mpi_learn)"},
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_downpour_opts, optimizer), .def = "sgd", .values = dt_local_opt_names,
+     .help = "the server's optimizer, applied to each push as a gradient"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_downpour_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
+     .help = "the server's learning rate"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_downpour_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "server rate decay: round k uses lr_k = lr / (1 + mu k)"},
+    {.name = "max_staleness", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, max_staleness), .def = "0", .min = 0,
+     .max = MAX_STALENESS, .help = "a push waits 0..max_staleness rounds before the server applies it (0: synchronous)"},
+    {0},
+};
+
+typedef struct downpour_state {
+  dt_downpour_opts o;
+  dt_optimizer_run *run;
+  dt_learners workers;
+  dt_local_opt *server_opt; /* one node's worth: the server's optimizer state */
+  float *server;            /* the server's parameters (rank 0's is the truth; fetched by all) */
+  float *push;              /* one push staged in backend memory (rank 0) */
+  float *host;              /* dim floats: the broadcast of the server's parameters */
+  dt_slab *outbox;          /* [max_staleness + 1] slabs of the local nodes' pushes in flight */
+  uint8_t *arrives;         /* [n]: whose push of a given round arrives now */
+  float lr;                 /* the server's rate this round */
+  int nslots;
+} downpour_state;
+
+static void destroy(void *p) {
+  downpour_state *s = p;
+  if (s == NULL) return;
+  dt_backend *be = s->run->be;
+  dt_learners_free(s->run, &s->workers);
+  dt_local_opt_free(s->server_opt);
+  be->ops->free(be, s->server);
+  be->ops->free(be, s->push);
+  for (int q = 0; s->outbox != NULL && q < s->nslots; q++) dt_slab_free(be, &s->outbox[q]);
+  dt_free(s->outbox);
+  dt_free(s->host);
+  dt_free(s->arrives);
+  dt_free(s);
+}
+
+/* The round node i's push of round k is applied in: k + d, d uniform in [0, max_staleness]. */
+static int delay(const downpour_state *s, int i, int k) {
+  if (s->o.max_staleness == 0) return 0;
+  dt_rng r;
+  dt_rng_init(&r, s->run->seed, DT_RNG_STALENESS, ((uint64_t)(uint32_t)i << 32) | (uint32_t)k);
+  return (int)dt_rng_below(&r, (uint32_t)s->o.max_staleness + 1);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  downpour_state *s = NULL;
+  dt_backend *be = run->be;
+  char name[32];
+  DT_ALLOC_GOTO(s, 1, "downpour");
+  s->run = run;
+  s->o = *(const dt_downpour_opts *)opts;
+  s->nslots = s->o.max_staleness + 1;
+  DT_TRY_GOTO(dt_learners_create(run, "worker", s->o.worker_optimizer, s->o.worker_lr, &s->workers));
+  dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
+  spec.lr = (float)s->o.lr;
+  DT_TRY_GOTO(dt_local_opt_create(be, &spec, 1, run->dim, &s->server_opt));
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->server));
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->push));
+  DT_ALLOC_GOTO(s->host, run->dim, "downpour");
+  DT_ALLOC_GOTO(s->arrives, run->graph->n, "downpour");
+  DT_ALLOC_GOTO(s->outbox, s->nslots, "downpour");
+  for (int q = 0; q < s->nslots; q++) {
+    DT_TRY_GOTO(dt_slab_create(be, run->count, run->dim, &s->outbox[q]));
+    snprintf(name, sizeof name, "outbox%d", q);
+    DT_TRY_GOTO(dt_run_keep_slab(run, name, &s->outbox[q]));
+  }
+  /* the server starts where the workers do (their common start; every rank knows it) */
+  if (run->sum == NULL) DT_TRY_GOTO(be->ops->alloc(be, sizeof(double) * run->dim, (void **)&run->sum));
+  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, run->sum));
+  DT_TRY_GOTO(be->ops->mean_of_sum(be, run->dim, run->sum, (double)run->graph->n, s->server));
+  /* the server's state lives on rank 0; a checkpoint keeps rank 0's */
+  DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server", s->server));
+  dt_slab *m, *v;
+  long *steps;
+  dt_local_opt_state(s->server_opt, &m, &v, &steps);
+  DT_TRY_GOTO(dt_run_keep_shared(run, "server.steps", steps, sizeof(long)));
+  if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
+  if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+/* Rank 0: one push applied as one step of the server's optimizer. */
+static dt_status apply_push(void *ctx, int node, const float *x) {
+  downpour_state *s = ctx;
+  dt_backend *be = s->run->be;
+  (void)node;
+  DT_TRY(be->ops->upload(be, s->push, x, sizeof(float) * s->run->dim));
+  return dt_local_opt_step(s->server_opt, 0, s->server, s->push, s->lr, NULL);
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  downpour_state *s = p;
+  dt_backend *be = run->be;
+  const dt_graph *g = run->graph;
+  const int S = s->o.max_staleness;
+  s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  /* 1. Workers: sync_every steps from the fetched parameters, then Δ_i = fetched − current into
+   *    the outbox slot of round k (θ_i is the fetched server model at the round's start). */
+  dt_slab *slot = &s->outbox[k % s->nslots];
+  DT_TRY(dt_slab_copy(be, &run->theta, slot));
+  for (int t = 0; t < s->o.sync_every; t++) DT_TRY(dt_learners_step(run, &s->workers, (float)s->o.worker_lr, NULL));
+  DT_TRY(dt_slab_axpby(be, 1.0f, slot, -1.0f, &run->theta, slot));
+  for (int l = 0; l < run->count; l++) run->node_bytes[l] += run->dim * sizeof(float); /* the push */
+  /* 2. The server applies what arrives in round k: the pushes of round k − a with delay a,
+   *    oldest round first, in node order within a round. */
+  dt_status st = DT_OK;
+  dt_timer_start(&run->t_comm);
+  for (int a = S; a >= 0; a--) {
+    const int sent = k - a;
+    if (sent < 0) continue;
+    int any = 0;
+    for (int i = 0; i < g->n; i++) any |= s->arrives[i] = delay(s, i, sent) == a;
+    if (!any) continue;
+    const float *const *rows;
+    st = dt_run_host_rows(run, &s->outbox[sent % s->nslots], &rows);
+    if (st == DT_OK) st = dt_comm_node_stream(run->comm, g->n, rows, run->dim, s->arrives, apply_push, s);
+    if (st != DT_OK) break;
+  }
+  /* 3. Every worker fetches the server's parameters (rank 0 tells the others whether it failed). */
+  double ok = st == DT_OK;
+  if (st == DT_OK) st = be->ops->download(be, s->host, s->server, sizeof(float) * run->dim);
+  ok = ok && st == DT_OK;
+  dt_status bst = dt_comm_bcast(run->comm, &ok, sizeof ok, 0);
+  if (bst == DT_OK && ok) bst = dt_comm_bcast(run->comm, s->host, sizeof(float) * run->dim, 0);
+  dt_timer_stop(&run->t_comm);
+  DT_TRY(st);
+  DT_TRY(bst);
+  DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
+  if (run->first == 0) run->node_bytes[0] += (uint64_t)g->n * run->dim * sizeof(float); /* the server's replies */
+  DT_TRY(be->ops->upload(be, s->server, s->host, sizeof(float) * run->dim));
+  return dt_slab_broadcast_host(be, s->host, &run->theta);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes, N fetches */
+}
+
+const dt_optimizer_def dt_optimizer_downpour = {
+    .plugin =
+        {
+            .name = "downpour",
+            .summary = "Downpour SGD: workers push accumulated updates to a parameter server, with deterministic staleness",
+            .keys = keys,
+            .opts_size = sizeof(dt_downpour_opts),
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+};

@@ -1,0 +1,127 @@
+/* Elastic Averaging SGD (Zhang, Choromanska, LeCun, NeurIPS 2015), synchronous, with tau local
+ * steps per round. The centre variable is replicated on every rank: each rank updates its copy
+ * from the same node-ordered mean, so the copies stay bit-identical for any rank count. Keys
+ * accept mpi_learn's names beside the paper's. Update equations: README.md here. */
+#include <stdio.h>
+
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/optimizer.h"
+
+static const dt_key keys[] = {
+    {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, alpha), .def = "0.1", .min = 0, .max = 1,
+     .help = "elastic moving rate of the workers: x_i <- x_i - alpha (x_i - centre)"},
+    {.name = "elastic_force", .type = DT_KEY_FLOAT, .alias_of = "alpha", .flags = DT_KEY_NO_EMIT, .help = "mpi_learn's name for alpha"},
+    {.name = "beta", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, beta), .def = "0", .min = 0, .max = 1,
+     .help = "moving rate of the centre: centre <- (1 - beta) centre + beta mean(x); 0 takes min(1, N alpha) (the paper's beta = p alpha)"},
+    {.name = "tau", .type = DT_KEY_INT, .offset = offsetof(dt_easgd_opts, tau), .def = "1", .min = 1, .max = 1e6,
+     .help = "local steps per round, between elastic updates"},
+    {.name = "sync_every", .type = DT_KEY_INT, .alias_of = "tau", .flags = DT_KEY_NO_EMIT, .help = "mpi_learn's name for tau"},
+    {.name = "worker_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_easgd_opts, worker_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .help = "the workers' local optimizer: sgd, adam, adamw, rmsprop, adadelta or nadam"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
+     .help = "the workers' learning rate"},
+    {.name = "elastic_lr", .type = DT_KEY_FLOAT, .alias_of = "lr", .flags = DT_KEY_NO_EMIT, .help = "mpi_learn's name for lr"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: round k uses lr_k = lr / (1 + mu k)"},
+    {.name = "momentum", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, momentum), .def = "0.0", .min = 0, .max = 0.999999,
+     .help = "sgd workers: Nesterov momentum (0: plain SGD)"},
+    {.name = "elastic_momentum", .type = DT_KEY_FLOAT, .alias_of = "momentum", .flags = DT_KEY_NO_EMIT,
+     .help = "mpi_learn's name for momentum"},
+    {0},
+};
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_easgd_opts *o = opts;
+  (void)rounds;
+  if (o->momentum > 0 && o->worker_optimizer != DT_LOCAL_SGD) {
+    snprintf(err, err_size, "momentum (elastic_momentum) is the sgd workers' Nesterov momentum; worker_optimizer is %s",
+             dt_local_opt_names[o->worker_optimizer]);
+    return 0;
+  }
+  return 1;
+}
+
+typedef struct easgd_state {
+  dt_easgd_opts o;
+  dt_optimizer_run *run;
+  dt_learners learners;
+  float *centre; /* x̃, replicated on every rank (backend vector) */
+  float *mean;   /* x̄ of this round (backend vector) */
+} easgd_state;
+
+static void destroy(void *p) {
+  easgd_state *s = p;
+  if (s == NULL) return;
+  dt_learners_free(s->run, &s->learners);
+  s->run->be->ops->free(s->run->be, s->centre);
+  s->run->be->ops->free(s->run->be, s->mean);
+  dt_free(s);
+}
+
+/* β, or Nα (the paper's β = pα) capped at 1: beyond it the centre would overshoot the mean */
+static double beta_of(const dt_easgd_opts *o, int n) { return o->beta > 0 ? o->beta : n * o->alpha < 1 ? n * o->alpha : 1.0; }
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  easgd_state *s = NULL;
+  dt_backend *be = run->be;
+  DT_ALLOC_GOTO(s, 1, "easgd");
+  s->run = run;
+  s->o = *(const dt_easgd_opts *)opts;
+  dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.worker_optimizer);
+  spec.lr = (float)s->o.lr;
+  if (s->o.momentum > 0) {
+    spec.momentum = (float)s->o.momentum;
+    spec.nesterov = 1;
+  }
+  DT_TRY_GOTO(dt_learners_create_spec(run, "worker", &spec, &s->learners));
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->centre));
+  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->mean));
+  /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
+  if (run->sum == NULL) DT_TRY_GOTO(be->ops->alloc(be, sizeof(double) * run->dim, (void **)&run->sum));
+  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, run->sum));
+  DT_TRY_GOTO(be->ops->mean_of_sum(be, run->dim, run->sum, (double)run->graph->n, s->centre));
+  DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  easgd_state *s = p;
+  dt_backend *be = run->be;
+  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  const float a = (float)s->o.alpha, b = (float)beta_of(&s->o, run->graph->n);
+  for (int t = 0; t < s->o.tau; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
+  /* every worker pushes x_i (charged by dt_run_node_mean) ... */
+  DT_TRY(dt_run_node_mean(run, &run->theta, s->mean));
+  /* ... and the centre, hosted with node 0, sends x̃ back to each of the N workers */
+  if (run->first == 0) run->node_bytes[0] += (uint64_t)run->graph->n * run->dim * sizeof(float);
+  /* x_i ← (1 − α) x_i + α x̃ (the centre before its own move), then x̃ ← (1 − β) x̃ + β x̄ */
+  const dt_slab centre = {.data = s->centre, .count = run->count, .dim = run->dim, .stride = 0};
+  DT_TRY(dt_slab_axpby(be, 1.0f - a, &run->theta, a, &centre, &run->theta));
+  return be->ops->axpby(be, run->dim, 1.0f - b, s->centre, b, s->mean, s->centre);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes of x_i, N replies with x̃ */
+}
+
+const dt_optimizer_def dt_optimizer_easgd = {
+    .plugin =
+        {
+            .name = "easgd",
+            .summary = "elastic averaging SGD: tau local steps, then an elastic pull between each worker and a centre",
+            .keys = keys,
+            .opts_size = sizeof(dt_easgd_opts),
+            .finalize = finalize,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+};
