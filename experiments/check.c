@@ -113,6 +113,8 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
             pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
             def->plugin.summary);
   }
+  char order[1024];
+  if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);
 cleanup:
   dt_model_free(m);
   dt_graph_free(g);

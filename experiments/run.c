@@ -281,6 +281,8 @@ static void banner(const runner *r) {
              "spectral gap %.4f%s%s\n", DT_VERSION, e->name, dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", where, threads,
              threads > 1 ? "s" : "", r->n, dt_graph_type_name(r->graph->type), r->graph->num_edges, r->graph->fiedler,
              r->graph->spectral_gap, r->write ? "\noutput: " : "", r->write ? r->outdir : "");
+  char order[1024];
+  if (dt_config_order_note(r->cfg, "", order, sizeof order)) runner_say(r, "%s", order);
 }
 
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {

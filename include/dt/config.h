@@ -140,6 +140,9 @@ typedef struct dt_problem_config {
   char alg_name[32];              /* canonical optimizer name (aliases resolved) */
   int outer_iterations;           /* rounds */
   bool profile;
+  /* Written in the seed's layout (metrics_config or problem_name) for an algorithm with an
+   * update_order key that the file leaves out: the run says which order it takes (once). */
+  bool seed_order_defaulted;
   _Alignas(16) unsigned char alg_opts[DT_OPTS_MAX]; /* the optimizer's own options struct */
 } dt_problem_config;
 
@@ -149,6 +152,13 @@ typedef struct dt_config {
   int num_problems;
   dt_problem_config problems[DT_MAX_PROBLEMS];
 } dt_config;
+
+/* The note a config with seed_order_defaulted problems gets (empty when none has): the seed
+ * reference swept the nodes in place, dtrun's default is the synchronous update, and
+ * `update_order: sequential` reproduces the reference. Lines of at most 100 columns (besides
+ * the list of problems), each starting with prefix and ending in a newline. Returns whether
+ * there is one. */
+bool dt_config_order_note(const dt_config *cfg, const char *prefix, char *buf, size_t size);
 
 /* ---- plug-ins, as the loader sees them ------------------------------------------------------ */
 

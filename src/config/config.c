@@ -379,7 +379,31 @@ static dt_status read_optimizer(const schema_ctx *ctx, const dt_ynode *n, const 
     char err[512];
     if (!def->finalize(pc->alg_opts, pc->outer_iterations, err, sizeof err)) return schema_error(ctx, n, path, "%s", err);
   }
+  for (int i = 0; def->keys[i].name; i++)
+    if (strcmp(def->keys[i].name, "update_order") == 0 && dt_ynode_get(n, "update_order") == NULL) pc->seed_order_defaulted = true;
   return DT_OK;
+}
+
+bool dt_config_order_note(const dt_config *cfg, const char *prefix, char *buf, size_t size) {
+  size_t used = 0;
+  int k = 0;
+  buf[0] = '\0';
+  used += (size_t)snprintf(buf, size, "%snote: ", prefix);
+  for (int p = 0; p < cfg->num_problems; p++) {
+    if (!cfg->problems[p].seed_order_defaulted) continue;
+    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%s (%s)", k++ ? ", " : "", cfg->problems[p].problem_name,
+                             cfg->problems[p].alg_name);
+  }
+  if (k == 0) {
+    buf[0] = '\0';
+    return false;
+  }
+  snprintf(buf + used, used < size ? size - used : 0,
+           " run%s the synchronous update: every node mixes the round's values.\n"
+           "%s  The seed reference swept the nodes in place, one after another; update_order: sequential\n"
+           "%s  in optimizer_config reproduces it.\n",
+           k > 1 ? "" : "s", prefix, prefix);
+  return true;
 }
 
 bool dt_config_file_name_ok(const char *s) {
@@ -427,6 +451,8 @@ static dt_status read_problem(const schema_ctx *ctx, const char *key, const dt_y
   DT_TRY(read_metrics(ctx, dt_ynode_get(n, "metrics"), sub, &pc->metrics));
   snprintf(sub, sizeof sub, "%s.optimizer_config", path);
   DT_TRY(read_optimizer(ctx, dt_ynode_get(n, "optimizer_config"), sub, pc));
+  /* only a file in the seed's layout is a seed config; dtrun's own (and archived) files are not */
+  if (mc == NULL && dt_ynode_get(n, "problem_name") == NULL) pc->seed_order_defaulted = false;
   return DT_OK;
 }
 

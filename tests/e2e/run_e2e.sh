@@ -183,5 +183,20 @@ for v in $(grep -rhoE 'getenv\("[A-Z_]+"\)' src experiments problems optimizers 
   grep -q "\`$v" README.md || { bad "README.md does not document the environment variable $v"; break; }
 done && ok
 
+# A seed-format config running DSGD or DSGT without update_order gets one note, in check and at
+# the run's start; once the order is given, or in dtrun's own format, none.
+"$dtrun" check configs/dist_mnist.yaml > "$tmp/seed.check" 2>&1
+grep -q "^# note: dsgd (dsgd), dsgt (dsgt) run the synchronous update" "$tmp/seed.check" && grep -q "^#   in optimizer_config reproduces it" \
+  "$tmp/seed.check" && ok || bad "check of a seed config should note the update order: $(tail -4 "$tmp/seed.check")"
+"$dtrun" check configs/dist_mnist.yaml --set problem_configs.problem2.optimizer_config.update_order=sequential 2>&1 \
+  | grep -q "^# note: dsgt (dsgt) runs the synchronous" && ok || bad "the note should name only the problem without update_order"
+"$dtrun" configs/dist_mnist.yaml --output-dir "$tmp/seed" --progress never --set 'problem_configs.*.optimizer_config.outer_iterations=1' \
+  --set problem_configs.problem1.metrics_config.evaluate_frequency=1 > "$tmp/seed.log" 2>&1 || bad "seed config run failed: $(tail -3 "$tmp/seed.log")"
+[ "$(grep -c "^note: dsgd (dsgd), dsgt (dsgt) run the synchronous update" "$tmp/seed.log")" = 1 ] && ok \
+  || bad "the run should print the note once: $(head -8 "$tmp/seed.log")"
+for c in configs/dist_mnist_paper.yaml tests/e2e/small.yaml "$tmp/seed/config.yaml"; do
+  ! "$dtrun" check "$c" 2>&1 | grep -q "note:" || { bad "$c should get no update-order note"; break; }
+done && ok
+
 echo "e2e: $pass passed, $fail failed"
 [ $fail = 0 ]
