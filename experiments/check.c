@@ -113,6 +113,21 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
             pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
             def->plugin.summary);
   }
+  /* full-batch gradient steps above 2/L on softmax regression: warn (L is cheap to bound there) */
+  double half_lambda = -1;
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    const double step = pc->full_batch && def->gradient_step != NULL ? def->gradient_step(pc->alg_opts) : 0;
+    if (step <= 0) continue;
+    if (half_lambda < 0) DT_TRY_GOTO(dt_problem_lipschitz(&data.train, &split, &ms, &half_lambda));
+    if (half_lambda == 0) break; /* not softmax regression */
+    const double L = half_lambda + pc->l2;
+    if (step > 2 / L)
+      fprintf(out, "# warning: problem %s: step %g is above 2/L = %.4g, where L = %.4g bounds every node's gradient\n"
+              "#   Lipschitz constant (softmax regression: half the top eigenvalue of the data's Gram matrix, plus l2);\n"
+              "#   full-batch gradient steps above 2/L oscillate or diverge\n", pc->problem_name, step, 2 / L, L);
+  }
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);
 cleanup:

@@ -49,7 +49,7 @@ const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }
 
-static void build(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
+void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
   if (s->u8 != NULL) {
     dt_image_set view = {.count = s->count, .rows = 1, .cols = (int)s->dim, .pixels = (uint8_t *)s->u8, .labels = (uint8_t *)s->labels};
     dt_batch_build(&view, idx, n, s->mean, s->std, x, y);
@@ -109,7 +109,7 @@ static dt_status load_test_set(dt_task *t) {
   }
   DT_ALLOC_GOTO(idx, s->count, "test set");
   for (size_t i = 0; i < s->count; i++) idx[i] = (uint32_t)i;
-  build(s, idx, s->count, xh, yh);
+  dt_samples_rows(s, idx, s->count, xh, yh);
   DT_TRY_GOTO(be->ops->upload(be, t->test_x, xh, sizeof(float) * s->count * s->dim));
   DT_TRY_GOTO(be->ops->upload(be, t->test_y, yh, sizeof(int32_t) * s->count));
 cleanup:
@@ -242,7 +242,7 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
       t->nb[l] = 0;
       if ((active != NULL && !active[l]) || s >= m) continue;
       const size_t b = m - s < (size_t)t->ws_batch ? m - s : (size_t)t->ws_batch;
-      build(t->train, t->split->idx + t->split->start[node] + s, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+      dt_samples_rows(t->train, t->split->idx + t->split->start[node] + s, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
       t->nb[l] = (int)b;
     }
     DT_TRY(model_gradients(t, theta, &t->gtmp));
@@ -273,7 +273,7 @@ static void next_batch(dt_task *t, int l) {
     ns->epochs++;
   }
   const size_t b = m - ns->cursor < (size_t)t->batch ? m - ns->cursor : (size_t)t->batch;
-  build(t->train, ns->perm + ns->cursor, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+  dt_samples_rows(t->train, ns->perm + ns->cursor, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
   ns->cursor += b;
   ns->seen += b;
   t->nb[l] = (int)b;

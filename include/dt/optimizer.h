@@ -137,6 +137,10 @@ typedef struct dt_optimizer_def {
   /* Bytes all nodes together send in one round on graph g with dim-float parameters (the
    * expectation, for randomized algorithms); for `dtrun check` and the docs. */
   double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
+  /* The largest rate of its plain gradient steps (x ← x − rate·∇f) on the nodes' own
+   * objectives, for `dtrun check`'s 2/L warning on convex problems; NULL, or 0 for options that
+   * take none (adaptive optimizers, penalised primal steps). */
+  double (*gradient_step)(const void *opts);
 } dt_optimizer_def;
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */

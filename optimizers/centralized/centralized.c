@@ -79,6 +79,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return o->mode == DT_CENTRAL_GRADIENT ? o->local_steps * per_sum : per_sum;
 }
 
+static double gradient_step(const void *opts) {
+  const dt_centralized_opts *o = opts;
+  return o->optimizer == DT_LOCAL_SGD ? o->lr : 0;
+}
+
 const dt_optimizer_def dt_optimizer_centralized = {
     .plugin =
         {
@@ -91,4 +96,5 @@ const dt_optimizer_def dt_optimizer_centralized = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

@@ -85,6 +85,10 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)dim * sizeof(float);
 }
 
+static double gradient_step(const void *opts) {
+  return ((const dt_dsgd_opts *)opts)->alpha0; /* the largest: round 0's */
+}
+
 const dt_optimizer_def dt_optimizer_dsgd = {
     .plugin =
         {
@@ -97,4 +101,5 @@ const dt_optimizer_def dt_optimizer_dsgd = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

@@ -113,6 +113,10 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float); /* x − αy and y */
 }
 
+static double gradient_step(const void *opts) {
+  return ((const dt_dsgt_opts *)opts)->alpha;
+}
+
 const dt_optimizer_def dt_optimizer_dsgt = {
     .plugin =
         {
@@ -125,4 +129,5 @@ const dt_optimizer_def dt_optimizer_dsgt = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

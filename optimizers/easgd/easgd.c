@@ -111,6 +111,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes of x_i, N replies with x̃ */
 }
 
+static double gradient_step(const void *opts) {
+  const dt_easgd_opts *o = opts;
+  return o->worker_optimizer == DT_LOCAL_SGD && o->momentum == 0 ? o->lr : 0;
+}
+
 const dt_optimizer_def dt_optimizer_easgd = {
     .plugin =
         {
@@ -124,4 +129,5 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

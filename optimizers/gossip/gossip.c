@@ -154,6 +154,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return senders * (double)dim * sizeof(float);
 }
 
+static double gradient_step(const void *opts) {
+  const dt_gossip_opts *o = opts;
+  return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
+}
+
 const dt_optimizer_def dt_optimizer_gossip = {
     .plugin =
         {
@@ -166,4 +171,5 @@ const dt_optimizer_def dt_optimizer_gossip = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

@@ -60,6 +60,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 0.0;
 }
 
+static double gradient_step(const void *opts) {
+  const dt_solo_opts *o = opts;
+  return o->optimizer == DT_LOCAL_SGD ? o->lr : 0;
+}
+
 const dt_optimizer_def dt_optimizer_solo = {
     .plugin =
         {
@@ -72,4 +77,5 @@ const dt_optimizer_def dt_optimizer_solo = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
 };

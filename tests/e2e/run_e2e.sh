@@ -198,5 +198,15 @@ for c in configs/dist_mnist_paper.yaml tests/e2e/small.yaml "$tmp/seed/config.ya
   ! "$dtrun" check "$c" 2>&1 | grep -q "note:" || { bad "$c should get no update-order note"; break; }
 done && ok
 
+# check warns about full-batch gradient steps above 2/L on softmax regression (L bounded from the
+# data: tests/unit/test_curvature.c checks the bound), and only about those
+"$dtrun" check configs/logreg_mnist.yaml > "$tmp/lr.check" 2>&1 || bad "check of logreg_mnist failed: $(tail -3 "$tmp/lr.check")"
+! grep -q "warning" "$tmp/lr.check" && ok || bad "the shipped logreg rates should be stable: $(grep -A1 warning "$tmp/lr.check")"
+"$dtrun" check configs/logreg_mnist.yaml --set problem_configs.dsgt.optimizer_config.alpha=0.5 \
+  --set problem_configs.centralized.optimizer_config.optimizer=adam --set problem_configs.centralized.optimizer_config.lr=0.5 \
+  > "$tmp/lr2.check" 2>&1
+[ "$(grep -c '^# warning: ' "$tmp/lr2.check")" = 1 ] && grep -q "^# warning: problem dsgt: step 0.5 is above 2/L = 0.0158" "$tmp/lr2.check" \
+  && ok || bad "check should warn about dsgt's step 0.5 alone: $(grep -A1 warning "$tmp/lr2.check")"
+
 echo "e2e: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -38,6 +38,9 @@ static void round_trip(const char *name) {
   CHECK_OK(dt_config_emit(&a, &dt_builtin, mem));
   fclose(mem);
   CHECK_OK(dt_config_load_string(text, len, path, &dt_builtin, NULL, 0, &b));
+  /* how the file was written is not config: the emitted file spells update_order out, so a seed
+   * file's note is not repeated when its archive reruns (tests/e2e/run_e2e.sh) */
+  for (int p = 0; p < a.num_problems; p++) a.problems[p].seed_order_defaulted = b.problems[p].seed_order_defaulted = false;
   CHECK(memcmp(&a, &b, sizeof a) == 0, "%s: the emitted config does not load back identically:\n%s", name, text);
   /* and emitting again gives the same text */
   char *text2 = NULL;
@@ -64,6 +67,9 @@ static void test_shipped(void) {
   CHECK(a.experiment.individual_training.epochs == 6, "individual_training.epochs");
   round_trip("dist_mnist.yaml");
   round_trip("dist_mnist_paper.yaml");
+  round_trip("easgd_mnist.yaml");
+  round_trip("downpour_mnist.yaml");
+  round_trip("logreg_mnist.yaml");
 }
 
 static void test_overrides_and_shorthands(void) {
