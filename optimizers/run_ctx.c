@@ -127,15 +127,28 @@ cleanup:
   return st;
 }
 
-dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) {
+dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg) {
   if (run->sum == NULL) DT_TRY(run->be->ops->alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
+  DT_TRY(dt_run_sum_nodes(run, v, run->sum));
+  return run->be->ops->mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
+}
+
+dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) {
   dt_timer_start(&run->t_comm);
-  dt_status st = dt_run_sum_nodes(run, v, run->sum);
+  dt_status st = dt_run_mean_uncounted(run, v, avg);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
-  /* Logically every node contributes its vector once: count that, whatever the placement. */
+  dt_run_count_to_centre(run);
+  return DT_OK;
+}
+
+void dt_run_count_to_centre(dt_optimizer_run *run) {
+  /* logically every node sends its vector once, whatever the placement */
   for (int l = 0; l < run->count; l++) run->node_bytes[l] += run->dim * sizeof(float);
-  return run->be->ops->mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
+}
+
+void dt_run_count_from_centre(dt_optimizer_run *run) {
+  if (run->first == 0) run->node_bytes[0] += (uint64_t)run->graph->n * run->dim * sizeof(float);
 }
 
 void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {

@@ -74,6 +74,14 @@ DT_MUST_USE dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *m
 /* The mean over ALL nodes of v's rows, summed in node order in double (bit-identical for any
  * rank count), as floats into avg (a backend vector of dim floats) on every rank. Collective. */
 DT_MUST_USE dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg);
+/* The same mean, not charged as traffic or communication time: for state every rank can know
+ * without sending (the start all nodes share). Collective. */
+DT_MUST_USE dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg);
+/* The traffic of a centre (a parameter server, EASGD's centre variable) hosted with node 0:
+ * every node sends it one vector (what dt_run_node_mean counts), and it sends one vector to each
+ * of the N nodes (counted on node 0). */
+void dt_run_count_to_centre(dt_optimizer_run *run);
+void dt_run_count_from_centre(dt_optimizer_run *run);
 /* The same sum, left in double in sum (backend memory, dim doubles), and not charged as traffic
  * or communication time: for metrics. Collective. */
 DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum);

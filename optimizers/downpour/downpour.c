@@ -95,9 +95,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
     DT_TRY_GOTO(dt_run_keep_slab(run, name, &s->outbox[q]));
   }
   /* the server starts where the workers do (their common start; every rank knows it) */
-  if (run->sum == NULL) DT_TRY_GOTO(be->ops->alloc(be, sizeof(double) * run->dim, (void **)&run->sum));
-  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, run->sum));
-  DT_TRY_GOTO(be->ops->mean_of_sum(be, run->dim, run->sum, (double)run->graph->n, s->server));
+  DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->server));
   /* the server's state lives on rank 0; a checkpoint keeps rank 0's */
   DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server", s->server));
   dt_slab *m, *v;
@@ -134,7 +132,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   DT_TRY(dt_slab_copy(be, &run->theta, slot));
   for (int t = 0; t < s->o.sync_every; t++) DT_TRY(dt_learners_step(run, &s->workers, (float)s->o.worker_lr, NULL));
   DT_TRY(dt_slab_axpby(be, 1.0f, slot, -1.0f, &run->theta, slot));
-  for (int l = 0; l < run->count; l++) run->node_bytes[l] += run->dim * sizeof(float); /* the push */
+  dt_run_count_to_centre(run); /* the pushes */
   /* 2. The server applies what arrives in round k: the pushes of round k − a with delay a,
    *    oldest round first, in node order within a round. */
   dt_status st = DT_OK;
@@ -160,7 +158,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   DT_TRY(st);
   DT_TRY(bst);
   DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
-  if (run->first == 0) run->node_bytes[0] += (uint64_t)g->n * run->dim * sizeof(float); /* the server's replies */
+  dt_run_count_from_centre(run); /* the server's replies */
   DT_TRY(be->ops->upload(be, s->server, s->host, sizeof(float) * run->dim));
   return dt_slab_broadcast_host(be, s->host, &run->theta);
 }

@@ -79,9 +79,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->centre));
   DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->mean));
   /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
-  if (run->sum == NULL) DT_TRY_GOTO(be->ops->alloc(be, sizeof(double) * run->dim, (void **)&run->sum));
-  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, run->sum));
-  DT_TRY_GOTO(be->ops->mean_of_sum(be, run->dim, run->sum, (double)run->graph->n, s->centre));
+  DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->centre));
   DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
   *out = s;
   s = NULL;
@@ -99,7 +97,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   /* every worker pushes x_i (charged by dt_run_node_mean) ... */
   DT_TRY(dt_run_node_mean(run, &run->theta, s->mean));
   /* ... and the centre, hosted with node 0, sends x̃ back to each of the N workers */
-  if (run->first == 0) run->node_bytes[0] += (uint64_t)run->graph->n * run->dim * sizeof(float);
+  dt_run_count_from_centre(run);
   /* x_i ← (1 − α) x_i + α x̃ (the centre before its own move), then x̃ ← (1 − β) x̃ + β x̄ */
   const dt_slab centre = {.data = s->centre, .count = run->count, .dim = run->dim, .stride = 0};
   DT_TRY(dt_slab_axpby(be, 1.0f - a, &run->theta, a, &centre, &run->theta));

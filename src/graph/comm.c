@@ -160,18 +160,10 @@ static dt_status add_to(void *ctx, int node, const float *x) {
 }
 
 dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out) {
-  dt_status st = DT_OK;
-  float *buf = NULL;
   memset(out, 0, sizeof(double) * d);
-  if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
   sum_ctx s = {.out = out, .d = d};
-  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, NULL, buf, add_to, &s));
-  if (c->size > 1) {
-    DT_TRY_GOTO(dt_comm_bcast(c, out, sizeof(double) * d, 0));
-  }
-cleanup:
-  dt_free(buf);
-  return st;
+  DT_TRY(dt_comm_node_stream(c, num_nodes, v, d, NULL, add_to, &s));
+  return c->size > 1 ? dt_comm_bcast(c, out, sizeof(double) * d, 0) : DT_OK;
 }
 
 typedef struct gather_ctx {
@@ -186,14 +178,8 @@ static dt_status put(void *ctx, int node, const float *x) {
 }
 
 dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all) {
-  dt_status st = DT_OK;
-  float *buf = NULL;
-  if (c->rank == 0 && c->size > 1) DT_ALLOC_GOTO(buf, d, "receive buffer");
   gather_ctx g = {.all = all, .d = d};
-  DT_TRY_GOTO(node_stream(c, num_nodes, v, d, NULL, buf, put, &g));
-cleanup:
-  dt_free(buf);
-  return st;
+  return dt_comm_node_stream(c, num_nodes, v, d, NULL, put, &g);
 }
 
 dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all) {
