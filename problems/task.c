@@ -140,7 +140,7 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
   DT_ALLOC_GOTO(t->nb, count, "task");
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
-  DT_TRY_GOTO(be->ops->plan_create(be, t->model, EVAL_CHUNK, count, &t->eval_plan));
+  DT_TRY_GOTO(be->ops->plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
   *out = t;
   t = NULL;
 cleanup:
@@ -164,7 +164,7 @@ static dt_status alloc_batches(dt_task *t, int ws_batch) {
     DT_CHECK(t->xh != NULL && t->yh != NULL, DT_ERR_MEMORY, "out of memory for batch staging");
   }
   DT_TRY(dt_slab_create(be, t->count, dt_task_dim(t), &t->gtmp));
-  DT_TRY(be->ops->plan_create(be, t->model, ws_batch, t->count, &t->train_plan));
+  DT_TRY(be->ops->plan_create(be, t->model, ws_batch, t->count, t->split->num_nodes, &t->train_plan));
   t->ws_batch = ws_batch;
   return DT_OK;
 }

@@ -147,8 +147,10 @@ typedef struct dt_backend_ops {
 
   /* Node-batched model calls. A plan holds the scratch for up to `nodes` nodes with batches of
    * up to max_batch samples; the CPU backend computes nodes on its threads, a device backend
-   * runs one batched kernel per layer for all nodes. */
-  dt_status (*plan_create)(dt_backend *be, const dt_model *m, int max_batch, int nodes, void **plan);
+   * runs one batched kernel per layer for a group of nodes. run_nodes is the run's node count
+   * (the same on every rank): a device backend sizes its fixed node groups from it and from the
+   * model alone, so that a node's arithmetic does not depend on how many nodes its rank holds. */
+  dt_status (*plan_create)(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);
   void (*plan_free)(dt_backend *be, void *plan);
   dt_status (*model_gradients)(dt_backend *be, void *plan, const dt_node_batch *nb);
   dt_status (*model_evaluate)(dt_backend *be, void *plan, const dt_node_eval *ne);

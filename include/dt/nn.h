@@ -55,6 +55,16 @@ void dt_model_spec_seed_cnn(dt_model_spec *spec, int num_filters, int kernel_siz
 
 typedef struct dt_workspace dt_workspace;
 
+/* One layer as a backend's own executor sees it (a device backend batches nodes per layer). */
+typedef struct dt_layer_info {
+  dt_layer_kind kind;
+  float p;                        /* dropout */
+  size_t in_size, out_size;       /* floats per sample */
+  size_t w_off, n_w, b_off, n_b;  /* weights and bias in the parameter vector */
+  dt_conv_shape conv;             /* conv2d */
+  dt_pool_shape pool;             /* maxpool2d */
+} dt_layer_info;
+
 /* Checks the layer list against the input shape and builds the offset table. Errors:
  * DT_ERR_CONFIG naming the layer (e.g. a kernel larger than its input, a linear layer before
  * flatten, a last layer whose width is not num_classes). */
@@ -62,6 +72,9 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out);
 void dt_model_free(dt_model *m);
 
 size_t dt_model_num_params(const dt_model *m);
+int dt_model_num_layers(const dt_model *m);
+int dt_model_num_classes(const dt_model *m);
+dt_layer_info dt_model_layer(const dt_model *m, int l);
 /* Floats per input sample (C*H*W). */
 size_t dt_model_input_size(const dt_model *m);
 /* One line per layer with its output shape and parameter count, for `dtrun check`. */

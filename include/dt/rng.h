@@ -36,6 +36,9 @@ void dt_rng_init(dt_rng *r, uint64_t seed, uint32_t purpose, uint64_t id);
 void dt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 uint32_t dt_rng_u32(dt_rng *r);
+/* Moves the stream on by n 32-bit words, as n calls of dt_rng_u32 would (a device backend draws
+ * the words of one call in parallel, at their positions, and then skips the host stream). */
+void dt_rng_skip(dt_rng *r, uint64_t n);
 uint64_t dt_rng_u64(dt_rng *r);
 /* Uniform integer in [0, n), unbiased (Lemire's method); n must be > 0. */
 uint32_t dt_rng_below(dt_rng *r, uint32_t n);

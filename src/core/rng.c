@@ -55,6 +55,23 @@ uint32_t dt_rng_u32(dt_rng *r) {
   return r->buf[r->used++];
 }
 
+void dt_rng_skip(dt_rng *r, uint64_t n) {
+  const uint64_t avail = 4 - (uint64_t)r->used;
+  if (n <= avail) {
+    r->used += (int)n;
+    return;
+  }
+  const uint64_t k = n - avail; /* words taken from fresh blocks, k >= 1 */
+  uint64_t block = ((uint64_t)r->ctr[1] << 32 | r->ctr[0]) + (k - 1) / 4; /* the last block touched */
+  r->ctr[0] = (uint32_t)block;
+  r->ctr[1] = (uint32_t)(block >> 32);
+  dt_philox4x32_10(r->ctr, r->key, r->buf);
+  block++;
+  r->ctr[0] = (uint32_t)block;
+  r->ctr[1] = (uint32_t)(block >> 32);
+  r->used = (int)((k - 1) % 4) + 1;
+}
+
 uint64_t dt_rng_u64(dt_rng *r) {
   uint64_t hi = dt_rng_u32(r);
   return (hi << 32) | dt_rng_u32(r);

@@ -169,6 +169,15 @@ cleanup:
 void dt_model_free(dt_model *m) { dt_free(m); }
 size_t dt_model_num_params(const dt_model *m) { return m->num_params; }
 size_t dt_model_input_size(const dt_model *m) { return m->layers[0].in_size; }
+int dt_model_num_layers(const dt_model *m) { return m->L; }
+int dt_model_num_classes(const dt_model *m) { return m->spec.num_classes; }
+
+dt_layer_info dt_model_layer(const dt_model *m, int l) {
+  const layer *ly = &m->layers[l];
+  return (dt_layer_info){.kind = ly->spec.kind, .p = ly->spec.p, .in_size = ly->in_size, .out_size = ly->out_size,
+                         .w_off = ly->w_off, .n_w = ly->n_w, .b_off = ly->b_off, .n_b = ly->n_b,
+                         .conv = ly->conv, .pool = ly->pool};
+}
 
 void dt_model_describe(const dt_model *m, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "input %dx%dx%d\n", m->spec.in_channels,

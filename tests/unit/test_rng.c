@@ -124,8 +124,25 @@ static void test_distributions(void) {
   CHECK(moved > 80, "shuffle moved only %d of 100", moved);
 }
 
+/* dt_rng_skip(n) lands where n calls of dt_rng_u32 land, from every starting offset in a block. */
+static void test_skip(void) {
+  for (int pre = 0; pre < 6; pre++)
+    for (uint64_t n = 0; n < 40; n++) {
+      dt_rng a, b;
+      dt_rng_init(&a, 11, DT_RNG_TEST, 3);
+      for (int i = 0; i < pre; i++) (void)dt_rng_u32(&a);
+      b = a;
+      for (uint64_t i = 0; i < n; i++) (void)dt_rng_u32(&a);
+      dt_rng_skip(&b, n);
+      int same = 1;
+      for (int i = 0; i < 9; i++) same &= dt_rng_u32(&a) == dt_rng_u32(&b);
+      CHECK(same, "skip %llu after %d words differs from %llu draws", (unsigned long long)n, pre, (unsigned long long)n);
+    }
+}
+
 int main(void) {
   test_known_answers();
+  test_skip();
   test_reproducible();
   test_independence();
   test_distributions();

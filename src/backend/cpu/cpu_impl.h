@@ -42,7 +42,7 @@ dt_status dt_cpu_sqdist_mean(dt_backend *be, size_t n, const float *x, const dou
 dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double count, float *y);
 
 /* model.c: node-batched model calls on the backend's threads */
-dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, void **plan);
+dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);
 void dt_cpu_plan_free(dt_backend *be, void *plan);
 dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb);
 dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne);

@@ -22,7 +22,8 @@ void dt_cpu_plan_free(dt_backend *be, void *p) {
   dt_free(plan);
 }
 
-dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, void **out) {
+dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **out) {
+  (void)run_nodes;
   dt_status st = DT_OK;
   cpu_plan *plan = NULL;
   *out = NULL;

@@ -1,0 +1,130 @@
+/* The CUDA backend: its op table, and finding and opening the GPU.
+ *
+ * One device (CUDA_VISIBLE_DEVICES picks it; with several ranks on one machine, each rank takes
+ * device rank mod count), one stream and one cuBLAS handle per backend. cuBLAS runs in its
+ * default FP32 math (no TF32: results stay within float rounding of the CPU backend) and with
+ * atomics disallowed, so its sums are deterministic. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_impl.h"
+
+/* In the declaration order of dt_backend_ops (C++20 designated initializers keep it). */
+static const dt_backend_ops cuda_ops = {
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .upload = cu_upload,
+    .download = cu_download,
+    .fill = cu_fill,
+    .copy = cu_copy,
+    .scale = cu_scale,
+    .axpy = cu_axpy,
+    .axpby = cu_axpby,
+    .dot = cu_dot,
+    .nrm2 = cu_nrm2,
+    .div = cu_div,
+    .mix = cu_mix,
+    .sqdist = cu_sqdist,
+    .sqdist_mean = cu_sqdist_mean,
+    .mean_of_sum = cu_mean_of_sum,
+    .sgd_step = cu_sgd_step,
+    .adam_step = cu_adam_step,
+    .rmsprop_step = cu_rmsprop_step,
+    .adadelta_step = cu_adadelta_step,
+    .nadam_step = cu_nadam_step,
+    .conv2d_forward = cu_conv2d_forward,
+    .conv2d_backward = cu_conv2d_backward,
+    .linear_forward = cu_linear_forward,
+    .linear_backward = cu_linear_backward,
+    .maxpool_forward = cu_maxpool_forward,
+    .maxpool_backward = cu_maxpool_backward,
+    .relu_forward = cu_relu_forward,
+    .relu_backward = cu_relu_backward,
+    .dropout_forward = cu_dropout_forward,
+    .dropout_backward = cu_dropout_backward,
+    .log_softmax_nll = cu_log_softmax_nll,
+    .plan_create = cu_plan_create,
+    .plan_free = cu_plan_free,
+    .model_gradients = cu_model_gradients,
+    .model_evaluate = cu_model_evaluate,
+};
+
+/* The rank's device: local rank (OpenMPI's, where set) mod the number of devices. */
+static int pick_device(int count) {
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const int rank = lr != NULL ? atoi(lr) : 0;
+  return count > 0 ? (rank >= 0 ? rank : 0) % count : 0;
+}
+
+static int cuda_usable(char *why, size_t size) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    snprintf(why, size, "CUDA: %s", cudaGetErrorString(err));
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (count == 0) {
+    snprintf(why, size, "no GPU found");
+    return 0;
+  }
+  return 1;
+}
+
+static void cuda_destroy(dt_backend *be) {
+  if (be == NULL) return;
+  cuda_ctx *c = ctx_of(be);
+  if (c != NULL) {
+    if (c->stream != NULL) (void)cudaStreamSynchronize(c->stream);
+    if (c->red != NULL) (void)cudaFree(c->red);
+    if (c->red_host != NULL) (void)cudaFreeHost(c->red_host);
+    if (c->blas != NULL) (void)cublasDestroy(c->blas);
+    if (c->stream != NULL) (void)cudaStreamDestroy(c->stream);
+    dt_free(c);
+  }
+  dt_free(be);
+}
+
+static dt_status setup(dt_backend *be, cuda_ctx *c) {
+  int count = 0;
+  CU_CALL(cudaGetDeviceCount(&count));
+  c->device = pick_device(count);
+  CU_CALL(cudaSetDevice(c->device));
+  CU_CALL(cudaGetDeviceProperties(&c->prop, c->device));
+  CU_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  BLAS_CALL(cublasCreate(&c->blas));
+  BLAS_CALL(cublasSetStream(c->blas, c->stream));
+  BLAS_CALL(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+  BLAS_CALL(cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
+  CU_CALL(cudaMalloc((void **)&c->red, sizeof(double) * (RED_BLOCKS + 1)));
+  CU_CALL(cudaMallocHost((void **)&c->red_host, sizeof(double)));
+  (void)be;
+  return DT_OK;
+}
+
+static dt_status cuda_create(int threads, dt_backend **out) {
+  dt_status st = DT_OK;
+  dt_backend *be = NULL;
+  cuda_ctx *c = NULL;
+  *out = NULL;
+  CU_HOST_NEW(be, "backend");
+  CU_HOST_NEW(c, "CUDA backend");
+  be->ops = &cuda_ops;
+  be->name = "cuda";
+  be->host_memory = 0;
+  be->threads = threads < 1 ? 1 : threads;
+  be->ctx = c;
+  c = NULL;
+  DT_TRY_GOTO(setup(be, ctx_of(be)));
+  *out = be;
+  be = NULL;
+cleanup:
+  dt_free(c);
+  cuda_destroy(be);
+  return st;
+}
+
+/* The GPU's name, for summary.yaml and the run banner. */
+extern "C" const char *dt_cuda_device_name(const dt_backend *be) { return ((const cuda_ctx *)be->ctx)->prop.name; }
+
+extern "C" const dt_backend_def dt_backend_cuda_def = {"cuda", cuda_usable, cuda_create, cuda_destroy};
