@@ -15,8 +15,12 @@ check() { # name exit stdout stderr
   fi
   pass=$((pass+1))
 }
+built_cuda=$("$dtrun" --version | grep -c "backends:.*cuda")
 for f in tests/config/bad/*.yaml; do
   n=${f%.yaml}
+  # backend: cuda is bad input only for a dtrun built without the CUDA backend (a build with it
+  # refuses the run, with exit 2, where no GPU is usable: tests/gpu/run_gpu_e2e.sh's skip)
+  [ "$(basename "$n")" = backend_cuda_unbuilt ] && [ "$built_cuda" != 0 ] && continue
   args=()
   [ -f "$n.args" ] && read -r -a args < "$n.args"
   out=$("$dtrun" check "$f" "${args[@]}" 2>/tmp/dt_bad_err.$$ </dev/null)
