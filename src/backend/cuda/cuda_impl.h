@@ -54,12 +54,22 @@ static inline unsigned cu_blocks(size_t n) {
   } while (0)
 
 /* After a launch: a bad configuration shows here; faults inside the kernel show at the next
- * synchronising call, which reports them through CU_CALL. */
-#define CU_LAUNCHED()                                                                                     \
-  do {                                                                                                    \
-    cudaError_t cu_err_ = cudaGetLastError();                                                             \
-    if (cu_err_ != cudaSuccess)                                                                           \
-      return DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(cu_err_));        \
+ * synchronising call, which reports them through CU_CALL. The function form serves code that
+ * must clean up before it returns. */
+static inline dt_status cu_launch_status(void) {
+  cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? DT_OK : DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(err));
+}
+#define CU_LAUNCHED() DT_TRY(cu_launch_status())
+
+/* Grid-stride loop over [0, n), and a launch of it over n elements on the backend's stream. */
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define KERNEL(kernel, be, n, ...)                                                           \
+  do {                                                                                       \
+    if ((n) > 0) {                                                                           \
+      kernel<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)(n), __VA_ARGS__); \
+      CU_LAUNCHED();                                                                         \
+    }                                                                                        \
   } while (0)
 
 #define BLAS_CALL(expr)                                                                                   \

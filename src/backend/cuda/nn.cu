@@ -29,14 +29,6 @@ extern "C" {
 enum { GROUP_MAX = 64 };
 static const size_t GROUP_BYTES = (size_t)1 << 30;
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-#define KERNEL(kernel, be, n, ...)                                                           \
-  do {                                                                                       \
-    if ((n) > 0) {                                                                           \
-      kernel<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)(n), __VA_ARGS__); \
-      CU_LAUNCHED();                                                                         \
-    }                                                                                        \
-  } while (0)
 
 /* ---- Philox, as src/core/rng.c --------------------------------------------------------------- */
 
@@ -411,13 +403,10 @@ dt_status cu_conv2d_backward(dt_backend *be, const dt_conv_shape *s, int batch, 
   float *part = NULL;
   DT_TRY(cu_alloc(be, sizeof(float) * (size_t)batch * s->f, (void **)&part));
   k_row_sums<<<batch * s->f, CU_THREADS, 0, ctx_of(be)->stream>>>(s->f, ohw, dy, out, part, s->f);
-  cudaError_t launched = cudaGetLastError();
-  dt_status st = DT_OK;
-  if (launched != cudaSuccess) st = DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(launched));
-  else if (batch > 0) {
+  dt_status st = cu_launch_status();
+  if (st == DT_OK && batch > 0) {
     k_col_sums<<<cu_blocks(s->f), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)s->f, s->f, batch, part, 0, db, 0);
-    launched = cudaGetLastError();
-    if (launched != cudaSuccess) st = DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(launched));
+    st = cu_launch_status();
   }
   cu_free(be, part);
   return st;
@@ -470,8 +459,7 @@ dt_status cu_dropout_forward(dt_backend *be, size_t n, float p, const float *x, 
     /* one "sample" of n floats: the word of element i is i */
     k_dropout<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>(n, 1, 1, n, 0, 0, 0, p, dropout_scale(p), dev, NULL, x, y,
                                                                    mask);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) st = DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(err));
+    st = cu_launch_status();
   }
   cu_free(be, dev);
   if (st == DT_OK) dt_rng_skip(rng, n);
@@ -501,8 +489,7 @@ dt_status cu_log_softmax_nll(dt_backend *be, int batch, int classes, const float
     k_softmax_nll<<<cu_blocks(batch), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)batch, classes, batch, logits, 0, y, 0,
                                                                            NULL, sc, dlogits, loss, hit);
     k_node_totals<<<1, 1, 0, ctx_of(be)->stream>>>(1, batch, loss, hit, tot, cor);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) st = DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(err));
+    st = cu_launch_status();
   }
   double t = 0;
   long long c = 0;

@@ -43,13 +43,10 @@ dt_status cu_download(dt_backend *be, void *dst, const void *src, size_t bytes) 
   return DT_OK;
 }
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-#define LAUNCH(kernel, be, n, ...)                                                         \
-  do {                                                                                     \
-    if ((n) == 0) return DT_OK;                                                            \
-    kernel<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>((n), __VA_ARGS__);         \
-    CU_LAUNCHED();                                                                         \
-    return DT_OK;                                                                          \
+#define LAUNCH(kernel, be, n, ...) \
+  do {                             \
+    KERNEL(kernel, be, n, __VA_ARGS__); \
+    return DT_OK;                  \
   } while (0)
 
 __global__ void k_fill(size_t n, float a, float *y) { GRID_STRIDE(i, n) y[i] = a; }
@@ -107,8 +104,7 @@ dt_status cu_mix(dt_backend *be, size_t n, int k, const float *const *x, const f
       a.x[j] = x[j0 + j];
       a.w[j] = w[j0 + j];
     }
-    k_mix<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>(n, a, y);
-    CU_LAUNCHED();
+    KERNEL(k_mix, be, n, a, y);
   }
   return DT_OK;
 }
