@@ -65,12 +65,31 @@ dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
   dt_graph_spec gs;
   DT_TRY(graph_spec_from_config(cfg, &gs));
   dt_status st = dt_graph_build(&gs, out);
+  if (st == DT_OK && cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE) {
+    /* the configured graph is round 0's (checked above); the exchange runs on the union of
+     * every draw: the complete graph */
+    dt_graph_free(*out);
+    *out = NULL;
+    gs.type = DT_GRAPH_COMPLETE;
+    gs.edge_file = NULL;
+    gs.fiedler = 0;
+    st = dt_graph_build(&gs, out);
+  }
   return st == DT_OK ? DT_OK : dt_config_positioned(cfg, st);
+}
+
+dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out) {
+  dt_graph_spec gs;
+  *out = NULL;
+  if (cfg->experiment.graph.schedule == DT_SCHEDULE_STATIC) return DT_OK;
+  DT_TRY(graph_spec_from_config(cfg, &gs));
+  return dt_config_positioned(cfg, dt_schedule_create(g, &gs, cfg->experiment.graph.schedule, cfg->experiment.graph.resample_every, out));
 }
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
+  dt_schedule *sched = NULL;
   dt_model *m = NULL;
   dt_data data;
   dt_split split;
@@ -79,6 +98,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   /* everything `run` would reject before training, with the same messages: the graph, the data
    * files, the split, the model on the data's shape, the output folder */
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
+  DT_TRY_GOTO(dt_schedule_from_config(cfg, g, &sched));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
   dt_model_spec ms;
@@ -99,6 +119,10 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
     fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
             g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
   fprintf(out, ", spectral gap of W %.6g\n", g->spectral_gap);
+  if (sched != NULL)
+    fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
+            dt_schedule_names[cfg->experiment.graph.schedule],
+            cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE ? "; each draw is of the configured type" : "");
   char desc[4096];
   dt_model_describe(m, desc, sizeof desc);
   fprintf(out, "# model: %zu parameters\n", d);
@@ -109,9 +133,15 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
     char batch[32];
     if (pc->full_batch) snprintf(batch, sizeof batch, "full batch");
     else snprintf(batch, sizeof batch, "batch %d", pc->train_batch_size);
-    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round\n#   %s\n", pc->problem_name,
-            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
-            def->plugin.summary);
+    /* on a time-varying graph: the static figure scaled by the share of edges the rounds use */
+    double share = 1, active = 0;
+    if (sched != NULL && def->traffic_per_edge) {
+      DT_TRY_GOTO(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
+      share = g->num_edges > 0 ? active / (2.0 * g->num_edges * pc->outer_iterations) : 1;
+    }
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
+            sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
   }
   /* full-batch gradient steps above 2/L on softmax regression: warn (L is cheap to bound there) */
   double half_lambda = -1;
@@ -132,6 +162,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);
 cleanup:
   dt_model_free(m);
+  dt_schedule_free(sched);
   dt_graph_free(g);
   dt_split_free(&split);
   dt_data_free(&data);

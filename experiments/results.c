@@ -28,14 +28,18 @@ int runner_col_enabled(int c, unsigned metrics) {
 }
 
 dt_status runner_emit_config(const void *cfg, FILE *f) { return dt_config_emit_archive(cfg, &dt_builtin, f); }
-static dt_status emit_graph(const void *g, FILE *f) { return dt_graph_write_yaml(g, f); }
+static dt_status emit_graph(const void *ctx, FILE *f) {
+  const runner *r = ctx;
+  DT_TRY(dt_graph_write_yaml(r->graph, f));
+  return r->schedule != NULL ? dt_schedule_write_yaml(r->schedule, f) : DT_OK;
+}
 
 dt_status runner_write_setup_files(runner *r) {
   if (!r->write) return DT_OK;
   dt_status st = DT_OK;
   strbuf sb = {0};
   DT_TRY(dt_write_emitted(r->outdir, "config.yaml", runner_emit_config, r->cfg));
-  DT_TRY(dt_write_emitted(r->outdir, "graph.yaml", emit_graph, r->graph));
+  DT_TRY(dt_write_emitted(r->outdir, "graph.yaml", emit_graph, r));
   sb_printf(&sb, "node,samples");
   for (int c = 0; c < r->data.train.num_classes; c++) sb_printf(&sb, ",class_%d", c);
   sb_printf(&sb, "\n");

@@ -49,7 +49,7 @@ static dt_status individual_training(runner *r) {
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run.theta));
   DT_TRY_GOTO(dt_task_begin(r->task, sc->train_batch_size, 0, 0.0));
   DT_TRY_GOTO(solo->create(&run, &so, &state));
-  for (long k = 0; k < rounds && !runner_stop_signal(); k++) DT_TRY_GOTO(solo->round(state, &run, (int)k));
+  for (long k = 0; k < rounds && !runner_stop_signal(); k++) DT_TRY_GOTO(dt_run_round(solo, state, &run, (int)k));
   DT_ALLOC_GOTO(vl, r->count, "solo");
   DT_ALLOC_GOTO(acc, r->count, "solo");
   DT_ALLOC_GOTO(rows, 2 * (size_t)r->count, "solo");
@@ -81,7 +81,7 @@ typedef struct round_flags {
 static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, problem_run *pr, int k, round_flags *f) {
   dt_optimizer_run *run = &pr->run;
   const double round_start = dt_time_now(), comm_before = run->t_comm.total;
-  DT_TRY(def->round(state, run, k));
+  DT_TRY(dt_run_round(def, state, run, k));
   const double wall = dt_time_now() - round_start;
   run->t_compute.total += wall - (run->t_comm.total - comm_before);
   if (pr->round_seconds != NULL) pr->round_seconds[k] = wall;
@@ -147,6 +147,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   dt_optimizer_run *run = &pr.run;
   dt_timer_reset(&pr.t_eval);
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
+  run->schedule = r->schedule;
   runner_begin_csv(r, &pr);
   /* the evaluations to keep: up to `start`, and that one only when it was on schedule (an
    * interrupted run evaluated after its checkpoint too, and a run never stopped would not) */
@@ -202,6 +203,7 @@ static void runner_free(runner *r) {
   dt_backend_free(r->host);
   dt_split_free(&r->split);
   dt_data_free(&r->data);
+  dt_schedule_free(r->schedule);
   dt_graph_free(r->graph);
 }
 
@@ -245,6 +247,7 @@ static dt_status runner_setup(runner *r) {
   r->count = dt_placement_count(r->n, r->size, r->rank);
   DT_TRY(choose_backend(r));
   DT_TRY(dt_graph_from_config(cfg, &r->graph));
+  DT_TRY(dt_schedule_from_config(cfg, r->graph, &r->schedule));
   DT_TRY(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)));
   DT_TRY(dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)));
   dt_model_spec ms;

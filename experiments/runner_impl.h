@@ -38,6 +38,7 @@ typedef struct runner {
   const dt_run_options *opt;
   int rank, size, first, count, n;
   dt_graph *graph;
+  dt_schedule *schedule; /* time-varying graph, or NULL */
   dt_data data; /* the train and test samples */
   dt_split split;
   dt_backend *be;

@@ -4,21 +4,23 @@
 
 #include <string.h>
 
-/* Weights and vectors of node i's mix: self at its id place among the neighbours. At most
- * 1 + degree terms. */
+/* Weights and vectors of node i's mix with this round's graph: self at its id place among the
+ * neighbours that sent to i this round. At most 1 + degree terms. */
 static int mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w) {
   const dt_graph *g = run->graph;
+  const dt_round_graph *rg = &run->round;
   const float *self = dt_exchange_send_buffer(run->exchange, i, vec);
   int k = 0, self_done = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int j = g->nbr[e];
     if (!self_done && j > i) {
-      x[k] = self, w[k++] = (float)g->w_self[i];
+      x[k] = self, w[k++] = (float)rg->w_self[i];
       self_done = 1;
     }
-    x[k] = dt_exchange_recv(run->exchange, i, j, vec), w[k++] = (float)g->w_nbr[e];
+    const float *xj = dt_exchange_recv(run->exchange, i, j, vec); /* NULL: j → i idle this round */
+    if (xj != NULL) x[k] = xj, w[k++] = (float)rg->w_nbr[e];
   }
-  if (!self_done) x[k] = self, w[k++] = (float)g->w_self[i];
+  if (!self_done) x[k] = self, w[k++] = (float)rg->w_self[i];
   return k;
 }
 

@@ -59,6 +59,19 @@ typedef struct dt_downpour_opts {
   int max_staleness;    /* a push is applied 0..max_staleness rounds after it is sent */
 } dt_downpour_opts;
 
+typedef struct dt_choco_compression {
+  int op;       /* dt_codec_op */
+  double ratio; /* top_k, random_k: share of coordinates sent */
+  int levels;   /* qsgd: s */
+} dt_choco_compression;
+
+typedef struct dt_choco_opts {
+  double lr, mu;       /* round k's local rate lr / (1 + mu k) */
+  int local_optimizer; /* dt_local_opt_kind */
+  double gamma;        /* consensus step size */
+  dt_choco_compression compression;
+} dt_choco_opts;
+
 typedef struct dt_solo_opts {
   int optimizer;
   double lr, mu;

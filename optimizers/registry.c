@@ -8,6 +8,7 @@
   X(dsgd)                    \
   X(dsgt)                    \
   X(gossip)                  \
+  X(choco)                   \
   X(easgd)                   \
   X(downpour)                \
   X(centralized)             \

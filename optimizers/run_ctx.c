@@ -17,6 +17,7 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   run->comm = comm;
   run->be = dt_task_backend(task);
   run->graph = g;
+  run->round = (dt_round_graph){.mask = NULL, .w_nbr = g->w_nbr, .w_self = g->w_self};
   run->pc = pc;
   run->task = task;
   run->seed = seed;
@@ -38,6 +39,11 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
 cleanup:
   if (st != DT_OK) dt_run_free(run);
   return st;
+}
+
+dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
+  if (run->schedule != NULL) DT_TRY(dt_schedule_round(run->schedule, k, &run->round));
+  return def->round(state, run, k);
 }
 
 void dt_run_free(dt_optimizer_run *run) {
@@ -69,9 +75,14 @@ dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *gra
 }
 
 dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out) {
+  return dt_run_exchange_len(run, nvec, run->dim, out);
+}
+
+dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_exchange **out) {
   if (run->exchange == NULL) {
-    DT_TRY(dt_exchange_create(run->comm, run->be, run->graph, nvec, run->dim, &run->exchange));
+    DT_TRY(dt_exchange_create(run->comm, run->be, run->graph, nvec, len, &run->exchange));
     run->exchange_nvec = nvec;
+    run->exchange_len = len;
   }
   *out = run->exchange;
   return DT_OK;
@@ -83,12 +94,17 @@ dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src) {
 }
 
 dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
+  return dt_run_exchange_go_sized(run, mask, sizeof(float) * run->exchange_len);
+}
+
+dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes) {
   const dt_graph *g = run->graph;
+  if (mask == NULL) mask = run->round.mask;
   dt_timer_start(&run->t_comm);
-  dt_status st = dt_exchange_run(run->exchange, mask);
+  dt_status st = dt_exchange_run_sized(run->exchange, mask, bytes);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
-  const uint64_t per_msg = (uint64_t)run->exchange_nvec * run->dim * sizeof(float);
+  const uint64_t per_msg = (uint64_t)run->exchange_nvec * bytes;
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l;
     for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)

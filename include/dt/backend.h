@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dt/codec.h"
 #include "dt/rng.h"
 #include "dt/status.h"
 
@@ -144,6 +145,12 @@ typedef struct dt_backend_ops {
    * be NULL); when dlogits is not NULL writes scale·(softmax − onehot). */
   dt_status (*log_softmax_nll)(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y,
                                float *dlogits, float scale, double *total, long *correct);
+
+  /* Compressed messages (dt/codec.h): msg (backend memory, c->bytes) ← the message of x; and
+   * y += a·Q(x) from such a message. Random choices come from (seed, DT_RNG_COMPRESS, id). */
+  dt_status (*encode)(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg);
+  dt_status (*decode_axpy)(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
+                           float *y);
 
   /* Node-batched model calls. A plan holds the scratch for up to `nodes` nodes with batches of
    * up to max_batch samples; the CPU backend computes nodes on its threads, a device backend

@@ -84,6 +84,8 @@ typedef struct dt_graph_config {
   double fiedler, fiedler_tolerance; /* random, geometric: target algebraic connectivity (0: off) */
   char edge_file[DT_PATH_MAX];
   int mixing; /* dt_mixing */
+  int schedule;       /* dt_schedule_kind */
+  int resample_every; /* resample: rounds per graph */
 } dt_graph_config;
 
 typedef struct dt_model_config {
@@ -174,6 +176,9 @@ typedef struct dt_plugin {
   /* Cross-key rules and shorthands after parsing (e.g. primal_lr); writes a message to err
    * (naming the keys) and returns false when the combination is invalid. May be NULL. */
   int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
+  /* Optimizers: whether these options run on a time-varying graph (experiment.graph.schedule
+   * other than static); writes why not to err. NULL: the algorithm needs a static graph. */
+  int (*schedule_ok)(const void *opts, char *err, size_t err_size);
 } dt_plugin;
 
 /* Whether s can name a file in a folder: not empty, "." or "..", without '/', '\\' or control

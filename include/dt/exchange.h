@@ -110,6 +110,12 @@ dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask);
 dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask);
 dt_status dt_exchange_wait(dt_exchange *ex);
 
+/* The same, each vector carrying only its first `bytes` bytes (1 <= bytes <= 4·len), which may
+ * change from call to call: a compressed message of this round's size travels as what it is,
+ * and bytes_sent counts exactly those bytes. The rest of a receiving buffer is left as it was. */
+dt_status dt_exchange_run_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
+dt_status dt_exchange_start_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
+
 /* What neighbour `nbr` sent to local node `node` in the last exchange: len floats, valid until
  * the next start/run. NULL when nbr is not a neighbour of node or the edge nbr→node was masked
  * out. */

@@ -15,15 +15,20 @@
 #include "dt/graph.h"
 #include "dt/local_opt.h"
 #include "dt/problem.h"
+#include "dt/schedule.h"
 #include "dt/status.h"
 #include "dt/timer.h"
 
 /* ---- the run context optimizers see ------------------------------------------------------ */
 
+typedef struct dt_optimizer_def dt_optimizer_def;
+
 typedef struct dt_optimizer_run {
   dt_comm *comm;
   dt_backend *be;
-  const dt_graph *graph;
+  const dt_graph *graph;   /* the union of every round's graph: what the exchange is built on */
+  dt_schedule *schedule;   /* time-varying graph (borrowed), or NULL: graph every round */
+  dt_round_graph round;    /* this round's edges and weights (dt_run_round sets it) */
   const dt_problem_config *pc;
   dt_task *task;
   uint64_t seed;
@@ -37,6 +42,7 @@ typedef struct dt_optimizer_run {
   dt_timer t_compute, t_comm;
   dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
   int exchange_nvec;
+  size_t exchange_len;    /* floats per vector (dim, or a compressed message's capacity) */
   int threads;            /* threads computing local nodes in parallel */
   double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
   double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
@@ -52,6 +58,9 @@ typedef struct dt_optimizer_run {
 DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
                                   dt_task *task, uint64_t seed, int first, int count);
 void dt_run_free(dt_optimizer_run *run);
+/* Runs round k of def: sets run->round from the schedule, then def->round. What the runner calls
+ * for every round. Collective. */
+DT_MUST_USE dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k);
 /* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
  * node's training loss is accumulated. */
 DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active);
@@ -67,10 +76,15 @@ DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(vo
 int dt_run_threads(const dt_comm *comm, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
+/* The same with vectors of len floats (a compressed message's capacity in floats). */
+DT_MUST_USE dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_exchange **out);
 /* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */
 DT_MUST_USE dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src);
-/* Runs an exchange and charges its time and bytes. Collective. */
+/* Runs an exchange and charges its time and bytes. mask NULL: this round's edges (every edge of
+ * a static graph). Collective. */
 DT_MUST_USE dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask);
+/* The same, each vector carrying its first `bytes` bytes (dt_exchange_run_sized). */
+DT_MUST_USE dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes);
 /* The mean over ALL nodes of v's rows, summed in node order in double (bit-identical for any
  * rank count), as floats into avg (a backend vector of dim floats) on every rank. Collective. */
 DT_MUST_USE dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg);
@@ -132,7 +146,7 @@ static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 
 
 /* ---- the plug-in ---------------------------------------------------------------------------- */
 
-typedef struct dt_optimizer_def {
+struct dt_optimizer_def {
   /* What the config loader sees: name = alg_name as written in configs, aliases = its other
    * spellings, keys = its optimizer_config keys filling a struct of opts_size (<= DT_OPTS_MAX)
    * bytes, finalize = its cross-key rules. */
@@ -145,11 +159,14 @@ typedef struct dt_optimizer_def {
   /* Bytes all nodes together send in one round on graph g with dim-float parameters (the
    * expectation, for randomized algorithms); for `dtrun check` and the docs. */
   double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
+  /* Whether that figure is a sum over every directed edge of g (DSGD, DSGT): on a time-varying
+   * graph it then scales with the share of edges the rounds use. */
+  int traffic_per_edge;
   /* The largest rate of its plain gradient steps (x ← x − rate·∇f) on the nodes' own
    * objectives, for `dtrun check`'s 2/L warning on convex problems; NULL, or 0 for options that
    * take none (adaptive optimizers, penalised primal steps). */
   double (*gradient_step)(const void *opts);
-} dt_optimizer_def;
+};
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
 extern const dt_optimizer_def *const dt_optimizers[];

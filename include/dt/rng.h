@@ -19,6 +19,8 @@ typedef enum dt_rng_purpose {
   DT_RNG_DROPOUT = 6, /* dropout masks; id = node */
   DT_RNG_DATA = 7,    /* synthetic data; id = sample block */
   DT_RNG_STALENESS = 8, /* Downpour push delays; id = node·2^32 + round */
+  DT_RNG_COMPRESS = 9, /* compression choices (random_k, qsgd); id = node·2^32 + round */
+  DT_RNG_SCHEDULE = 10, /* time-varying graphs; id = round (matching) or epoch (resample) */
   DT_RNG_TEST = 99,   /* tests only */
 } dt_rng_purpose;
 

@@ -7,6 +7,7 @@
 #include "dt/config.h"
 #include "dt/exchange.h"
 #include "dt/graph.h"
+#include "dt/schedule.h"
 #include "dt/status.h"
 #include "dt/sweep.h"
 
@@ -39,6 +40,9 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
 /* Builds the experiment's communication graph (edge files relative to the config file); graph
  * errors name the config file and experiment.graph. Not collective. */
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
+/* The time-varying schedule of experiment.graph.schedule over g (the graph dt_graph_from_config
+ * built), or NULL for static. Not collective. */
+dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out);
 
 /* A config error found after loading (graph, model, split: their messages start with the key,
  * "graph.degree ...", "model layer 2 ...", "experiment.split: ..."), positioned at that key in

@@ -1,5 +1,7 @@
 /* Decentralized SGD (Nedić & Ozdaglar 2009; stochastic form as in Lian et al., NeurIPS 2017),
  * synchronous. Update equations: README.md here. */
+#include <stdio.h>
+
 #include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
@@ -85,6 +87,12 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)dim * sizeof(float);
 }
 
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  if (((const dt_dsgd_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
+  snprintf(err, err_size, "dsgd's update_order: sequential sweeps a static graph; use synchronous");
+  return 0;
+}
+
 static double gradient_step(const void *opts) {
   return ((const dt_dsgd_opts *)opts)->alpha0; /* the largest: round 0's */
 }
@@ -96,10 +104,12 @@ const dt_optimizer_def dt_optimizer_dsgd = {
             .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
             .keys = keys,
             .opts_size = sizeof(dt_dsgd_opts),
+            .schedule_ok = schedule_ok,
         },
     .create = create,
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
     .gradient_step = gradient_step,
 };

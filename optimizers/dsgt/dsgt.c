@@ -1,5 +1,7 @@
 /* Decentralized stochastic gradient tracking (Pu & Nedić, Math. Programming 2021), synchronous;
  * x and y travel in one exchange. Update equations: README.md here. */
+#include <stdio.h>
+
 #include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
@@ -113,6 +115,12 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float); /* x − αy and y */
 }
 
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  if (((const dt_dsgt_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
+  snprintf(err, err_size, "dsgt's update_order: sequential sweeps a static graph; use synchronous");
+  return 0;
+}
+
 static double gradient_step(const void *opts) {
   return ((const dt_dsgt_opts *)opts)->alpha;
 }
@@ -124,10 +132,12 @@ const dt_optimizer_def dt_optimizer_dsgt = {
             .summary = "decentralized stochastic gradient tracking",
             .keys = keys,
             .opts_size = sizeof(dt_dsgt_opts),
+            .schedule_ok = schedule_ok,
         },
     .create = create,
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
     .gradient_step = gradient_step,
 };

@@ -83,7 +83,9 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
 
-  /* Who talks to whom this round: the same draws on every rank. */
+  /* Who talks to whom this round: the same draws on every rank, among the links of this round's
+   * graph (every edge of a static one). */
+  const uint8_t *live = run->round.mask;
   dt_rng r;
   dt_rng_init(&r, run->seed, DT_RNG_GOSSIP, (uint64_t)k);
   memset(s->mask, 0, 2 * (size_t)g->num_edges);
@@ -94,6 +96,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     for (int t = 0; t < g->num_edges; t++) {
       int u = g->edges[2 * s->order[t]], v = g->edges[2 * s->order[t] + 1];
       if (s->partner[u] >= 0 || s->partner[v] >= 0) continue;
+      if (live != NULL && !live[g->nbr_start[u] + dt_graph_nbr_index(g, u, v)] && !live[g->nbr_start[v] + dt_graph_nbr_index(g, v, u)])
+        continue; /* not a link this round */
       s->partner[u] = v;
       s->partner[v] = u;
       set_edge(g, s->mask, u, v);
@@ -101,10 +105,17 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     }
   } else {
     for (int i = 0; i < g->n; i++) {
+      /* i's out-links this round (a static graph: all its neighbours, in the draws of before) */
+      int deg = 0;
+      for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) deg += live == NULL || live[e];
       double u = dt_rng_double(&r);
-      uint32_t pick = dt_rng_below(&r, (uint32_t)(dt_graph_degree(g, i) > 0 ? dt_graph_degree(g, i) : 1));
-      if (u < s->o.p && dt_graph_degree(g, i) > 0) {
-        s->partner[i] = g->nbr[g->nbr_start[i] + (int)pick];
+      uint32_t pick = dt_rng_below(&r, (uint32_t)(deg > 0 ? deg : 1));
+      if (u < s->o.p && deg > 0) {
+        for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
+          if ((live == NULL || live[e]) && pick-- == 0) {
+            s->partner[i] = g->nbr[e];
+            break;
+          }
         set_edge(g, s->mask, i, s->partner[i]);
       }
     }
@@ -154,6 +165,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return senders * (double)dim * sizeof(float);
 }
 
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  (void)opts, (void)err, (void)err_size;
+  return 1; /* pairs and push targets are drawn among the round's links */
+}
+
 static double gradient_step(const void *opts) {
   const dt_gossip_opts *o = opts;
   return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
@@ -166,6 +182,7 @@ const dt_optimizer_def dt_optimizer_gossip = {
             .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
             .keys = keys,
             .opts_size = sizeof(dt_gossip_opts),
+            .schedule_ok = schedule_ok,
         },
     .create = create,
     .round = round_k,

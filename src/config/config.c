@@ -12,6 +12,7 @@
 #include "config_impl.h"
 #include "dt/graph.h"
 #include "dt/local_opt.h"
+#include "dt/schedule.h"
 #include "dt_config.h"
 
 #define INF 1e308
@@ -61,6 +62,11 @@ static const dt_key graph_keys[] = {
      .help = "file: path of an edge list, one 'u v' per line (relative to the config file)"},
     {.name = "mixing", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, mixing), .def = "metropolis", .values = mixing_names,
      .help = "mixing weights: metropolis (1/(1+max(deg_i,deg_j))) or uniform (1/(1+max degree))"},
+    {.name = "schedule", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, schedule), .def = "static", .values = dt_schedule_names,
+     .help = "time-varying graphs: static, one_peer_exponential (type exponential), random_matching (of the graph's edges) or "
+             "resample (a new random/regular/geometric graph every resample_every rounds)"},
+    {.name = "resample_every", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, resample_every), .def = "10", .min = 1, .max = 1e9,
+     .help = "schedule resample: rounds between new graphs"},
     {0},
 };
 
@@ -524,6 +530,31 @@ static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg
   const dt_ynode *graph = dt_ynode_get(exp, "graph");
   if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
     return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
+  if (e->graph.schedule == DT_SCHEDULE_ONE_PEER_EXPONENTIAL && e->graph.type != DT_GRAPH_EXPONENTIAL)
+    return schema_error(ctx, dt_ynode_get(graph, "schedule"), "experiment.graph.schedule",
+                        "one_peer_exponential runs on type exponential (the union of its round graphs), found type %s",
+                        dt_graph_type_name(e->graph.type));
+  if (e->graph.schedule == DT_SCHEDULE_RESAMPLE && e->graph.type != DT_GRAPH_RANDOM && e->graph.type != DT_GRAPH_REGULAR &&
+      e->graph.type != DT_GRAPH_GEOMETRIC)
+    return schema_error(ctx, dt_ynode_get(graph, "schedule"), "experiment.graph.schedule",
+                        "resample draws new graphs of a random type (random, regular or geometric), found type %s",
+                        dt_graph_type_name(e->graph.type));
+  for (int i = 0; i < cfg->num_problems && e->graph.schedule != DT_SCHEDULE_STATIC; i++) {
+    const dt_plugin *def = optimizer_named(ctx->reg, cfg->problems[i].alg_name);
+    char err[512] = "", sub[700], list[256] = "";
+    if (def->schedule_ok != NULL && def->schedule_ok(cfg->problems[i].alg_opts, err, sizeof err)) continue;
+    for (int j = 0; ctx->reg->optimizers[j] != NULL; j++)
+      if (ctx->reg->optimizers[j]->schedule_ok != NULL)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", ctx->reg->optimizers[j]->name);
+    snprintf(sub, sizeof sub, "problem_configs.%s.optimizer_config", cfg->problems[i].key);
+    const dt_ynode *oc = dt_ynode_get(pcs->items[i], "optimizer_config");
+    if (def->schedule_ok != NULL)
+      return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub, "experiment.graph.schedule is %s: %s",
+                          dt_schedule_names[e->graph.schedule], err);
+    return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub,
+                        "%s needs a static graph, and experiment.graph.schedule is %s (time-varying graphs run %s)",
+                        def->name, dt_schedule_names[e->graph.schedule], list);
+  }
   if (e->backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
     return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",
                         "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "

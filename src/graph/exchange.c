@@ -69,19 +69,19 @@ const float *dt_exchange_latest(const dt_exchange *ex, int node, int nbr, int ve
   return ex->recv + (size_t)ex->slot[nbr] * ex->node_stride + (size_t)vec * ex->vec_stride;
 }
 
-/* An indexed type selecting the nvec vectors of each listed node (node i at base_index[i]
- * node strides into the buffer). An empty list gives MPI_DATATYPE_NULL. */
-static dt_status make_type(const dt_exchange *ex, const int *base_index, int nn,
-                           MPI_Datatype *out) {
+/* A type selecting the first `bytes` bytes of the nvec vectors of each listed node (node i at
+ * base_index[i] node strides into the buffer). An empty list gives MPI_DATATYPE_NULL. */
+static dt_status make_type(const dt_exchange *ex, const int *base_index, int nn, size_t bytes, MPI_Datatype *out) {
   dt_status st = DT_OK;
-  int *displs = NULL;
+  MPI_Aint *displs = NULL;
   *out = MPI_DATATYPE_NULL;
   if (nn == 0) return DT_OK;
   DT_ALLOC_GOTO(displs, (size_t)nn * ex->nvec, "datatype displacements");
   for (int i = 0; i < nn; i++)
     for (int v = 0; v < ex->nvec; v++)
-      displs[i * ex->nvec + v] = (int)((size_t)base_index[i] * ex->node_stride + (size_t)v * ex->vec_stride);
-  DT_MPI_GOTO(MPI_Type_create_indexed_block(nn * ex->nvec, ex->len, displs, MPI_FLOAT, out));
+      displs[i * ex->nvec + v] =
+          (MPI_Aint)(sizeof(float) * ((size_t)base_index[i] * ex->node_stride + (size_t)v * ex->vec_stride));
+  DT_MPI_GOTO(MPI_Type_create_hindexed_block(nn * ex->nvec, (int)bytes, displs, MPI_BYTE, out));
   DT_MPI_GOTO(MPI_Type_commit(out));
 cleanup:
   dt_free(displs);
@@ -163,7 +163,7 @@ cleanup:
 
 /* Types for neighbour rank k: nodes from `list` (len nn) that pass `keep`, placed at `base`. */
 static dt_status list_type(dt_exchange *ex, const int *list, int nn, int local_send,
-                           const uint8_t *mask, int peer, MPI_Datatype *out, int *kept) {
+                           const uint8_t *mask, int peer, size_t bytes, MPI_Datatype *out, int *kept) {
   dt_status st = DT_OK;
   int *base = NULL, m = 0;
   DT_ALLOC_GOTO(base, nn + 1, "datatype nodes");
@@ -182,7 +182,7 @@ static dt_status list_type(dt_exchange *ex, const int *list, int nn, int local_s
     if (keep) base[m++] = local_send ? i - ex->first : ex->slot[i];
   }
   *kept = m;
-  DT_TRY_GOTO(make_type(ex, base, m, out));
+  DT_TRY_GOTO(make_type(ex, base, m, bytes, out));
 cleanup:
   dt_free(base);
   return st;
@@ -232,9 +232,9 @@ dt_status dt_exchange_create(dt_comm *comm, dt_backend *be, const dt_graph *g, i
   for (int k = 0; k < K; k++) {
     int kept;
     DT_TRY_GOTO(list_type(ex, ex->send_nodes + ex->send_start[k], ex->send_start[k + 1] - ex->send_start[k],
-                          1, NULL, ex->ranks[k], &ex->full_send[k], &kept));
+                          1, NULL, ex->ranks[k], sizeof(float) * len, &ex->full_send[k], &kept));
     DT_TRY_GOTO(list_type(ex, ex->recv_nodes + ex->recv_start[k], ex->recv_start[k + 1] - ex->recv_start[k],
-                          0, NULL, ex->ranks[k], &ex->full_recv[k], &kept));
+                          0, NULL, ex->ranks[k], sizeof(float) * len, &ex->full_recv[k], &kept));
   }
   if (comm->size > 1)
     DT_MPI_GOTO(MPI_Dist_graph_create_adjacent(comm->comm, K, ex->ranks, MPI_UNWEIGHTED, K,
@@ -250,8 +250,9 @@ cleanup:
 static void free_call_types(dt_exchange *ex) {
   for (int k = 0; k < ex->nranks; k++) {
     if (ex->call_owned[k]) {
-      if (ex->call_send[k] != MPI_DATATYPE_NULL) MPI_Type_free(&ex->call_send[k]);
-      if (ex->call_recv[k] != MPI_DATATYPE_NULL) MPI_Type_free(&ex->call_recv[k]);
+      /* an empty selection stands in as MPI_FLOAT (count 0): predefined, not ours to free */
+      if (ex->call_send[k] != MPI_DATATYPE_NULL && ex->call_send[k] != MPI_FLOAT) MPI_Type_free(&ex->call_send[k]);
+      if (ex->call_recv[k] != MPI_DATATYPE_NULL && ex->call_recv[k] != MPI_FLOAT) MPI_Type_free(&ex->call_recv[k]);
       ex->call_owned[k] = 0;
     }
   }
@@ -291,27 +292,35 @@ void dt_exchange_free(dt_exchange *ex) {
 }
 
 dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask) {
+  return dt_exchange_start_sized(ex, edge_mask, sizeof(float) * (size_t)ex->len);
+}
+
+dt_status dt_exchange_start_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes) {
   dt_status st = DT_OK;
   const dt_graph *g = ex->g;
   DT_ASSERT(!ex->in_flight);
+  DT_ASSERT(bytes >= 1 && bytes <= sizeof(float) * (size_t)ex->len);
+  const int full = bytes == sizeof(float) * (size_t)ex->len;
   ex->t_start = dt_time_now();
   if (edge_mask != NULL) memcpy(ex->mask, edge_mask, 2 * (size_t)g->num_edges);
   else memset(ex->mask, 1, 2 * (size_t)g->num_edges);
 
-  /* Logical traffic: every active out-edge of every local node carries nvec vectors. */
-  uint64_t per_msg = (uint64_t)ex->nvec * (uint64_t)ex->len * sizeof(float);
+  /* Logical traffic: every active out-edge of every local node carries nvec payloads. */
+  const uint64_t per_msg = (uint64_t)ex->nvec * bytes;
   for (int i = ex->first; i < ex->first + ex->count; i++)
     for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) ex->stats.bytes_sent += ex->mask[e] ? per_msg : 0;
 
   for (int k = 0; k < ex->nranks; k++) {
     int ns = ex->send_start[k + 1] - ex->send_start[k], nr = ex->recv_start[k + 1] - ex->recv_start[k];
-    if (edge_mask == NULL) {
+    if (edge_mask == NULL && full) {
       ex->call_send[k] = ex->full_send[k];
       ex->call_recv[k] = ex->full_recv[k];
     } else {
-      DT_TRY_GOTO(list_type(ex, ex->send_nodes + ex->send_start[k], ns, 1, ex->mask, ex->ranks[k], &ex->call_send[k], &ns));
-      DT_TRY_GOTO(list_type(ex, ex->recv_nodes + ex->recv_start[k], nr, 0, ex->mask, ex->ranks[k], &ex->call_recv[k], &nr));
       ex->call_owned[k] = 1;
+      DT_TRY_GOTO(list_type(ex, ex->send_nodes + ex->send_start[k], ns, 1, edge_mask ? ex->mask : NULL, ex->ranks[k],
+                            bytes, &ex->call_send[k], &ns));
+      DT_TRY_GOTO(list_type(ex, ex->recv_nodes + ex->recv_start[k], nr, 0, edge_mask ? ex->mask : NULL, ex->ranks[k],
+                            bytes, &ex->call_recv[k], &nr));
     }
     /* An empty selection still needs a valid type argument: send zero MPI_FLOATs. */
     ex->counts_s[k] = ns > 0;
@@ -347,7 +356,11 @@ cleanup:
 }
 
 dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask) {
-  DT_TRY(dt_exchange_start(ex, edge_mask));
+  return dt_exchange_run_sized(ex, edge_mask, sizeof(float) * (size_t)ex->len);
+}
+
+dt_status dt_exchange_run_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes) {
+  DT_TRY(dt_exchange_start_sized(ex, edge_mask, bytes));
   DT_TRY(dt_exchange_wait(ex));
   return DT_OK;
 }

@@ -177,6 +177,32 @@ static dt_status step(dt_backend *be, int opt, int t, size_t n, float *p, const 
   }
 }
 
+/* Compressed messages: the same bytes as the CPU's, and the same decoded sums. */
+static void test_codec(void) {
+  const size_t n = 5003;
+  float *x = calloc(n, sizeof(float)), *y = calloc(n, sizeof(float));
+  unsigned char *msg = calloc(8 * n, 1), *gmsg = calloc(8 * n, 1);
+  fill_random(x, n, 1.0f);
+  fill_random(y, n, 1.0f);
+  float *dx = dev(x, sizeof(float) * n), *dy = dev(y, sizeof(float) * n);
+  void *dm = dev(NULL, 8 * n);
+  for (int op = 0; op < DT_CODEC_COUNT; op++) {
+    dt_codec c;
+    CHECK_OK(dt_codec_init(&c, op, n, 0.02, 16));
+    CHECK_OK(cpu->ops->encode(cpu, &c, x, 5, 77, msg));
+    CHECK_OK(gpu->ops->encode(gpu, &c, dx, 5, 77, dm));
+    CHECK_OK(gpu->ops->download(gpu, gmsg, dm, c.bytes));
+    CHECK(memcmp(msg, gmsg, c.bytes) == 0, "%s: the GPU's message differs from the CPU's", dt_codec_names[op]);
+    CHECK_OK(cpu->ops->decode_axpy(cpu, &c, msg, 5, 77, 0.25f, y));
+    CHECK_OK(gpu->ops->decode_axpy(gpu, &c, dm, 5, 77, 0.25f, dy));
+    check_exact(dt_codec_names[op], y, dy, n);
+  }
+  gpu->ops->free(gpu, dx);
+  gpu->ops->free(gpu, dy);
+  gpu->ops->free(gpu, dm);
+  free(x), free(y), free(msg), free(gmsg);
+}
+
 static void test_steps(void) {
   static const char *const names[OPT_COUNT] = {"sgd", "sgd nesterov", "adam", "adamw", "rmsprop", "adadelta", "nadam"};
   const size_t n = 40007;
@@ -523,6 +549,7 @@ int main(void) {
   if (cpu == NULL || gpu == NULL) return check_report("test_gpu_ops");
   dt_rng_init(&rng, 2026, DT_RNG_TEST, 11);
   test_vectors();
+  test_codec();
   test_steps();
   test_layers();
   dt_model_spec spec;

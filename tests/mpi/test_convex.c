@@ -20,35 +20,48 @@ static const char *const base_yaml =
     "  synthetic: {samples: 1000, features: 10}\n"
     "  data_split_type: random\n"
     "  seed: 3\n"
-    "  graph: {num_nodes: 5, type: wheel}\n"
+    "  graph: %s\n"
     "problem_configs:\n"
     "  p: {full_batch: true, l2: 0.01, optimizer_config: %s}\n";
 
+#define WHEEL "{num_nodes: 5, type: wheel}"
+
 typedef struct algo_case {
   const char *name, *opts;
+  const char *graph; /* experiment.graph, or NULL: the 5-node wheel */
   double gap_bound, cons_bound;
   int must_fail; /* the control: must stay above gap_bound */
 } algo_case;
 
 static const algo_case cases[] = {
-    {"cadmm", "{alg_name: cadmm, outer_iterations: 400, rho_init: 0.5, primal_iterations: 10, primal_optimizer: sgd, primal_lr: 0.1}", 1e-3, 1e-3, 0},
-    {"dsgt", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.5}", 1e-3, 1e-3, 0},
-    {"centralized", "{alg_name: centralized, outer_iterations: 400, mode: gradient, optimizer: sgd, lr: 1.0}", 1e-3, 1e-3, 0},
-    {"centralized_model", "{alg_name: centralized, outer_iterations: 400, mode: model, optimizer: sgd, lr: 1.0}", 1e-2, 1e-3, 0},
-    {"dsgd", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
-    {"dsgd_sequential", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02, update_order: sequential}", 1e-2, 1e-2, 0},
+    {"cadmm", "{alg_name: cadmm, outer_iterations: 400, rho_init: 0.5, primal_iterations: 10, primal_optimizer: sgd, primal_lr: 0.1}", NULL, 1e-3, 1e-3, 0},
+    {"dsgt", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.5}", NULL, 1e-3, 1e-3, 0},
+    {"centralized", "{alg_name: centralized, outer_iterations: 400, mode: gradient, optimizer: sgd, lr: 1.0}", NULL, 1e-3, 1e-3, 0},
+    {"centralized_model", "{alg_name: centralized, outer_iterations: 400, mode: model, optimizer: sgd, lr: 1.0}", NULL, 1e-2, 1e-3, 0},
+    {"dsgd", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
+    {"dsgd_sequential", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02, update_order: sequential}", NULL, 1e-2, 1e-2, 0},
     /* The reference's in-place sweep does not conserve the sum of the trackers (Gauss–Seidel
      * mixing is not column-stochastic), so it reaches consensus at a biased point: only
      * consensus and rank-count independence are asserted. */
-    {"dsgt_sequential", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.3, update_order: sequential}", INFINITY, 1e-3, 0},
-    {"gossip", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
-    {"gossip_push", "{alg_name: gossip, outer_iterations: 1500, mode: push, p: 0.7, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
-    {"easgd", "{alg_name: easgd, outer_iterations: 1500, alpha: 0.1, lr: 0.5, mu: 0.02}", 1e-2, 1e-2, 0},
-    {"easgd_mpi_learn", "{alg_name: easgd, outer_iterations: 1500, elastic_force: 0.1, sync_every: 4, elastic_lr: 0.2, elastic_momentum: 0.5, mu: 0.05}", 1e-2, 1e-2, 0},
-    {"downpour", "{alg_name: downpour, outer_iterations: 400, lr: 0.1}", 1e-3, 1e-3, 0},
-    {"downpour_stale0", "{alg_name: downpour, outer_iterations: 800, lr: 0.05}", 1e-3, 1e-3, 0},
-    {"downpour_stale4", "{alg_name: downpour, outer_iterations: 800, lr: 0.05, max_staleness: 4}", 1e-3, 1e-3, 0},
-    {"solo", "{alg_name: solo, outer_iterations: 600, optimizer: sgd, lr: 0.5}", 1e-2, 0, 1},
+    {"dsgt_sequential", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.3, update_order: sequential}", NULL, INFINITY, 1e-3, 0},
+    {"gossip", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
+    {"gossip_push", "{alg_name: gossip, outer_iterations: 1500, mode: push, p: 0.7, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
+    {"easgd", "{alg_name: easgd, outer_iterations: 1500, alpha: 0.1, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
+    {"easgd_mpi_learn", "{alg_name: easgd, outer_iterations: 1500, elastic_force: 0.1, sync_every: 4, elastic_lr: 0.2, elastic_momentum: 0.5, mu: 0.05}", NULL, 1e-2, 1e-2, 0},
+    {"downpour", "{alg_name: downpour, outer_iterations: 400, lr: 0.1}", NULL, 1e-3, 1e-3, 0},
+    {"downpour_stale0", "{alg_name: downpour, outer_iterations: 800, lr: 0.05}", NULL, 1e-3, 1e-3, 0},
+    {"downpour_stale4", "{alg_name: downpour, outer_iterations: 800, lr: 0.05, max_staleness: 4}", NULL, 1e-3, 1e-3, 0},
+    {"choco_top_k", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: top_k, ratio: 0.2}}", NULL, 1e-2, 1e-2, 0},
+    {"choco_qsgd", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: qsgd, levels: 16}}", NULL, 1e-2, 1e-2, 0},
+    {"choco_random_k", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.2, compression: {operator: random_k, ratio: 0.3}}", NULL, 1e-2, 1e-2, 0},
+    {"choco_sign", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: sign}}", NULL, 1e-2, 1e-2, 0},
+    /* time-varying graphs (experiment.graph.schedule): DSGT reaches the optimum on each */
+    {"dsgt_one_peer", "{alg_name: dsgt, outer_iterations: 800, alpha: 0.3}", "{num_nodes: 5, type: exponential, schedule: one_peer_exponential}", 1e-3, 1e-3, 0},
+    {"dsgt_matching", "{alg_name: dsgt, outer_iterations: 1200, alpha: 0.2}", "{num_nodes: 5, type: wheel, schedule: random_matching}", 1e-3, 1e-3, 0},
+    {"dsgt_resample", "{alg_name: dsgt, outer_iterations: 800, alpha: 0.3}", "{num_nodes: 5, type: random, p: 0.5, schedule: resample, resample_every: 7}", 1e-3, 1e-3, 0},
+    {"dsgd_one_peer", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", "{num_nodes: 5, type: exponential, schedule: one_peer_exponential}", 1e-2, 1e-2, 0},
+    {"gossip_matching", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", "{num_nodes: 5, type: complete, schedule: random_matching}", 1e-2, 1e-2, 0},
+    {"solo", "{alg_name: solo, outer_iterations: 600, optimizer: sgd, lr: 0.5}", NULL, 1e-2, 0, 1},
 };
 
 typedef struct world {
@@ -128,14 +141,21 @@ static double case_gap[64];
 
 static void run_case(world *w, const algo_case *c, double fstar, double *gap_out) {
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, c->opts);
+  snprintf(yaml, sizeof yaml, base_yaml, c->graph != NULL ? c->graph : WHEEL, c->opts);
   dt_config cfg;
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, &dt_builtin, NULL, 0, &cfg));
   const dt_problem_config *pc = &cfg.problems[0];
   const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+  /* the case's graph and schedule (the data and the split do not depend on them) */
+  dt_graph *graph = NULL;
+  dt_schedule *sched = NULL;
+  CHECK_OK(dt_graph_from_config(&cfg, &graph));
+  CHECK_OK(dt_schedule_from_config(&cfg, graph, &sched));
+  if (graph == NULL) return;
   dt_optimizer_run run;
   /* P=1: threads; P=5: one each */
-  CHECK_OK(dt_run_init(&run, w->comm, w->graph, pc, w->task, cfg.experiment.seed, w->first, w->count));
+  CHECK_OK(dt_run_init(&run, w->comm, graph, pc, w->task, cfg.experiment.seed, w->first, w->count));
+  run.schedule = sched;
   float *x0 = calloc(w->d, sizeof(float));
   dt_task_init_params(w->task, cfg.experiment.seed, x0);
   CHECK_OK(dt_slab_broadcast_host(w->be, x0, &run.theta));
@@ -143,15 +163,19 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   CHECK_OK(dt_task_begin(w->task, pc->train_batch_size, pc->full_batch, pc->l2));
   void *state = NULL;
   CHECK_OK(def->create(&run, pc->alg_opts, &state));
-  for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(def->round(state, &run, k));
+  for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(dt_run_round(def, state, &run, k));
   if (state != NULL) def->destroy(state);
   /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
   double bytes = 0;
   for (int l = 0; l < w->count; l++) bytes += (double)run.node_bytes[l];
   CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, &bytes, 1));
+  /* (on a time-varying graph: the static figure times the share of edges the rounds used) */
+  double active = 2.0 * graph->num_edges * pc->outer_iterations;
+  if (sched != NULL) CHECK_OK(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
+  const double declared = def->bytes_per_round(graph, w->d, pc->alg_opts) * pc->outer_iterations * active /
+                          (2.0 * graph->num_edges * pc->outer_iterations);
   if (strcmp(pc->alg_name, "gossip") != 0)
-    CHECK(bytes == pc->outer_iterations * def->bytes_per_round(w->graph, w->d, pc->alg_opts), "%s: sent %.0f bytes, declared %.0f", c->name,
-          bytes, pc->outer_iterations * def->bytes_per_round(w->graph, w->d, pc->alg_opts));
+    CHECK(bytes == declared, "%s: sent %.0f bytes, declared %.0f", c->name, bytes, declared);
 
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
   double *mean = calloc(w->d, sizeof(double));
@@ -182,6 +206,8 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     CHECK(worst_cons < c->cons_bound, "%s: relative consensus error %g, must be < %g", c->name, worst_cons, c->cons_bound);
   }
   dt_run_free(&run);
+  dt_schedule_free(sched);
+  dt_graph_free(graph);
   free(mean), free(xi);
 }
 
@@ -190,7 +216,7 @@ int main(int argc, char **argv) {
   memset(&w, 0, sizeof w);
   if (dt_comm_init(&argc, &argv, &w.comm) != DT_OK) return 1;
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, "{alg_name: solo}");
+  snprintf(yaml, sizeof yaml, base_yaml, WHEEL, "{alg_name: solo}");
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &w.cfg));
   w.n = w.cfg.experiment.graph.num_nodes;
   const int P = dt_comm_size(w.comm), rank = dt_comm_rank(w.comm);

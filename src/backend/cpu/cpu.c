@@ -437,6 +437,18 @@ static dt_status nadam_step(dt_backend *be, size_t n, float *p, const float *g, 
   return DT_OK;
 }
 
+static dt_status encode(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg) {
+  (void)be;
+  return dt_codec_encode(c, x, seed, id, msg);
+}
+
+static dt_status decode_axpy(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
+                             float *y) {
+  (void)be;
+  dt_codec_decode_axpy(c, msg, seed, id, a, y);
+  return DT_OK;
+}
+
 static const dt_backend_ops cpu_ops = {
     .alloc = dt_cpu_alloc,
     .free = dt_cpu_free,
@@ -470,6 +482,8 @@ static const dt_backend_ops cpu_ops = {
     .dropout_forward = dropout_forward,
     .dropout_backward = dropout_backward,
     .log_softmax_nll = log_softmax_nll,
+    .encode = encode,
+    .decode_axpy = decode_axpy,
     .plan_create = dt_cpu_plan_create,
     .plan_free = dt_cpu_plan_free,
     .model_gradients = dt_cpu_model_gradients,

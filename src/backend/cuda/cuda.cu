@@ -9,6 +9,38 @@
 
 #include "cuda_impl.h"
 
+/* The codec stages through the host: it is sequential bit packing and selection, run once per
+ * node and round on a vector the size of the model, next to which the copies are small. */
+dt_status cu_encode(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg) {
+  dt_status st = DT_OK;
+  float *hx = (float *)dt_calloc_(c->n, sizeof(float));
+  unsigned char *hm = (unsigned char *)dt_calloc_(c->bytes, 1);
+  DT_CHECK_GOTO(hx != NULL && hm != NULL, DT_ERR_MEMORY, "out of memory staging a compressed message");
+  DT_TRY_GOTO(cu_download(be, hx, x, sizeof(float) * c->n));
+  DT_TRY_GOTO(dt_codec_encode(c, hx, seed, id, hm));
+  DT_TRY_GOTO(cu_upload(be, msg, hm, c->bytes));
+cleanup:
+  dt_free(hx);
+  dt_free(hm);
+  return st;
+}
+
+dt_status cu_decode_axpy(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
+                         float *y) {
+  dt_status st = DT_OK;
+  float *hy = (float *)dt_calloc_(c->n, sizeof(float));
+  unsigned char *hm = (unsigned char *)dt_calloc_(c->bytes, 1);
+  DT_CHECK_GOTO(hy != NULL && hm != NULL, DT_ERR_MEMORY, "out of memory staging a compressed message");
+  DT_TRY_GOTO(cu_download(be, hm, msg, c->bytes));
+  DT_TRY_GOTO(cu_download(be, hy, y, sizeof(float) * c->n));
+  dt_codec_decode_axpy(c, hm, seed, id, a, hy);
+  DT_TRY_GOTO(cu_upload(be, y, hy, sizeof(float) * c->n));
+cleanup:
+  dt_free(hy);
+  dt_free(hm);
+  return st;
+}
+
 /* In the declaration order of dt_backend_ops (C++20 designated initializers keep it). */
 static const dt_backend_ops cuda_ops = {
     .alloc = cu_alloc,
@@ -43,6 +75,8 @@ static const dt_backend_ops cuda_ops = {
     .dropout_forward = cu_dropout_forward,
     .dropout_backward = cu_dropout_backward,
     .log_softmax_nll = cu_log_softmax_nll,
+    .encode = cu_encode,
+    .decode_axpy = cu_decode_axpy,
     .plan_create = cu_plan_create,
     .plan_free = cu_plan_free,
     .model_gradients = cu_model_gradients,

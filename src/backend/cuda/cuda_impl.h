@@ -126,6 +126,10 @@ dt_status cu_relu_forward(dt_backend *be, size_t n, const float *x, float *y);
 dt_status cu_relu_backward(dt_backend *be, size_t n, const float *y, const float *dy, float *dx);
 dt_status cu_dropout_forward(dt_backend *be, size_t n, float p, const float *x, float *y, uint8_t *mask, dt_rng *rng);
 dt_status cu_dropout_backward(dt_backend *be, size_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+/* Compressed messages: the host codec (src/backend/codec.c) on host copies. */
+dt_status cu_encode(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg);
+dt_status cu_decode_axpy(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
+                         float *y);
 dt_status cu_log_softmax_nll(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y,
                              float *dlogits, float scale, double *total, long *correct);
 dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);

@@ -1,0 +1,157 @@
+/* Choco-SGD (Koloskova, Stich & Jaggi, ICML 2019, Algorithm 2 in its memory-efficient form):
+ * decentralized SGD whose nodes send only a compressed difference between their model and a
+ * public estimate of it that every neighbour tracks. Messages travel at their real size (indices
+ * and values, or packed bits and a scale). Update equations: README.md here. */
+#include "../options_impl.h"
+#include "../opts.h"
+#include "dt/codec.h"
+#include "dt/optimizer.h"
+
+static const dt_key compression_keys[] = {
+    {.name = "operator", .type = DT_KEY_ENUM, .offset = offsetof(dt_choco_compression, op), .def = "top_k",
+     .values = dt_codec_names, .help = "top_k, random_k (seeded), sign (scaled by the mean |x|) or qsgd (levels)"},
+    {.name = "ratio", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_compression, ratio), .def = "0.01", .min = 0, .max = 1,
+     .flags = DT_KEY_MIN_OPEN, .help = "top_k, random_k: share of the coordinates sent (k = ceil(ratio d))"},
+    {.name = "levels", .type = DT_KEY_INT, .offset = offsetof(dt_choco_compression, levels), .def = "16", .min = 1, .max = 1 << 20,
+     .help = "qsgd: quantization levels s"},
+    {0},
+};
+
+static const dt_key keys[] = {
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
+     .help = "initial learning rate of the local step"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: round k uses lr_k = lr / (1 + mu k)"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_choco_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .help = "the local step: sgd, adam, adamw, rmsprop, adadelta or nadam"},
+    {.name = "gamma", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_opts, gamma), .def = "0.05", .min = 0, .max = 1,
+     .flags = DT_KEY_MIN_OPEN, .help = "consensus step size: x_i <- x_i + gamma (s_i - xhat_i)"},
+    {.name = "compression", .type = DT_KEY_SECTION, .offset = offsetof(dt_choco_opts, compression), .sub = compression_keys,
+     .help = "the compression operator Q of the messages"},
+    {0},
+};
+
+typedef struct choco_state {
+  dt_choco_opts o;
+  dt_optimizer_run *run;
+  dt_learners learners;
+  dt_codec codec;
+  dt_slab xhat; /* x̂_i: the public estimate of x_i, which i and its neighbours track alike */
+  dt_slab s;    /* s_i = Σ_j W_ij x̂_j over {i} ∪ N(i) */
+  dt_slab diff; /* scratch: x_i − x̂_i, then s_i − x̂_i */
+  int k;        /* the round being run (for the codec's streams) */
+} choco_state;
+
+static void destroy(void *p) {
+  choco_state *s = p;
+  if (s == NULL) return;
+  dt_learners_free(s->run, &s->learners);
+  dt_slab_free(s->run->be, &s->xhat);
+  dt_slab_free(s->run->be, &s->s);
+  dt_slab_free(s->run->be, &s->diff);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  choco_state *s = NULL;
+  dt_exchange *ex;
+  DT_ALLOC_GOTO(s, 1, "choco");
+  s->run = run;
+  s->o = *(const dt_choco_opts *)opts;
+  DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
+  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.local_optimizer, s->o.lr, &s->learners));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->xhat)); /* x̂ = 0, s = 0 (the paper's start) */
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->s));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->diff));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "xhat", &s->xhat));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "s", &s->s));
+  /* one message per node: capacity in floats, of which each exchange sends codec.bytes */
+  DT_TRY_GOTO(dt_run_exchange_len(run, 1, (s->codec.bytes + sizeof(float) - 1) / sizeof(float), &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+/* The codec's stream of node i's message in round k. */
+static uint64_t msg_id(int i, int k) { return (uint64_t)(uint32_t)i << 32 | (uint32_t)k; }
+
+static dt_status node_encode(void *p, int l) {
+  choco_state *s = p;
+  dt_optimizer_run *run = s->run;
+  const int i = run->first + l;
+  return run->be->ops->encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k),
+                              dt_exchange_send_buffer(run->exchange, i, 0));
+}
+
+static dt_status node_update(void *p, int l) {
+  choco_state *s = p;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const dt_graph *g = run->graph;
+  const size_t d = run->dim;
+  const int i = run->first + l;
+  float *xhat = dt_slab_node(&s->xhat, l), *si = dt_slab_node(&s->s, l), *tmp = dt_slab_node(&s->diff, l);
+  const void *own = dt_exchange_send_buffer(run->exchange, i, 0);
+  /* x̂_i += q_i */
+  DT_TRY(be->ops->decode_axpy(be, &s->codec, own, run->seed, msg_id(i, s->k), 1.0f, xhat));
+  /* s_i += Σ_j W_ij q_j over {i} ∪ N(i), in increasing id with i at its place */
+  int self_done = 0;
+  for (int e = g->nbr_start[i]; e <= g->nbr_start[i + 1]; e++) {
+    const int j = e < g->nbr_start[i + 1] ? g->nbr[e] : g->n;
+    if (!self_done && j > i) {
+      DT_TRY(be->ops->decode_axpy(be, &s->codec, own, run->seed, msg_id(i, s->k), (float)g->w_self[i], si));
+      self_done = 1;
+    }
+    if (j == g->n) break;
+    const float *q = dt_exchange_recv(run->exchange, i, j, 0);
+    DT_ASSERT(q != NULL);
+    DT_TRY(be->ops->decode_axpy(be, &s->codec, q, run->seed, msg_id(j, s->k), (float)g->w_nbr[e], si));
+  }
+  /* x_i ← x_i^{+½} + γ (s_i − x̂_i) */
+  DT_TRY(be->ops->axpby(be, d, 1.0f, si, -1.0f, xhat, tmp));
+  return be->ops->axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  choco_state *s = p;
+  s->k = k;
+  /* x_i^{+½}: one local step on a new minibatch */
+  DT_TRY(dt_learners_step(run, &s->learners, (float)dt_rate_at(s->o.lr, s->o.mu, k), NULL));
+  /* q_i = Q(x_i^{+½} − x̂_i), written straight into the send buffer */
+  DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -1.0f, &s->xhat, &s->diff));
+  DT_TRY(dt_run_for_nodes(run, node_encode, s));
+  DT_TRY(dt_run_exchange_go_sized(run, NULL, s->codec.bytes));
+  return dt_run_for_nodes(run, node_update, s);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  const dt_choco_opts *o = opts;
+  dt_codec c;
+  if (dt_codec_init(&c, o->compression.op, dim, o->compression.ratio, o->compression.levels) != DT_OK) return 0;
+  return 2.0 * g->num_edges * (double)c.bytes; /* every node sends q_i to every neighbour */
+}
+
+static double gradient_step(const void *opts) {
+  const dt_choco_opts *o = opts;
+  return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
+}
+
+const dt_optimizer_def dt_optimizer_choco = {
+    .plugin =
+        {
+            .name = "choco",
+            .aliases = (const char *const[]){"choco_sgd", NULL},
+            .summary = "Choco-SGD: local steps, then compressed exchanges of model differences (top_k, random_k, sign, qsgd)",
+            .keys = keys,
+            .opts_size = sizeof(dt_choco_opts),
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
+    .gradient_step = gradient_step,
+};
