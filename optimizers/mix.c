@@ -4,9 +4,7 @@
 
 #include <string.h>
 
-/* Weights and vectors of node i's mix with this round's graph: self at its id place among the
- * neighbours that sent to i this round. At most 1 + degree terms. */
-static int mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w) {
+int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who) {
   const dt_graph *g = run->graph;
   const dt_round_graph *rg = &run->round;
   const float *self = dt_exchange_send_buffer(run->exchange, i, vec);
@@ -14,13 +12,19 @@ static int mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, flo
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int j = g->nbr[e];
     if (!self_done && j > i) {
+      if (who != NULL) who[k] = i;
       x[k] = self, w[k++] = (float)rg->w_self[i];
       self_done = 1;
     }
     const float *xj = dt_exchange_recv(run->exchange, i, j, vec); /* NULL: j → i idle this round */
-    if (xj != NULL) x[k] = xj, w[k++] = (float)rg->w_nbr[e];
+    if (xj == NULL) continue;
+    if (who != NULL) who[k] = j;
+    x[k] = xj, w[k++] = (float)rg->w_nbr[e];
   }
-  if (!self_done) x[k] = self, w[k++] = (float)rg->w_self[i];
+  if (!self_done) {
+    if (who != NULL) who[k] = i;
+    x[k] = self, w[k++] = (float)rg->w_self[i];
+  }
   return k;
 }
 
@@ -28,7 +32,7 @@ dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out) {
   const int deg = dt_graph_degree(run->graph, i);
   const float *x[deg + 1];
   float w[deg + 1];
-  const int k = mix_terms(run, i, vec, x, w);
+  const int k = dt_mix_terms(run, i, vec, x, w, NULL);
   return run->be->ops->mix(run->be, run->dim, k, x, w, out);
 }
 

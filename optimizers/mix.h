@@ -4,6 +4,12 @@
 
 #include "dt/optimizer.h"
 
+/* The terms of node i's mix with this round's graph, in increasing id with i at its place:
+ * x[t] (vector `vec` as sent in the last exchange; i's own send buffer for i), its weight w[t]
+ * and, when who is not NULL, its node who[t]. Neighbours that did not send to i this round are
+ * left out. Returns the count, at most 1 + degree. */
+int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who);
+
 /* out = Σ_j W_ij x_j over j ∈ {i} ∪ N(i), in increasing id (self at its place), where x_j is
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */
 DT_MUST_USE dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out);

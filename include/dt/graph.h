@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dt/rng.h"
 #include "dt/status.h"
 
 typedef enum dt_graph_type {
@@ -84,6 +85,12 @@ static inline int dt_graph_degree(const dt_graph *g, int i) {
 
 /* Index of j in i's neighbour list, or -1 when j is not a neighbour. */
 int dt_graph_nbr_index(const dt_graph *g, int i, int j);
+
+/* A random maximal matching of g's edges: the edges in the order of one shuffle drawn from r,
+ * each taken when neither end is matched yet and, when live is not NULL, the edge is live in
+ * at least one direction (live indexed like the exchange's mask: g->nbr_start[u] + position of
+ * v). partner[i] = i's match or -1; order is scratch of num_edges entries. */
+void dt_graph_random_matching(const dt_graph *g, dt_rng *r, const uint8_t *live, uint32_t *order, int *partner);
 
 /* 64-bit fingerprint of nodes, edges and the exact bits of every weight: equal fingerprints
  * mean identical graphs (used to prove rank-count independence). */

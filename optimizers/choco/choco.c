@@ -2,6 +2,7 @@
  * decentralized SGD whose nodes send only a compressed difference between their model and a
  * public estimate of it that every neighbour tracks. Messages travel at their real size (indices
  * and values, or packed bits and a scale). Update equations: README.md here. */
+#include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
 #include "dt/codec.h"
@@ -90,26 +91,20 @@ static dt_status node_update(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
   dt_backend *be = run->be;
-  const dt_graph *g = run->graph;
   const size_t d = run->dim;
   const int i = run->first + l;
   float *xhat = dt_slab_node(&s->xhat, l), *si = dt_slab_node(&s->s, l), *tmp = dt_slab_node(&s->diff, l);
-  const void *own = dt_exchange_send_buffer(run->exchange, i, 0);
+  const int deg = dt_graph_degree(run->graph, i);
+  const float *q[deg + 1];
+  float w[deg + 1];
+  int who[deg + 1];
+  const int terms = dt_mix_terms(run, i, 0, q, w, who);
   /* x̂_i += q_i */
-  DT_TRY(be->ops->decode_axpy(be, &s->codec, own, run->seed, msg_id(i, s->k), 1.0f, xhat));
-  /* s_i += Σ_j W_ij q_j over {i} ∪ N(i), in increasing id with i at its place */
-  int self_done = 0;
-  for (int e = g->nbr_start[i]; e <= g->nbr_start[i + 1]; e++) {
-    const int j = e < g->nbr_start[i + 1] ? g->nbr[e] : g->n;
-    if (!self_done && j > i) {
-      DT_TRY(be->ops->decode_axpy(be, &s->codec, own, run->seed, msg_id(i, s->k), (float)g->w_self[i], si));
-      self_done = 1;
-    }
-    if (j == g->n) break;
-    const float *q = dt_exchange_recv(run->exchange, i, j, 0);
-    DT_ASSERT(q != NULL);
-    DT_TRY(be->ops->decode_axpy(be, &s->codec, q, run->seed, msg_id(j, s->k), (float)g->w_nbr[e], si));
-  }
+  DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_send_buffer(run->exchange, i, 0), run->seed, msg_id(i, s->k), 1.0f,
+                              xhat));
+  /* s_i += Σ_j W_ij q_j over {i} ∪ N(i), in increasing id with i at its place (the order of mixing) */
+  for (int t = 0; t < terms; t++)
+    DT_TRY(be->ops->decode_axpy(be, &s->codec, q[t], run->seed, msg_id(who[t], s->k), w[t], si));
   /* x_i ← x_i^{+½} + γ (s_i − x̂_i) */
   DT_TRY(be->ops->axpby(be, d, 1.0f, si, -1.0f, xhat, tmp));
   return be->ops->axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));

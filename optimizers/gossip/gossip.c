@@ -89,21 +89,12 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dt_rng r;
   dt_rng_init(&r, run->seed, DT_RNG_GOSSIP, (uint64_t)k);
   memset(s->mask, 0, 2 * (size_t)g->num_edges);
-  for (int i = 0; i < g->n; i++) s->partner[i] = -1;
   if (s->o.mode == DT_GOSSIP_PAIRWISE) {
-    for (int e = 0; e < g->num_edges; e++) s->order[e] = (uint32_t)e;
-    dt_rng_shuffle_u32(&r, s->order, (size_t)g->num_edges);
-    for (int t = 0; t < g->num_edges; t++) {
-      int u = g->edges[2 * s->order[t]], v = g->edges[2 * s->order[t] + 1];
-      if (s->partner[u] >= 0 || s->partner[v] >= 0) continue;
-      if (live != NULL && !live[g->nbr_start[u] + dt_graph_nbr_index(g, u, v)] && !live[g->nbr_start[v] + dt_graph_nbr_index(g, v, u)])
-        continue; /* not a link this round */
-      s->partner[u] = v;
-      s->partner[v] = u;
-      set_edge(g, s->mask, u, v);
-      set_edge(g, s->mask, v, u);
-    }
+    dt_graph_random_matching(g, &r, live, s->order, s->partner);
+    for (int u = 0; u < g->n; u++)
+      if (s->partner[u] >= 0) set_edge(g, s->mask, u, s->partner[u]);
   } else {
+    for (int i = 0; i < g->n; i++) s->partner[i] = -1;
     for (int i = 0; i < g->n; i++) {
       /* i's out-links this round (a static graph: all its neighbours, in the draws of before) */
       int deg = 0;

@@ -90,21 +90,29 @@ static dt_status one_peer(dt_schedule *s, int k) {
   return DT_OK;
 }
 
+void dt_graph_random_matching(const dt_graph *g, dt_rng *r, const uint8_t *live, uint32_t *order, int *partner) {
+  for (int e = 0; e < g->num_edges; e++) order[e] = (uint32_t)e;
+  dt_rng_shuffle_u32(r, order, (size_t)g->num_edges);
+  for (int i = 0; i < g->n; i++) partner[i] = -1;
+  for (int t = 0; t < g->num_edges; t++) {
+    const int u = g->edges[2 * order[t]], v = g->edges[2 * order[t] + 1];
+    if (partner[u] >= 0 || partner[v] >= 0) continue;
+    if (live != NULL && !live[g->nbr_start[u] + dt_graph_nbr_index(g, u, v)] && !live[g->nbr_start[v] + dt_graph_nbr_index(g, v, u)])
+      continue;
+    partner[u] = v, partner[v] = u;
+  }
+}
+
 static dt_status matching(dt_schedule *s, int k) {
   const dt_graph *g = s->g;
   clear(s, 1.0);
   dt_rng r;
   dt_rng_init(&r, s->spec.seed, DT_RNG_SCHEDULE, (uint64_t)k);
-  for (int e = 0; e < g->num_edges; e++) s->order[e] = (uint32_t)e;
-  dt_rng_shuffle_u32(&r, s->order, (size_t)g->num_edges);
-  for (int i = 0; i < g->n; i++) s->partner[i] = -1;
-  for (int t = 0; t < g->num_edges; t++) {
-    const int u = g->edges[2 * s->order[t]], v = g->edges[2 * s->order[t] + 1];
-    if (s->partner[u] >= 0 || s->partner[v] >= 0) continue;
-    s->partner[u] = v, s->partner[v] = u;
-    s->w_self[u] = s->w_self[v] = 0.5;
-    DT_TRY(link(s, u, v, 0.5));
-    DT_TRY(link(s, v, u, 0.5));
+  dt_graph_random_matching(g, &r, NULL, s->order, s->partner);
+  for (int u = 0; u < g->n; u++) {
+    if (s->partner[u] < 0) continue;
+    s->w_self[u] = 0.5;
+    DT_TRY(link(s, s->partner[u], u, 0.5));
   }
   return DT_OK;
 }
