@@ -88,6 +88,16 @@ dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_ex
   return DT_OK;
 }
 
+dt_status dt_run_exchange_edges(dt_optimizer_run *run, size_t len, dt_exchange **out) {
+  if (run->exchange == NULL) {
+    DT_TRY(dt_exchange_create_edges(run->comm, run->be, run->graph, len, &run->exchange));
+    run->exchange_nvec = 1;
+    run->exchange_len = len;
+  }
+  *out = run->exchange;
+  return DT_OK;
+}
+
 dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src) {
   dt_slab dst = dt_exchange_send_slab(run->exchange, vec);
   return dt_slab_copy(run->be, src, &dst);
@@ -227,7 +237,7 @@ dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(void *ctx, int
 
 /* ---- the state a checkpoint keeps ------------------------------------------------------------ */
 
-enum { ITEM_SLAB, ITEM_NODES, ITEM_SHARED, ITEM_SHARED_VEC, ITEM_NAME_MAX = 32 };
+enum { ITEM_SLAB, ITEM_EDGE_SLAB, ITEM_NODES, ITEM_SHARED, ITEM_SHARED_VEC, ITEM_NAME_MAX = 32 };
 
 struct dt_run_item {
   char name[ITEM_NAME_MAX];
@@ -259,6 +269,9 @@ static dt_status keep(dt_optimizer_run *run, const char *name, int kind, dt_slab
 }
 
 dt_status dt_run_keep_slab(dt_optimizer_run *run, const char *name, dt_slab *s) { return keep(run, name, ITEM_SLAB, s, NULL, 0); }
+dt_status dt_run_keep_edge_slab(dt_optimizer_run *run, const char *name, dt_slab *s) {
+  return keep(run, name, ITEM_EDGE_SLAB, s, NULL, 0);
+}
 dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name, void *base, size_t elem) {
   return keep(run, name, ITEM_NODES, NULL, base, elem);
 }
@@ -270,6 +283,24 @@ dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *name, float 
 }
 
 static int is_shared(const struct dt_run_item *it) { return it->kind == ITEM_SHARED || it->kind == ITEM_SHARED_VEC; }
+
+/* The rows of local node l in a kept slab: its own row, or (edge slab) one per neighbour. */
+static void item_rows(const dt_optimizer_run *run, const struct dt_run_item *it, int l, int *row, int *rows) {
+  const dt_graph *g = run->graph;
+  *row = l;
+  *rows = 1;
+  if (it->kind != ITEM_EDGE_SLAB) return;
+  *row = g->nbr_start[run->first + l] - g->nbr_start[run->first];
+  *rows = dt_graph_degree(g, run->first + l);
+}
+
+/* Bytes of node l's record of a per-node item. */
+static size_t item_bytes(const dt_optimizer_run *run, const struct dt_run_item *it, int l) {
+  int row, rows;
+  if (it->kind == ITEM_NODES) return it->elem;
+  item_rows(run, it, l, &row, &rows);
+  return sizeof(float) * run->dim * (size_t)rows;
+}
 
 /* The blob buffer with room for n more bytes at *used. */
 static dt_status blob_room(dt_optimizer_run *run, size_t used, size_t n) {
@@ -324,10 +355,16 @@ dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
     if (is_shared(it)) continue;
-    const size_t n = it->kind == ITEM_SLAB ? sizeof(float) * run->dim : it->elem;
+    const size_t n = item_bytes(run, it, l);
     DT_TRY(put_record(run, &used, it->name, n, &at));
-    if (it->kind == ITEM_SLAB) DT_TRY(dt_slab_download_node(run->be, it->slab, l, (float *)(void *)(run->blob + at)));
-    else memcpy(run->blob + at, (const unsigned char *)it->base + (size_t)l * it->elem, n);
+    if (it->kind == ITEM_NODES) {
+      memcpy(run->blob + at, (const unsigned char *)it->base + (size_t)l * it->elem, n);
+      continue;
+    }
+    int row, rows;
+    item_rows(run, it, l, &row, &rows);
+    for (int t = 0; t < rows; t++)
+      DT_TRY(dt_slab_download_node(run->be, it->slab, row + t, (float *)(void *)(run->blob + at) + (size_t)t * run->dim));
   }
   DT_TRY(put_record(run, &used, "task", dt_task_node_state_size(run->task, l), &at));
   dt_task_node_state_save(run->task, l, run->blob + at);
@@ -408,16 +445,19 @@ dt_status dt_run_load_node(dt_optimizer_run *run, int l, const void *data, size_
   for (int i = 0; i < run->num_items; i++) {
     const struct dt_run_item *it = &run->items[i];
     if (is_shared(it)) continue;
-    const size_t n = it->kind == ITEM_SLAB ? sizeof(float) * run->dim : it->elem;
+    const size_t n = item_bytes(run, it, l);
     DT_TRY(get_record(&r, it->name, n, &bytes));
-    if (it->kind == ITEM_SLAB) {
-      /* the record may sit unaligned in the file buffer: stage it */
-      DT_TRY(blob_room(run, 0, n));
-      memcpy(run->blob, bytes, n);
-      DT_TRY(dt_slab_upload_node(run->be, it->slab, l, (const float *)(void *)run->blob));
-    } else {
+    if (it->kind == ITEM_NODES) {
       memcpy((unsigned char *)it->base + (size_t)l * it->elem, bytes, n);
+      continue;
     }
+    /* the record may sit unaligned in the file buffer: stage it */
+    DT_TRY(blob_room(run, 0, n));
+    memcpy(run->blob, bytes, n);
+    int row, rows;
+    item_rows(run, it, l, &row, &rows);
+    for (int t = 0; t < rows; t++)
+      DT_TRY(dt_slab_upload_node(run->be, it->slab, row + t, (const float *)(void *)run->blob + (size_t)t * run->dim));
   }
   DT_TRY(get_record(&r, "task", dt_task_node_state_size(run->task, l), &bytes));
   DT_TRY(dt_task_node_state_load(run->task, l, bytes, dt_task_node_state_size(run->task, l)));

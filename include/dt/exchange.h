@@ -82,11 +82,19 @@ typedef struct dt_exchange_stats {
 } dt_exchange_stats;
 
 /* Creates the exchange for graph g placed on comm's ranks (contiguous blocks): each local node
- * owns `nvec` vectors of `len` floats, in be's memory (be is borrowed). Builds the distributed-graph communicator
- * (MPI_Dist_graph_create_adjacent, reorder = 0) between ranks that host neighbouring nodes.
+ * owns `nvec` vectors of `len` floats, in be's memory (be is borrowed), that it sends to all its
+ * neighbours. Builds the distributed-graph communicator (MPI_Dist_graph_create_adjacent,
+ * reorder = 0) between ranks that host neighbouring nodes.
  * Collective. Errors: DT_ERR_USAGE when the rank count does not fit the graph. */
 DT_MUST_USE dt_status dt_exchange_create(dt_comm *comm, dt_backend *be, const dt_graph *g, int nvec, size_t len,
                                          dt_exchange **out);
+/* The per-edge form: each local node owns one vector of `len` floats per neighbour, and the
+ * directed edge i→j carries i's vector for j (dt_exchange_edge_buffer), so a node can send every
+ * neighbour something different in one exchange (per-edge state, such as Choco-SGD's estimates
+ * on a time-varying graph). Memory: one vector per directed edge on each side. Masks, sizes,
+ * dt_exchange_recv and dt_exchange_latest (vec 0) work as for the per-node form. Collective. */
+DT_MUST_USE dt_status dt_exchange_create_edges(dt_comm *comm, dt_backend *be, const dt_graph *g, size_t len,
+                                               dt_exchange **out);
 /* Collective (frees a communicator). NULL is a no-op. */
 void dt_exchange_free(dt_exchange *ex);
 
@@ -95,9 +103,13 @@ int dt_exchange_num_local(const dt_exchange *ex);  /* local node count */
 
 /* Where local node `node` writes vector `vec` before an exchange; len floats of backend memory,
  * 64-byte aligned. The exchange owns it. Neighbours on the same rank read this memory directly, so it must not
- * change between an exchange and the last read of its results. */
+ * change between an exchange and the last read of its results. NULL on a per-edge exchange. */
 float *dt_exchange_send_buffer(dt_exchange *ex, int node, int vec);
-/* Vector `vec` of every local node as a slab view (node stride nvec·16-rounded len). */
+/* Per edge: where local node `node` writes what it sends its k-th neighbour (g->nbr[g->nbr_start[node] + k]);
+ * the same rules. NULL on a per-node exchange. */
+float *dt_exchange_edge_buffer(dt_exchange *ex, int node, int k);
+/* Vector `vec` of every local node as a slab view (node stride nvec·16-rounded len); per edge,
+ * every local out-edge's vector, in (node, neighbour) order. */
 dt_slab dt_exchange_send_slab(dt_exchange *ex, int vec);
 
 /* Sends every local node's vectors along its out-edges. edge_mask, when not NULL, selects the

@@ -78,6 +78,9 @@ int dt_run_threads(const dt_comm *comm, int count);
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
 /* The same with vectors of len floats (a compressed message's capacity in floats). */
 DT_MUST_USE dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_exchange **out);
+/* The run's per-edge exchange (dt_exchange_create_edges): one message of len floats per directed
+ * edge of the union graph (created on first use). Collective. */
+DT_MUST_USE dt_status dt_run_exchange_edges(dt_optimizer_run *run, size_t len, dt_exchange **out);
 /* Copies src (a slab of the local nodes) into vector vec of every node's send buffer. */
 DT_MUST_USE dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src);
 /* Runs an exchange and charges its time and bytes. mask NULL: this round's edges (every edge of
@@ -112,6 +115,9 @@ DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, 
  * always kept. Scratch that every round rewrites
  * before reading needs no registration. Names are unique within a run (at most 31 bytes). */
 DT_MUST_USE dt_status dt_run_keep_slab(dt_optimizer_run *run, const char *name, dt_slab *s);
+/* A slab of per-edge state: one row of dim floats per local out-edge of the union graph, in
+ * (node, neighbour) order; node l's record holds its degree's rows. */
+DT_MUST_USE dt_status dt_run_keep_edge_slab(dt_optimizer_run *run, const char *name, dt_slab *s);
 DT_MUST_USE dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name, void *base, size_t elem);
 DT_MUST_USE dt_status dt_run_keep_shared(dt_optimizer_run *run, const char *name, void *data, size_t bytes);
 /* A replicated vector of dim floats in backend memory (a centre variable, a server's model). */

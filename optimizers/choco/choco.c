@@ -1,7 +1,9 @@
 /* Choco-SGD (Koloskova, Stich & Jaggi, ICML 2019, Algorithm 2 in its memory-efficient form):
  * decentralized SGD whose nodes send only a compressed difference between their model and a
  * public estimate of it that every neighbour tracks. Messages travel at their real size (indices
- * and values, or packed bits and a scale). Update equations: README.md here. */
+ * and values, or packed bits and a scale). On a time-varying graph every directed edge keeps its
+ * own estimate, updated only when the edge is active, so that both ends always agree. Update
+ * equations: README.md here. */
 #include "../mix.h"
 #include "../options_impl.h"
 #include "../opts.h"
@@ -41,6 +43,12 @@ typedef struct choco_state {
   dt_slab s;    /* s_i = Σ_j W_ij x̂_j over {i} ∪ N(i) */
   dt_slab diff; /* scratch: x_i − x̂_i, then s_i − x̂_i */
   int k;        /* the round being run (for the codec's streams) */
+  /* time-varying graphs: per-edge estimates, one row per local out-edge e = (i, t-th neighbour j) */
+  int per_edge;
+  dt_slab xout; /* x̂_{i→j}: i's estimate as j knows it */
+  dt_slab xin;  /* x̂_{j→i}: j's estimate as i knows it */
+  int *rev;     /* [local out-edges]: the index of the reverse edge j→i */
+  int e0;       /* the first local out-edge, g->nbr_start[first] */
 } choco_state;
 
 static void destroy(void *p) {
@@ -50,6 +58,9 @@ static void destroy(void *p) {
   dt_slab_free(s->run->be, &s->xhat);
   dt_slab_free(s->run->be, &s->s);
   dt_slab_free(s->run->be, &s->diff);
+  dt_slab_free(s->run->be, &s->xout);
+  dt_slab_free(s->run->be, &s->xin);
+  dt_free(s->rev);
   dt_free(s);
 }
 
@@ -62,13 +73,31 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->o = *(const dt_choco_opts *)opts;
   DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
   DT_TRY_GOTO(dt_learners_create(run, "local", s->o.local_optimizer, s->o.lr, &s->learners));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->xhat)); /* x̂ = 0, s = 0 (the paper's start) */
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->s));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->diff));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "xhat", &s->xhat));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "s", &s->s));
-  /* one message per node: capacity in floats, of which each exchange sends codec.bytes */
-  DT_TRY_GOTO(dt_run_exchange_len(run, 1, (s->codec.bytes + sizeof(float) - 1) / sizeof(float), &ex));
+  const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float); /* capacity in floats */
+  s->per_edge = run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC;
+  if (s->per_edge) {
+    const dt_graph *g = run->graph;
+    s->e0 = g->nbr_start[run->first];
+    const int edges = g->nbr_start[run->first + run->count] - s->e0;
+    DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xout)); /* every estimate starts at 0 */
+    DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xin));
+    DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_out", &s->xout));
+    DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_in", &s->xin));
+    DT_ALLOC_GOTO(s->rev, (size_t)edges + 1, "choco edges");
+    for (int i = run->first; i < run->first + run->count; i++)
+      for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
+        s->rev[e - s->e0] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], i);
+    /* one message per directed edge */
+    DT_TRY_GOTO(dt_run_exchange_edges(run, msg_len, &ex));
+  } else {
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->xhat)); /* x̂ = 0, s = 0 (the paper's start) */
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->s));
+    DT_TRY_GOTO(dt_run_keep_slab(run, "xhat", &s->xhat));
+    DT_TRY_GOTO(dt_run_keep_slab(run, "s", &s->s));
+    /* one message per node, of which each exchange sends codec.bytes */
+    DT_TRY_GOTO(dt_run_exchange_len(run, 1, msg_len, &ex));
+  }
   *out = s;
   s = NULL;
 cleanup:
@@ -110,9 +139,66 @@ static dt_status node_update(void *p, int l) {
   return be->ops->axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));
 }
 
+/* ---- time-varying graphs: an estimate per directed edge ---------------------------------- */
+
+/* The codec's stream of the message over directed edge e in round k. */
+static uint64_t edge_msg_id(int e, int k) { return (uint64_t)(uint32_t)e << 32 | (uint32_t)k; }
+
+static int active(const dt_optimizer_run *run, int e) { return run->round.mask == NULL || run->round.mask[e]; }
+
+/* q_{i→j} = Q(x_i^{+½} − x̂_{i→j}) for every active out-edge, into that edge's send buffer. */
+static dt_status edge_encode(void *p, int l) {
+  choco_state *s = p;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const dt_graph *g = run->graph;
+  const int i = run->first + l;
+  float *tmp = dt_slab_node(&s->diff, l);
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+    if (!active(run, e)) continue;
+    DT_TRY(be->ops->axpby(be, run->dim, 1.0f, dt_slab_node(&run->theta, l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
+    DT_TRY(be->ops->encode(be, &s->codec, tmp, run->seed, edge_msg_id(e, s->k),
+                           dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i])));
+  }
+  return DT_OK;
+}
+
+/* In neighbour order: x̂_{j→i} += q_{j→i} and x_i += γ W_ij x̂_{j→i} for an active j→i;
+ * x̂_{i→j} += q_{i→j} and x_i −= γ W_ji x̂_{i→j} for an active i→j. */
+static dt_status edge_update(void *p, int l) {
+  choco_state *s = p;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const dt_graph *g = run->graph;
+  const int i = run->first + l;
+  const float gamma = (float)s->o.gamma;
+  float *x = dt_slab_node(&run->theta, l);
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+    const int r = s->rev[e - s->e0], j = g->nbr[e];
+    float *in = dt_slab_node(&s->xin, e - s->e0), *out = dt_slab_node(&s->xout, e - s->e0);
+    if (active(run, r)) {
+      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, edge_msg_id(r, s->k), 1.0f,
+                                  in));
+      DT_TRY(be->ops->axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
+    }
+    if (active(run, e)) {
+      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
+                                  edge_msg_id(e, s->k), 1.0f, out));
+      DT_TRY(be->ops->axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
+    }
+  }
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   choco_state *s = p;
   s->k = k;
+  if (s->per_edge) {
+    DT_TRY(dt_learners_step(run, &s->learners, (float)dt_rate_at(s->o.lr, s->o.mu, k), NULL));
+    DT_TRY(dt_run_for_nodes(run, edge_encode, s));
+    DT_TRY(dt_run_exchange_go_sized(run, NULL, s->codec.bytes));
+    return dt_run_for_nodes(run, edge_update, s);
+  }
   /* x_i^{+½}: one local step on a new minibatch */
   DT_TRY(dt_learners_step(run, &s->learners, (float)dt_rate_at(s->o.lr, s->o.mu, k), NULL));
   /* q_i = Q(x_i^{+½} − x̂_i), written straight into the send buffer */
@@ -129,6 +215,11 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)c.bytes; /* every node sends q_i to every neighbour */
 }
 
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  (void)opts, (void)err, (void)err_size;
+  return 1; /* per-edge estimates follow any round graph */
+}
+
 static double gradient_step(const void *opts) {
   const dt_choco_opts *o = opts;
   return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
@@ -142,6 +233,7 @@ const dt_optimizer_def dt_optimizer_choco = {
             .summary = "Choco-SGD: local steps, then compressed exchanges of model differences (top_k, random_k, sign, qsgd)",
             .keys = keys,
             .opts_size = sizeof(dt_choco_opts),
+            .schedule_ok = schedule_ok,
         },
     .create = create,
     .round = round_k,

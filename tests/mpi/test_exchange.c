@@ -1,6 +1,7 @@
 /* The neighbourhood exchange under mpiexec: every node receives exactly its neighbours' vectors
  * (full, masked and non-blocking exchanges), non-neighbours and masked edges give NULL, bytes
- * add up, and the graph is identical on every rank. Lines starting "result:" must not depend on
+ * add up, and the graph is identical on every rank. The per-edge form: every node receives what
+ * each neighbour wrote for it alone. Lines starting "result:" must not depend on
  * the rank count; tests/mpi/ranks.sh compares them across runs with different P. */
 #include <stdlib.h>
 
@@ -125,6 +126,94 @@ static void run_graph(dt_comm *comm, dt_graph_type type, int n) {
   dt_graph_free(g);
 }
 
+/* Per edge: what `from` writes for `to`. */
+static float edge_value(int from, int to, size_t k, int round) {
+  return (float)(from * 1000000 + to * 100000 + round * 1000 + (int)(k % 997));
+}
+
+static void fill_edges(const dt_graph *g, dt_exchange *ex, int round) {
+  for (int i = dt_exchange_first_node(ex); i < dt_exchange_first_node(ex) + dt_exchange_num_local(ex); i++)
+    for (int k = 0; k < dt_graph_degree(g, i); k++) {
+      float *b = dt_exchange_edge_buffer(ex, i, k);
+      for (size_t t = 0; t < LEN; t++) b[t] = edge_value(i, g->nbr[g->nbr_start[i] + k], t, round);
+    }
+}
+
+/* Every active edge j→i delivered the first `bytes` bytes of what j wrote for i in `round`;
+ * masked edges give NULL from dt_exchange_recv, and dt_exchange_latest keeps what the edge
+ * carried last (latest[e]: that round). */
+static void verify_edges(const dt_graph *g, dt_exchange *ex, const uint8_t *mask, int round, size_t bytes, int *latest) {
+  float *want = calloc(LEN, sizeof(float));
+  for (int i = dt_exchange_first_node(ex); i < dt_exchange_first_node(ex) + dt_exchange_num_local(ex); i++)
+    for (int j = 0; j < g->n; j++) {
+      const int k = dt_graph_nbr_index(g, j, i);
+      if (k < 0) {
+        CHECK(dt_exchange_recv(ex, i, j, 0) == NULL && dt_exchange_latest(ex, i, j, 0) == NULL,
+              "node %d got a view of non-neighbour %d", i, j);
+        continue;
+      }
+      const int e = g->nbr_start[j] + k;
+      const float *r = dt_exchange_recv(ex, i, j, 0);
+      if (mask != NULL && !mask[e]) {
+        CHECK(r == NULL, "node %d got a view of %d over a masked edge (round %d)", i, j, round);
+      } else {
+        for (size_t t = 0; t < LEN; t++) want[t] = edge_value(j, i, t, round);
+        CHECK(r != NULL && memcmp(r, want, bytes) == 0, "edge %d->%d: the %zu-byte message of round %d differs", j, i, bytes,
+              round);
+        latest[e] = round;
+      }
+      /* same-rank senders are read in place, so only remote edges keep a masked round's old data */
+      const int local = j >= dt_exchange_first_node(ex) && j < dt_exchange_first_node(ex) + dt_exchange_num_local(ex);
+      const float *l = dt_exchange_latest(ex, i, j, 0);
+      const int from = local ? round : latest[e];
+      CHECK(l != NULL && l[0] == edge_value(j, i, 0, from), "edge %d->%d: latest is not round %d's", j, i, from);
+    }
+  free(want);
+}
+
+static void run_edges(dt_comm *comm, dt_graph_type type, int n) {
+  dt_graph_spec s = {.type = type, .num_nodes = n, .p = 0.5, .gen_attempts = 50, .seed = 3, .degree = 2};
+  dt_graph *g = NULL;
+  dt_exchange *ex = NULL;
+  CHECK_OK(dt_graph_build(&s, &g));
+  if (g == NULL) return;
+  CHECK_OK(dt_exchange_create_edges(comm, be, g, LEN, &ex));
+  if (ex == NULL) {
+    dt_graph_free(g);
+    return;
+  }
+  const int first = dt_exchange_first_node(ex), last = first + dt_exchange_num_local(ex);
+  CHECK(dt_exchange_send_buffer(ex, first, 0) == NULL, "a per-edge exchange has no per-node buffer");
+  CHECK(dt_exchange_send_slab(ex, 0).count == g->nbr_start[last] - g->nbr_start[first], "the send slab is not the local out-edges");
+  uint8_t *mask = calloc(2 * (size_t)g->num_edges + 1, 1);
+  int *latest = calloc(2 * (size_t)g->num_edges + 1, sizeof(int));
+  double expect_bytes = 0;
+  for (int round = 0; round <= 6; round++) {
+    dt_rng r;
+    dt_rng_init(&r, 13, DT_RNG_TEST, (uint64_t)round);
+    for (int e = 0; e < 2 * g->num_edges; e++) mask[e] = round == 5 ? 0 : dt_rng_u32(&r) % 2;
+    const uint8_t *m = round == 0 ? NULL : mask;
+    const size_t bytes = round % 3 == 2 ? 1 + 53 * (size_t)round : 4 * LEN;
+    for (int e = 0; e < 2 * g->num_edges; e++) expect_bytes += (m == NULL || m[e]) * (double)bytes;
+    fill_edges(g, ex, round);
+    if (round % 2) {
+      CHECK_OK(dt_exchange_run_sized(ex, m, bytes));
+    } else {
+      CHECK_OK(dt_exchange_start_sized(ex, m, bytes));
+      CHECK_OK(dt_exchange_wait(ex));
+    }
+    verify_edges(g, ex, m, round, bytes, latest);
+  }
+  double bytes = (double)dt_exchange_stats_get(ex).bytes_sent;
+  CHECK_OK(dt_comm_allreduce_sum_f64(comm, &bytes, 1));
+  CHECK(bytes == expect_bytes, "per edge: bytes_sent %.0f, expected %.0f", bytes, expect_bytes);
+  if (dt_comm_rank(comm) == 0) printf("result: %s n=%d per-edge bytes_sent=%.0f\n", dt_graph_type_name(type), n, bytes);
+  free(mask);
+  free(latest);
+  dt_exchange_free(ex);
+  dt_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   dt_comm *comm = NULL;
   if (dt_comm_init(&argc, &argv, &comm) != DT_OK) {
@@ -145,6 +234,7 @@ int main(int argc, char **argv) {
     const dt_graph_type types[] = {DT_GRAPH_WHEEL, DT_GRAPH_CYCLE, DT_GRAPH_COMPLETE, DT_GRAPH_STAR,
                                    DT_GRAPH_PATH, DT_GRAPH_RANDOM, DT_GRAPH_EXPONENTIAL, DT_GRAPH_REGULAR};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) run_graph(comm, types[t], n);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) run_edges(comm, types[t], n);
   }
   double fails = check_failures;
   dt_comm_allreduce_sum_f64(comm, &fails, 1);
