@@ -68,6 +68,17 @@ cleanup:
   return st;
 }
 
+/* The stop signal as every rank agrees on it (the highest signal number any rank got; 0: none).
+ * mpirun forwards a signal to the ranks one by one, so between problems one rank may have it
+ * and another not yet: deciding on the local flag there would send one rank into the next
+ * problem's collectives alone, and hang the job. Collective. */
+static dt_status stop_agreed(runner *r, int *sig) {
+  double f = runner_stop_signal();
+  if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, &f, 1));
+  *sig = (int)f;
+  return DT_OK;
+}
+
 /* ---- one problem ------------------------------------------------------------------------- */
 
 /* What every rank agrees on after a round. */
@@ -305,7 +316,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.lock_fd = -1;
   resume_point rp;
   memset(&rp, 0, sizeof rp);
-  int done = 0;
+  int done = 0, sig = 0;
   DT_TRY_GOTO(runner_setup(&r));
   banner(&r);
   if (opt->resume) DT_TRY_GOTO(runner_checkpoint_load_run(&r, &rp));
@@ -314,20 +325,23 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
     DT_TRY_GOTO(runner_write_setup_files(&r));
     DT_TRY_GOTO(runner_write_summary(&r, 0, "running"));
     if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
-    if (!runner_stop_signal()) DT_TRY_GOTO(runner_checkpoint(&r, 0, 0, NULL));
+    DT_TRY_GOTO(stop_agreed(&r, &sig));
+    if (!sig) DT_TRY_GOTO(runner_checkpoint(&r, 0, 0, NULL));
   } else {
     done = rp.problem;
     runner_say(&r, "resuming %s: %d of %d problems done%s\n", r.outdir, rp.problem, cfg->num_problems,
                rp.round > 0 ? ", the next from its checkpoint" : "");
   }
-  for (int p = done; p < cfg->num_problems && !runner_stop_signal(); p++) {
+  for (int p = done; p < cfg->num_problems; p++) {
+    DT_TRY_GOTO(stop_agreed(&r, &sig));
+    if (sig) break;
     DT_TRY_GOTO(run_problem(&r, p, &rp));
     done = p + 1;
     DT_TRY_GOTO(runner_write_summary(&r, done, "running"));
     if (strcmp(r.res[p].status, "interrupted") == 0) break;
     if (done < cfg->num_problems) DT_TRY_GOTO(runner_checkpoint(&r, done, 0, NULL));
   }
-  const int sig = runner_stop_signal();
+  DT_TRY_GOTO(stop_agreed(&r, &sig));
   DT_TRY_GOTO(runner_write_summary(&r, done, sig ? "interrupted" : "completed"));
   if (!sig) DT_TRY_GOTO(runner_checkpoint_remove(&r));
   runner_print_table(&r, done);

@@ -131,6 +131,27 @@ if "$dtrun" check "$tmp/s" | grep -q completed; then echo "note: run (5) complet
 fi
 config=tests/e2e/small.yaml
 
+# (6) SIGUSR2 to ONE rank, at random moments of a run of short problems (most of its time is
+# between problems): every rank stops, the files say interrupted, the job exits 130 and resumes
+# to the same files. (Deciding on each rank's own flag between problems hung such a job.)
+short="--set problem_configs.*.optimizer_config.outer_iterations=2"
+"$dtrun" $config $short --output-dir "$tmp/oref" --quiet > "$tmp/oref.log" 2>&1 || bad "short reference run failed"
+for it in 1 2 3; do
+  dir=$tmp/o$it
+  timeout -s KILL 120 "$mpiexec" --oversubscribe -n 3 "$dtrun" $config $short --output-dir "$dir" --quiet > "$dir.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [ -f "$dir/split.csv" ] && break; sleep 0.02; done
+  sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+  kill -USR2 "$(pgrep -f "^$dtrun $config.*$dir" | sed -n 3p)" 2>/dev/null
+  wait $pid
+  rc=$?
+  if [ $rc = 0 ]; then echo "note: run (6.$it) completed before the signal"; continue; fi
+  [ $rc = 130 ] && grep -q "^status: interrupted" "$dir/summary.yaml" && ok \
+    || { bad "SIGUSR2 to one rank: exit $rc (137: hung), summary $(grep -m1 '^status' "$dir/summary.yaml")"; continue; }
+  "$dtrun" resume "$dir" --quiet > "$dir.r.log" 2>&1 || bad "resume after SIGUSR2 to one rank failed: $(tail -3 "$dir.r.log")"
+  same_files "$tmp/oref" "$dir" "SIGUSR2 to one rank of 3, resumed at P=1"
+done
+
 # (4) SIGUSR1: a checkpoint while the run goes on
 "$dtrun" $config --set problem_configs.dinno.optimizer_config.outer_iterations=100000 --output-dir "$tmp/d" --quiet > "$tmp/d.log" 2>&1 &
 pid=$!
