@@ -2,7 +2,8 @@
  *
  * The exchange moves, in one neighbourhood collective over a distributed-graph communicator,
  * one or more flat float vectors of every local graph node to the graph neighbours that live on
- * other ranks; neighbours on the same rank are read in place. Optimizers talk to each other only
+ * other ranks (or, in its per-edge form, one vector per directed edge, a different message to
+ * each neighbour); neighbours on the same rank are read in place. Optimizers talk to each other only
  * through it, so bytes and time are counted here. No MPI type appears in this header. */
 #ifndef DT_EXCHANGE_H
 #define DT_EXCHANGE_H

@@ -1,5 +1,6 @@
 /* Benchmark: dt_exchange_run against a raw MPI_Neighbor_allgather of the same bytes over the
- * same neighbourhoods, in the same run, interleaved batch by batch so drift hits both alike.
+ * same neighbourhoods, and the per-edge exchange (a different message to each neighbour) against
+ * a raw MPI_Neighbor_alltoall, in the same run, interleaved batch by batch so drift hits all alike.
  * usage: mpiexec -n P bench_exchange [N] [floats] [graph] [batches] [reps]
  *   (default 5 nodes, 28440 floats, cycle, 30 batches of 20 exchanges) */
 #include <mpi.h>
@@ -31,8 +32,9 @@ int main(int argc, char **argv) {
   }
   dt_graph_spec spec = {.type = type, .num_nodes = n};
   dt_graph *g = NULL;
-  dt_exchange *ex = NULL;
-  if (dt_graph_build(&spec, &g) != DT_OK || dt_exchange_create(comm, be, g, 1, len, &ex) != DT_OK) {
+  dt_exchange *ex = NULL, *exe = NULL;
+  if (dt_graph_build(&spec, &g) != DT_OK || dt_exchange_create(comm, be, g, 1, len, &ex) != DT_OK ||
+      dt_exchange_create_edges(comm, be, g, len, &exe) != DT_OK) {
     fprintf(stderr, "setup failed: %s\n", dt_error_message());
     return 1;
   }
@@ -45,13 +47,19 @@ int main(int argc, char **argv) {
   float *sendbuf = calloc(len, sizeof(float)), *recvbuf = calloc(len * (size_t)deg, sizeof(float));
   float *mine = dt_exchange_send_buffer(ex, rank, 0);
   for (size_t k = 0; k < len; k++) mine[k] = sendbuf[k] = (float)k;
+  float *sendall = calloc(len * (size_t)deg, sizeof(float)); /* per edge: one message per neighbour */
+  for (int e = 0; e < deg; e++)
+    for (size_t k = 0; k < len; k++) sendall[(size_t)e * len + k] = dt_exchange_edge_buffer(exe, rank, e)[k] = (float)(e + k);
 
   const int batches = argc > 4 && atoi(argv[4]) > 0 ? atoi(argv[4]) : 30;
   const int reps = argc > 5 && atoi(argv[5]) > 0 ? atoi(argv[5]) : 20;
   double *t_raw = calloc((size_t)batches, sizeof(double)), *t_dt = calloc((size_t)batches, sizeof(double));
+  double *t_a2a = calloc((size_t)batches, sizeof(double)), *t_edge = calloc((size_t)batches, sizeof(double));
   for (int w = 0; w < reps; w++) {
     MPI_Neighbor_allgather(sendbuf, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
     dt_exchange_run(ex, NULL);
+    MPI_Neighbor_alltoall(sendall, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
+    dt_exchange_run(exe, NULL);
   }
   for (int b = 0; b < batches; b++) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -63,11 +71,22 @@ int main(int argc, char **argv) {
     for (int r = 0; r < reps; r++) dt_exchange_run(ex, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     double t2 = dt_time_now();
+    for (int r = 0; r < reps; r++)
+      MPI_Neighbor_alltoall(sendall, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t3 = dt_time_now();
+    for (int r = 0; r < reps; r++) dt_exchange_run(exe, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t4 = dt_time_now();
     t_raw[b] = (t1 - t0) / reps;
     t_dt[b] = (t2 - t1) / reps;
+    t_a2a[b] = (t3 - t2) / reps;
+    t_edge[b] = (t4 - t3) / reps;
   }
   qsort(t_raw, batches, sizeof(double), cmp);
   qsort(t_dt, batches, sizeof(double), cmp);
+  qsort(t_a2a, batches, sizeof(double), cmp);
+  qsort(t_edge, batches, sizeof(double), cmp);
   if (rank == 0) {
     double raw_us = 1e6 * t_raw[batches / 2], dt_us = 1e6 * t_dt[batches / 2];
     printf("exchange benchmark: %s graph, %d nodes on %d ranks, %zu floats per node\n",
@@ -75,7 +94,15 @@ int main(int argc, char **argv) {
     printf("  raw MPI_Neighbor_allgather: %8.1f us (median of %d batches of %d)\n", raw_us, batches, reps);
     printf("  dt_exchange_run:            %8.1f us\n", dt_us);
     printf("  overhead: %+.1f%% (ratio %.3f)\n", 100.0 * (dt_us / raw_us - 1.0), dt_us / raw_us);
+    double a2a_us = 1e6 * t_a2a[batches / 2], edge_us = 1e6 * t_edge[batches / 2];
+    printf("  per edge, raw MPI_Neighbor_alltoall: %8.1f us\n", a2a_us);
+    printf("  per edge, dt_exchange_run:           %8.1f us\n", edge_us);
+    printf("  per-edge overhead: %+.1f%% (ratio %.3f)\n", 100.0 * (edge_us / a2a_us - 1.0), edge_us / a2a_us);
   }
+  free(sendall);
+  free(t_a2a);
+  free(t_edge);
+  dt_exchange_free(exe);
   free(sendbuf);
   free(recvbuf);
   free(t_raw);
