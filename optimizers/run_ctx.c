@@ -78,9 +78,11 @@ dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out) {
   return dt_run_exchange_len(run, nvec, run->dim, out);
 }
 
-dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_exchange **out) {
+/* The run's exchange, made on first use: per node (nvec vectors) or per edge (one). */
+static dt_status run_exchange(dt_optimizer_run *run, int per_edge, int nvec, size_t len, dt_exchange **out) {
   if (run->exchange == NULL) {
-    DT_TRY(dt_exchange_create(run->comm, run->be, run->graph, nvec, len, &run->exchange));
+    if (per_edge) DT_TRY(dt_exchange_create_edges(run->comm, run->be, run->graph, len, &run->exchange));
+    else DT_TRY(dt_exchange_create(run->comm, run->be, run->graph, nvec, len, &run->exchange));
     run->exchange_nvec = nvec;
     run->exchange_len = len;
   }
@@ -88,14 +90,12 @@ dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_ex
   return DT_OK;
 }
 
+dt_status dt_run_exchange_len(dt_optimizer_run *run, int nvec, size_t len, dt_exchange **out) {
+  return run_exchange(run, 0, nvec, len, out);
+}
+
 dt_status dt_run_exchange_edges(dt_optimizer_run *run, size_t len, dt_exchange **out) {
-  if (run->exchange == NULL) {
-    DT_TRY(dt_exchange_create_edges(run->comm, run->be, run->graph, len, &run->exchange));
-    run->exchange_nvec = 1;
-    run->exchange_len = len;
-  }
-  *out = run->exchange;
-  return DT_OK;
+  return run_exchange(run, 1, 1, len, out);
 }
 
 dt_status dt_run_send(dt_optimizer_run *run, int vec, const dt_slab *src) {

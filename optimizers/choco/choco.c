@@ -105,8 +105,9 @@ cleanup:
   return st;
 }
 
-/* The codec's stream of node i's message in round k. */
-static uint64_t msg_id(int i, int k) { return (uint64_t)(uint32_t)i << 32 | (uint32_t)k; }
+/* The codec's stream of the message of round k sent by `from`: node i on a static graph, the
+ * directed edge's index in the union graph per edge. */
+static uint64_t msg_id(int from, int k) { return (uint64_t)(uint32_t)from << 32 | (uint32_t)k; }
 
 static dt_status node_encode(void *p, int l) {
   choco_state *s = p;
@@ -141,9 +142,6 @@ static dt_status node_update(void *p, int l) {
 
 /* ---- time-varying graphs: an estimate per directed edge ---------------------------------- */
 
-/* The codec's stream of the message over directed edge e in round k. */
-static uint64_t edge_msg_id(int e, int k) { return (uint64_t)(uint32_t)e << 32 | (uint32_t)k; }
-
 static int active(const dt_optimizer_run *run, int e) { return run->round.mask == NULL || run->round.mask[e]; }
 
 /* q_{i→j} = Q(x_i^{+½} − x̂_{i→j}) for every active out-edge, into that edge's send buffer. */
@@ -157,7 +155,7 @@ static dt_status edge_encode(void *p, int l) {
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!active(run, e)) continue;
     DT_TRY(be->ops->axpby(be, run->dim, 1.0f, dt_slab_node(&run->theta, l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
-    DT_TRY(be->ops->encode(be, &s->codec, tmp, run->seed, edge_msg_id(e, s->k),
+    DT_TRY(be->ops->encode(be, &s->codec, tmp, run->seed, msg_id(e, s->k),
                            dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i])));
   }
   return DT_OK;
@@ -177,13 +175,13 @@ static dt_status edge_update(void *p, int l) {
     const int r = s->rev[e - s->e0], j = g->nbr[e];
     float *in = dt_slab_node(&s->xin, e - s->e0), *out = dt_slab_node(&s->xout, e - s->e0);
     if (active(run, r)) {
-      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, edge_msg_id(r, s->k), 1.0f,
+      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
                                   in));
       DT_TRY(be->ops->axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
     }
     if (active(run, e)) {
       DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
-                                  edge_msg_id(e, s->k), 1.0f, out));
+                                  msg_id(e, s->k), 1.0f, out));
       DT_TRY(be->ops->axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
     }
   }

@@ -6,9 +6,10 @@
  * slot one remote in-edge's. For each neighbour rank an indexed MPI datatype picks exactly the
  * units that rank needs out of the send slab and drops them into their slots on arrival, both
  * sides listing them in (sender, receiver) id order, so one MPI_Neighbor_alltoallw moves
- * everything without packing, and same-rank neighbours are read straight from the send slab. Both slabs are backend memory; on a
- * backend whose memory is not the host's, MPI works on host copies (Debian's OpenMPI is not
- * CUDA-aware) that are downloaded before and uploaded after each exchange. */
+ * everything without packing, and same-rank neighbours are read straight from the send slab.
+ * Both slabs are backend memory; on a backend whose memory is not the host's, MPI works on host
+ * copies (Debian's OpenMPI is not CUDA-aware) that are downloaded before and uploaded after each
+ * exchange. */
 #include <mpi.h>
 #include <string.h>
 
