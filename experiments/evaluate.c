@@ -13,17 +13,17 @@ static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, doub
   for (int l = 0; l < r->count; l++) {
     const float *th = dt_slab_node(&run->theta, l);
     double nrm;
-    DT_TRY(be->ops->nrm2(be, d, th, &nrm));
+    DT_TRY(dt_be_nrm2(be, d, th, &nrm));
     /* a diverged θ (NaN or infinite entries) has no direction: its consensus error is NaN, not 0 */
-    if (!isfinite(nrm)) DT_TRY(be->ops->fill(be, d, NAN, dt_slab_node(&r->normed, l)));
-    else if (nrm > 0) DT_TRY(be->ops->div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
-    else DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
+    if (!isfinite(nrm)) DT_TRY(dt_be_fill(be, d, NAN, dt_slab_node(&r->normed, l)));
+    else if (nrm > 0) DT_TRY(dt_be_div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
+    else DT_TRY(dt_be_fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
   }
   DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
   DT_TRY(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
   for (int l = 0; l < r->count && distances; l++) {
-    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&r->normed, l), r->mean_norm, (double)r->n, &cons[l]));
-    DT_TRY(be->ops->sqdist_mean(be, d, dt_slab_node(&run->theta, l), r->mean_raw, (double)r->n, &cons_raw[l]));
+    DT_TRY(dt_be_sqdist_mean(be, d, dt_slab_node(&r->normed, l), r->mean_norm, (double)r->n, &cons[l]));
+    DT_TRY(dt_be_sqdist_mean(be, d, dt_slab_node(&run->theta, l), r->mean_raw, (double)r->n, &cons_raw[l]));
   }
   return DT_OK;
 }
@@ -40,7 +40,7 @@ static dt_status consensus_matrix(runner *r, problem_run *pr, int round) {
   for (int i = 0; i < r->n && r->rank == 0; i++)
     for (int j = 0; j < r->n; j++) {
       double s;
-      DT_TRY_GOTO(r->host->ops->sqdist(r->host, d, all + (size_t)i * d, all + (size_t)j * d, &s));
+      DT_TRY_GOTO(dt_be_sqdist(r->host, d, all + (size_t)i * d, all + (size_t)j * d, &s));
       sb_printf(&pr->consensus_csv, "%d,%d,%d,%.9g\n", round, i, j, sqrt(s));
     }
 cleanup:

@@ -203,8 +203,8 @@ cleanup:
 static void runner_free(runner *r) {
   if (r->be != NULL) {
     dt_slab_free(r->be, &r->normed);
-    r->be->ops->free(r->be, r->mean_raw);
-    r->be->ops->free(r->be, r->mean_norm);
+    dt_be_free(r->be, r->mean_raw);
+    dt_be_free(r->be, r->mean_norm);
   }
   dt_free(r->theta0);
   dt_free(r->rows);
@@ -271,8 +271,8 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));
   DT_ALLOC(r->rows, (size_t)r->count * NCOL, "metrics");
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");
-  DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
-  DT_TRY(r->be->ops->alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
+  DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
+  DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
   char *text = NULL;
   dt_status st = config_text(cfg, &text, &r->config_hash);
   if (st == DT_OK && cfg->experiment.writeout) st = runner_make_outdir(r);

@@ -33,7 +33,7 @@ dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out) {
   const float *x[deg + 1];
   float w[deg + 1];
   const int k = dt_mix_terms(run, i, vec, x, w, NULL);
-  return run->be->ops->mix(run->be, run->dim, k, x, w, out);
+  return dt_be_mix(run->be, run->dim, k, x, w, out);
 }
 
 dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io) {
@@ -48,7 +48,7 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
   DT_ALLOC_GOTO(mask, 2 * (size_t)g->num_edges + 1, "sweep mask");
   DT_ALLOC_GOTO(x, (size_t)g->n + 2, "sweep");
   DT_ALLOC_GOTO(w, (size_t)g->n + 2, "sweep");
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * d, (void **)&tmp));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * d, (void **)&tmp));
   for (int s = 0; s < P; s++) {
     const int first = dt_placement_first(g->n, P, s), count = dt_placement_count(g->n, P, s);
     if (s == me) {
@@ -62,10 +62,10 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
         if (extra != NULL) x[k] = extra, w[k++] = a;
         for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
           x[k] = dt_exchange_latest(run->exchange, i, g->nbr[e], vec), w[k++] = (float)g->w_nbr[e];
-        DT_TRY_GOTO(be->ops->mix(be, d, k, x, w, tmp));
-        DT_TRY_GOTO(be->ops->copy(be, d, tmp, own));
+        DT_TRY_GOTO(dt_be_mix(be, d, k, x, w, tmp));
+        DT_TRY_GOTO(dt_be_copy(be, d, tmp, own));
         float *out = io->out ? io->out(io->ctx, l) : NULL;
-        if (out != NULL) DT_TRY_GOTO(be->ops->copy(be, d, tmp, out));
+        if (out != NULL) DT_TRY_GOTO(dt_be_copy(be, d, tmp, out));
       }
     }
     /* stage s's nodes send their new vectors upward; every rank knows the mask */
@@ -78,7 +78,7 @@ cleanup:
   dt_free(mask);
   dt_free(x);
   dt_free(w);
-  be->ops->free(be, tmp);
+  dt_be_free(be, tmp);
   return st;
 }
 

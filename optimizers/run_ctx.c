@@ -53,7 +53,7 @@ void dt_run_free(dt_optimizer_run *run) {
   dt_free(run->host_rows);
   if (run->be != NULL) {
     dt_slab_free(run->be, &run->theta);
-    run->be->ops->free(run->be, run->sum);
+    dt_be_free(run->be, run->sum);
   }
   dt_free(run->loss);
   dt_free(run->train_loss_sum);
@@ -147,16 +147,16 @@ dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum)
   sum_h = run->be->host_memory ? sum : NULL;
   if (sum_h == NULL) DT_ALLOC_GOTO(sum_h, run->dim, "node sum");
   DT_TRY_GOTO(dt_comm_node_sum(run->comm, run->graph->n, rows, run->dim, sum_h));
-  DT_TRY_GOTO(run->be->ops->upload(run->be, sum, sum_h, sizeof(double) * run->dim));
+  DT_TRY_GOTO(dt_be_upload(run->be, sum, sum_h, sizeof(double) * run->dim));
 cleanup:
   if (sum_h != sum) dt_free(sum_h);
   return st;
 }
 
 dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg) {
-  if (run->sum == NULL) DT_TRY(run->be->ops->alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
+  if (run->sum == NULL) DT_TRY(dt_be_alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
   DT_TRY(dt_run_sum_nodes(run, v, run->sum));
-  return run->be->ops->mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
+  return dt_be_mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
 }
 
 dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) {
@@ -380,7 +380,7 @@ dt_status dt_run_save_shared(dt_optimizer_run *run, const void **data, size_t *s
     const struct dt_run_item *it = &run->items[i];
     if (!is_shared(it)) continue;
     DT_TRY(put_record(run, &used, it->name, it->elem, &at));
-    if (it->kind == ITEM_SHARED_VEC) DT_TRY(run->be->ops->download(run->be, run->blob + at, it->base, it->elem));
+    if (it->kind == ITEM_SHARED_VEC) DT_TRY(dt_be_download(run->be, run->blob + at, it->base, it->elem));
     else memcpy(run->blob + at, it->base, it->elem);
   }
   *data = run->blob;
@@ -473,7 +473,7 @@ dt_status dt_run_load_shared(dt_optimizer_run *run, const void *data, size_t siz
     const struct dt_run_item *it = &run->items[i];
     if (!is_shared(it)) continue;
     DT_TRY(get_record(&r, it->name, it->elem, &bytes));
-    if (it->kind == ITEM_SHARED_VEC) DT_TRY(run->be->ops->upload(run->be, it->base, bytes, it->elem));
+    if (it->kind == ITEM_SHARED_VEC) DT_TRY(dt_be_upload(run->be, it->base, bytes, it->elem));
     else memcpy(it->base, bytes, it->elem);
   }
   DT_CHECK(r.p == r.end, DT_ERR_DATA, "%s: %zu unexpected bytes at the end", what, (size_t)(r.end - r.p));

@@ -65,10 +65,10 @@ static void free_batches(dt_task *t) {
   dt_backend *be = t->be;
   if (t->xh != t->x) dt_free(t->xh);
   if (t->yh != t->y) dt_free(t->yh);
-  be->ops->free(be, t->x);
-  be->ops->free(be, t->y);
+  dt_be_free(be, t->x);
+  dt_be_free(be, t->y);
   dt_slab_free(be, &t->gtmp);
-  if (t->train_plan != NULL) be->ops->plan_free(be, t->train_plan);
+  if (t->train_plan != NULL) dt_be_plan_free(be, t->train_plan);
   t->x = t->xh = NULL;
   t->y = t->yh = NULL;
   t->train_plan = NULL;
@@ -82,9 +82,9 @@ void dt_task_free(dt_task *t) {
   free_batches(t);
   dt_slab_free(t->be, &t->obj_theta);
   dt_slab_free(t->be, &t->obj_grad);
-  if (t->eval_plan != NULL) t->be->ops->plan_free(t->be, t->eval_plan);
-  t->be->ops->free(t->be, t->test_x);
-  t->be->ops->free(t->be, t->test_y);
+  if (t->eval_plan != NULL) dt_be_plan_free(t->be, t->eval_plan);
+  dt_be_free(t->be, t->test_x);
+  dt_be_free(t->be, t->test_y);
   dt_free(t->nb);
   dt_free(t->nb_loss);
   dt_model_free(t->model);
@@ -99,8 +99,8 @@ static dt_status load_test_set(dt_task *t) {
   float *xh = NULL;
   int32_t *yh = NULL;
   uint32_t *idx = NULL;
-  DT_TRY(be->ops->alloc(be, sizeof(float) * s->count * s->dim, (void **)&t->test_x));
-  DT_TRY(be->ops->alloc(be, sizeof(int32_t) * s->count, (void **)&t->test_y));
+  DT_TRY(dt_be_alloc(be, sizeof(float) * s->count * s->dim, (void **)&t->test_x));
+  DT_TRY(dt_be_alloc(be, sizeof(int32_t) * s->count, (void **)&t->test_y));
   xh = be->host_memory ? t->test_x : NULL;
   yh = be->host_memory ? t->test_y : NULL;
   if (!be->host_memory) {
@@ -110,8 +110,8 @@ static dt_status load_test_set(dt_task *t) {
   DT_ALLOC_GOTO(idx, s->count, "test set");
   for (size_t i = 0; i < s->count; i++) idx[i] = (uint32_t)i;
   dt_samples_rows(s, idx, s->count, xh, yh);
-  DT_TRY_GOTO(be->ops->upload(be, t->test_x, xh, sizeof(float) * s->count * s->dim));
-  DT_TRY_GOTO(be->ops->upload(be, t->test_y, yh, sizeof(int32_t) * s->count));
+  DT_TRY_GOTO(dt_be_upload(be, t->test_x, xh, sizeof(float) * s->count * s->dim));
+  DT_TRY_GOTO(dt_be_upload(be, t->test_y, yh, sizeof(int32_t) * s->count));
 cleanup:
   if (xh != t->test_x) dt_free(xh);
   if (yh != t->test_y) dt_free(yh);
@@ -140,7 +140,7 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
   DT_ALLOC_GOTO(t->nb, count, "task");
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
-  DT_TRY_GOTO(be->ops->plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
+  DT_TRY_GOTO(dt_be_plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
   *out = t;
   t = NULL;
 cleanup:
@@ -153,8 +153,8 @@ static dt_status alloc_batches(dt_task *t, int ws_batch) {
   free_batches(t);
   t->x_stride = dt_slab_stride((size_t)ws_batch * t->train->dim);
   t->y_stride = ((size_t)ws_batch + 15) & ~(size_t)15;
-  DT_TRY(be->ops->alloc(be, sizeof(float) * t->x_stride * (size_t)t->count, (void **)&t->x));
-  DT_TRY(be->ops->alloc(be, sizeof(int32_t) * t->y_stride * (size_t)t->count, (void **)&t->y));
+  DT_TRY(dt_be_alloc(be, sizeof(float) * t->x_stride * (size_t)t->count, (void **)&t->x));
+  DT_TRY(dt_be_alloc(be, sizeof(int32_t) * t->y_stride * (size_t)t->count, (void **)&t->y));
   if (be->host_memory) {
     t->xh = t->x;
     t->yh = t->y;
@@ -164,7 +164,7 @@ static dt_status alloc_batches(dt_task *t, int ws_batch) {
     DT_CHECK(t->xh != NULL && t->yh != NULL, DT_ERR_MEMORY, "out of memory for batch staging");
   }
   DT_TRY(dt_slab_create(be, t->count, dt_task_dim(t), &t->gtmp));
-  DT_TRY(be->ops->plan_create(be, t->model, ws_batch, t->count, t->split->num_nodes, &t->train_plan));
+  DT_TRY(dt_be_plan_create(be, t->model, ws_batch, t->count, t->split->num_nodes, &t->train_plan));
   t->ws_batch = ws_batch;
   return DT_OK;
 }
@@ -192,9 +192,9 @@ static dt_status upload_batches(dt_task *t) {
   if (t->be->host_memory) return DT_OK;
   for (int l = 0; l < t->count; l++) {
     if (t->nb[l] == 0) continue;
-    DT_TRY(t->be->ops->upload(t->be, t->x + (size_t)l * t->x_stride, t->xh + (size_t)l * t->x_stride,
+    DT_TRY(dt_be_upload(t->be, t->x + (size_t)l * t->x_stride, t->xh + (size_t)l * t->x_stride,
                               sizeof(float) * (size_t)t->nb[l] * t->train->dim));
-    DT_TRY(t->be->ops->upload(t->be, t->y + (size_t)l * t->y_stride, t->yh + (size_t)l * t->y_stride, sizeof(int32_t) * (size_t)t->nb[l]));
+    DT_TRY(dt_be_upload(t->be, t->y + (size_t)l * t->y_stride, t->yh + (size_t)l * t->y_stride, sizeof(int32_t) * (size_t)t->nb[l]));
   }
   return DT_OK;
 }
@@ -207,7 +207,7 @@ static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad
                             .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
                             .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss,
                             .dropout = t->dropout};
-  return t->be->ops->model_gradients(t->be, t->train_plan, &nb);
+  return dt_be_model_gradients(t->be, t->train_plan, &nb);
 }
 
 /* λ/2‖θ‖² of node l: its gradient joins grad, its value *loss. */
@@ -215,8 +215,8 @@ static dt_status add_l2(const dt_task *t, const float *theta, float *grad, doubl
   if (t->l2 == 0.0) return DT_OK;
   const size_t d = dt_task_dim(t);
   double sq;
-  DT_TRY(t->be->ops->axpy(t->be, d, (float)t->l2, theta, grad));
-  DT_TRY(t->be->ops->dot(t->be, d, theta, theta, &sq));
+  DT_TRY(dt_be_axpy(t->be, d, (float)t->l2, theta, grad));
+  DT_TRY(dt_be_dot(t->be, d, theta, theta, &sq));
   *loss += 0.5 * t->l2 * sq;
   return DT_OK;
 }
@@ -231,7 +231,7 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
     if (active != NULL && !active[l]) continue;
     const size_t m = dt_split_size(t->split, t->first + l);
     most = m > most ? m : most;
-    DT_TRY(be->ops->fill(be, d, 0.0f, dt_slab_node(grad, l)));
+    DT_TRY(dt_be_fill(be, d, 0.0f, dt_slab_node(grad, l)));
     loss[l] = 0;
   }
   for (size_t s = 0; s < most; s += (size_t)t->ws_batch) {
@@ -249,7 +249,7 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
     for (int l = 0; l < t->count; l++) {
       if (t->nb[l] == 0) continue;
       const size_t m = dt_split_size(t->split, t->first + l), b = (size_t)t->nb[l];
-      DT_TRY(be->ops->axpy(be, d, (float)b / (float)m, dt_slab_node(&t->gtmp, l), dt_slab_node(grad, l)));
+      DT_TRY(dt_be_axpy(be, d, (float)b / (float)m, dt_slab_node(&t->gtmp, l), dt_slab_node(grad, l)));
       loss[l] += (double)t->nb_loss[l] * (double)b / (double)m;
     }
   }
@@ -312,7 +312,7 @@ dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, double *val_loss, d
   for (int l = 0; l < t->count; l++) val_loss[l] = 0;
   const dt_node_eval ne = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .x = t->test_x,
                            .y = t->test_y, .n = (int)s->count, .loss_sum = val_loss, .correct = correct};
-  DT_TRY_GOTO(t->be->ops->model_evaluate(t->be, t->eval_plan, &ne));
+  DT_TRY_GOTO(dt_be_model_evaluate(t->be, t->eval_plan, &ne));
   for (int l = 0; l < t->count; l++) {
     val_loss[l] /= (double)s->count;
     accuracy[l] = (double)correct[l] / (double)s->count;
@@ -333,7 +333,7 @@ dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *va
   }
   memset(active, 0, sizeof active);
   active[l] = 1;
-  DT_TRY(t->be->ops->copy(t->be, dt_task_dim(t), theta, dt_slab_node(&t->obj_theta, l)));
+  DT_TRY(dt_be_copy(t->be, dt_task_dim(t), theta, dt_slab_node(&t->obj_theta, l)));
   const uint64_t seen = ns->seen;
   const long epochs = ns->epochs;
   DT_TRY(full_gradients(t, &t->obj_theta, &t->obj_grad, active, loss));

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "dt/codec.h"
+#include "dt/formulas.h"
 #include "dt/rng.h"
 #include "dt/status.h"
 
@@ -67,100 +68,84 @@ typedef struct dt_node_eval {
   long *correct;
 } dt_node_eval;
 
-/* ---- the op table -------------------------------------------------------------------------- */
-
-/* Every op returns DT_OK or a status with a message (a device backend's launch and copy errors
+/* ---- the op list ---------------------------------------------------------------------------
+ * Every op, declared once (PETSc's VecAXPY discipline, ggml's op list): each row gives the op's
+ * name, its parameters after the backend, and their names. From it come the table a backend
+ * fills (dt_backend_ops), the checked wrappers every caller uses (dt_be_<op>(be, ...): each
+ * returns a status that must be used, and is the one place for argument checks and timing), and
+ * the cases the gpu suite's op test must define, one per op (tests/gpu/test_gpu_ops.c; an op
+ * without one does not build). A backend may leave an op NULL: the wrapper then fails with
+ * DT_ERR_UNSUPPORTED naming the backend and the op.
+ *
+ * Every op returns DT_OK or a status with a message (a device backend's launch and copy errors
  * come back here). Vector ops work on n consecutive floats: one node's slice, or a whole slab
  * (count·stride floats: padding between nodes is zero and stays finite). Scalars and results
- * (double *out) are host values. Sums run in index order, so results do not depend on threads. */
+ * (double *out) are host values. Sums run in index order, so results do not depend on threads.
+ * Per-element formulas are dt/formulas.h's.
+ *
+ *   alloc        zeroed, 64-byte aligned backend memory
+ *   upload       host → backend; download: backend → host
+ *   fill         y = a;  copy: y = x;  scale: y = a·y;  axpy: y += a·x
+ *   axpby        z = a·x + b·y (z may alias x or y)
+ *   dot, nrm2    Σ x·y and √Σ x², in double
+ *   div          y = (float)(x / d)
+ *   mix          the weighted sum of mixing: y = 0 + w[0]·x[0] + w[1]·x[1] + ... in that order (k
+ *                vectors; x and w are host arrays, x[j] backend pointers; y aliases no x[j])
+ *   sqdist       Σ (x − y)²;  sqdist_mean: Σ (x − sum/count)², sum a double vector in backend memory
+ *   mean_of_sum  y = (float)(sum / count), sum a double vector in backend memory
+ *   local_step   one fused local-optimizer step of kind s->kind on n elements (dt/formulas.h;
+ *                m and v: the kind's state arrays; extra_b may be NULL)
+ *   encode       msg (backend memory, c->bytes) ← the compressed message of x (dt/codec.h)
+ *   decode_axpy  y += a·Q(x) from such a message; random choices from (seed, DT_RNG_COMPRESS, id)
+ *   plan_create  scratch for node-batched model calls: up to `nodes` nodes with batches of up to
+ *                max_batch samples. run_nodes is the run's node count (the same on every rank): a
+ *                device backend sizes its fixed node groups from it and the model alone, so that
+ *                a node's arithmetic does not depend on how many nodes its rank holds.
+ *   model_gradients, model_evaluate   node-batched model calls on a plan (dt_node_batch,
+ *                dt_node_eval); the CPU computes nodes on its threads, a device backend runs one
+ *                batched kernel per layer for a group of nodes.
+ * The two ops that cannot fail, free (accepts NULL) and plan_free, are listed apart. */
+#define DT_BACKEND_OPS(X)                                                                                        \
+  X(alloc, (size_t bytes, void **out), (bytes, out))                                                             \
+  X(upload, (void *dst, const void *host_src, size_t bytes), (dst, host_src, bytes))                             \
+  X(download, (void *host_dst, const void *src, size_t bytes), (host_dst, src, bytes))                           \
+  X(fill, (size_t n, float a, float *y), (n, a, y))                                                              \
+  X(copy, (size_t n, const float *x, float *y), (n, x, y))                                                       \
+  X(scale, (size_t n, float a, float *y), (n, a, y))                                                             \
+  X(axpy, (size_t n, float a, const float *x, float *y), (n, a, x, y))                                           \
+  X(axpby, (size_t n, float a, const float *x, float b, const float *y, float *z), (n, a, x, b, y, z))           \
+  X(dot, (size_t n, const float *x, const float *y, double *out), (n, x, y, out))                                \
+  X(nrm2, (size_t n, const float *x, double *out), (n, x, out))                                                  \
+  X(div, (size_t n, const float *x, double d, float *y), (n, x, d, y))                                           \
+  X(mix, (size_t n, int k, const float *const *x, const float *w, float *y), (n, k, x, w, y))                    \
+  X(sqdist, (size_t n, const float *x, const float *y, double *out), (n, x, y, out))                             \
+  X(sqdist_mean, (size_t n, const float *x, const double *sum, double count, double *out),                       \
+    (n, x, sum, count, out))                                                                                     \
+  X(mean_of_sum, (size_t n, const double *sum, double count, float *y), (n, sum, count, y))                      \
+  X(local_step, (size_t n, const dt_step *s, float *p, const float *g, float *m, float *v, const float *extra_b), \
+    (n, s, p, g, m, v, extra_b))                                                                                 \
+  X(encode, (const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg), (c, x, seed, id, msg))    \
+  X(decode_axpy, (const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a, float *y),            \
+    (c, msg, seed, id, a, y))                                                                                    \
+  X(plan_create, (const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan),                      \
+    (m, max_batch, nodes, run_nodes, plan))                                                                      \
+  X(model_gradients, (void *plan, const dt_node_batch *nb), (plan, nb))                                          \
+  X(model_evaluate, (void *plan, const dt_node_eval *ne), (plan, ne))
+#define DT_BACKEND_VOID_OPS(X) \
+  X(free, (void *p), (p))      \
+  X(plan_free, (void *plan), (plan))
+
+/* An op row's parameter and argument lists with the backend put first. */
+#define DT_OP_PARAMS(...) (dt_backend * be, __VA_ARGS__)
+#define DT_OP_ARGS(...) (be, __VA_ARGS__)
+
 typedef struct dt_backend_ops {
-  /* memory: zeroed, 64-byte aligned; free accepts NULL */
-  dt_status (*alloc)(dt_backend *be, size_t bytes, void **out);
-  void (*free)(dt_backend *be, void *p);
-  dt_status (*upload)(dt_backend *be, void *dst, const void *host_src, size_t bytes);
-  dt_status (*download)(dt_backend *be, void *host_dst, const void *src, size_t bytes);
-
-  /* vectors */
-  dt_status (*fill)(dt_backend *be, size_t n, float a, float *y);
-  dt_status (*copy)(dt_backend *be, size_t n, const float *x, float *y);
-  dt_status (*scale)(dt_backend *be, size_t n, float a, float *y);                     /* y = a·y */
-  dt_status (*axpy)(dt_backend *be, size_t n, float a, const float *x, float *y);      /* y += a·x */
-  /* z = a·x + b·y (z may alias x or y) */
-  dt_status (*axpby)(dt_backend *be, size_t n, float a, const float *x, float b, const float *y, float *z);
-  dt_status (*dot)(dt_backend *be, size_t n, const float *x, const float *y, double *out); /* Σ x·y in double */
-  dt_status (*nrm2)(dt_backend *be, size_t n, const float *x, double *out);              /* √Σ x² in double */
-  dt_status (*div)(dt_backend *be, size_t n, const float *x, double d, float *y);        /* y = (float)(x / d) */
-  /* The weighted sum of mixing: y = 0 + w[0]·x[0] + w[1]·x[1] + ... in that order (k vectors;
-   * the arrays x and w are host arrays, x[j] backend pointers; y aliases no x[j]). */
-  dt_status (*mix)(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y);
-  dt_status (*sqdist)(dt_backend *be, size_t n, const float *x, const float *y, double *out); /* Σ (x−y)² */
-  /* Σ (x − sum/count)², sum a double vector in backend memory */
-  dt_status (*sqdist_mean)(dt_backend *be, size_t n, const float *x, const double *sum, double count, double *out);
-  /* y = (float)(sum / count), sum a double vector in backend memory */
-  dt_status (*mean_of_sum)(dt_backend *be, size_t n, const double *sum, double count, float *y);
-
-  /* Fused local-optimizer steps (formulas: dt/local_opt.h) with the extra-gradient hook
-   * g + extra_alpha·p + extra_b (extra_b may be NULL); step is 1-based, after this step. */
-  dt_status (*sgd_step)(dt_backend *be, size_t n, float *p, const float *g, float *buf, int first, float lr,
-                        float momentum, float dampening, int nesterov, float wd, float extra_alpha,
-                        const float *extra_b);
-  dt_status (*adam_step)(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
-                         float lr, float beta1, float beta2, float eps, float wd, int decoupled,
-                         float extra_alpha, const float *extra_b);
-  /* sq: the squared-gradient average; buf: the momentum buffer (NULL when momentum is 0) */
-  dt_status (*rmsprop_step)(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr,
-                            float alpha, float eps, float wd, float momentum, float extra_alpha, const float *extra_b);
-  /* sq: the squared-gradient average; acc: the accumulated squared update */
-  dt_status (*adadelta_step)(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr,
-                             float rho, float eps, float wd, float extra_alpha, const float *extra_b);
-  /* mu, mu_next: the momentum schedule's μ_t and μ_{t+1}; mu_product: Π_t = μ_1⋯μ_t (the caller
-   * keeps it, dt/local_opt.h) */
-  dt_status (*nadam_step)(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step,
-                          float lr, float beta1, float beta2, float eps, float wd, double mu, double mu_next,
-                          double mu_product, float extra_alpha, const float *extra_b);
-
-  /* NN layers on one node's batch. y (batch×f×oh×ow) = conv(x (batch×c×h×w), w (f×c×k×k)) + b;
-   * col: c·k·k·oh·ow scratch. Backward: dw, db overwritten with batch sums; dx unless NULL. */
-  dt_status (*conv2d_forward)(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
-                              const float *b, float *y, float *col);
-  dt_status (*conv2d_backward)(dt_backend *be, const dt_conv_shape *s, int batch, const float *x,
-                               const float *w, const float *dy, float *dw, float *db, float *dx, float *col,
-                               float *dcol);
-  /* y (batch×out) = x (batch×in) · wᵀ + b, w is out×in (PyTorch layout). */
-  dt_status (*linear_forward)(dt_backend *be, int batch, int in, int out, const float *x, const float *w,
-                              const float *b, float *y);
-  dt_status (*linear_backward)(dt_backend *be, int batch, int in, int out, const float *x, const float *w,
-                               const float *dy, float *dw, float *db, float *dx);
-  dt_status (*maxpool_forward)(dt_backend *be, const dt_pool_shape *s, int batch, const float *x, float *y,
-                               int32_t *argmax);
-  dt_status (*maxpool_backward)(dt_backend *be, const dt_pool_shape *s, int batch, const float *dy,
-                                const int32_t *argmax, float *dx); /* dx overwritten */
-  dt_status (*relu_forward)(dt_backend *be, size_t n, const float *x, float *y);
-  dt_status (*relu_backward)(dt_backend *be, size_t n, const float *y, const float *dy, float *dx); /* dx may alias dy */
-  /* Inverted dropout: y = x·mask/(1−p); mask drawn from rng. */
-  dt_status (*dropout_forward)(dt_backend *be, size_t n, float p, const float *x, float *y, uint8_t *mask,
-                               dt_rng *rng);
-  dt_status (*dropout_backward)(dt_backend *be, size_t n, float p, const uint8_t *mask, const float *dy, float *dx);
-  /* Summed NLL of log_softmax(logits) at labels y into *total; adds top-1 hits to *correct (may
-   * be NULL); when dlogits is not NULL writes scale·(softmax − onehot). */
-  dt_status (*log_softmax_nll)(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y,
-                               float *dlogits, float scale, double *total, long *correct);
-
-  /* Compressed messages (dt/codec.h): msg (backend memory, c->bytes) ← the message of x; and
-   * y += a·Q(x) from such a message. Random choices come from (seed, DT_RNG_COMPRESS, id). */
-  dt_status (*encode)(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg);
-  dt_status (*decode_axpy)(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
-                           float *y);
-
-  /* Node-batched model calls. A plan holds the scratch for up to `nodes` nodes with batches of
-   * up to max_batch samples; the CPU backend computes nodes on its threads, a device backend
-   * runs one batched kernel per layer for a group of nodes. run_nodes is the run's node count
-   * (the same on every rank): a device backend sizes its fixed node groups from it and from the
-   * model alone, so that a node's arithmetic does not depend on how many nodes its rank holds. */
-  dt_status (*plan_create)(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);
-  void (*plan_free)(dt_backend *be, void *plan);
-  dt_status (*model_gradients)(dt_backend *be, void *plan, const dt_node_batch *nb);
-  dt_status (*model_evaluate)(dt_backend *be, void *plan, const dt_node_eval *ne);
+#define DT_OP_MEMBER(name, params, args) dt_status(*name) DT_OP_PARAMS params;
+#define DT_VOID_OP_MEMBER(name, params, args) void(*name) DT_OP_PARAMS params;
+  DT_BACKEND_OPS(DT_OP_MEMBER)
+  DT_BACKEND_VOID_OPS(DT_VOID_OP_MEMBER)
+#undef DT_OP_MEMBER
+#undef DT_VOID_OP_MEMBER
 } dt_backend_ops;
 
 /* A backend instance. */
@@ -171,6 +156,22 @@ struct dt_backend {
   int threads;     /* CPU: threads computing local nodes in parallel */
   void *ctx;       /* the backend's own state */
 };
+
+/* DT_ERR_UNSUPPORTED: backend be does not have op `op` (its table entry is NULL). */
+DT_MUST_USE dt_status dt_backend_unsupported(const dt_backend *be, const char *op);
+
+/* The checked wrappers: dt_be_<op>(be, ...) for every op of the list. */
+#define DT_OP_WRAPPER(name, params, args)                                                 \
+  DT_MUST_USE static inline dt_status dt_be_##name DT_OP_PARAMS params {                  \
+    if (be->ops->name == NULL) return dt_backend_unsupported(be, #name);                  \
+    return be->ops->name DT_OP_ARGS args;                                                 \
+  }
+#define DT_VOID_OP_WRAPPER(name, params, args) \
+  static inline void dt_be_##name DT_OP_PARAMS params { be->ops->name DT_OP_ARGS args; }
+DT_BACKEND_OPS(DT_OP_WRAPPER)
+DT_BACKEND_VOID_OPS(DT_VOID_OP_WRAPPER)
+#undef DT_OP_WRAPPER
+#undef DT_VOID_OP_WRAPPER
 
 /* A registered backend. */
 typedef struct dt_backend_def {

@@ -5,8 +5,8 @@
  * parameter vector (and a gradient vector of the same layout), in PyTorch's parameter order.
  * Every graph node owns its own vectors (a row of a backend slab) and may share the model;
  * scratch memory lives in a dt_workspace in backend memory, so training allocates nothing.
- * The forward/backward here is the per-node executor the CPU backend runs on its threads; the
- * node-batched calls the rest of dtrun uses are backend ops (dt/backend.h). */
+ * The forward/backward here is the CPU backend's per-node executor (src/backend/cpu/net.c), run
+ * on its threads; the node-batched calls the rest of dtrun uses are backend ops (dt/backend.h). */
 #ifndef DT_NN_H
 #define DT_NN_H
 
@@ -74,6 +74,10 @@ void dt_model_free(dt_model *m);
 size_t dt_model_num_params(const dt_model *m);
 int dt_model_num_layers(const dt_model *m);
 int dt_model_num_classes(const dt_model *m);
+/* Scratch sizes an executor needs: the largest activation per sample (floats, the input
+ * included) and the largest im2col matrix (floats, 0 without convolutions). */
+size_t dt_model_max_activation(const dt_model *m);
+size_t dt_model_col_size(const dt_model *m);
 dt_layer_info dt_model_layer(const dt_model *m, int l);
 /* Floats per input sample (C*H*W). */
 size_t dt_model_input_size(const dt_model *m);

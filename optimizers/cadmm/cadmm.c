@@ -88,13 +88,13 @@ static dt_status node_dual(void *p, int l) {
     x[e - g->nbr_start[i]] = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
     w[e - g->nbr_start[i]] = 1.0f;
   }
-  DT_TRY(be->ops->mix(be, d, deg, x, w, s));
+  DT_TRY(dt_be_mix(be, d, deg, x, w, s));
   /* dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
    * penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s) */
-  DT_TRY(be->ops->axpby(be, d, fdeg, th, -1.0f, s, t));
-  DT_TRY(be->ops->axpy(be, d, rho, t, dual));
-  DT_TRY(be->ops->axpby(be, d, fdeg, th, 1.0f, s, t));
-  DT_TRY(be->ops->axpby(be, d, 1.0f, dual, -rho, t, b));
+  DT_TRY(dt_be_axpby(be, d, fdeg, th, -1.0f, s, t));
+  DT_TRY(dt_be_axpy(be, d, rho, t, dual));
+  DT_TRY(dt_be_axpby(be, d, fdeg, th, 1.0f, s, t));
+  DT_TRY(dt_be_axpby(be, d, 1.0f, dual, -rho, t, b));
   return DT_OK;
 }
 

@@ -33,7 +33,7 @@ static void destroy(void *p) {
   central_state *s = p;
   if (s == NULL) return;
   dt_learners_free(s->run, &s->learners);
-  s->run->be->ops->free(s->run->be, s->avg);
+  dt_be_free(s->run->be, s->avg);
   dt_free(s);
 }
 
@@ -44,7 +44,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->run = run;
   s->o = *(const dt_centralized_opts *)opts;
   DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
-  DT_TRY_GOTO(run->be->ops->alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
+  DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
   *out = s;
   s = NULL;
 cleanup:
@@ -60,7 +60,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     /* local steps, then every node takes the average model */
     for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
     DT_TRY(dt_run_node_mean(run, &run->theta, s->avg));
-    for (int l = 0; l < run->count; l++) DT_TRY(be->ops->copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
+    for (int l = 0; l < run->count; l++) DT_TRY(dt_be_copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
     return DT_OK;
   }
   /* every step with the gradient averaged over all nodes */

@@ -113,7 +113,7 @@ static dt_status node_encode(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
   const int i = run->first + l;
-  return run->be->ops->encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k),
+  return dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k),
                               dt_exchange_send_buffer(run->exchange, i, 0));
 }
 
@@ -130,14 +130,14 @@ static dt_status node_update(void *p, int l) {
   int who[deg + 1];
   const int terms = dt_mix_terms(run, i, 0, q, w, who);
   /* x̂_i += q_i */
-  DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_send_buffer(run->exchange, i, 0), run->seed, msg_id(i, s->k), 1.0f,
+  DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_send_buffer(run->exchange, i, 0), run->seed, msg_id(i, s->k), 1.0f,
                               xhat));
   /* s_i += Σ_j W_ij q_j over {i} ∪ N(i), in increasing id with i at its place (the order of mixing) */
   for (int t = 0; t < terms; t++)
-    DT_TRY(be->ops->decode_axpy(be, &s->codec, q[t], run->seed, msg_id(who[t], s->k), w[t], si));
+    DT_TRY(dt_be_decode_axpy(be, &s->codec, q[t], run->seed, msg_id(who[t], s->k), w[t], si));
   /* x_i ← x_i^{+½} + γ (s_i − x̂_i) */
-  DT_TRY(be->ops->axpby(be, d, 1.0f, si, -1.0f, xhat, tmp));
-  return be->ops->axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));
+  DT_TRY(dt_be_axpby(be, d, 1.0f, si, -1.0f, xhat, tmp));
+  return dt_be_axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));
 }
 
 /* ---- time-varying graphs: an estimate per directed edge ---------------------------------- */
@@ -154,8 +154,8 @@ static dt_status edge_encode(void *p, int l) {
   float *tmp = dt_slab_node(&s->diff, l);
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!active(run, e)) continue;
-    DT_TRY(be->ops->axpby(be, run->dim, 1.0f, dt_slab_node(&run->theta, l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
-    DT_TRY(be->ops->encode(be, &s->codec, tmp, run->seed, msg_id(e, s->k),
+    DT_TRY(dt_be_axpby(be, run->dim, 1.0f, dt_slab_node(&run->theta, l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
+    DT_TRY(dt_be_encode(be, &s->codec, tmp, run->seed, msg_id(e, s->k),
                            dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i])));
   }
   return DT_OK;
@@ -175,14 +175,14 @@ static dt_status edge_update(void *p, int l) {
     const int r = s->rev[e - s->e0], j = g->nbr[e];
     float *in = dt_slab_node(&s->xin, e - s->e0), *out = dt_slab_node(&s->xout, e - s->e0);
     if (active(run, r)) {
-      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
                                   in));
-      DT_TRY(be->ops->axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
+      DT_TRY(dt_be_axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
     }
     if (active(run, e)) {
-      DT_TRY(be->ops->decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
                                   msg_id(e, s->k), 1.0f, out));
-      DT_TRY(be->ops->axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
+      DT_TRY(dt_be_axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
     }
   }
   return DT_OK;

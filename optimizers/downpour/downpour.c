@@ -54,8 +54,8 @@ static void destroy(void *p) {
   dt_backend *be = s->run->be;
   dt_learners_free(s->run, &s->workers);
   dt_local_opt_free(s->server_opt);
-  be->ops->free(be, s->server);
-  be->ops->free(be, s->push);
+  dt_be_free(be, s->server);
+  dt_be_free(be, s->push);
   for (int q = 0; s->outbox != NULL && q < s->nslots; q++) dt_slab_free(be, &s->outbox[q]);
   dt_free(s->outbox);
   dt_free(s->host);
@@ -84,8 +84,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
   spec.lr = (float)s->o.lr;
   DT_TRY_GOTO(dt_local_opt_create(be, &spec, 1, run->dim, &s->server_opt));
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->server));
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->push));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->server));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->push));
   DT_ALLOC_GOTO(s->host, run->dim, "downpour");
   DT_ALLOC_GOTO(s->arrives, run->graph->n, "downpour");
   DT_ALLOC_GOTO(s->outbox, s->nslots, "downpour");
@@ -116,7 +116,7 @@ static dt_status apply_push(void *ctx, int node, const float *x) {
   downpour_state *s = ctx;
   dt_backend *be = s->run->be;
   (void)node;
-  DT_TRY(be->ops->upload(be, s->push, x, sizeof(float) * s->run->dim));
+  DT_TRY(dt_be_upload(be, s->push, x, sizeof(float) * s->run->dim));
   return dt_local_opt_step(s->server_opt, 0, s->server, s->push, s->lr, NULL);
 }
 
@@ -150,7 +150,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   }
   /* 3. Every worker fetches the server's parameters (rank 0 tells the others whether it failed). */
   double ok = st == DT_OK;
-  if (st == DT_OK) st = be->ops->download(be, s->host, s->server, sizeof(float) * run->dim);
+  if (st == DT_OK) st = dt_be_download(be, s->host, s->server, sizeof(float) * run->dim);
   ok = ok && st == DT_OK;
   dt_status bst = dt_comm_bcast(run->comm, &ok, sizeof ok, 0);
   if (bst == DT_OK && ok) bst = dt_comm_bcast(run->comm, s->host, sizeof(float) * run->dim, 0);
@@ -159,7 +159,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   DT_TRY(bst);
   DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
   dt_run_count_from_centre(run); /* the server's replies */
-  DT_TRY(be->ops->upload(be, s->server, s->host, sizeof(float) * run->dim));
+  DT_TRY(dt_be_upload(be, s->server, s->host, sizeof(float) * run->dim));
   return dt_slab_broadcast_host(be, s->host, &run->theta);
 }
 

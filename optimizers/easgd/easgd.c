@@ -54,8 +54,8 @@ static void destroy(void *p) {
   easgd_state *s = p;
   if (s == NULL) return;
   dt_learners_free(s->run, &s->learners);
-  s->run->be->ops->free(s->run->be, s->centre);
-  s->run->be->ops->free(s->run->be, s->mean);
+  dt_be_free(s->run->be, s->centre);
+  dt_be_free(s->run->be, s->mean);
   dt_free(s);
 }
 
@@ -76,8 +76,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
     spec.nesterov = 1;
   }
   DT_TRY_GOTO(dt_learners_create_spec(run, "worker", &spec, &s->learners));
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->centre));
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * run->dim, (void **)&s->mean));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->centre));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->mean));
   /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
   DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->centre));
   DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
@@ -101,7 +101,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   /* x_i ← (1 − α) x_i + α x̃ (the centre before its own move), then x̃ ← (1 − β) x̃ + β x̄ */
   const dt_slab centre = {.data = s->centre, .count = run->count, .dim = run->dim, .stride = 0};
   DT_TRY(dt_slab_axpby(be, 1.0f - a, &run->theta, a, &centre, &run->theta));
-  return be->ops->axpby(be, run->dim, 1.0f - b, s->centre, b, s->mean, s->centre);
+  return dt_be_axpby(be, run->dim, 1.0f - b, s->centre, b, s->mean, s->centre);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {

@@ -121,7 +121,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       const float *xj = dt_exchange_recv(run->exchange, i, j, 0);
       const float *xi = dt_exchange_send_buffer(run->exchange, i, 0);
       /* x_i/2 + x_j/2 (halving is exact) is the same float on both ends: the pair agrees exactly */
-      DT_TRY(be->ops->axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(&run->theta, l)));
+      DT_TRY(dt_be_axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(&run->theta, l)));
     }
     return DT_OK;
   }
@@ -138,7 +138,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       const float *xi = dt_exchange_recv(run->exchange, j, i, 0);
       const double wi = s->w[i], tot = wj + wi;
       const float a = (float)(wj / tot), b = (float)(wi / tot);
-      DT_TRY(be->ops->axpby(be, d, a, x, b, xi, x));
+      DT_TRY(dt_be_axpby(be, d, a, x, b, xi, x));
       wj = tot;
     }
   }

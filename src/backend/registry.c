@@ -19,6 +19,10 @@ const dt_backend_def *const dt_backends[] = {
     NULL,
 };
 
+dt_status dt_backend_unsupported(const dt_backend *be, const char *op) {
+  return DT_ERROR(DT_ERR_UNSUPPORTED, "the %s backend does not support the op '%s'", be->name, op);
+}
+
 const dt_backend_def *dt_backend_find(const char *name) {
   for (int i = 0; dt_backends[i] != NULL; i++)
     if (strcmp(dt_backends[i]->name, name) == 0) return dt_backends[i];
@@ -60,13 +64,13 @@ dt_status dt_slab_create(dt_backend *be, int count, size_t dim, dt_slab *out) {
   memset(out, 0, sizeof *out);
   const size_t stride = dt_slab_stride(dim);
   void *p = NULL;
-  DT_TRY(be->ops->alloc(be, sizeof(float) * stride * (size_t)(count > 0 ? count : 1), &p));
+  DT_TRY(dt_be_alloc(be, sizeof(float) * stride * (size_t)(count > 0 ? count : 1), &p));
   *out = (dt_slab){.data = p, .count = count, .dim = dim, .stride = stride};
   return DT_OK;
 }
 
 void dt_slab_free(dt_backend *be, dt_slab *s) {
-  if (s->data != NULL) be->ops->free(be, s->data);
+  if (s->data != NULL) dt_be_free(be, s->data);
   memset(s, 0, sizeof *s);
 }
 
@@ -76,36 +80,36 @@ static size_t span(const dt_slab *s) { return s->count > 0 ? (size_t)(s->count -
 
 dt_status dt_slab_copy(dt_backend *be, const dt_slab *src, dt_slab *dst) {
   DT_ASSERT(src->dim == dst->dim && src->count == dst->count);
-  if (same_layout(src, dst)) return be->ops->copy(be, span(src), src->data, dst->data);
-  for (int l = 0; l < src->count; l++) DT_TRY(be->ops->copy(be, src->dim, dt_slab_node(src, l), dt_slab_node(dst, l)));
+  if (same_layout(src, dst)) return dt_be_copy(be, span(src), src->data, dst->data);
+  for (int l = 0; l < src->count; l++) DT_TRY(dt_be_copy(be, src->dim, dt_slab_node(src, l), dt_slab_node(dst, l)));
   return DT_OK;
 }
 
 dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a) {
-  if (s->stride == s->dim) return be->ops->fill(be, span(s), a, s->data);
-  for (int l = 0; l < s->count; l++) DT_TRY(be->ops->fill(be, s->dim, a, dt_slab_node(s, l)));
+  if (s->stride == s->dim) return dt_be_fill(be, span(s), a, s->data);
+  for (int l = 0; l < s->count; l++) DT_TRY(dt_be_fill(be, s->dim, a, dt_slab_node(s, l)));
   return DT_OK;
 }
 
 dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst) {
   DT_ASSERT(x->dim == dst->dim && y->dim == dst->dim && x->count == dst->count && y->count == dst->count);
-  if (same_layout(x, dst) && same_layout(y, dst)) return be->ops->axpby(be, span(dst), a, x->data, b, y->data, dst->data);
+  if (same_layout(x, dst) && same_layout(y, dst)) return dt_be_axpby(be, span(dst), a, x->data, b, y->data, dst->data);
   for (int l = 0; l < dst->count; l++)
-    DT_TRY(be->ops->axpby(be, dst->dim, a, dt_slab_node(x, l), b, dt_slab_node(y, l), dt_slab_node(dst, l)));
+    DT_TRY(dt_be_axpby(be, dst->dim, a, dt_slab_node(x, l), b, dt_slab_node(y, l), dt_slab_node(dst, l)));
   return DT_OK;
 }
 
 dt_status dt_slab_broadcast_host(dt_backend *be, const float *host, dt_slab *dst) {
-  for (int l = 0; l < dst->count; l++) DT_TRY(be->ops->upload(be, dt_slab_node(dst, l), host, sizeof(float) * dst->dim));
+  for (int l = 0; l < dst->count; l++) DT_TRY(dt_be_upload(be, dt_slab_node(dst, l), host, sizeof(float) * dst->dim));
   return DT_OK;
 }
 
 dt_status dt_slab_download_node(dt_backend *be, const dt_slab *s, int l, float *host) {
-  return be->ops->download(be, host, dt_slab_node(s, l), sizeof(float) * s->dim);
+  return dt_be_download(be, host, dt_slab_node(s, l), sizeof(float) * s->dim);
 }
 
 dt_status dt_slab_upload_node(dt_backend *be, dt_slab *s, int l, const float *host) {
-  return be->ops->upload(be, dt_slab_node(s, l), host, sizeof(float) * s->dim);
+  return dt_be_upload(be, dt_slab_node(s, l), host, sizeof(float) * s->dim);
 }
 
 dt_status dt_backend_host_view(dt_backend *be, const void *src, size_t bytes, void **scratch, const void **view) {
@@ -117,7 +121,7 @@ dt_status dt_backend_host_view(dt_backend *be, const void *src, size_t bytes, vo
     *scratch = dt_calloc_(bytes > 0 ? bytes : 1, 1);
     DT_CHECK(*scratch != NULL, DT_ERR_MEMORY, "out of memory allocating %zu bytes for a host copy", bytes);
   }
-  DT_TRY(be->ops->download(be, *scratch, src, bytes));
+  DT_TRY(dt_be_download(be, *scratch, src, bytes));
   *view = *scratch;
   return DT_OK;
 }

@@ -1,7 +1,10 @@
 /* Philox4x32-10 streams (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
  * The key is a SplitMix64 hash of (seed, purpose); the stream id is the counter's high 64 bits
- * and the block index its low 64 bits, so streams are disjoint by construction. */
+ * and the block index its low 64 bits, so streams are disjoint by construction. The bijection
+ * itself is dt/formulas.h's, which the CUDA backend compiles too. */
 #include "dt/rng.h"
+
+#include "dt/formulas.h"
 
 #include <math.h>
 
@@ -13,26 +16,7 @@ static uint64_t splitmix64(uint64_t x) {
 }
 
 void dt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; round++) {
-    uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-    uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n1 = (uint32_t)p1;
-    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-    uint32_t n3 = (uint32_t)p0;
-    c0 = n0;
-    c1 = n1;
-    c2 = n2;
-    c3 = n3;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
+  dt_philox4x32_10_block(ctr, key, out);
 }
 
 void dt_rng_init(dt_rng *r, uint64_t seed, uint32_t purpose, uint64_t id) {
@@ -90,7 +74,7 @@ uint32_t dt_rng_below(dt_rng *r, uint32_t n) {
   return (uint32_t)(m >> 32);
 }
 
-float dt_rng_float(dt_rng *r) { return (float)(dt_rng_u32(r) >> 8) * 0x1.0p-24f; }
+float dt_rng_float(dt_rng *r) { return dt_f_word_float(dt_rng_u32(r)); }
 
 double dt_rng_double(dt_rng *r) { return (double)(dt_rng_u64(r) >> 11) * 0x1.0p-53; }
 

@@ -281,11 +281,11 @@ static dt_status create(dt_comm *comm, dt_backend *be, const dt_graph *g, int pe
   ex->count = dt_placement_count(g->n, comm->size, comm->rank);
   ex->edge0 = g->nbr_start[ex->first];
   ex->nunits = per_edge ? (size_t)(g->nbr_start[ex->first + ex->count] - ex->edge0) : (size_t)ex->count;
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * (ex->nunits * ex->node_stride + 1), (void **)&ex->send));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * (ex->nunits * ex->node_stride + 1), (void **)&ex->send));
   DT_ALLOC_GOTO(ex->mask, 2 * (size_t)g->num_edges + 1, "edge mask");
   memset(ex->mask, 1, 2 * (size_t)g->num_edges + 1);
   DT_TRY_GOTO(build_lists(ex));
-  DT_TRY_GOTO(be->ops->alloc(be, sizeof(float) * (ex->nslots * ex->node_stride + 1), (void **)&ex->recv));
+  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * (ex->nslots * ex->node_stride + 1), (void **)&ex->recv));
   if (be->host_memory) {
     ex->send_h = ex->send;
     ex->recv_h = ex->recv;
@@ -353,8 +353,8 @@ void dt_exchange_free(dt_exchange *ex) {
   if (ex->send_h != ex->send) dt_free(ex->send_h);
   if (ex->recv_h != ex->recv) dt_free(ex->recv_h);
   if (ex->be != NULL) {
-    ex->be->ops->free(ex->be, ex->send);
-    ex->be->ops->free(ex->be, ex->recv);
+    dt_be_free(ex->be, ex->send);
+    dt_be_free(ex->be, ex->recv);
   }
   dt_free(ex->slot);
   dt_free(ex->ranks);
@@ -415,7 +415,7 @@ dt_status dt_exchange_start_sized(dt_exchange *ex, const uint8_t *edge_mask, siz
     ex->displs[k] = 0;
   }
   if (ex->gcomm != MPI_COMM_NULL) {
-    DT_TRY_GOTO(ex->be->ops->download(ex->be, ex->send_h, ex->send, sizeof(float) * ex->nunits * ex->node_stride));
+    DT_TRY_GOTO(dt_be_download(ex->be, ex->send_h, ex->send, sizeof(float) * ex->nunits * ex->node_stride));
     DT_MPI_GOTO(MPI_Ineighbor_alltoallw(ex->send_h, ex->counts_s, ex->displs, ex->call_send, ex->recv_h,
                                         ex->counts_r, ex->displs, ex->call_recv, ex->gcomm, &ex->req));
     ex->in_flight = 1;
@@ -431,7 +431,7 @@ dt_status dt_exchange_wait(dt_exchange *ex) {
   if (ex->in_flight) {
     ex->in_flight = 0;
     DT_MPI_GOTO(MPI_Wait(&ex->req, MPI_STATUS_IGNORE));
-    DT_TRY_GOTO(ex->be->ops->upload(ex->be, ex->recv, ex->recv_h, sizeof(float) * ex->nslots * ex->node_stride));
+    DT_TRY_GOTO(dt_be_upload(ex->be, ex->recv, ex->recv_h, sizeof(float) * ex->nslots * ex->node_stride));
   }
 cleanup:
   free_call_types(ex);

@@ -1,5 +1,6 @@
-/* Local optimizers (see dt/local_opt.h): state slabs and per-node step counts; the fused update
- * loops are backend ops. */
+/* Local optimizers (see dt/local_opt.h): state slabs, per-node step counts, and each step's
+ * coefficients, computed once here for every backend; the per-element update is dt/formulas.h's,
+ * run by the backend's fused local_step op. */
 #include "dt/local_opt.h"
 
 #include <math.h>
@@ -103,30 +104,59 @@ static double nadam_product(dt_local_opt *o, int l, long step) {
   return o->mu_prod[l];
 }
 
+/* The step's coefficients for step number `step` (1-based) at rate lr: everything of
+ * dt/formulas.h's update that does not depend on the element, computed once here for every
+ * backend. */
+static dt_step make_step(dt_local_opt *o, int l, long step, float lr, float extra_alpha) {
+  const dt_local_opt_spec *s = &o->spec;
+  dt_step st = {.extra_alpha = extra_alpha};
+  switch (s->kind) {
+    case DT_LOCAL_SGD:
+      st.kind = DT_STEP_sgd;
+      st.c.sgd = (dt_sgd_coef){.lr = lr, .momentum = s->momentum, .dampening = s->dampening, .wd = s->weight_decay,
+                               .first = step == 1, .nesterov = s->nesterov};
+      break;
+    case DT_LOCAL_RMSPROP:
+      st.kind = DT_STEP_rmsprop;
+      st.c.rmsprop = (dt_rmsprop_coef){.lr = lr, .alpha = s->alpha, .one_a = 1.0f - s->alpha, .eps = s->eps,
+                                       .wd = s->weight_decay, .momentum = s->momentum};
+      break;
+    case DT_LOCAL_ADADELTA:
+      st.kind = DT_STEP_adadelta;
+      st.c.adadelta = (dt_adadelta_coef){.lr = lr, .rho = s->rho, .one_r = 1.0f - s->rho, .eps = s->eps,
+                                         .wd = s->weight_decay};
+      break;
+    case DT_LOCAL_NADAM: {
+      const double mu = nadam_mu(s, step), mu_next = nadam_mu(s, step + 1), prod = nadam_product(o, l, step);
+      st.kind = DT_STEP_nadam;
+      st.c.nadam = (dt_nadam_coef){.c_grad = (float)(lr * (1.0 - mu) / (1.0 - prod)),
+                                   .c_m = (float)(lr * mu_next / (1.0 - prod * mu_next)),
+                                   .inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow((double)s->beta2, (double)step))),
+                                   .beta1 = s->beta1, .beta2 = s->beta2, .one_b1 = 1.0f - s->beta1,
+                                   .one_b2 = 1.0f - s->beta2, .eps = s->eps, .wd = s->weight_decay};
+      break;
+    }
+    default: { /* Adam and AdamW, as torch.optim (1.13, single-tensor path) */
+      const int decoupled = s->kind == DT_LOCAL_ADAMW;
+      const double bc1 = 1.0 - pow((double)s->beta1, (double)step), bc2 = 1.0 - pow((double)s->beta2, (double)step);
+      st.kind = DT_STEP_adam;
+      st.c.adam = (dt_adam_coef){.step_size = (float)(lr / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
+                                 .decay = decoupled ? 1.0f - lr * s->weight_decay : 1.0f,
+                                 .l2 = decoupled ? 0.0f : s->weight_decay, .beta1 = s->beta1, .beta2 = s->beta2,
+                                 .one_b1 = 1.0f - s->beta1, .one_b2 = 1.0f - s->beta2, .eps = s->eps};
+      break;
+    }
+  }
+  return st;
+}
+
 /* n floats of node l's state starting at its row (n = dim, or a whole slab's span from node 0) */
 static dt_status step_span(dt_local_opt *o, int l, size_t n, float *params, const float *grad, float lr,
                            const dt_grad_extra *extra) {
-  const dt_local_opt_spec *s = &o->spec;
-  const float rate = lr >= 0.0f ? lr : s->lr;
-  const float ea = extra != NULL ? extra->alpha : 0.0f;
-  const float *eb = extra != NULL ? extra->b : NULL;
+  const float rate = lr >= 0.0f ? lr : o->spec.lr;
+  const dt_step st = make_step(o, l, o->step[l], rate, extra != NULL ? extra->alpha : 0.0f);
   float *m = o->m.data != NULL ? dt_slab_node(&o->m, l) : NULL, *v = o->v.data != NULL ? dt_slab_node(&o->v, l) : NULL;
-  const long step = o->step[l];
-  switch (s->kind) {
-    case DT_LOCAL_SGD:
-      return o->be->ops->sgd_step(o->be, n, params, grad, m, step == 1, rate, s->momentum, s->dampening, s->nesterov,
-                                  s->weight_decay, ea, eb);
-    case DT_LOCAL_RMSPROP:
-      return o->be->ops->rmsprop_step(o->be, n, params, grad, v, m, rate, s->alpha, s->eps, s->weight_decay, s->momentum, ea, eb);
-    case DT_LOCAL_ADADELTA:
-      return o->be->ops->adadelta_step(o->be, n, params, grad, v, m, rate, s->rho, s->eps, s->weight_decay, ea, eb);
-    case DT_LOCAL_NADAM:
-      return o->be->ops->nadam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
-                                    nadam_mu(s, step), nadam_mu(s, step + 1), nadam_product(o, l, step), ea, eb);
-    default: break;
-  }
-  return o->be->ops->adam_step(o->be, n, params, grad, m, v, step, rate, s->beta1, s->beta2, s->eps, s->weight_decay,
-                               s->kind == DT_LOCAL_ADAMW, ea, eb);
+  return dt_be_local_step(o->be, n, &st, params, grad, m, v, extra != NULL ? extra->b : NULL);
 }
 
 dt_status dt_local_opt_step(dt_local_opt *o, int l, float *params, const float *grad, float lr, const dt_grad_extra *extra) {

@@ -1,6 +1,6 @@
 /* Models from a layer list: shape inference, the parameter offset table (PyTorch order: each
- * layer's weight, then its bias), forward, backward and evaluation through a backend table.
- * All scratch lives in the workspace, sized once, so a training step allocates nothing. */
+ * layer's weight, then its bias), description and initialisation. Executing a model is a
+ * backend's: the CPU's per-node executor is src/backend/cpu/net.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,18 +25,6 @@ struct dt_model {
   size_t num_params;
   size_t max_size; /* largest activation per sample, input included */
   size_t col_size; /* largest im2col matrix */
-};
-
-/* Scratch in backend memory; the struct itself is on the host. */
-struct dt_workspace {
-  int max_batch;
-  const dt_model *m;
-  float *act[DT_MAX_LAYERS + 1]; /* act[l+1] = output of layer l; act[0] = the input */
-  int owned[DT_MAX_LAYERS + 1];
-  int32_t *argmax[DT_MAX_LAYERS];
-  uint8_t *mask[DT_MAX_LAYERS];
-  float *grad_a, *grad_b; /* ping-pong buffers for activation gradients */
-  float *col, *dcol;
 };
 
 static const char *const kind_names[DT_LAYER_KIND_COUNT] = {
@@ -171,6 +159,8 @@ size_t dt_model_num_params(const dt_model *m) { return m->num_params; }
 size_t dt_model_input_size(const dt_model *m) { return m->layers[0].in_size; }
 int dt_model_num_layers(const dt_model *m) { return m->L; }
 int dt_model_num_classes(const dt_model *m) { return m->spec.num_classes; }
+size_t dt_model_max_activation(const dt_model *m) { return m->max_size; }
+size_t dt_model_col_size(const dt_model *m) { return m->col_size; }
 
 dt_layer_info dt_model_layer(const dt_model *m, int l) {
   const layer *ly = &m->layers[l];
@@ -202,144 +192,4 @@ void dt_model_init_params(const dt_model *m, uint64_t seed, float *params) {
     dt_rng_init(&r, seed, DT_RNG_INIT, 2 * (uint64_t)l + 1);
     for (size_t i = 0; i < ly->n_b; i++) params[ly->b_off + i] = (2.0f * dt_rng_float(&r) - 1.0f) * bound;
   }
-}
-
-const dt_model *dt_workspace_model(const dt_workspace *ws) { return ws->m; }
-
-void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
-  if (ws == NULL) return;
-  for (int l = 0; l <= DT_MAX_LAYERS; l++)
-    if (ws->owned[l]) be->ops->free(be, ws->act[l]);
-  for (int l = 0; l < DT_MAX_LAYERS; l++) {
-    be->ops->free(be, ws->argmax[l]);
-    be->ops->free(be, ws->mask[l]);
-  }
-  be->ops->free(be, ws->grad_a);
-  be->ops->free(be, ws->grad_b);
-  be->ops->free(be, ws->col);
-  be->ops->free(be, ws->dcol);
-  dt_free(ws);
-}
-
-/* count elements of *p's type in backend memory */
-#define BE_ALLOC(p, count) be->ops->alloc(be, (size_t)(count) * sizeof(*(p)), (void **)&(p))
-
-dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
-  dt_status st = DT_OK;
-  dt_workspace *ws = NULL;
-  *out = NULL;
-  DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
-  DT_ALLOC_GOTO(ws, 1, "workspace");
-  ws->max_batch = max_batch;
-  ws->m = m;
-  const size_t B = (size_t)max_batch;
-  for (int l = 0; l < m->L; l++) {
-    const layer *ly = &m->layers[l];
-    if (ly->spec.kind == DT_LAYER_FLATTEN) continue; /* aliases its input */
-    DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * ly->out_size));
-    ws->owned[l + 1] = 1;
-    if (ly->spec.kind == DT_LAYER_MAXPOOL2D) DT_TRY_GOTO(BE_ALLOC(ws->argmax[l], B * ly->out_size));
-    if (ly->spec.kind == DT_LAYER_DROPOUT) DT_TRY_GOTO(BE_ALLOC(ws->mask[l], B * ly->out_size));
-  }
-  DT_TRY_GOTO(BE_ALLOC(ws->grad_a, B * m->max_size));
-  DT_TRY_GOTO(BE_ALLOC(ws->grad_b, B * m->max_size));
-  if (m->col_size > 0) {
-    DT_TRY_GOTO(BE_ALLOC(ws->col, m->col_size));
-    DT_TRY_GOTO(BE_ALLOC(ws->dcol, m->col_size));
-  }
-  *out = ws;
-  ws = NULL;
-cleanup:
-  dt_workspace_free(be, ws);
-  return st;
-}
-
-static dt_status forward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params, const float *x,
-                         int batch, dt_rng *dropout_rng, int train) {
-  const dt_backend_ops *ops = be->ops;
-  ws->act[0] = (float *)x; /* read only: no op writes its input */
-  for (int l = 0; l < m->L; l++) {
-    const layer *ly = &m->layers[l];
-    const float *in = ws->act[l];
-    float *o = ws->act[l + 1];
-    const float *wt = params + ly->w_off, *bs = params + ly->b_off;
-    const size_t n_out = (size_t)batch * ly->out_size;
-    switch (ly->spec.kind) {
-      case DT_LAYER_CONV2D: DT_TRY(ops->conv2d_forward(be, &ly->conv, batch, in, wt, bs, o, ws->col)); break;
-      case DT_LAYER_MAXPOOL2D: DT_TRY(ops->maxpool_forward(be, &ly->pool, batch, in, o, ws->argmax[l])); break;
-      case DT_LAYER_LINEAR: DT_TRY(ops->linear_forward(be, batch, (int)ly->in_size, (int)ly->out_size, in, wt, bs, o)); break;
-      case DT_LAYER_RELU: DT_TRY(ops->relu_forward(be, n_out, in, o)); break;
-      case DT_LAYER_FLATTEN: ws->act[l + 1] = (float *)in; break;
-      case DT_LAYER_DROPOUT:
-        if (train && ly->spec.p > 0.0f && dropout_rng != NULL)
-          DT_TRY(ops->dropout_forward(be, n_out, ly->spec.p, in, o, ws->mask[l], dropout_rng));
-        else
-          DT_TRY(ops->copy(be, n_out, in, o));
-        break;
-      default: break;
-    }
-  }
-  return DT_OK;
-}
-
-dt_status dt_model_forward_backward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
-                                    const float *x, const int32_t *y, int batch, float *grad,
-                                    float *loss, dt_rng *dropout_rng) {
-  DT_CHECK(batch >= 1 && batch <= ws->max_batch, DT_ERR_INTERNAL,
-           "batch %d outside the workspace's 1..%d", batch, ws->max_batch);
-  const dt_backend_ops *ops = be->ops;
-  DT_TRY(forward(be, m, ws, params, x, batch, dropout_rng, 1));
-  float *dcur = ws->grad_a, *dnext = ws->grad_b;
-  double total;
-  DT_TRY(ops->log_softmax_nll(be, batch, m->spec.num_classes, ws->act[m->L], y, dcur, 1.0f / (float)batch, &total, NULL));
-  *loss = (float)(total / batch);
-  for (int l = m->L - 1; l >= 0; l--) {
-    const layer *ly = &m->layers[l];
-    const float *in = ws->act[l];
-    const float *wt = params + ly->w_off;
-    float *dw = grad + ly->w_off, *db = grad + ly->b_off;
-    /* The first layer's input gradient is never needed (the input is data). */
-    float *dx = l > 0 ? dnext : NULL;
-    const size_t n_out = (size_t)batch * ly->out_size;
-    switch (ly->spec.kind) {
-      case DT_LAYER_CONV2D:
-        DT_TRY(ops->conv2d_backward(be, &ly->conv, batch, in, wt, dcur, dw, db, dx, ws->col, ws->dcol));
-        break;
-      case DT_LAYER_LINEAR:
-        DT_TRY(ops->linear_backward(be, batch, (int)ly->in_size, (int)ly->out_size, in, wt, dcur, dw, db, dx));
-        break;
-      case DT_LAYER_MAXPOOL2D:
-        if (dx != NULL) DT_TRY(ops->maxpool_backward(be, &ly->pool, batch, dcur, ws->argmax[l], dx));
-        break;
-      case DT_LAYER_RELU:
-        DT_TRY(ops->relu_backward(be, n_out, ws->act[l + 1], dcur, dcur));
-        dx = dcur; /* in place */
-        break;
-      case DT_LAYER_DROPOUT:
-        if (ly->spec.p > 0.0f && dropout_rng != NULL) DT_TRY(ops->dropout_backward(be, n_out, ly->spec.p, ws->mask[l], dcur, dcur));
-        dx = dcur;
-        break;
-      case DT_LAYER_FLATTEN: dx = dcur; break;
-      default: break;
-    }
-    if (dx == dnext) {
-      dnext = dcur;
-      dcur = dx;
-    }
-  }
-  return DT_OK;
-}
-
-dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
-                            const float *x, const int32_t *y, int n, double *loss_sum,
-                            long *correct) {
-  const size_t d = dt_model_input_size(m);
-  for (int start = 0; start < n; start += ws->max_batch) {
-    int b = n - start < ws->max_batch ? n - start : ws->max_batch;
-    DT_TRY(forward(be, m, ws, params, x + (size_t)start * d, b, NULL, 0));
-    double total;
-    DT_TRY(be->ops->log_softmax_nll(be, b, m->spec.num_classes, ws->act[m->L], y + start, NULL, 0.0f, &total, correct));
-    *loss_sum += total;
-  }
-  return DT_OK;
 }

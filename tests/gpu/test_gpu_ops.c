@@ -1,17 +1,20 @@
-/* The gpu suite's op test (ggml's test-backend-ops in spirit): every op of the CUDA backend
- * against the CPU backend on the same fresh random inputs.
+/* The gpu suite's op test (ggml's test-backend-ops in spirit): every op of the backend op list
+ * (dt/backend.h) on the CUDA backend against the CPU backend, on the same fresh random inputs.
+ * The cases are iterated from the op list itself: an op without a case_<op> here does not build,
+ * and an op a backend declares unsupported (a NULL table entry) is reported and skipped.
  *
- * - Elementwise vector, mixing and optimizer ops must give the CPU's bits exactly (both
- *   backends compute the same float statements without contraction).
+ * - Elementwise vector, mixing and local-step ops must give the CPU's bits exactly (both
+ *   backends compile dt/formulas.h without contraction).
  * - Reductions (double accumulation in another order) agree to 1e-12 relative.
- * - Layer ops and node-batched model calls (cuBLAS GEMMs, expf/logf of the device) agree to a
- *   tolerance scaled to the values: |gpu − cpu| ≤ 2e-4 · (max |cpu| + 1e-3) per array.
- * - Dropout masks are equal bit for bit (the same Philox words).
+ * - Node-batched model calls (cuBLAS GEMMs, expf/logf of the device) agree to a tolerance scaled
+ *   to the values: |gpu − cpu| ≤ 2e-4 · (max |cpu| + 1e-3) per array; dropout masks are the
+ *   same Philox words, so the same samples are dropped.
  * - Model calls are deterministic (two calls, same bits) and do not depend on how the nodes are
  *   split between calls (7 nodes at once = 3 + 4), which is what makes results P-invariant.
  * - A finite-difference check of the GPU gradient.
  * Exits 77 (skipped) where this dtrun has no CUDA backend or no GPU is usable. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include "../unit/check.h"
 #include "../unit/models.h"
 #include "dt/backend.h"
+#include "dt/local_opt.h"
 #include "dt/nn.h"
 #include "dt/rng.h"
 #include "dt_config.h"
@@ -33,14 +37,14 @@ static void fill_random(float *x, size_t n, float scale) {
 /* A device copy of a host array. */
 static void *dev(const void *host, size_t bytes) {
   void *p = NULL;
-  CHECK_OK(gpu->ops->alloc(gpu, bytes, &p));
-  if (host != NULL) CHECK_OK(gpu->ops->upload(gpu, p, host, bytes));
+  CHECK_OK(dt_be_alloc(gpu, bytes, &p));
+  if (host != NULL) CHECK_OK(dt_be_upload(gpu, p, host, bytes));
   return p;
 }
 
 static float *down(const float *d, size_t n) {
   float *h = calloc(n ? n : 1, sizeof(float));
-  CHECK_OK(gpu->ops->download(gpu, h, d, sizeof(float) * n));
+  CHECK_OK(dt_be_download(gpu, h, d, sizeof(float) * n));
   return h;
 }
 
@@ -69,62 +73,169 @@ static void check_close(const char *what, const float *cpu_v, const float *gpu_d
   free(g);
 }
 
-/* ---- vectors, mixing, reductions ------------------------------------------------------------- */
+/* ---- memory ---------------------------------------------------------------------------------- */
 
-static void test_vectors(void) {
-  const size_t n = 100003;
-  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *z = malloc(sizeof(float) * n);
-  fill_random(x, n, 3.0f);
-  fill_random(y, n, 2.0f);
-  float *dx = dev(x, sizeof(float) * n), *dy = dev(y, sizeof(float) * n), *dz = dev(NULL, sizeof(float) * n);
+static void case_alloc(void) {
+  const size_t n = 4099;
+  float *d = dev(NULL, sizeof(float) * n), *h = down(d, n);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; i++) nonzero += h[i] != 0.0f;
+  CHECK(nonzero == 0, "alloc: %zu of %zu floats of fresh memory are not zero", nonzero, n);
+  free(h);
+  dt_be_free(gpu, d);
+}
 
-  memcpy(z, y, sizeof(float) * n);
-  CHECK_OK(cpu->ops->axpy(cpu, n, 0.37f, x, z));
-  CHECK_OK(gpu->ops->copy(gpu, n, dy, dz));
-  CHECK_OK(gpu->ops->axpy(gpu, n, 0.37f, dx, dz));
-  check_exact("axpy", z, dz, n);
+static void case_upload(void) {
+  const size_t n = 3001;
+  unsigned char *a = malloc(n), *b = calloc(n, 1);
+  for (size_t i = 0; i < n; i++) a[i] = (unsigned char)dt_rng_u32(&rng);
+  void *d = dev(a, n);
+  CHECK_OK(dt_be_download(gpu, b, d, n));
+  CHECK(memcmp(a, b, n) == 0, "upload: the bytes read back differ from those written");
+  /* a part, at an offset */
+  CHECK_OK(dt_be_upload(gpu, (unsigned char *)d + 17, a + 100, 200));
+  CHECK_OK(dt_be_download(gpu, b, d, n));
+  CHECK(memcmp(b + 17, a + 100, 200) == 0 && memcmp(b, a, 17) == 0 && memcmp(b + 217, a + 217, n - 217) == 0,
+        "upload: a partial upload at an offset wrote elsewhere");
+  dt_be_free(gpu, d);
+  free(a), free(b);
+}
 
-  CHECK_OK(cpu->ops->axpby(cpu, n, -1.25f, x, 0.5f, y, z));
-  CHECK_OK(gpu->ops->axpby(gpu, n, -1.25f, dx, 0.5f, dy, dz));
-  check_exact("axpby", z, dz, n);
+static void case_download(void) {
+  const size_t n = 2048;
+  float *h = malloc(sizeof(float) * n), *d = dev(NULL, sizeof(float) * n);
+  CHECK_OK(dt_be_fill(gpu, n, -2.5f, d));
+  CHECK_OK(dt_be_download(gpu, h, d + 5, sizeof(float) * (n - 5)));
+  size_t bad = 0;
+  for (size_t i = 0; i < n - 5; i++) bad += h[i] != -2.5f;
+  CHECK(bad == 0, "download: %zu values read back wrong after a fill", bad);
+  free(h);
+  dt_be_free(gpu, d);
+}
 
-  CHECK_OK(cpu->ops->scale(cpu, n, 0.3f, z));
-  CHECK_OK(gpu->ops->scale(gpu, n, 0.3f, dz));
-  check_exact("scale", z, dz, n);
+static void case_free(void) {
+  dt_be_free(gpu, NULL); /* accepted */
+  void *d = dev(NULL, 1 << 20);
+  dt_be_free(gpu, d);
+}
 
-  CHECK_OK(cpu->ops->div(cpu, n, x, 7.0, z));
-  CHECK_OK(gpu->ops->div(gpu, n, dx, 7.0, dz));
-  check_exact("div", z, dz, n);
+/* ---- vectors, mixing, reductions: x, y random, z the output ------------------------------------ */
 
-  CHECK_OK(cpu->ops->fill(cpu, n, 1.5f, z));
-  CHECK_OK(gpu->ops->fill(gpu, n, 1.5f, dz));
-  check_exact("fill", z, dz, n);
+enum { VN = 100003 };
+static float *vx, *vy, *vz, *gvx, *gvy, *gvz;
 
+static void vectors_setup(void) {
+  vx = malloc(sizeof(float) * VN), vy = malloc(sizeof(float) * VN), vz = malloc(sizeof(float) * VN);
+  fill_random(vx, VN, 3.0f);
+  fill_random(vy, VN, 2.0f);
+  gvx = dev(vx, sizeof(float) * VN), gvy = dev(vy, sizeof(float) * VN), gvz = dev(NULL, sizeof(float) * VN);
+}
+
+static void vectors_free(void) {
+  dt_be_free(gpu, gvx), dt_be_free(gpu, gvy), dt_be_free(gpu, gvz);
+  free(vx), free(vy), free(vz);
+}
+
+/* z starts as y on both sides */
+static void z_from_y(void) {
+  memcpy(vz, vy, sizeof(float) * VN);
+  CHECK_OK(dt_be_upload(gpu, gvz, vy, sizeof(float) * VN));
+}
+
+static void case_fill(void) {
+  CHECK_OK(dt_be_fill(cpu, VN, 1.5f, vz));
+  CHECK_OK(dt_be_fill(gpu, VN, 1.5f, gvz));
+  check_exact("fill", vz, gvz, VN);
+}
+
+static void case_copy(void) {
+  CHECK_OK(dt_be_copy(cpu, VN, vx, vz));
+  CHECK_OK(dt_be_copy(gpu, VN, gvx, gvz));
+  check_exact("copy", vz, gvz, VN);
+}
+
+static void case_scale(void) {
+  z_from_y();
+  CHECK_OK(dt_be_scale(cpu, VN, 0.3f, vz));
+  CHECK_OK(dt_be_scale(gpu, VN, 0.3f, gvz));
+  check_exact("scale", vz, gvz, VN);
+}
+
+static void case_axpy(void) {
+  z_from_y();
+  CHECK_OK(dt_be_axpy(cpu, VN, 0.37f, vx, vz));
+  CHECK_OK(dt_be_axpy(gpu, VN, 0.37f, gvx, gvz));
+  check_exact("axpy", vz, gvz, VN);
+}
+
+static void case_axpby(void) {
+  CHECK_OK(dt_be_axpby(cpu, VN, -1.25f, vx, 0.5f, vy, vz));
+  CHECK_OK(dt_be_axpby(gpu, VN, -1.25f, gvx, 0.5f, gvy, gvz));
+  check_exact("axpby", vz, gvz, VN);
+  /* z aliasing y */
+  z_from_y();
+  CHECK_OK(dt_be_axpby(cpu, VN, 2.0f, vx, -0.75f, vz, vz));
+  CHECK_OK(dt_be_axpby(gpu, VN, 2.0f, gvx, -0.75f, gvz, gvz));
+  check_exact("axpby in place", vz, gvz, VN);
+}
+
+static void case_div(void) {
+  CHECK_OK(dt_be_div(cpu, VN, vx, 7.0, vz));
+  CHECK_OK(dt_be_div(gpu, VN, gvx, 7.0, gvz));
+  check_exact("div", vz, gvz, VN);
+}
+
+static void case_dot(void) {
   double a, b;
-  CHECK_OK(cpu->ops->dot(cpu, n, x, y, &a));
-  CHECK_OK(gpu->ops->dot(gpu, n, dx, dy, &b));
+  CHECK_OK(dt_be_dot(cpu, VN, vx, vy, &a));
+  CHECK_OK(dt_be_dot(gpu, VN, gvx, gvy, &b));
   CHECK_CLOSE(b, a, 1e-12, 0);
-  CHECK_OK(cpu->ops->nrm2(cpu, n, x, &a));
-  CHECK_OK(gpu->ops->nrm2(gpu, n, dx, &b));
+}
+
+static void case_nrm2(void) {
+  double a, b;
+  CHECK_OK(dt_be_nrm2(cpu, VN, vx, &a));
+  CHECK_OK(dt_be_nrm2(gpu, VN, gvx, &b));
   CHECK_CLOSE(b, a, 1e-12, 0);
-  CHECK_OK(cpu->ops->sqdist(cpu, n, x, y, &a));
-  CHECK_OK(gpu->ops->sqdist(gpu, n, dx, dy, &b));
+}
+
+static void case_sqdist(void) {
+  double a, b, b2;
+  CHECK_OK(dt_be_sqdist(cpu, VN, vx, vy, &a));
+  CHECK_OK(dt_be_sqdist(gpu, VN, gvx, gvy, &b));
   CHECK_CLOSE(b, a, 1e-12, 0);
-  double b2;
-  CHECK_OK(gpu->ops->sqdist(gpu, n, dx, dy, &b2));
+  CHECK_OK(dt_be_sqdist(gpu, VN, gvx, gvy, &b2));
   CHECK(memcmp(&b, &b2, sizeof b) == 0, "a reduction gave other bits on a second call");
+}
 
-  double *sum = malloc(sizeof(double) * n);
-  for (size_t i = 0; i < n; i++) sum[i] = 3.0 * x[i] + 0.125 * y[i];
-  double *dsum = dev(sum, sizeof(double) * n);
-  CHECK_OK(cpu->ops->sqdist_mean(cpu, n, y, sum, 3.0, &a));
-  CHECK_OK(gpu->ops->sqdist_mean(gpu, n, dy, dsum, 3.0, &b));
+/* sum = 3x + y/8 in double, on both sides */
+static double *sum_of(double **dsum) {
+  double *sum = malloc(sizeof(double) * VN);
+  for (size_t i = 0; i < VN; i++) sum[i] = 3.0 * vx[i] + 0.125 * vy[i];
+  *dsum = dev(sum, sizeof(double) * VN);
+  return sum;
+}
+
+static void case_sqdist_mean(void) {
+  double *dsum, *sum = sum_of(&dsum), a, b;
+  CHECK_OK(dt_be_sqdist_mean(cpu, VN, vy, sum, 3.0, &a));
+  CHECK_OK(dt_be_sqdist_mean(gpu, VN, gvy, dsum, 3.0, &b));
   CHECK_CLOSE(b, a, 1e-12, 0);
-  CHECK_OK(cpu->ops->mean_of_sum(cpu, n, sum, 3.0, z));
-  CHECK_OK(gpu->ops->mean_of_sum(gpu, n, dsum, 3.0, dz));
-  check_exact("mean_of_sum", z, dz, n);
+  dt_be_free(gpu, dsum);
+  free(sum);
+}
 
-  /* mixing over more vectors than one launch takes */
+static void case_mean_of_sum(void) {
+  double *dsum, *sum = sum_of(&dsum);
+  CHECK_OK(dt_be_mean_of_sum(cpu, VN, sum, 3.0, vz));
+  CHECK_OK(dt_be_mean_of_sum(gpu, VN, dsum, 3.0, gvz));
+  check_exact("mean_of_sum", vz, gvz, VN);
+  dt_be_free(gpu, dsum);
+  free(sum);
+}
+
+/* mixing over more vectors than one launch takes */
+static void case_mix(void) {
   enum { K = 21 };
   const size_t m = 5003;
   float *hx[K], *gx[K], w[K];
@@ -135,225 +246,135 @@ static void test_vectors(void) {
     w[j] = dt_rng_float(&rng);
   }
   for (int k = 0; k <= K; k += 7) {
-    CHECK_OK(cpu->ops->mix(cpu, m, k, (const float *const *)hx, w, z));
-    CHECK_OK(gpu->ops->mix(gpu, m, k, (const float *const *)gx, w, dz));
+    CHECK_OK(dt_be_mix(cpu, m, k, (const float *const *)hx, w, vz));
+    CHECK_OK(dt_be_mix(gpu, m, k, (const float *const *)gx, w, gvz));
     char what[32];
     snprintf(what, sizeof what, "mix of %d", k);
-    check_exact(what, z, dz, m);
+    check_exact(what, vz, gvz, m);
   }
   for (int j = 0; j < K; j++) {
     free(hx[j]);
-    gpu->ops->free(gpu, gx[j]);
-  }
-  gpu->ops->free(gpu, dsum);
-  free(sum);
-  gpu->ops->free(gpu, dx);
-  gpu->ops->free(gpu, dy);
-  gpu->ops->free(gpu, dz);
-  free(x);
-  free(y);
-  free(z);
-}
-
-/* ---- fused optimizer steps: five steps of each, every state array compared ------------------ */
-
-enum { OPT_SGD, OPT_SGD_NESTEROV, OPT_ADAM, OPT_ADAMW, OPT_RMSPROP, OPT_ADADELTA, OPT_NADAM, OPT_COUNT };
-
-static dt_status step(dt_backend *be, int opt, int t, size_t n, float *p, const float *g, float *s1, float *s2,
-                      const float *eb) {
-  switch (opt) {
-    case OPT_SGD: return be->ops->sgd_step(be, n, p, g, s1, t == 1, 0.05f, 0.9f, 0.1f, 0, 1e-3f, 0.2f, eb);
-    case OPT_SGD_NESTEROV: return be->ops->sgd_step(be, n, p, g, s1, t == 1, 0.05f, 0.9f, 0.0f, 1, 0.0f, 0.0f, NULL);
-    case OPT_ADAM: return be->ops->adam_step(be, n, p, g, s1, s2, t, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 0, 0.5f, eb);
-    case OPT_ADAMW: return be->ops->adam_step(be, n, p, g, s1, s2, t, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 1, 0.0f, NULL);
-    case OPT_RMSPROP: return be->ops->rmsprop_step(be, n, p, g, s1, s2, 1e-2f, 0.99f, 1e-8f, 1e-3f, 0.5f, 0.1f, eb);
-    case OPT_ADADELTA: return be->ops->adadelta_step(be, n, p, g, s1, s2, 1.0f, 0.9f, 1e-6f, 0.0f, 0.0f, eb);
-    default: {
-      const double mu = 0.9 * (1.0 - 0.5 * pow(0.96, t * 0.004)), mu_next = 0.9 * (1.0 - 0.5 * pow(0.96, (t + 1) * 0.004));
-      double prod = 1.0;
-      for (int i = 1; i <= t; i++) prod *= 0.9 * (1.0 - 0.5 * pow(0.96, i * 0.004));
-      return be->ops->nadam_step(be, n, p, g, s1, s2, t, 2e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, mu, mu_next, prod, 0.3f, eb);
-    }
+    dt_be_free(gpu, gx[j]);
   }
 }
 
-/* Compressed messages: the same bytes as the CPU's, and the same decoded sums. */
-static void test_codec(void) {
-  const size_t n = 5003;
-  float *x = calloc(n, sizeof(float)), *y = calloc(n, sizeof(float));
-  unsigned char *msg = calloc(8 * n, 1), *gmsg = calloc(8 * n, 1);
-  fill_random(x, n, 1.0f);
-  fill_random(y, n, 1.0f);
-  float *dx = dev(x, sizeof(float) * n), *dy = dev(y, sizeof(float) * n);
-  void *dm = dev(NULL, 8 * n);
-  for (int op = 0; op < DT_CODEC_COUNT; op++) {
-    dt_codec c;
-    CHECK_OK(dt_codec_init(&c, op, n, 0.02, 16));
-    CHECK_OK(cpu->ops->encode(cpu, &c, x, 5, 77, msg));
-    CHECK_OK(gpu->ops->encode(gpu, &c, dx, 5, 77, dm));
-    CHECK_OK(gpu->ops->download(gpu, gmsg, dm, c.bytes));
-    CHECK(memcmp(msg, gmsg, c.bytes) == 0, "%s: the GPU's message differs from the CPU's", dt_codec_names[op]);
-    CHECK_OK(cpu->ops->decode_axpy(cpu, &c, msg, 5, 77, 0.25f, y));
-    CHECK_OK(gpu->ops->decode_axpy(gpu, &c, dm, 5, 77, 0.25f, dy));
-    check_exact(dt_codec_names[op], y, dy, n);
-  }
-  gpu->ops->free(gpu, dx);
-  gpu->ops->free(gpu, dy);
-  gpu->ops->free(gpu, dm);
-  free(x), free(y), free(msg), free(gmsg);
+/* ---- the fused local step: five steps of every local optimizer, every state array compared ----- */
+
+typedef struct step_variant {
+  const char *name;
+  dt_local_opt_spec spec;
+  int extra; /* with the extra-gradient hook g + 0.2·p + b */
+} step_variant;
+
+/* Steps node 0 of o (state of n floats) t times with the gradients g[t] (host), on be. */
+static void run_steps(dt_backend *be, const step_variant *sv, size_t n, float *p, float *const *g, const float *eb,
+                      dt_local_opt **out) {
+  dt_local_opt *o = NULL;
+  CHECK_OK(dt_local_opt_create(be, &sv->spec, 1, n, &o));
+  if (o == NULL) return;
+  const dt_grad_extra extra = {.alpha = 0.2f, .b = eb};
+  for (int t = 0; t < 5; t++) CHECK_OK(dt_local_opt_step(o, 0, p, g[t], -1.0f, sv->extra ? &extra : NULL));
+  *out = o;
 }
 
-static void test_steps(void) {
-  static const char *const names[OPT_COUNT] = {"sgd", "sgd nesterov", "adam", "adamw", "rmsprop", "adadelta", "nadam"};
+static void compare_state(const char *name, const char *what, const dt_slab *c, const dt_slab *g) {
+  if (c->data == NULL || g->data == NULL) {
+    CHECK(c->data == g->data, "%s: one backend keeps %s, the other not", name, what);
+    return;
+  }
+  char label[96];
+  snprintf(label, sizeof label, "%s %s", name, what);
+  check_exact(label, c->data, g->data, c->dim);
+}
+
+static void case_local_step(void) {
+  step_variant v[DT_LOCAL_KIND_COUNT + 2];
+  int nv = 0;
+  for (int k = 0; k < DT_LOCAL_KIND_COUNT; k++) {
+    v[nv] = (step_variant){.name = dt_local_opt_names[k], .spec = dt_local_opt_spec_default(k), .extra = k % 2};
+    v[nv].spec.weight_decay = 1e-3f;
+    if (k == DT_LOCAL_RMSPROP) v[nv].spec.momentum = 0.5f;
+    nv++;
+  }
+  v[nv] = (step_variant){.name = "sgd momentum dampening", .spec = dt_local_opt_spec_default(DT_LOCAL_SGD), .extra = 1};
+  v[nv].spec.momentum = 0.9f, v[nv].spec.dampening = 0.1f, v[nv].spec.weight_decay = 1e-3f;
+  nv++;
+  v[nv] = (step_variant){.name = "sgd nesterov", .spec = dt_local_opt_spec_default(DT_LOCAL_SGD)};
+  v[nv].spec.momentum = 0.9f, v[nv].spec.nesterov = 1;
+  nv++;
   const size_t n = 40007;
-  for (int opt = 0; opt < OPT_COUNT; opt++) {
-    float *p = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *eb = malloc(sizeof(float) * n);
-    float *s1 = calloc(n, sizeof(float)), *s2 = calloc(n, sizeof(float));
+  for (int i = 0; i < nv; i++) {
+    float *p = malloc(sizeof(float) * n), *eb = malloc(sizeof(float) * n), *g[5], *gg[5];
     fill_random(p, n, 1.0f);
     fill_random(eb, n, 0.1f);
-    float *dp = dev(p, sizeof(float) * n), *dg = dev(NULL, sizeof(float) * n), *deb = dev(eb, sizeof(float) * n);
-    float *d1 = dev(NULL, sizeof(float) * n), *d2 = dev(NULL, sizeof(float) * n);
-    for (int t = 1; t <= 5; t++) {
-      fill_random(g, n, 0.5f);
-      CHECK_OK(gpu->ops->upload(gpu, dg, g, sizeof(float) * n));
-      CHECK_OK(step(cpu, opt, t, n, p, g, s1, s2, eb));
-      CHECK_OK(step(gpu, opt, t, n, dp, dg, d1, d2, deb));
+    for (int t = 0; t < 5; t++) {
+      g[t] = malloc(sizeof(float) * n);
+      fill_random(g[t], n, 0.5f);
+      gg[t] = dev(g[t], sizeof(float) * n);
     }
-    char what[64];
-    snprintf(what, sizeof what, "%s parameters", names[opt]);
+    float *dp = dev(p, sizeof(float) * n), *deb = dev(eb, sizeof(float) * n);
+    dt_local_opt *oc = NULL, *og = NULL;
+    run_steps(cpu, &v[i], n, p, g, eb, &oc);
+    run_steps(gpu, &v[i], n, dp, gg, deb, &og);
+    char what[96];
+    snprintf(what, sizeof what, "%s parameters", v[i].name);
     check_exact(what, p, dp, n);
-    snprintf(what, sizeof what, "%s state 1", names[opt]);
-    check_exact(what, s1, d1, n);
-    snprintf(what, sizeof what, "%s state 2", names[opt]);
-    check_exact(what, s2, d2, n);
-    gpu->ops->free(gpu, dp);
-    gpu->ops->free(gpu, dg);
-    gpu->ops->free(gpu, deb);
-    gpu->ops->free(gpu, d1);
-    gpu->ops->free(gpu, d2);
-    free(p), free(g), free(eb), free(s1), free(s2);
+    if (oc != NULL && og != NULL) {
+      dt_slab *mc, *vc, *mg, *vg;
+      long *sc, *sg;
+      dt_local_opt_state(oc, &mc, &vc, &sc);
+      dt_local_opt_state(og, &mg, &vg, &sg);
+      compare_state(v[i].name, "state m", mc, mg);
+      compare_state(v[i].name, "state v", vc, vg);
+    }
+    dt_local_opt_free(oc);
+    dt_local_opt_free(og);
+    for (int t = 0; t < 5; t++) free(g[t]), dt_be_free(gpu, gg[t]);
+    dt_be_free(gpu, dp), dt_be_free(gpu, deb);
+    free(p), free(eb);
   }
 }
 
-/* ---- layer ops -------------------------------------------------------------------------------- */
+/* ---- compressed messages: the same bytes as the CPU's, and the same decoded sums ---------------- */
 
-static void test_conv(const dt_conv_shape *s, int batch) {
-  const size_t in = (size_t)batch * s->c * s->h * s->w, out = (size_t)batch * s->f * s->oh * s->ow;
-  const size_t nw = (size_t)s->f * s->c * s->k * s->k, col = (size_t)s->c * s->k * s->k * s->oh * s->ow;
-  float *x = malloc(sizeof(float) * in), *w = malloc(sizeof(float) * nw), *b = malloc(sizeof(float) * s->f);
-  float *y = malloc(sizeof(float) * out), *dy = malloc(sizeof(float) * out), *dx = malloc(sizeof(float) * in);
-  float *dw = malloc(sizeof(float) * nw), *db = malloc(sizeof(float) * s->f);
-  float *c1 = malloc(sizeof(float) * col), *c2 = malloc(sizeof(float) * col);
-  fill_random(x, in, 1.0f), fill_random(w, nw, 0.5f), fill_random(b, s->f, 0.5f), fill_random(dy, out, 1.0f);
-  float *gx = dev(x, sizeof(float) * in), *gw = dev(w, sizeof(float) * nw), *gb = dev(b, sizeof(float) * s->f);
-  float *gy = dev(NULL, sizeof(float) * out), *gdy = dev(dy, sizeof(float) * out), *gdx = dev(NULL, sizeof(float) * in);
-  float *gdw = dev(NULL, sizeof(float) * nw), *gdb = dev(NULL, sizeof(float) * s->f);
-  float *gc1 = dev(NULL, sizeof(float) * col), *gc2 = dev(NULL, sizeof(float) * col);
-  CHECK_OK(cpu->ops->conv2d_forward(cpu, s, batch, x, w, b, y, c1));
-  CHECK_OK(gpu->ops->conv2d_forward(gpu, s, batch, gx, gw, gb, gy, gc1));
-  char what[96];
-  snprintf(what, sizeof what, "conv2d %d->%d k%d s%d p%d forward", s->c, s->f, s->k, s->stride, s->pad);
-  check_close(what, y, gy, out);
-  CHECK_OK(cpu->ops->conv2d_backward(cpu, s, batch, x, w, dy, dw, db, dx, c1, c2));
-  CHECK_OK(gpu->ops->conv2d_backward(gpu, s, batch, gx, gw, gdy, gdw, gdb, gdx, gc1, gc2));
-  snprintf(what, sizeof what, "conv2d %d->%d k%d s%d p%d dw", s->c, s->f, s->k, s->stride, s->pad);
-  check_close(what, dw, gdw, nw);
-  snprintf(what, sizeof what, "conv2d %d->%d k%d s%d p%d db", s->c, s->f, s->k, s->stride, s->pad);
-  check_close(what, db, gdb, (size_t)s->f);
-  snprintf(what, sizeof what, "conv2d %d->%d k%d s%d p%d dx", s->c, s->f, s->k, s->stride, s->pad);
-  check_close(what, dx, gdx, in);
-  void *all[] = {gx, gw, gb, gy, gdy, gdx, gdw, gdb, gc1, gc2};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) gpu->ops->free(gpu, all[i]);
-  free(x), free(w), free(b), free(y), free(dy), free(dx), free(dw), free(db), free(c1), free(c2);
+enum { CN = 5003 };
+
+static void case_encode(void) {
+  float *x = calloc(CN, sizeof(float));
+  unsigned char *msg = calloc(8 * CN, 1), *gmsg = calloc(8 * CN, 1);
+  fill_random(x, CN, 1.0f);
+  float *dx = dev(x, sizeof(float) * CN);
+  void *dm = dev(NULL, 8 * CN);
+  for (int op = 0; op < DT_CODEC_COUNT; op++) {
+    dt_codec c;
+    CHECK_OK(dt_codec_init(&c, op, CN, 0.02, 16));
+    CHECK_OK(dt_be_encode(cpu, &c, x, 5, 77, msg));
+    CHECK_OK(dt_be_encode(gpu, &c, dx, 5, 77, dm));
+    CHECK_OK(dt_be_download(gpu, gmsg, dm, c.bytes));
+    CHECK(memcmp(msg, gmsg, c.bytes) == 0, "%s: the GPU's message differs from the CPU's", dt_codec_names[op]);
+  }
+  dt_be_free(gpu, dx), dt_be_free(gpu, dm);
+  free(x), free(msg), free(gmsg);
 }
 
-static dt_conv_shape conv_shape(int c, int h, int f, int k, int stride, int pad) {
-  const int o = (h + 2 * pad - k) / stride + 1;
-  return (dt_conv_shape){.c = c, .h = h, .w = h, .f = f, .k = k, .stride = stride, .pad = pad, .oh = o, .ow = o};
-}
-
-static void test_layers(void) {
-  dt_conv_shape s1 = conv_shape(1, 28, 3, 5, 1, 0), s2 = conv_shape(3, 12, 8, 3, 2, 1), s3 = conv_shape(4, 9, 5, 3, 1, 1);
-  test_conv(&s1, 5);
-  test_conv(&s2, 3);
-  test_conv(&s3, 2);
-
-  /* linear */
-  const int B = 37, in = 300, out = 23;
-  float *x = malloc(sizeof(float) * B * in), *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
-  float *y = malloc(sizeof(float) * B * out), *dy = malloc(sizeof(float) * B * out), *dx = malloc(sizeof(float) * B * in);
-  float *dw = malloc(sizeof(float) * out * in), *db = malloc(sizeof(float) * out);
-  fill_random(x, (size_t)B * in, 1.0f), fill_random(w, (size_t)out * in, 0.1f), fill_random(b, out, 0.1f);
-  fill_random(dy, (size_t)B * out, 1.0f);
-  float *gx = dev(x, sizeof(float) * B * in), *gw = dev(w, sizeof(float) * out * in), *gb = dev(b, sizeof(float) * out);
-  float *gy = dev(NULL, sizeof(float) * B * out), *gdy = dev(dy, sizeof(float) * B * out);
-  float *gdx = dev(NULL, sizeof(float) * B * in), *gdw = dev(NULL, sizeof(float) * out * in), *gdb = dev(NULL, sizeof(float) * out);
-  CHECK_OK(cpu->ops->linear_forward(cpu, B, in, out, x, w, b, y));
-  CHECK_OK(gpu->ops->linear_forward(gpu, B, in, out, gx, gw, gb, gy));
-  check_close("linear forward", y, gy, (size_t)B * out);
-  CHECK_OK(cpu->ops->linear_backward(cpu, B, in, out, x, w, dy, dw, db, dx));
-  CHECK_OK(gpu->ops->linear_backward(gpu, B, in, out, gx, gw, gdy, gdw, gdb, gdx));
-  check_close("linear dw", dw, gdw, (size_t)out * in);
-  check_close("linear db", db, gdb, (size_t)out);
-  check_close("linear dx", dx, gdx, (size_t)B * in);
-
-  /* log-softmax + NLL on the linear output */
-  int32_t lab[37];
-  for (int i = 0; i < B; i++) lab[i] = (int32_t)dt_rng_below(&rng, (uint32_t)out);
-  int32_t *glab = dev(lab, sizeof lab);
-  double tc, tg;
-  long cc = 0, cg = 0;
-  CHECK_OK(cpu->ops->log_softmax_nll(cpu, B, out, y, lab, dy, 1.0f / B, &tc, &cc));
-  CHECK_OK(gpu->ops->log_softmax_nll(gpu, B, out, gy, glab, gdy, 1.0f / B, &tg, &cg));
-  CHECK_CLOSE(tg, tc, 1e-5, 1e-6);
-  CHECK(cg == cc, "top-1 hits: gpu %ld, cpu %ld", cg, cc);
-  check_close("log_softmax_nll dlogits", dy, gdy, (size_t)B * out);
-
-  /* relu, maxpool (2x2 and overlapping 3x3 stride 2), dropout */
-  const size_t n = (size_t)B * in;
-  CHECK_OK(cpu->ops->relu_forward(cpu, n, x, dx));
-  CHECK_OK(gpu->ops->relu_forward(gpu, n, gx, gdx));
-  check_exact("relu forward", dx, gdx, n);
-  CHECK_OK(cpu->ops->relu_backward(cpu, n, dx, x, dx));
-  CHECK_OK(gpu->ops->relu_backward(gpu, n, gdx, gx, gdx));
-  check_exact("relu backward", dx, gdx, n);
-  const dt_pool_shape pools[2] = {{.c = 3, .h = 12, .w = 12, .k = 2, .stride = 2, .oh = 6, .ow = 6},
-                                  {.c = 3, .h = 11, .w = 11, .k = 3, .stride = 2, .oh = 5, .ow = 5}};
-  CHECK_OK(gpu->ops->upload(gpu, gdy, dy, sizeof(float) * B * out)); /* the same incoming gradient */
-  for (int p = 0; p < 2; p++) {
-    const dt_pool_shape *ps = &pools[p];
-    const int pb = 4;
-    const size_t pin = (size_t)pb * ps->c * ps->h * ps->w, pout = (size_t)pb * ps->c * ps->oh * ps->ow;
-    int32_t *am = malloc(sizeof(int32_t) * pout);
-    int32_t *gam = dev(NULL, sizeof(int32_t) * pout);
-    CHECK_OK(cpu->ops->maxpool_forward(cpu, ps, pb, x, y, am));
-    CHECK_OK(gpu->ops->maxpool_forward(gpu, ps, pb, gx, gy, gam));
-    check_exact(p ? "maxpool 3x3/2 forward" : "maxpool 2x2 forward", y, gy, pout);
-    CHECK_OK(cpu->ops->maxpool_backward(cpu, ps, pb, dy, am, dx));
-    CHECK_OK(gpu->ops->maxpool_backward(gpu, ps, pb, gdy, gam, gdx));
-    check_exact(p ? "maxpool 3x3/2 backward" : "maxpool 2x2 backward", dx, gdx, pin);
-    gpu->ops->free(gpu, gam);
-    free(am);
+static void case_decode_axpy(void) {
+  float *x = calloc(CN, sizeof(float)), *y = calloc(CN, sizeof(float));
+  unsigned char *msg = calloc(8 * CN, 1);
+  fill_random(x, CN, 1.0f);
+  fill_random(y, CN, 1.0f);
+  float *dy = dev(y, sizeof(float) * CN);
+  void *dm = dev(NULL, 8 * CN);
+  for (int op = 0; op < DT_CODEC_COUNT; op++) {
+    dt_codec c;
+    CHECK_OK(dt_codec_init(&c, op, CN, 0.02, 16));
+    CHECK_OK(dt_be_encode(cpu, &c, x, 5, 77, msg));
+    CHECK_OK(dt_be_upload(gpu, dm, msg, c.bytes)); /* the same message on both sides */
+    CHECK_OK(dt_be_decode_axpy(cpu, &c, msg, 5, 77, 0.25f, y));
+    CHECK_OK(dt_be_decode_axpy(gpu, &c, dm, 5, 77, 0.25f, dy));
+    check_exact(dt_codec_names[op], y, dy, CN);
   }
-  {
-    uint8_t *mask = malloc(n), *gmask = dev(NULL, n);
-    dt_rng r1, r2;
-    dt_rng_init(&r1, 5, DT_RNG_DROPOUT, 3);
-    (void)dt_rng_u32(&r1); /* start inside a block */
-    r2 = r1;
-    CHECK_OK(cpu->ops->dropout_forward(cpu, n, 0.3f, x, dx, mask, &r1));
-    CHECK_OK(gpu->ops->dropout_forward(gpu, n, 0.3f, gx, gdx, gmask, &r2));
-    check_exact("dropout forward", dx, gdx, n);
-    CHECK(dt_rng_u32(&r1) == dt_rng_u32(&r2), "dropout left the streams at different places");
-    CHECK_OK(cpu->ops->dropout_backward(cpu, n, 0.3f, mask, x, dx));
-    CHECK_OK(gpu->ops->dropout_backward(gpu, n, 0.3f, gmask, gx, gdx));
-    check_exact("dropout backward", dx, gdx, n);
-    gpu->ops->free(gpu, gmask);
-    free(mask);
-  }
-  void *all[] = {gx, gw, gb, gy, gdy, gdx, gdw, gdb, glab};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) gpu->ops->free(gpu, all[i]);
-  free(x), free(w), free(b), free(y), free(dy), free(dx), free(dw), free(db);
+  dt_be_free(gpu, dy), dt_be_free(gpu, dm);
+  free(x), free(y), free(msg);
 }
 
 /* ---- node-batched model calls ------------------------------------------------------------------ */
@@ -399,15 +420,15 @@ typedef struct model_case {
 static void gradients(dt_backend *be, model_case *mc, int first, int count, const float *theta, const float *x,
                       const int32_t *y, float *grad, float *loss, const int *batch) {
   void *plan = NULL;
-  CHECK_OK(be->ops->plan_create(be, mc->m, MAXB, count, NODES, &plan));
+  CHECK_OK(dt_be_plan_create(be, mc->m, MAXB, count, NODES, &plan));
   dt_rng drop[NODES];
   for (int l = 0; l < count; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)(first + l));
   const dt_node_batch nb = {.count = count, .theta = theta + first * mc->ps, .theta_stride = mc->ps,
                             .grad = grad + first * mc->ps, .grad_stride = mc->ps, .x = x + first * mc->xs,
                             .x_stride = mc->xs, .y = y + first * mc->ys, .y_stride = mc->ys, .batch = batch + first,
                             .loss = loss + first, .dropout = drop};
-  CHECK_OK(be->ops->model_gradients(be, plan, &nb));
-  be->ops->plan_free(be, plan);
+  CHECK_OK(dt_be_model_gradients(be, plan, &nb));
+  dt_be_plan_free(be, plan);
 }
 
 static void test_model(const char *name, const dt_model_spec *spec) {
@@ -465,7 +486,61 @@ static void test_model(const char *name, const dt_model_spec *spec) {
   CHECK(differ == 0, "%s: a second call gave %zu other gradient values", name, differ);
   free(a), free(b);
 
-  /* evaluation: every node on one shared set, in chunks of 10 (a partial last chunk) */
+  /* finite differences of the GPU's loss (no dropout: evaluation's forward) against its
+   * gradient, on node 0's full batch: d/dθ_i of the mean NLL over the batch */
+  if (strcmp(name, "logreg") == 0 || strcmp(name, "seed cnn") == 0) {
+    void *pe = NULL, *pt = NULL;
+    CHECK_OK(dt_be_plan_create(gpu, mc.m, MAXB, 1, 1, &pe));
+    CHECK_OK(dt_be_plan_create(gpu, mc.m, MAXB, 1, 1, &pt));
+    float l0;
+    const int full = MAXB;
+    const dt_node_batch nb = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .grad = ggrad, .grad_stride = mc.ps,
+                              .x = gx, .x_stride = mc.xs, .y = gy, .y_stride = mc.ys, .batch = &full, .loss = &l0,
+                              .dropout = NULL};
+    CHECK_OK(dt_be_model_gradients(gpu, pt, &nb));
+    float *g = down(ggrad, mc.P), *th = down(gtheta, mc.P);
+    for (int t = 0; t < 12; t++) {
+      const size_t i = dt_rng_below(&rng, (uint32_t)mc.P);
+      const float h = 1e-2f * fmaxf(1.0f, fabsf(th[i]));
+      double f[2];
+      for (int sgn = 0; sgn < 2; sgn++) {
+        const float v = th[i] + (sgn ? -h : h);
+        CHECK_OK(dt_be_upload(gpu, gtheta + i, &v, sizeof v));
+        double ls = 0;
+        long c = 0;
+        const dt_node_eval e = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .x = gx, .y = gy, .n = MAXB,
+                                .loss_sum = &ls, .correct = &c};
+        CHECK_OK(dt_be_model_evaluate(gpu, pe, &e));
+        f[sgn] = ls / MAXB;
+      }
+      CHECK_OK(dt_be_upload(gpu, gtheta + i, &th[i], sizeof th[i]));
+      const double fd = (f[0] - f[1]) / (2.0 * h);
+      CHECK(fabs(fd - g[i]) <= 2e-3 + 2e-2 * fabs(g[i]), "%s: parameter %zu: finite difference %.6g, gradient %.6g", name, i,
+            fd, g[i]);
+    }
+    free(g), free(th);
+    dt_be_plan_free(gpu, pe);
+    dt_be_plan_free(gpu, pt);
+  }
+
+  void *all[] = {gtheta, gx, ggrad, ggrad2, gy};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) dt_be_free(gpu, all[i]);
+  free(theta), free(x), free(grad), free(y);
+  dt_model_free(mc.m);
+}
+
+/* Evaluation: every node on one shared set, in chunks of 10 (a partial last chunk). */
+static void test_evaluate(const char *name, const dt_model_spec *spec) {
+  model_case mc = {.name = name};
+  CHECK_OK(dt_model_create(spec, &mc.m));
+  if (mc.m == NULL) return;
+  mc.P = dt_model_num_params(mc.m);
+  mc.d = dt_model_input_size(mc.m);
+  mc.ps = dt_slab_stride(mc.P);
+  const size_t np = NODES * mc.ps;
+  float *theta = calloc(np, sizeof(float));
+  for (int l = 0; l < NODES; l++) dt_model_init_params(mc.m, 200 + (uint64_t)l, theta + l * mc.ps);
+  float *gtheta = dev(theta, sizeof(float) * np);
   float *ex = malloc(sizeof(float) * EVAL_N * mc.d);
   int32_t ey[EVAL_N];
   fill_random(ex, EVAL_N * mc.d, 1.0f);
@@ -475,63 +550,72 @@ static void test_model(const char *name, const dt_model_spec *spec) {
   double ls_c[NODES] = {0}, ls_g[NODES] = {0};
   long cor_c[NODES] = {0}, cor_g[NODES] = {0};
   void *pc = NULL, *pg = NULL;
-  CHECK_OK(cpu->ops->plan_create(cpu, mc.m, 10, NODES, NODES, &pc));
-  CHECK_OK(gpu->ops->plan_create(gpu, mc.m, 10, NODES, NODES, &pg));
+  CHECK_OK(dt_be_plan_create(cpu, mc.m, 10, NODES, NODES, &pc));
+  CHECK_OK(dt_be_plan_create(gpu, mc.m, 10, NODES, NODES, &pg));
   const dt_node_eval ec = {.count = NODES, .theta = theta, .theta_stride = mc.ps, .x = ex, .y = ey, .n = EVAL_N,
                            .loss_sum = ls_c, .correct = cor_c};
   const dt_node_eval eg = {.count = NODES, .theta = gtheta, .theta_stride = mc.ps, .x = gex, .y = gey, .n = EVAL_N,
                            .loss_sum = ls_g, .correct = cor_g};
-  CHECK_OK(cpu->ops->model_evaluate(cpu, pc, &ec));
-  CHECK_OK(gpu->ops->model_evaluate(gpu, pg, &eg));
+  CHECK_OK(dt_be_model_evaluate(cpu, pc, &ec));
+  CHECK_OK(dt_be_model_evaluate(gpu, pg, &eg));
   for (int l = 0; l < NODES; l++) {
     CHECK_CLOSE(ls_g[l], ls_c[l], 1e-5, 1e-6);
     CHECK(cor_g[l] == cor_c[l], "%s: node %d evaluation hits gpu %ld cpu %ld", name, l, cor_g[l], cor_c[l]);
   }
-  cpu->ops->plan_free(cpu, pc);
-  gpu->ops->plan_free(gpu, pg);
+  dt_be_plan_free(cpu, pc);
+  dt_be_plan_free(gpu, pg);
 
-  /* finite differences of the GPU's loss (no dropout: evaluation's forward) against its
-   * gradient, on node 0's full batch: d/dθ_i of the mean NLL over the batch */
-  if (strcmp(name, "logreg") == 0 || strcmp(name, "seed cnn") == 0) {
-    void *pe = NULL, *pt = NULL;
-    CHECK_OK(gpu->ops->plan_create(gpu, mc.m, MAXB, 1, 1, &pe));
-    CHECK_OK(gpu->ops->plan_create(gpu, mc.m, MAXB, 1, 1, &pt));
-    float l0;
-    const int full = MAXB;
-    const dt_node_batch nb = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .grad = ggrad, .grad_stride = mc.ps,
-                              .x = gx, .x_stride = mc.xs, .y = gy, .y_stride = mc.ys, .batch = &full, .loss = &l0,
-                              .dropout = NULL};
-    CHECK_OK(gpu->ops->model_gradients(gpu, pt, &nb));
-    float *g = down(ggrad, mc.P), *th = down(gtheta, mc.P);
-    for (int t = 0; t < 12; t++) {
-      const size_t i = dt_rng_below(&rng, (uint32_t)mc.P);
-      const float h = 1e-2f * fmaxf(1.0f, fabsf(th[i]));
-      double f[2];
-      for (int sgn = 0; sgn < 2; sgn++) {
-        const float v = th[i] + (sgn ? -h : h);
-        CHECK_OK(gpu->ops->upload(gpu, gtheta + i, &v, sizeof v));
-        double ls = 0;
-        long c = 0;
-        const dt_node_eval e = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .x = gx, .y = gy, .n = MAXB,
-                                .loss_sum = &ls, .correct = &c};
-        CHECK_OK(gpu->ops->model_evaluate(gpu, pe, &e));
-        f[sgn] = ls / MAXB;
-      }
-      CHECK_OK(gpu->ops->upload(gpu, gtheta + i, &th[i], sizeof th[i]));
-      const double fd = (f[0] - f[1]) / (2.0 * h);
-      CHECK(fabs(fd - g[i]) <= 2e-3 + 2e-2 * fabs(g[i]), "%s: parameter %zu: finite difference %.6g, gradient %.6g", name, i,
-            fd, g[i]);
-    }
-    free(g), free(th);
-    gpu->ops->plan_free(gpu, pe);
-    gpu->ops->plan_free(gpu, pt);
-  }
-
-  void *all[] = {gtheta, gx, ggrad, ggrad2, gy, gex, gey};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) gpu->ops->free(gpu, all[i]);
-  free(theta), free(x), free(grad), free(y), free(ex);
+  dt_be_free(gpu, gtheta), dt_be_free(gpu, gex), dt_be_free(gpu, gey);
+  free(theta), free(ex);
   dt_model_free(mc.m);
 }
+
+/* Every model case: the seed CNN, every layer kind and layout, softmax regression (the shared
+ * input path) and the larger CNN. */
+static void each_model(void (*fn)(const char *, const dt_model_spec *)) {
+  dt_model_spec spec;
+  dt_model_spec_seed_cnn(&spec, 3, 5, 64);
+  fn("seed cnn", &spec);
+  mixed_model(&spec);
+  fn("mixed", &spec);
+  logreg_model(&spec);
+  fn("logreg", &spec);
+  large_cnn(&spec);
+  fn("large cnn", &spec);
+}
+
+/* Plans of every size the runner asks for: one node, a group's worth, and more nodes in the run
+ * than on this rank. */
+static void plans(const char *name, const dt_model_spec *spec) {
+  dt_model *m = NULL;
+  CHECK_OK(dt_model_create(spec, &m));
+  if (m == NULL) return;
+  const int shapes[][3] = {{1, 1, 1}, {64, 3, 3}, {9, 7, 1000}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    void *plan = NULL;
+    dt_status st = dt_be_plan_create(gpu, m, shapes[i][0], shapes[i][1], shapes[i][2], &plan);
+    CHECK(st == DT_OK && plan != NULL, "%s: plan_create(max_batch %d, nodes %d, run_nodes %d) failed: %s", name,
+          shapes[i][0], shapes[i][1], shapes[i][2], dt_error_message());
+    dt_error_clear();
+    dt_be_plan_free(gpu, plan);
+  }
+  dt_model_free(m);
+}
+
+static void case_plan_create(void) { each_model(plans); }
+static void case_plan_free(void) { dt_be_plan_free(gpu, NULL); }
+/* gradients against the CPU, split-invariance, repeatability, finite differences (test_model) */
+static void case_model_gradients(void) { each_model(test_model); }
+static void case_model_evaluate(void) { each_model(test_evaluate); }
+
+/* ---- the case list, generated from the op list ---------------------------------------------- */
+
+#define CASE_ROW(name, params, args) {#name, offsetof(dt_backend_ops, name), case_##name},
+static const struct op_case {
+  const char *name;
+  size_t offset; /* of the op in dt_backend_ops */
+  void (*run)(void);
+} op_cases[] = {DT_BACKEND_OPS(CASE_ROW) DT_BACKEND_VOID_OPS(CASE_ROW)};
 
 int main(void) {
   if (!DT_HAVE_CUDA) {
@@ -548,19 +632,19 @@ int main(void) {
   CHECK_OK(def->create(1, &gpu));
   if (cpu == NULL || gpu == NULL) return check_report("test_gpu_ops");
   dt_rng_init(&rng, 2026, DT_RNG_TEST, 11);
-  test_vectors();
-  test_codec();
-  test_steps();
-  test_layers();
-  dt_model_spec spec;
-  dt_model_spec_seed_cnn(&spec, 3, 5, 64);
-  test_model("seed cnn", &spec);
-  mixed_model(&spec);
-  test_model("mixed", &spec);
-  logreg_model(&spec);
-  test_model("logreg", &spec);
-  large_cnn(&spec);
-  test_model("large cnn", &spec);
+  vectors_setup();
+  for (size_t i = 0; i < sizeof op_cases / sizeof *op_cases; i++) {
+    const struct op_case *c = &op_cases[i];
+    void *const *entry = (void *const *)((const char *)gpu->ops + c->offset);
+    if (*entry == NULL) {
+      printf("op %-16s unsupported by the %s backend: skipped\n", c->name, gpu->name);
+      continue;
+    }
+    const int before = check_failures;
+    c->run();
+    printf("op %-16s %s\n", c->name, check_failures == before ? "ok" : "FAILED");
+  }
+  vectors_free();
   dt_backend_free(gpu);
   dt_backend_free(cpu);
   return check_report("test_gpu_ops");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compares two result trees of tests/identity/run.sh: every file byte for byte, except the
-# timing columns of *_results.csv (time_compute, time_comm, time_eval) and the timing, date and
-# command lines, the placement (hosts, threads_rank0) and the build (git describe) of
-# summary.yaml. Exit 0 when identical.
+# timing columns of *_results.csv (time_compute, time_comm, time_eval) and of results.sqlite (with
+# its dates, folders, hosts and build), and the timing, date and command lines, the placement
+# (hosts, threads_rank0) and the build (git describe) of summary.yaml. Run both trees from the
+# same source path (config.yaml holds absolute data paths). Exit 0 when identical.
 set -uo pipefail
 a=$1 b=$2
 strip() { # file
@@ -10,6 +11,15 @@ strip() { # file
     *_results.csv)
       awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i !~ /^time_/) keep[i] = 1}
                {s = ""; for (i = 1; i <= NF; i++) if (keep[i]) s = s (s == "" ? "" : ",") $i; print s}' "$1" ;;
+    *.sqlite) # the tables in key order, without timings, dates, folders, hosts and the build
+      sqlite3 -batch "$1" \
+        "SELECT run, point, swept, seed, experiment, config, config_hash, ranks, nodes, status FROM runs ORDER BY run;
+         SELECT * FROM sweep_values ORDER BY run, key;
+         SELECT run, problem, problem_name, alg_name, status, rounds, rounds_completed, bytes_sent FROM problems
+           ORDER BY run, problem;
+         SELECT run, problem, round, node, forward_pass_count, validation_loss, top1_accuracy, consensus_error,
+                consensus_error_raw, current_epoch, train_loss, bytes_sent FROM evaluations
+           ORDER BY run, problem, round, node;" ;;
     */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command|checkpoints|checkpoint_seconds|hosts|threads_rank0|build):' "$1" ;;
     *) cat "$1" ;;
   esac

@@ -1,4 +1,4 @@
-/* The CPU backend's ops, shared between its files and the table in cpu.c. */
+/* The CPU backend's ops and layer kernels, shared between its files and the table in cpu.c. */
 #ifndef DT_CPU_IMPL_H
 #define DT_CPU_IMPL_H
 
@@ -13,38 +13,40 @@
 #define DT_CLONES
 #endif
 
+/* The layer kernels on one node's batch (the per-node executor, net.c, calls them).
+ * conv2d.c: y (batch×f×oh×ow) = conv(x (batch×c×h×w), w (f×c×k×k)) + b; col: c·k·k·oh·ow
+ * scratch. Backward: dw, db overwritten with batch sums; dx unless NULL. */
 void dt_cpu_conv2d_forward(const dt_conv_shape *s, int batch, const float *x, const float *w,
                            const float *b, float *y, float *col);
 void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, const float *w,
                             const float *dy, float *dw, float *db, float *dx, float *col,
                             float *dcol);
+/* linear.c: y (batch×out) = x (batch×in) · wᵀ + b, w is out×in (PyTorch layout). */
 void dt_cpu_linear_forward(int batch, int in, int out, const float *x, const float *w,
                            const float *b, float *y);
 void dt_cpu_linear_backward(int batch, int in, int out, const float *x, const float *w,
                             const float *dy, float *dw, float *db, float *dx);
+/* layers.c. Max pooling keeps each window's argmax; backward overwrites dx. */
+void dt_cpu_maxpool_forward(const dt_pool_shape *s, int batch, const float *x, float *y, int32_t *argmax);
+void dt_cpu_maxpool_backward(const dt_pool_shape *s, int batch, const float *dy, const int32_t *argmax, float *dx);
+void dt_cpu_relu_forward(size_t n, const float *x, float *y);
+void dt_cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx); /* dx may alias dy */
+/* Inverted dropout: y = x·mask/(1−p); mask drawn from rng. */
+void dt_cpu_dropout_forward(size_t n, float p, const float *x, float *y, uint8_t *mask, dt_rng *rng);
+void dt_cpu_dropout_backward(size_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+/* The summed NLL of log_softmax(logits) at labels y; adds top-1 hits to *correct (may be NULL);
+ * when dlogits is not NULL writes scale·(softmax − onehot). */
+double dt_cpu_log_softmax_nll(int batch, int classes, const float *logits, const int32_t *y, float *dlogits,
+                              float scale, long *correct);
 
-/* vec.c: memory and vector ops */
-dt_status dt_cpu_alloc(dt_backend *be, size_t bytes, void **out);
-void dt_cpu_free(dt_backend *be, void *p);
-dt_status dt_cpu_upload(dt_backend *be, void *dst, const void *src, size_t bytes);
-dt_status dt_cpu_download(dt_backend *be, void *dst, const void *src, size_t bytes);
-dt_status dt_cpu_fill(dt_backend *be, size_t n, float a, float *y);
-dt_status dt_cpu_copy(dt_backend *be, size_t n, const float *x, float *y);
-dt_status dt_cpu_scale(dt_backend *be, size_t n, float a, float *y);
-dt_status dt_cpu_axpy(dt_backend *be, size_t n, float a, const float *x, float *y);
-dt_status dt_cpu_axpby(dt_backend *be, size_t n, float a, const float *x, float b, const float *y, float *z);
-dt_status dt_cpu_dot(dt_backend *be, size_t n, const float *x, const float *y, double *out);
-dt_status dt_cpu_nrm2(dt_backend *be, size_t n, const float *x, double *out);
-dt_status dt_cpu_div(dt_backend *be, size_t n, const float *x, double d, float *y);
-dt_status dt_cpu_mix(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y);
-dt_status dt_cpu_sqdist(dt_backend *be, size_t n, const float *x, const float *y, double *out);
-dt_status dt_cpu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double *sum, double count, double *out);
-dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double count, float *y);
-
-/* model.c: node-batched model calls on the backend's threads */
-dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);
-void dt_cpu_plan_free(dt_backend *be, void *plan);
-dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb);
-dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne);
+/* Every op of the list (dt/backend.h), defined in vec.c (memory and vectors), step.c (the fused
+ * local-optimizer step), cpu.c (compressed messages: the host codec in place) and model.c
+ * (node-batched model calls on the backend's threads). */
+#define CPU_DECLARE(name, params, args) dt_status dt_cpu_##name DT_OP_PARAMS params;
+#define CPU_DECLARE_VOID(name, params, args) void dt_cpu_##name DT_OP_PARAMS params;
+DT_BACKEND_OPS(CPU_DECLARE)
+DT_BACKEND_VOID_OPS(CPU_DECLARE_VOID)
+#undef CPU_DECLARE
+#undef CPU_DECLARE_VOID
 
 #endif

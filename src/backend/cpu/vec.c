@@ -1,10 +1,12 @@
-/* The CPU backend's memory (aligned host memory) and vector ops. Reductions accumulate in double
- * in index order, so they give the same bits whatever the thread count; elementwise loops are
- * vectorised by gcc and, over whole slabs, split over the backend's threads. */
+/* The CPU backend's memory (aligned host memory) and vector ops, on dt/formulas.h's per-element
+ * formulas. Reductions accumulate in double in index order, so they give the same bits whatever
+ * the thread count; elementwise loops are vectorised by gcc and, over whole slabs, split over the
+ * backend's threads. */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_impl.h"
+#include "dt/formulas.h"
 
 /* Large elementwise ops are split over threads in chunks of this many floats. */
 enum { CHUNK = 1 << 15 };
@@ -56,7 +58,7 @@ dt_status dt_cpu_copy(dt_backend *be, size_t n, const float *x, float *y) {
 
 DT_CLONES
 static void scale_impl(size_t n, float a, float *y) {
-  for (size_t i = 0; i < n; i++) y[i] = a * y[i];
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_scale(a, y[i]);
 }
 
 dt_status dt_cpu_scale(dt_backend *be, size_t n, float a, float *y) {
@@ -67,7 +69,7 @@ dt_status dt_cpu_scale(dt_backend *be, size_t n, float a, float *y) {
 
 DT_CLONES
 static void axpy_impl(size_t n, float a, const float *restrict x, float *restrict y) {
-  for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_axpy(a, x[i], y[i]);
 }
 
 dt_status dt_cpu_axpy(dt_backend *be, size_t n, float a, const float *x, float *y) {
@@ -78,7 +80,7 @@ dt_status dt_cpu_axpy(dt_backend *be, size_t n, float a, const float *x, float *
 
 DT_CLONES
 static void axpby_impl(size_t n, float a, const float *x, float b, const float *y, float *z) {
-  for (size_t i = 0; i < n; i++) z[i] = a * x[i] + b * y[i];
+  for (size_t i = 0; i < n; i++) z[i] = dt_f_axpby(a, x[i], b, y[i]);
 }
 
 dt_status dt_cpu_axpby(dt_backend *be, size_t n, float a, const float *x, float b, const float *y, float *z) {
@@ -93,7 +95,7 @@ dt_status dt_cpu_axpby(dt_backend *be, size_t n, float a, const float *x, float 
 dt_status dt_cpu_dot(dt_backend *be, size_t n, const float *x, const float *y, double *out) {
   (void)be;
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
+  for (size_t i = 0; i < n; i++) s += dt_f_dot_term(x[i], y[i]);
   *out = s;
   return DT_OK;
 }
@@ -101,20 +103,20 @@ dt_status dt_cpu_dot(dt_backend *be, size_t n, const float *x, const float *y, d
 dt_status dt_cpu_nrm2(dt_backend *be, size_t n, const float *x, double *out) {
   (void)be;
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+  for (size_t i = 0; i < n; i++) s += dt_f_dot_term(x[i], x[i]);
   *out = sqrt(s);
   return DT_OK;
 }
 
 dt_status dt_cpu_div(dt_backend *be, size_t n, const float *x, double d, float *y) {
   (void)be;
-  for (size_t i = 0; i < n; i++) y[i] = (float)(x[i] / d);
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_div(x[i], d);
   return DT_OK;
 }
 
 DT_CLONES
 static void mix_first(size_t n, float w, const float *restrict x, float *restrict y) {
-  for (size_t i = 0; i < n; i++) y[i] = 0.0f + w * x[i];
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_mix_first(w, x[i]);
 }
 
 dt_status dt_cpu_mix(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y) {
@@ -133,10 +135,7 @@ dt_status dt_cpu_mix(dt_backend *be, size_t n, int k, const float *const *x, con
 dt_status dt_cpu_sqdist(dt_backend *be, size_t n, const float *x, const float *y, double *out) {
   (void)be;
   double s = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double t = (double)x[i] - y[i];
-    s += t * t;
-  }
+  for (size_t i = 0; i < n; i++) s += dt_f_sqdist_term(x[i], y[i]);
   *out = s;
   return DT_OK;
 }
@@ -144,16 +143,13 @@ dt_status dt_cpu_sqdist(dt_backend *be, size_t n, const float *x, const float *y
 dt_status dt_cpu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double *sum, double count, double *out) {
   (void)be;
   double s = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double t = x[i] - sum[i] / count;
-    s += t * t;
-  }
+  for (size_t i = 0; i < n; i++) s += dt_f_sqdist_mean_term(x[i], sum[i], count);
   *out = s;
   return DT_OK;
 }
 
 dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double count, float *y) {
   (void)be;
-  for (size_t i = 0; i < n; i++) y[i] = (float)(sum[i] / count);
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_mean_of_sum(sum[i], count);
   return DT_OK;
 }

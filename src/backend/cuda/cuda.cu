@@ -41,46 +41,12 @@ cleanup:
   return st;
 }
 
-/* In the declaration order of dt_backend_ops (C++20 designated initializers keep it). */
+/* Generated from the op list, so in the declaration order of dt_backend_ops (C++20 designated
+ * initializers need it). */
 static const dt_backend_ops cuda_ops = {
-    .alloc = cu_alloc,
-    .free = cu_free,
-    .upload = cu_upload,
-    .download = cu_download,
-    .fill = cu_fill,
-    .copy = cu_copy,
-    .scale = cu_scale,
-    .axpy = cu_axpy,
-    .axpby = cu_axpby,
-    .dot = cu_dot,
-    .nrm2 = cu_nrm2,
-    .div = cu_div,
-    .mix = cu_mix,
-    .sqdist = cu_sqdist,
-    .sqdist_mean = cu_sqdist_mean,
-    .mean_of_sum = cu_mean_of_sum,
-    .sgd_step = cu_sgd_step,
-    .adam_step = cu_adam_step,
-    .rmsprop_step = cu_rmsprop_step,
-    .adadelta_step = cu_adadelta_step,
-    .nadam_step = cu_nadam_step,
-    .conv2d_forward = cu_conv2d_forward,
-    .conv2d_backward = cu_conv2d_backward,
-    .linear_forward = cu_linear_forward,
-    .linear_backward = cu_linear_backward,
-    .maxpool_forward = cu_maxpool_forward,
-    .maxpool_backward = cu_maxpool_backward,
-    .relu_forward = cu_relu_forward,
-    .relu_backward = cu_relu_backward,
-    .dropout_forward = cu_dropout_forward,
-    .dropout_backward = cu_dropout_backward,
-    .log_softmax_nll = cu_log_softmax_nll,
-    .encode = cu_encode,
-    .decode_axpy = cu_decode_axpy,
-    .plan_create = cu_plan_create,
-    .plan_free = cu_plan_free,
-    .model_gradients = cu_model_gradients,
-    .model_evaluate = cu_model_evaluate,
+#define CU_OP(name, params, args) .name = cu_##name,
+    DT_BACKEND_OPS(CU_OP) DT_BACKEND_VOID_OPS(CU_OP)
+#undef CU_OP
 };
 
 /* The rank's device: local rank (OpenMPI's, where set) mod the number of devices. */

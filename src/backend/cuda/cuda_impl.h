@@ -79,62 +79,13 @@ static inline dt_status cu_launch_status(void) {
       return DT_ERROR(DT_ERR_CUDA, "cuBLAS: %s failed: %s", #expr, cublasGetStatusString(bl_err_));       \
   } while (0)
 
-/* vec.cu */
-dt_status cu_alloc(dt_backend *be, size_t bytes, void **out);
-void cu_free(dt_backend *be, void *p);
-dt_status cu_upload(dt_backend *be, void *dst, const void *src, size_t bytes);
-dt_status cu_download(dt_backend *be, void *dst, const void *src, size_t bytes);
-dt_status cu_fill(dt_backend *be, size_t n, float a, float *y);
-dt_status cu_copy(dt_backend *be, size_t n, const float *x, float *y);
-dt_status cu_scale(dt_backend *be, size_t n, float a, float *y);
-dt_status cu_axpy(dt_backend *be, size_t n, float a, const float *x, float *y);
-dt_status cu_axpby(dt_backend *be, size_t n, float a, const float *x, float b, const float *y, float *z);
-dt_status cu_dot(dt_backend *be, size_t n, const float *x, const float *y, double *out);
-dt_status cu_nrm2(dt_backend *be, size_t n, const float *x, double *out);
-dt_status cu_div(dt_backend *be, size_t n, const float *x, double d, float *y);
-dt_status cu_mix(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y);
-dt_status cu_sqdist(dt_backend *be, size_t n, const float *x, const float *y, double *out);
-dt_status cu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double *sum, double count, double *out);
-dt_status cu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double count, float *y);
-dt_status cu_sgd_step(dt_backend *be, size_t n, float *p, const float *g, float *buf, int first, float lr, float momentum,
-                      float dampening, int nesterov, float wd, float extra_alpha, const float *extra_b);
-dt_status cu_adam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
-                       float beta1, float beta2, float eps, float wd, int decoupled, float extra_alpha,
-                       const float *extra_b);
-dt_status cu_rmsprop_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha,
-                          float eps, float wd, float momentum, float extra_alpha, const float *extra_b);
-dt_status cu_adadelta_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho,
-                           float eps, float wd, float extra_alpha, const float *extra_b);
-dt_status cu_nadam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
-                        float beta1, float beta2, float eps, float wd, double mu, double mu_next, double mu_product,
-                        float extra_alpha, const float *extra_b);
-
-/* nn.cu */
-dt_status cu_conv2d_forward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
-                            const float *b, float *y, float *col);
-dt_status cu_conv2d_backward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
-                             const float *dy, float *dw, float *db, float *dx, float *col, float *dcol);
-dt_status cu_linear_forward(dt_backend *be, int batch, int in, int out, const float *x, const float *w, const float *b,
-                            float *y);
-dt_status cu_linear_backward(dt_backend *be, int batch, int in, int out, const float *x, const float *w,
-                             const float *dy, float *dw, float *db, float *dx);
-dt_status cu_maxpool_forward(dt_backend *be, const dt_pool_shape *s, int batch, const float *x, float *y,
-                             int32_t *argmax);
-dt_status cu_maxpool_backward(dt_backend *be, const dt_pool_shape *s, int batch, const float *dy, const int32_t *argmax,
-                              float *dx);
-dt_status cu_relu_forward(dt_backend *be, size_t n, const float *x, float *y);
-dt_status cu_relu_backward(dt_backend *be, size_t n, const float *y, const float *dy, float *dx);
-dt_status cu_dropout_forward(dt_backend *be, size_t n, float p, const float *x, float *y, uint8_t *mask, dt_rng *rng);
-dt_status cu_dropout_backward(dt_backend *be, size_t n, float p, const uint8_t *mask, const float *dy, float *dx);
-/* Compressed messages: the host codec (src/backend/codec.c) on host copies. */
-dt_status cu_encode(dt_backend *be, const dt_codec *c, const float *x, uint64_t seed, uint64_t id, void *msg);
-dt_status cu_decode_axpy(dt_backend *be, const dt_codec *c, const void *msg, uint64_t seed, uint64_t id, float a,
-                         float *y);
-dt_status cu_log_softmax_nll(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y,
-                             float *dlogits, float scale, double *total, long *correct);
-dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan);
-void cu_plan_free(dt_backend *be, void *plan);
-dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb);
-dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne);
+/* Every op of the list (dt/backend.h), defined in vec.cu (memory, vectors, steps), cuda.cu
+ * (compressed messages, staged through the host codec) and nn.cu (node-batched model calls). */
+#define CU_DECLARE(name, params, args) dt_status cu_##name DT_OP_PARAMS params;
+#define CU_DECLARE_VOID(name, params, args) void cu_##name DT_OP_PARAMS params;
+DT_BACKEND_OPS(CU_DECLARE)
+DT_BACKEND_VOID_OPS(CU_DECLARE_VOID)
+#undef CU_DECLARE
+#undef CU_DECLARE_VOID
 
 #endif

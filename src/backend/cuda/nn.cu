@@ -1,6 +1,5 @@
-/* The CUDA backend's neural-network ops: the per-node layer ops of the op table, and the
- * node-batched model calls, which run a group of G nodes through each layer with one batched
- * cuBLAS GEMM (each node its own weights) and one kernel per elementwise step.
+/* The CUDA backend's node-batched model calls, which run a group of G nodes through each layer
+ * with one batched cuBLAS GEMM (each node its own weights) and one kernel per elementwise step.
  *
  * Determinism. Every sum runs in a fixed order: cuBLAS GEMMs (no atomics; cuBLAS gives the same
  * bits for the same call on the same GPU), and kernels that reduce in a fixed tree or
@@ -14,13 +13,14 @@
  * (C × S × H × W per node, "CNHW"), so a convolution is one GEMM per node over all its samples;
  * flatten (or a linear layer reading a CNHW activation) transposes to sample-major. Dropout masks
  * are drawn at the position each element has in the CPU backend's sample-major order, from the
- * same Philox streams, so they equal the CPU's masks bit for bit. */
+ * same Philox streams (dt/formulas.h), so they equal the CPU's masks bit for bit. */
 #include <math.h>
 #include <string.h>
 
 #include "cuda_impl.h"
 
 extern "C" {
+#include "dt/formulas.h"
 #include "dt/rng.h"
 }
 
@@ -29,46 +29,6 @@ extern "C" {
 enum { GROUP_MAX = 64 };
 static const size_t GROUP_BYTES = (size_t)1 << 30;
 
-
-/* ---- Philox, as src/core/rng.c --------------------------------------------------------------- */
-
-typedef struct rng_state {
-  uint32_t key[2], ctr[4], buf[4];
-  int used;
-} rng_state;
-
-static rng_state rng_state_of(const dt_rng *r) {
-  rng_state s;
-  memcpy(s.key, r->key, sizeof s.key);
-  memcpy(s.ctr, r->ctr, sizeof s.ctr);
-  memcpy(s.buf, r->buf, sizeof s.buf);
-  s.used = r->used;
-  return s;
-}
-
-__device__ void philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; round++) {
-    const uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-    const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n1 = (uint32_t)p1;
-    const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, n3 = (uint32_t)p0;
-    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
-}
-
-/* The j-th word the stream yields from its state s (dt_rng_u32 called j+1 times). */
-__device__ uint32_t rng_word(const rng_state &s, uint64_t j) {
-  const uint64_t avail = 4 - (uint64_t)s.used;
-  if (j < avail) return s.buf[s.used + j];
-  const uint64_t k = j - avail, block = ((uint64_t)s.ctr[1] << 32 | s.ctr[0]) + k / 4;
-  const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s.ctr[2], s.ctr[3]};
-  uint32_t out[4];
-  philox(ctr, s.key, out);
-  return out[k % 4];
-}
 
 /* ---- layout-generic kernels over G nodes ------------------------------------------------------
  * An activation element (c, s, p) of node g lies at g·ns + c·cs + s·ss + p (p the pixel within a
@@ -214,7 +174,7 @@ __global__ void k_relu_back(size_t n, const float *y, const float *dy, float *dx
  * element's word in node g's stream is its CPU (sample-major) position. Samples at or past
  * batch[g] (or every sample, for batch == NULL a count of S) get mask 0. */
 __global__ void k_dropout(size_t n, int C, int S, size_t plane, size_t ns, size_t cs, size_t ss, float p, float scale,
-                          const rng_state *st, const int *batch, const float *x, float *y, uint8_t *mask) {
+                          const dt_rng *st, const int *batch, const float *x, float *y, uint8_t *mask) {
   const size_t per = (size_t)C * S * plane;
   GRID_STRIDE(i, n) {
     const size_t g = i / per, rem = i % per;
@@ -224,7 +184,7 @@ __global__ void k_dropout(size_t n, int C, int S, size_t plane, size_t ns, size_
     uint8_t keep = 0;
     if (s < (batch != NULL ? batch[g] : S)) {
       const uint64_t word = (uint64_t)s * C * plane + (uint64_t)c * plane + q;
-      keep = (float)(rng_word(st[g], word) >> 8) * 0x1.0p-24f >= p;
+      keep = (uint8_t)dt_f_dropout_keep(dt_philox_word_at(st[g].key, st[g].ctr, st[g].buf, st[g].used, word), p);
     }
     mask[at] = keep;
     y[at] = keep ? x[at] * scale : 0.0f;
@@ -374,133 +334,6 @@ static dt_status conv_bwd(dt_backend *be, int count, int S, const dt_conv_shape 
   return DT_OK;
 }
 
-/* ---- the per-node layer ops of the table (one node, the CPU backend's sample-major layout) ---- */
-
-dt_status cu_conv2d_forward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
-                            const float *b, float *y, float *col) {
-  /* col holds one sample's unrolled input: one GEMM per sample, as the CPU backend. */
-  const size_t hw = (size_t)s->h * s->w, in = (size_t)s->c * hw, out = (size_t)s->f * s->oh * s->ow;
-  for (int n = 0; n < batch; n++)
-    DT_TRY(conv_fwd(be, 1, 1, s, x + n * in, 0, hw, in, w, b, 0, y + n * out, 0, col, 0));
-  return DT_OK;
-}
-
-dt_status cu_conv2d_backward(dt_backend *be, const dt_conv_shape *s, int batch, const float *x, const float *w,
-                             const float *dy, float *dw, float *db, float *dx, float *col, float *dcol) {
-  const size_t hw = (size_t)s->h * s->w, in = (size_t)s->c * hw, out = (size_t)s->f * s->oh * s->ow;
-  const int ckk = s->c * s->k * s->k, ohw = s->oh * s->ow;
-  /* Per sample into col/dcol; dw and db accumulate over samples (beta 1 after the first). */
-  for (int n = 0; n < batch; n++) {
-    KERNEL(k_im2col, be, (size_t)ckk * ohw, *s, 1, x + n * in, 0, hw, in, col, 0);
-    DT_TRY(gemm(be, CUBLAS_OP_T, CUBLAS_OP_N, ckk, s->f, ohw, col, ohw, 0, dy + n * out, ohw, 0, n == 0 ? 0.0f : 1.0f, dw,
-                ckk, 0, 1));
-    if (dx != NULL) {
-      DT_TRY(gemm(be, CUBLAS_OP_N, CUBLAS_OP_T, ohw, ckk, s->f, dy + n * out, ohw, 0, w, ckk, 0, 0.0f, dcol, ohw, 0, 1));
-      KERNEL(k_col2im, be, in, *s, 1, dcol, 0, dx + n * in, 0, hw, in);
-    }
-  }
-  /* db[f] = Σ over samples and pixels: dy viewed as `batch` nodes of f × ohw rows. */
-  float *part = NULL;
-  DT_TRY(cu_alloc(be, sizeof(float) * (size_t)batch * s->f, (void **)&part));
-  k_row_sums<<<batch * s->f, CU_THREADS, 0, ctx_of(be)->stream>>>(s->f, ohw, dy, out, part, s->f);
-  dt_status st = cu_launch_status();
-  if (st == DT_OK && batch > 0) {
-    k_col_sums<<<cu_blocks(s->f), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)s->f, s->f, batch, part, 0, db, 0);
-    st = cu_launch_status();
-  }
-  cu_free(be, part);
-  return st;
-}
-
-dt_status cu_linear_forward(dt_backend *be, int batch, int in, int out, const float *x, const float *w, const float *b,
-                            float *y) {
-  return linear_fwd(be, 1, batch, in, out, x, 0, w, b, 0, y, 0);
-}
-
-dt_status cu_linear_backward(dt_backend *be, int batch, int in, int out, const float *x, const float *w, const float *dy,
-                             float *dw, float *db, float *dx) {
-  return linear_bwd(be, 1, batch, in, out, x, 0, w, 0, dy, 0, dw, db, 0, dx, 0);
-}
-
-dt_status cu_maxpool_forward(dt_backend *be, const dt_pool_shape *s, int batch, const float *x, float *y, int32_t *argmax) {
-  KERNEL(k_maxpool, be, (size_t)batch * s->c * s->oh * s->ow, *s, (size_t)batch * s->c, x, 0, y, 0, argmax);
-  return DT_OK;
-}
-
-dt_status cu_maxpool_backward(dt_backend *be, const dt_pool_shape *s, int batch, const float *dy, const int32_t *argmax,
-                              float *dx) {
-  KERNEL(k_maxpool_back, be, (size_t)batch * s->c * s->h * s->w, *s, (size_t)batch * s->c, dy, argmax, 0, dx, 0);
-  return DT_OK;
-}
-
-dt_status cu_relu_forward(dt_backend *be, size_t n, const float *x, float *y) {
-  KERNEL(k_relu, be, n, x, y);
-  return DT_OK;
-}
-
-dt_status cu_relu_backward(dt_backend *be, size_t n, const float *y, const float *dy, float *dx) {
-  KERNEL(k_relu_back, be, n, y, dy, dx);
-  return DT_OK;
-}
-
-static float dropout_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
-
-/* One stream state per node, in device memory for the kernel; `states` is G long. */
-static dt_status upload_states(dt_backend *be, const rng_state *host, int count, rng_state *dev) {
-  return cu_upload(be, dev, host, sizeof(rng_state) * (size_t)count);
-}
-
-dt_status cu_dropout_forward(dt_backend *be, size_t n, float p, const float *x, float *y, uint8_t *mask, dt_rng *rng) {
-  if (n == 0) return DT_OK;
-  rng_state host = rng_state_of(rng), *dev = NULL;
-  DT_TRY(cu_alloc(be, sizeof host, (void **)&dev));
-  dt_status st = upload_states(be, &host, 1, dev);
-  if (st == DT_OK) {
-    /* one "sample" of n floats: the word of element i is i */
-    k_dropout<<<cu_blocks(n), CU_THREADS, 0, ctx_of(be)->stream>>>(n, 1, 1, n, 0, 0, 0, p, dropout_scale(p), dev, NULL, x, y,
-                                                                   mask);
-    st = cu_launch_status();
-  }
-  cu_free(be, dev);
-  if (st == DT_OK) dt_rng_skip(rng, n);
-  return st;
-}
-
-dt_status cu_dropout_backward(dt_backend *be, size_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
-  KERNEL(k_dropout_back, be, n, dropout_scale(p), mask, dy, dx);
-  return DT_OK;
-}
-
-dt_status cu_log_softmax_nll(dt_backend *be, int batch, int classes, const float *logits, const int32_t *y, float *dlogits,
-                             float scale, double *total, long *correct) {
-  *total = 0.0;
-  if (batch <= 0) return DT_OK;
-  /* scratch: per-sample loss and hit, the scale, and the totals */
-  char *buf = NULL;
-  const size_t loss_b = (sizeof(double) * (size_t)batch + 63) & ~(size_t)63, hit_b = (sizeof(int) * (size_t)batch + 63) & ~(size_t)63;
-  DT_TRY(cu_alloc(be, loss_b + hit_b + 64 + 2 * sizeof(double), (void **)&buf));
-  double *loss = (double *)buf;
-  int *hit = (int *)(buf + loss_b);
-  float *sc = (float *)(buf + loss_b + hit_b);
-  double *tot = (double *)(buf + loss_b + hit_b + 16); /* 64-byte aligned blocks: every type aligned */
-  long long *cor = (long long *)(tot + 1);
-  dt_status st = cu_upload(be, sc, &scale, sizeof scale);
-  if (st == DT_OK) {
-    k_softmax_nll<<<cu_blocks(batch), CU_THREADS, 0, ctx_of(be)->stream>>>((size_t)batch, classes, batch, logits, 0, y, 0,
-                                                                           NULL, sc, dlogits, loss, hit);
-    k_node_totals<<<1, 1, 0, ctx_of(be)->stream>>>(1, batch, loss, hit, tot, cor);
-    st = cu_launch_status();
-  }
-  double t = 0;
-  long long c = 0;
-  if (st == DT_OK) st = cu_download(be, &t, tot, sizeof t);
-  if (st == DT_OK) st = cu_download(be, &c, cor, sizeof c);
-  cu_free(be, buf);
-  *total = t;
-  if (correct != NULL) *correct += (long)c;
-  return st;
-}
-
 /* ---- node-batched model calls ------------------------------------------------------------------ */
 
 typedef struct cu_plan {
@@ -531,7 +364,7 @@ typedef struct cu_plan {
   int groups_cap;
   int *batch_d, *batch_h;
   float *scale_d, *scale_h;
-  rng_state *states_d, *states_h;
+  dt_rng *states_d, *states_h;
   double *total_h;
   long long *correct_h;
 } cu_plan;
@@ -745,7 +578,7 @@ static dt_status forward(dt_backend *be, cu_plan *pl, pass *ps) {
       case DT_LAYER_DROPOUT:
         if (ps->train && li->p > 0.0f) {
           KERNEL(k_dropout, be, (size_t)count * pl->chan[l] * S * pl->plane[l], (int)pl->chan[l], S, pl->plane[l], ns, cs, ss,
-                 li->p, dropout_scale(li->p), pl->states_d + ((size_t)ps->group * pl->dropouts + drop) * pl->G,
+                 li->p, dt_f_dropout_scale(li->p), pl->states_d + ((size_t)ps->group * pl->dropouts + drop) * pl->G,
                  pl->batch_d + (size_t)ps->group * pl->G, in, o, pl->mask[l]);
           drop++;
         } else {
@@ -808,7 +641,7 @@ static dt_status backward(dt_backend *be, cu_plan *pl, pass *ps) {
         dx = dcur;
         break;
       case DT_LAYER_DROPOUT:
-        if (ps->train && li->p > 0.0f) KERNEL(k_dropout_back, be, (size_t)count * ns, dropout_scale(li->p), pl->mask[l], dcur, dcur);
+        if (ps->train && li->p > 0.0f) KERNEL(k_dropout_back, be, (size_t)count * ns, dt_f_dropout_scale(li->p), pl->mask[l], dcur, dcur);
         dx = dcur;
         break;
       case DT_LAYER_FLATTEN:
@@ -846,10 +679,10 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
     /* dropout: each layer's stream states, then the host streams move past what it draws */
     for (int d = 0, l = 0; l < pl->L; l++) {
       if (pl->ly[l].kind != DT_LAYER_DROPOUT) continue;
-      rng_state *rs = pl->states_h + ((size_t)q * pl->dropouts + d) * G;
+      dt_rng *rs = pl->states_h + ((size_t)q * pl->dropouts + d) * G;
       for (int g = 0; g < cnt; g++)
         if (nb->dropout != NULL && bh[g] > 0) {
-          rs[g] = rng_state_of(&nb->dropout[g0 + g]);
+          rs[g] = nb->dropout[g0 + g];
           if (pl->ly[l].p > 0.0f) dt_rng_skip(&nb->dropout[g0 + g], (uint64_t)bh[g] * pl->ly[l].out_size);
         }
       d++;
@@ -858,7 +691,7 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
     CU_CALL(cudaMemcpyAsync(BLOCK(pl->scale_d, q), sh, sizeof(float) * G, cudaMemcpyHostToDevice, stream));
     if (pl->dropouts > 0)
       CU_CALL(cudaMemcpyAsync(pl->states_d + (size_t)q * pl->dropouts * G, pl->states_h + (size_t)q * pl->dropouts * G,
-                              sizeof(rng_state) * pl->dropouts * G, cudaMemcpyHostToDevice, stream));
+                              sizeof(dt_rng) * pl->dropouts * G, cudaMemcpyHostToDevice, stream));
     CU_CALL(cudaMemcpy2DAsync(pl->theta, sizeof(float) * pl->ps, nb->theta + (size_t)g0 * nb->theta_stride,
                               sizeof(float) * nb->theta_stride, sizeof(float) * pl->P, cnt, cudaMemcpyDeviceToDevice, stream));
     KERNEL(k_gather_batch, be, (size_t)G * S * pl->in_dim, S, pl->in_dim, nb->x + (size_t)g0 * nb->x_stride, nb->x_stride,

@@ -1,13 +1,17 @@
 /* The CUDA backend's memory, vector, mixing and fused local-optimizer ops.
  *
  * Built without multiply-add contraction (-fmad=false, src/backend/cuda/meson.build) and with
- * IEEE division and square root, so every elementwise op here computes the CPU backend's
- * formula in the CPU backend's order and gives its bits exactly; the gpu suite checks that with
+ * IEEE division and square root, so every elementwise op here computes dt/formulas.h's formula,
+ * which the CPU backend compiles too, and gives its bits exactly; the gpu suite checks that with
  * a tolerance of zero. Reductions accumulate in double over a fixed grid (RED_BLOCKS blocks,
  * then one block in index order): the bits depend on n alone, not on the call or the device. */
 #include <math.h>
 
 #include "cuda_impl.h"
+
+extern "C" {
+#include "dt/formulas.h"
+}
 
 dt_status cu_alloc(dt_backend *be, size_t bytes, void **out) {
   *out = NULL;
@@ -50,14 +54,14 @@ dt_status cu_download(dt_backend *be, void *dst, const void *src, size_t bytes) 
   } while (0)
 
 __global__ void k_fill(size_t n, float a, float *y) { GRID_STRIDE(i, n) y[i] = a; }
-__global__ void k_scale(size_t n, float a, float *y) { GRID_STRIDE(i, n) y[i] = a * y[i]; }
-__global__ void k_axpy(size_t n, float a, const float *x, float *y) { GRID_STRIDE(i, n) y[i] += a * x[i]; }
+__global__ void k_scale(size_t n, float a, float *y) { GRID_STRIDE(i, n) y[i] = dt_f_scale(a, y[i]); }
+__global__ void k_axpy(size_t n, float a, const float *x, float *y) { GRID_STRIDE(i, n) y[i] = dt_f_axpy(a, x[i], y[i]); }
 __global__ void k_axpby(size_t n, float a, const float *x, float b, const float *y, float *z) {
-  GRID_STRIDE(i, n) z[i] = a * x[i] + b * y[i];
+  GRID_STRIDE(i, n) z[i] = dt_f_axpby(a, x[i], b, y[i]);
 }
-__global__ void k_div(size_t n, const float *x, double d, float *y) { GRID_STRIDE(i, n) y[i] = (float)((double)x[i] / d); }
+__global__ void k_div(size_t n, const float *x, double d, float *y) { GRID_STRIDE(i, n) y[i] = dt_f_div(x[i], d); }
 __global__ void k_mean_of_sum(size_t n, const double *sum, double count, float *y) {
-  GRID_STRIDE(i, n) y[i] = (float)(sum[i] / count);
+  GRID_STRIDE(i, n) y[i] = dt_f_mean_of_sum(sum[i], count);
 }
 
 dt_status cu_fill(dt_backend *be, size_t n, float a, float *y) { LAUNCH(k_fill, be, n, a, y); }
@@ -88,7 +92,7 @@ struct mix_args {
 __global__ void k_mix(size_t n, mix_args a, float *y) {
   GRID_STRIDE(i, n) {
     float acc = a.first ? 0.0f : y[i];
-    for (int j = 0; j < a.k; j++) acc = j == 0 && a.first ? 0.0f + a.w[0] * a.x[0][i] : acc + a.w[j] * a.x[j][i];
+    for (int j = 0; j < a.k; j++) acc = j == 0 && a.first ? dt_f_mix_first(a.w[0], a.x[0][i]) : dt_f_axpy(a.w[j], a.x[j][i], acc);
     y[i] = acc;
   }
 }
@@ -119,15 +123,10 @@ __global__ void k_reduce(size_t n, const float *x, const float *y, const double 
   double acc = 0.0;
   GRID_STRIDE(i, n) {
     double t;
-    if (KIND == RED_DOT) t = (double)x[i] * y[i];
-    else if (KIND == RED_SQ) t = (double)x[i] * x[i];
-    else if (KIND == RED_SQDIST) {
-      const double d = (double)x[i] - y[i];
-      t = d * d;
-    } else {
-      const double d = x[i] - sum[i] / count;
-      t = d * d;
-    }
+    if (KIND == RED_DOT) t = dt_f_dot_term(x[i], y[i]);
+    else if (KIND == RED_SQ) t = dt_f_dot_term(x[i], x[i]);
+    else if (KIND == RED_SQDIST) t = dt_f_sqdist_term(x[i], y[i]);
+    else t = dt_f_sqdist_mean_term(x[i], sum[i], count);
     acc += t;
   }
   s[threadIdx.x] = acc;
@@ -174,111 +173,26 @@ dt_status cu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double 
   return reduce<RED_SQDIST_MEAN>(be, n, x, NULL, sum, count, out);
 }
 
-/* ---- fused local-optimizer steps (dt/local_opt.h; the same statements as src/backend/cpu) ---- */
+/* ---- the fused local-optimizer step: one kernel per kind over dt/formulas.h's element ------- */
 
-__device__ __forceinline__ float grad_term(const float *g, const float *p, float extra_alpha, const float *extra_b, size_t i) {
-  return g[i] + extra_alpha * p[i] + (extra_b ? extra_b[i] : 0.0f);
-}
-
-__global__ void k_sgd(size_t n, float *p, const float *g, float *buf, int first, float lr, float momentum, float dampening,
-                      int nesterov, float wd, float extra_alpha, const float *extra_b) {
-  GRID_STRIDE(i, n) {
-    float d = grad_term(g, p, extra_alpha, extra_b, i);
-    if (wd != 0.0f) d += wd * p[i];
-    if (momentum != 0.0f) {
-      buf[i] = first ? d : momentum * buf[i] + (1.0f - dampening) * d;
-      d = nesterov ? d + momentum * buf[i] : buf[i];
-    }
-    p[i] -= lr * d;
+#define STEP_KERNEL(name)                                                                                  \
+  __global__ void k_step_##name(size_t n, dt_##name##_coef c, float ea, float *p, const float *g, float *m, \
+                                float *v, const float *eb) {                                               \
+    GRID_STRIDE(i, n) dt_##name##_elem(&c, ea, p, g, m, v, eb, i);                                         \
   }
-}
+DT_STEP_KINDS(STEP_KERNEL)
+#undef STEP_KERNEL
 
-dt_status cu_sgd_step(dt_backend *be, size_t n, float *p, const float *g, float *buf, int first, float lr, float momentum,
-                      float dampening, int nesterov, float wd, float extra_alpha, const float *extra_b) {
-  LAUNCH(k_sgd, be, n, p, g, buf, first, lr, momentum, dampening, nesterov, wd, extra_alpha, extra_b);
-}
-
-__global__ void k_adam(size_t n, float *p, const float *g, float *m, float *v, float step_size, float inv_bc2_sqrt,
-                       float decay, float l2, float beta1, float beta2, float one_b1, float one_b2, float eps,
-                       float extra_alpha, const float *extra_b) {
-  GRID_STRIDE(i, n) {
-    float d = grad_term(g, p, extra_alpha, extra_b, i);
-    d += l2 * p[i];
-    const float pi = p[i] * decay;
-    const float mi = beta1 * m[i] + one_b1 * d;
-    const float vi = beta2 * v[i] + one_b2 * d * d;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = pi - step_size * (mi / (sqrtf(vi) * inv_bc2_sqrt + eps));
-  }
-}
-
-dt_status cu_adam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
-                       float beta1, float beta2, float eps, float wd, int decoupled, float extra_alpha,
-                       const float *extra_b) {
-  const double bc1 = 1.0 - pow((double)beta1, (double)step);
-  const double bc2 = 1.0 - pow((double)beta2, (double)step);
-  const float step_size = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
-  const float decay = decoupled ? 1.0f - lr * wd : 1.0f, l2 = decoupled ? 0.0f : wd;
-  LAUNCH(k_adam, be, n, p, g, m, v, step_size, inv_bc2_sqrt, decay, l2, beta1, beta2, 1.0f - beta1, 1.0f - beta2, eps,
-         extra_alpha, extra_b);
-}
-
-__global__ void k_rmsprop(size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha, float one_a,
-                          float eps, float wd, float momentum, float extra_alpha, const float *extra_b) {
-  GRID_STRIDE(i, n) {
-    float d = grad_term(g, p, extra_alpha, extra_b, i);
-    d += wd * p[i];
-    const float vi = alpha * sq[i] + one_a * d * d;
-    sq[i] = vi;
-    float u = d / (sqrtf(vi) + eps);
-    if (momentum != 0.0f) u = buf[i] = momentum * buf[i] + u;
-    p[i] -= lr * u;
-  }
-}
-
-dt_status cu_rmsprop_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *buf, float lr, float alpha,
-                          float eps, float wd, float momentum, float extra_alpha, const float *extra_b) {
-  LAUNCH(k_rmsprop, be, n, p, g, sq, buf, lr, alpha, 1.0f - alpha, eps, wd, momentum, extra_alpha, extra_b);
-}
-
-__global__ void k_adadelta(size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho, float one_r,
-                           float eps, float wd, float extra_alpha, const float *extra_b) {
-  GRID_STRIDE(i, n) {
-    float d = grad_term(g, p, extra_alpha, extra_b, i);
-    d += wd * p[i];
-    const float vi = rho * sq[i] + one_r * d * d;
-    sq[i] = vi;
-    const float delta = sqrtf(acc[i] + eps) / sqrtf(vi + eps) * d;
-    acc[i] = rho * acc[i] + one_r * delta * delta;
-    p[i] -= lr * delta;
-  }
-}
-
-dt_status cu_adadelta_step(dt_backend *be, size_t n, float *p, const float *g, float *sq, float *acc, float lr, float rho,
-                           float eps, float wd, float extra_alpha, const float *extra_b) {
-  LAUNCH(k_adadelta, be, n, p, g, sq, acc, lr, rho, 1.0f - rho, eps, wd, extra_alpha, extra_b);
-}
-
-__global__ void k_nadam(size_t n, float *p, const float *g, float *m, float *v, float c_grad, float c_m, float inv_bc2_sqrt,
-                        float beta1, float beta2, float one_b1, float one_b2, float eps, float wd, float extra_alpha,
+dt_status cu_local_step(dt_backend *be, size_t n, const dt_step *s, float *p, const float *g, float *m, float *v,
                         const float *extra_b) {
-  GRID_STRIDE(i, n) {
-    float d = grad_term(g, p, extra_alpha, extra_b, i);
-    d += wd * p[i];
-    const float mi = beta1 * m[i] + one_b1 * d, vi = beta2 * v[i] + one_b2 * d * d;
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) * inv_bc2_sqrt + eps;
-    p[i] -= c_grad * d / denom + c_m * mi / denom;
+  switch (s->kind) {
+#define STEP_CASE(name)                                                                  \
+  case DT_STEP_##name:                                                                   \
+    KERNEL(k_step_##name, be, n, s->c.name, s->extra_alpha, p, g, m, v, extra_b);        \
+    return DT_OK;
+    DT_STEP_KINDS(STEP_CASE)
+#undef STEP_CASE
+    default: break;
   }
-}
-
-dt_status cu_nadam_step(dt_backend *be, size_t n, float *p, const float *g, float *m, float *v, long step, float lr,
-                        float beta1, float beta2, float eps, float wd, double mu, double mu_next, double prod,
-                        float extra_alpha, const float *extra_b) {
-  const float c_grad = (float)(lr * (1.0 - mu) / (1.0 - prod)), c_m = (float)(lr * mu_next / (1.0 - prod * mu_next));
-  const float inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow((double)beta2, (double)step)));
-  LAUNCH(k_nadam, be, n, p, g, m, v, c_grad, c_m, inv_bc2_sqrt, beta1, beta2, 1.0f - beta1, 1.0f - beta2, eps, wd,
-         extra_alpha, extra_b);
+  return DT_ERROR(DT_ERR_INTERNAL, "unknown local step kind %d", (int)s->kind);
 }
