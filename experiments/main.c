@@ -13,6 +13,7 @@
 #include "dt/exchange.h"
 #include "dt/log.h"
 #include "dt/nn.h"
+#include "dt/optimizer.h"
 #include "dt/run.h"
 #include "dt/status.h"
 #include "dt_config.h"
@@ -238,7 +239,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
-    printf("dtrun %s\nbackends: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, dt_backend_list(), dt_cpu_kernel_name());
+    char algorithms[1024];
+    dt_plugin_list(dt_optimizer_plugins, algorithms, sizeof algorithms);
+    printf("dtrun %s\nbackends: %s\nalgorithms: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, dt_backend_list(), algorithms,
+           dt_cpu_kernel_name());
     return 0;
   }
   args a;

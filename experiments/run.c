@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../optimizers/opts.h"
 #include "dt/log.h"
 #include "dt_config.h"
 #include "runner_impl.h"
@@ -43,12 +42,16 @@ static dt_status individual_training(runner *r) {
   snprintf(pc.problem_name, sizeof pc.problem_name, "individual_training");
   pc.train_batch_size = sc->train_batch_size;
   pc.outer_iterations = (int)rounds;
-  const dt_solo_opts so = {.optimizer = sc->optimizer, .lr = sc->lr, .mu = 0.0};
+  _Alignas(16) unsigned char so[DT_OPTS_MAX];
+  DT_TRY_GOTO(dt_plugin_opts_init(&solo->plugin, so, sizeof so));
+  DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "optimizer", sc->optimizer));
+  DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "lr", sc->lr));
+  DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "mu", 0.0));
   DT_TRY_GOTO(dt_run_init(&run, r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   run.max_epochs = sc->epochs;
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run.theta));
   DT_TRY_GOTO(dt_task_begin(r->task, sc->train_batch_size, 0, 0.0));
-  DT_TRY_GOTO(solo->create(&run, &so, &state));
+  DT_TRY_GOTO(solo->create(&run, so, &state));
   for (long k = 0; k < rounds && !runner_stop_signal(); k++) DT_TRY_GOTO(dt_run_round(solo, state, &run, (int)k));
   DT_ALLOC_GOTO(vl, r->count, "solo");
   DT_ALLOC_GOTO(acc, r->count, "solo");

@@ -4,6 +4,10 @@
 
 #include <string.h>
 
+#include "options_impl.h"
+
+const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
+
 int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who) {
   const dt_graph *g = run->graph;
   const dt_round_graph *rg = &run->round;

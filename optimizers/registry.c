@@ -1,7 +1,6 @@
 /* The optimizer registry: one line per plug-in in DT_OPTIMIZER_LIST. Adding an optimizer = its
  * folder, a line here, a line in meson.build, a test. */
 #include "dt/optimizer.h"
-#include "opts.h"
 
 #define DT_OPTIMIZER_LIST(X) \
   X(cadmm)                   \
@@ -20,8 +19,6 @@
 DT_OPTIMIZER_LIST(DECLARE)
 const dt_optimizer_def *const dt_optimizers[] = {DT_OPTIMIZER_LIST(DEF) NULL};
 const dt_plugin *const dt_optimizer_plugins[] = {DT_OPTIMIZER_LIST(PLUGIN) NULL};
-
-const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
 
 const dt_optimizer_def *dt_optimizer_find(const char *name) {
   for (int i = 0; dt_optimizers[i] != NULL; i++)

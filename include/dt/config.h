@@ -191,6 +191,15 @@ const char *dt_nearest(const char *word, const char *const *cands, int n);
 
 /* Whether `name` is p's name or one of its aliases. */
 bool dt_plugin_named(const dt_plugin *p, const char *name);
+/* p's options struct built in code (opts: size bytes, at least p->opts_size): every key at its
+ * documented default; then dt_plugin_opts_set sets one numeric key (bool, int, enum index or
+ * float) by name. DT_ERR_INTERNAL for a key p does not have. For code that runs a plug-in no
+ * config names (the runner's individual training runs solo). */
+/* "cadmm (dinno), dsgd, ...": the names of a NULL-ended plug-in list, aliases in parentheses
+ * (config messages and `dtrun --version` print it). Truncated to size. */
+void dt_plugin_list(const dt_plugin *const *plugins, char *buf, size_t size);
+DT_MUST_USE dt_status dt_plugin_opts_init(const dt_plugin *p, void *opts, size_t size);
+DT_MUST_USE dt_status dt_plugin_opts_set(const dt_plugin *p, void *opts, const char *key, double value);
 
 /* A problem plug-in adds what the experiment section needs to know of it. */
 typedef struct dt_problem_plugin {

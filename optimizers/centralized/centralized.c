@@ -3,10 +3,18 @@
  * averaging). Sums over nodes run in node order (dt_run_node_sum), so they are bit-identical for
  * any rank count. Update equations: README.md here. */
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
 
 static const char *const modes[] = {"gradient", "model", NULL};
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+enum { DT_CENTRAL_GRADIENT = 0, DT_CENTRAL_MODEL };
+typedef struct dt_centralized_opts {
+  int mode;
+  int local_steps;
+  int optimizer;
+  double lr, mu;
+} dt_centralized_opts;
 
 static const dt_key keys[] = {
     {.name = "mode", .type = DT_KEY_ENUM, .offset = offsetof(dt_centralized_opts, mode), .def = "gradient", .values = modes,

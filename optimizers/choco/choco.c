@@ -6,9 +6,22 @@
  * equations: README.md here. */
 #include "../mix.h"
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/codec.h"
 #include "dt/optimizer.h"
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_choco_compression {
+  int op;       /* dt_codec_op */
+  double ratio; /* top_k, random_k: share of coordinates sent */
+  int levels;   /* qsgd: s */
+} dt_choco_compression;
+
+typedef struct dt_choco_opts {
+  double lr, mu;       /* round k's local rate lr / (1 + mu k) */
+  int local_optimizer; /* dt_local_opt_kind */
+  double gamma;        /* consensus step size */
+  dt_choco_compression compression;
+} dt_choco_opts;
 
 static const dt_key compression_keys[] = {
     {.name = "operator", .type = DT_KEY_ENUM, .offset = offsetof(dt_choco_compression, op), .def = "top_k",

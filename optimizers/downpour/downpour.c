@@ -10,11 +10,20 @@
 #include <string.h>
 
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
 #include "dt/rng.h"
 
 enum { MAX_STALENESS = 64 };
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_downpour_opts {
+  int sync_every;       /* worker steps between a push and a fetch: one round */
+  int worker_optimizer; /* dt_local_opt_kind */
+  double worker_lr;
+  int optimizer;        /* the server's */
+  double lr, mu;        /* the server's rate and its decay */
+  int max_staleness;    /* a push is applied 0..max_staleness rounds after it is sent */
+} dt_downpour_opts;
 
 static const dt_key keys[] = {
     {.name = "sync_every", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, sync_every), .def = "1", .min = 1, .max = 1e6,

@@ -4,8 +4,13 @@
 
 #include "../mix.h"
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_dsgd_opts {
+  double alpha0, mu;
+  int update_order;
+} dt_dsgd_opts;
 
 static const dt_key keys[] = {
     {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgd_opts, alpha0), .def = "0.005", .min = 0, .max = DT_INF,

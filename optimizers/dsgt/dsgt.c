@@ -4,8 +4,14 @@
 
 #include "../mix.h"
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_dsgt_opts {
+  double alpha;
+  bool init_grads;
+  int update_order;
+} dt_dsgt_opts;
 
 static const dt_key keys[] = {
     {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgt_opts, alpha), .def = "0.005", .min = 0, .max = DT_INF,

@@ -5,8 +5,17 @@
 #include <stdio.h>
 
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_easgd_opts {
+  double alpha;         /* the workers' elastic moving rate (mpi_learn: elastic_force) */
+  double beta;          /* the centre's moving rate; 0: N·alpha (the paper's β = pα) */
+  int tau;              /* local steps per round (mpi_learn: sync_every) */
+  int worker_optimizer; /* dt_local_opt_kind */
+  double lr, mu;        /* the workers' rate (mpi_learn: elastic_lr) and its decay */
+  double momentum;      /* sgd: Nesterov momentum (mpi_learn: elastic_momentum) */
+} dt_easgd_opts;
 
 static const dt_key keys[] = {
     {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_easgd_opts, alpha), .def = "0.1", .min = 0, .max = 1,

@@ -5,11 +5,20 @@
 #include <string.h>
 
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
 #include "dt/rng.h"
 
 static const char *const modes[] = {"pairwise", "push", NULL};
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+enum { DT_GOSSIP_PAIRWISE = 0, DT_GOSSIP_PUSH };
+typedef struct dt_gossip_opts {
+  int mode;
+  int local_steps;
+  int local_optimizer; /* dt_local_opt_kind */
+  double lr, mu;       /* round k uses lr_k = lr / (1 + mu k) (dt_rate_at) */
+  double p;            /* push mode: probability of pushing in a round */
+} dt_gossip_opts;
 
 static const dt_key keys[] = {
     {.name = "mode", .type = DT_KEY_ENUM, .offset = offsetof(dt_gossip_opts, mode), .def = "pairwise", .values = modes,

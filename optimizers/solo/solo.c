@@ -1,8 +1,13 @@
 /* The solo baseline: every node trains on its own data and never communicates. Update
  * equations: README.md here. */
 #include "../options_impl.h"
-#include "../opts.h"
 #include "dt/optimizer.h"
+
+/* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
+typedef struct dt_solo_opts {
+  int optimizer;
+  double lr, mu;
+} dt_solo_opts;
 
 static const dt_key keys[] = {
     {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_opts, optimizer), .def = "adam",

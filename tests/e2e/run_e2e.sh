@@ -28,8 +28,10 @@ same_results() { # dirA dirB what
 
 nprob=$(grep -c "alg_name:" tests/e2e/small.yaml) # problems in small.yaml
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
-for f in config.yaml graph.yaml split.csv summary.yaml dinno_results.csv dsgd_results.csv dsgt_results.csv gossip_results.csv \
-         centralized_results.csv solo_results.csv easgd_results.csv downpour_results.csv choco_results.csv dinno_consensus.csv dinno_models.npy; do
+# every problem of small.yaml writes its results file (the list comes from the config, not from here)
+results=$(awk '/^problem_configs:/ {p = 1; next} p && /^  [A-Za-z0-9_]+:/ {sub(/^  /, ""); sub(/:.*/, ""); print $0 "_results.csv"}' tests/e2e/small.yaml)
+[ "$(wc -w <<< "$results")" = "$nprob" ] && ok || bad "small.yaml: $nprob problems but $(wc -w <<< "$results") problem names"
+for f in config.yaml graph.yaml split.csv summary.yaml $results dinno_consensus.csv dinno_models.npy; do
   [ -s "$tmp/p1/$f" ] && ok || bad "missing $f"
 done
 ls "$tmp/p1" | grep -q '\.tmp' && bad "temporary files left behind" || ok
