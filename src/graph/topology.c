@@ -240,10 +240,10 @@ static dt_status make_deterministic(const dt_graph_spec *s, int **edges, int *m)
     case DT_GRAPH_TORUS: {
       int rows, cols;
       grid_shape(s, &rows, &cols);
-      DT_CHECK_GOTO(rows * cols == n && rows > 0 && cols > 0, DT_ERR_CONFIG,
-                    "graph: a %s of %d x %d has %d nodes, but num_nodes is %d; choose rows and "
-                    "cols whose product is num_nodes",
-                    type_names[s->type], rows, cols, rows * cols, n);
+      DT_CHECK_KEY_GOTO(rows * cols == n && rows > 0 && cols > 0, DT_ERR_CONFIG, "experiment.graph",
+                        "graph: a %s of %d x %d has %d nodes, but num_nodes is %d; choose rows and "
+                        "cols whose product is num_nodes",
+                        type_names[s->type], rows, cols, rows * cols, n);
       int wrap = s->type == DT_GRAPH_TORUS;
       for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
@@ -407,11 +407,11 @@ static dt_status make_targeted(const dt_graph_spec *s, int **edges, int *m, int 
       scratch = NULL;
     }
   }
-  DT_CHECK_GOTO(found, DT_ERR_CONFIG,
-                "graph: no %s graph on %d nodes with a Fiedler value within %g of %g in %d attempts "
-                "(the closest: %.4g); raise graph.fiedler_tolerance or graph.gen_attempts",
-                type_names[s->type], n, s->fiedler_tolerance, s->fiedler, s->gen_attempts,
-                best->fiedler);
+  DT_CHECK_KEY_GOTO(found, DT_ERR_CONFIG, "experiment.graph",
+                    "graph: no %s graph on %d nodes with a Fiedler value within %g of %g in %d attempts "
+                    "(the closest: %.4g); raise graph.fiedler_tolerance or graph.gen_attempts",
+                    type_names[s->type], n, s->fiedler_tolerance, s->fiedler, s->gen_attempts,
+                    best->fiedler);
 cleanup:
   dt_free(pk);
   dt_free(xy);
@@ -494,10 +494,13 @@ static dt_status read_edge_file(const char *path, int n, int **edges_out, int *m
   char line[EDGE_LINE_MAX];
   struct stat sb;
   FILE *f = NULL;
-  DT_CHECK_GOTO(stat(path, &sb) == 0, DT_ERR_CONFIG, "graph.edge_file '%s': cannot open: %s", path, strerror(errno));
-  DT_CHECK_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "graph.edge_file '%s' is a folder, expected a file of lines 'u v'", path);
+  DT_CHECK_KEY_GOTO(stat(path, &sb) == 0, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path,
+                    strerror(errno));
+  DT_CHECK_KEY_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "experiment.graph.edge_file",
+                    "graph.edge_file '%s' is a folder, expected a file of lines 'u v'", path);
   f = fopen(path, "r");
-  DT_CHECK_GOTO(f != NULL, DT_ERR_CONFIG, "graph.edge_file '%s': cannot open: %s", path, strerror(errno));
+  DT_CHECK_KEY_GOTO(f != NULL, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path,
+                    strerror(errno));
   DT_ALLOC_GOTO(edges, 2 * cap, "edge list");
   DT_ALLOC_GOTO(at, cap, "edge list");
   for (;;) {
@@ -550,52 +553,52 @@ cleanup:
 
 static dt_status check_spec(const dt_graph_spec *s) {
   const int n = s->num_nodes;
-  DT_CHECK(n >= 1, DT_ERR_CONFIG, "graph.num_nodes must be at least 1, found %d", n);
-  DT_CHECK((unsigned)s->type < DT_GRAPH_TYPE_COUNT, DT_ERR_CONFIG, "graph.type %d is unknown",
-           (int)s->type);
-  DT_CHECK((unsigned)s->mixing < DT_MIXING_COUNT, DT_ERR_CONFIG, "graph.mixing %d is unknown",
-           (int)s->mixing);
+  DT_CHECK_KEY(n >= 1, DT_ERR_CONFIG, "experiment.graph.num_nodes", "graph.num_nodes must be at least 1, found %d", n);
+  DT_CHECK_KEY((unsigned)s->type < DT_GRAPH_TYPE_COUNT, DT_ERR_CONFIG, "experiment.graph.type", "graph.type %d is unknown",
+               (int)s->type);
+  DT_CHECK_KEY((unsigned)s->mixing < DT_MIXING_COUNT, DT_ERR_CONFIG, "experiment.graph.mixing", "graph.mixing %d is unknown",
+               (int)s->mixing);
   switch (s->type) {
     case DT_GRAPH_RANDOM:
-      DT_CHECK(s->fiedler > 0.0 || (s->p > 0.0 && s->p <= 1.0), DT_ERR_CONFIG,
-               "graph.p must lie in (0, 1] for a random graph, found %g", s->p);
+      DT_CHECK_KEY(s->fiedler > 0.0 || (s->p > 0.0 && s->p <= 1.0), DT_ERR_CONFIG, "experiment.graph.p",
+                   "graph.p must lie in (0, 1] for a random graph, found %g", s->p);
       break;
     case DT_GRAPH_REGULAR:
-      DT_CHECK(s->degree >= 1 && s->degree < n, DT_ERR_CONFIG,
-               "graph.degree must lie in [1, num_nodes - 1] = [1, %d], found %d", n - 1,
-               s->degree);
+      DT_CHECK_KEY(s->degree >= 1 && s->degree < n, DT_ERR_CONFIG, "experiment.graph.degree",
+                   "graph.degree must lie in [1, num_nodes - 1] = [1, %d], found %d", n - 1,
+                   s->degree);
       DT_CHECK((n * s->degree) % 2 == 0, DT_ERR_CONFIG,
                "a %d-regular graph on %d nodes does not exist (num_nodes * degree must be even)",
                s->degree, n);
       break;
     case DT_GRAPH_GEOMETRIC:
-      DT_CHECK(s->fiedler > 0.0 || s->radius > 0.0, DT_ERR_CONFIG, "graph.radius must be positive, found %g",
-               s->radius);
+      DT_CHECK_KEY(s->fiedler > 0.0 || s->radius > 0.0, DT_ERR_CONFIG, "experiment.graph.radius", "graph.radius must be positive, found %g",
+                   s->radius);
       break;
     case DT_GRAPH_FILE:
-      DT_CHECK(s->edge_file != NULL && s->edge_file[0] != '\0', DT_ERR_CONFIG,
-               "graph.type file needs graph.edge_file");
+      DT_CHECK_KEY(s->edge_file != NULL && s->edge_file[0] != '\0', DT_ERR_CONFIG, "experiment.graph.type",
+                   "graph.type file needs graph.edge_file");
       break;
     case DT_GRAPH_GRID:
     case DT_GRAPH_TORUS:
-      DT_CHECK(s->rows >= 0 && s->cols >= 0, DT_ERR_CONFIG, "graph.rows and graph.cols must be "
-               "positive (or 0 to choose automatically)");
+      DT_CHECK_KEY(s->rows >= 0 && s->cols >= 0, DT_ERR_CONFIG, "experiment.graph.rows", "graph.rows and graph.cols must be "
+                   "positive (or 0 to choose automatically)");
       break;
     default: break;
   }
   if (s->fiedler != 0.0) {
-    DT_CHECK(s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_GEOMETRIC, DT_ERR_CONFIG,
-             "graph.fiedler sets the Fiedler value of random and geometric graphs, not of a %s graph",
-             type_names[s->type]);
-    DT_CHECK(n >= 2 && s->fiedler > 0.0 && s->fiedler <= n, DT_ERR_CONFIG,
-             "graph.fiedler must lie in (0, num_nodes] = (0, %d] (the complete graph's value is "
-             "num_nodes), found %g", n, s->fiedler);
-    DT_CHECK(s->fiedler_tolerance > 0.0, DT_ERR_CONFIG,
-             "graph.fiedler_tolerance must be positive, found %g", s->fiedler_tolerance);
+    DT_CHECK_KEY(s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_GEOMETRIC, DT_ERR_CONFIG, "experiment.graph.fiedler",
+                 "graph.fiedler sets the Fiedler value of random and geometric graphs, not of a %s graph",
+                 type_names[s->type]);
+    DT_CHECK_KEY(n >= 2 && s->fiedler > 0.0 && s->fiedler <= n, DT_ERR_CONFIG, "experiment.graph.fiedler",
+                 "graph.fiedler must lie in (0, num_nodes] = (0, %d] (the complete graph's value is "
+                 "num_nodes), found %g", n, s->fiedler);
+    DT_CHECK_KEY(s->fiedler_tolerance > 0.0, DT_ERR_CONFIG, "experiment.graph.fiedler_tolerance",
+                 "graph.fiedler_tolerance must be positive, found %g", s->fiedler_tolerance);
   }
   if (s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_REGULAR || s->type == DT_GRAPH_GEOMETRIC)
-    DT_CHECK(s->gen_attempts >= 1, DT_ERR_CONFIG, "graph.gen_attempts must be at least 1, found %d",
-             s->gen_attempts);
+    DT_CHECK_KEY(s->gen_attempts >= 1, DT_ERR_CONFIG, "experiment.graph.gen_attempts", "graph.gen_attempts must be at least 1, found %d",
+                 s->gen_attempts);
   return DT_OK;
 }
 
@@ -669,14 +672,14 @@ dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
         snprintf(hint, sizeof hint, "; connectivity needs a radius above about sqrt(ln(N)/(pi N)) = %.3g",
                  sqrt(log((double)spec->num_nodes) / (3.14159265358979 * spec->num_nodes)));
       if (spec->type == DT_GRAPH_RANDOM)
-        DT_CHECK_GOTO(0, DT_ERR_CONFIG,
-                      "graph: no connected random graph with p = %g on %d nodes in %d attempts "
-                      "(graph.gen_attempts)%s; raise graph.p or graph.gen_attempts",
-                      spec->p, spec->num_nodes, spec->gen_attempts, hint);
-      DT_CHECK_GOTO(0, DT_ERR_CONFIG,
-                    "graph: no connected %s graph on %d nodes in %d attempts "
-                    "(graph.gen_attempts)%s",
-                    type_names[spec->type], spec->num_nodes, spec->gen_attempts, hint);
+        DT_CHECK_KEY_GOTO(0, DT_ERR_CONFIG, "experiment.graph",
+                          "graph: no connected random graph with p = %g on %d nodes in %d attempts "
+                          "(graph.gen_attempts)%s; raise graph.p or graph.gen_attempts",
+                          spec->p, spec->num_nodes, spec->gen_attempts, hint);
+      DT_CHECK_KEY_GOTO(0, DT_ERR_CONFIG, "experiment.graph",
+                        "graph: no connected %s graph on %d nodes in %d attempts "
+                        "(graph.gen_attempts)%s",
+                        type_names[spec->type], spec->num_nodes, spec->gen_attempts, hint);
     }
   } else {
     if (spec->type == DT_GRAPH_FILE)
@@ -694,8 +697,8 @@ dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
         DT_CHECK_GOTO(0, DT_ERR_CONFIG,
                       "%s: the graph is not connected: nodes %s cannot be reached from node 0",
                       spec->edge_file, which);
-      DT_CHECK_GOTO(0, DT_ERR_CONFIG, "graph: the %s graph on %d nodes is not connected",
-                    type_names[spec->type], spec->num_nodes);
+      DT_CHECK_KEY_GOTO(0, DT_ERR_CONFIG, "experiment.graph", "graph: the %s graph on %d nodes is not connected",
+                        type_names[spec->type], spec->num_nodes);
     }
   }
   DT_TRY_GOTO(dt_graph_mixing_compute(g));
