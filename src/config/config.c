@@ -348,7 +348,7 @@ static dt_status read_optimizer(const schema_ctx *ctx, const dt_ynode *n, const 
   if (alg == NULL) {
     char where[1200];
     dt_ynode_where(n, ctx->file, where, sizeof where);
-    return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (the algorithm: %s)", where, sub, list);
+    return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (the algorithm: %s)", where, sub, list), ctx, n, sub);
   }
   if (def == NULL) {
     const char *near = alg->kind == DT_YN_SCALAR ? schema_nearest(alg->text, names, nn) : NULL;
@@ -592,8 +592,9 @@ static dt_status check_problem_key(const schema_ctx *ctx, const dt_ynode *root, 
   }
   const char *near = schema_nearest(key, names, n);
   (void)ctx;
-  return DT_ERROR(DT_ERR_CONFIG, "%s: problem_configs.%s: no such problem (an override cannot add one); the problems are %s%s%s%s", origin,
-                  key, list, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+  const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s: problem_configs.%s: no such problem (an override cannot add one); the problems are %s%s%s%s",
+                                origin, key, list, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+  return dt_error_set_where(dt_error_set_key(st, "problem_configs.%s", key), origin, 0, 0);
 }
 
 dt_status dt_config_load_overrides(const char *text, size_t len, const char *name, const dt_registry *reg, const char *const *overrides,
@@ -705,61 +706,6 @@ dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, F
   return st;
 }
 
-/* ---- positions of errors found after loading -------------------------------------------------- */
-
-/* The node at `path` ("experiment.model.layers[2].kernel_size") under root, or the deepest node
- * on the way; *exact says whether the whole path was found. */
-static const dt_ynode *walk(const dt_ynode *root, const char *path, int *exact) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", path);
-  const dt_ynode *cur = root;
-  *exact = 0;
-  char *save = NULL;
-  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
-    char *bracket = strchr(part, '[');
-    int index = -1;
-    if (bracket != NULL) {
-      index = atoi(bracket + 1);
-      *bracket = '\0';
-    }
-    const dt_ynode *next = cur->kind == DT_YN_MAP ? dt_ynode_get(cur, part) : NULL;
-    if (next == NULL) return cur;
-    cur = next;
-    if (index >= 0) {
-      if (cur->kind != DT_YN_SEQ || index >= cur->n) return cur;
-      cur = cur->items[index];
-    }
-  }
-  *exact = 1;
-  return cur;
-}
-
-dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path) {
-  char msg[2048];
-  snprintf(msg, sizeof msg, "%s", dt_error_message());
-  char *text = NULL;
-  dt_ynode *root = NULL;
-  size_t len = 0;
-  FILE *f = fopen(cfg->source, "rb");
-  if (f != NULL) {
-    text = malloc(DT_YAML_MAX_BYTES + 1);
-    if (text != NULL) len = fread(text, 1, DT_YAML_MAX_BYTES, f);
-    fclose(f);
-  }
-  if (text == NULL || dt_yaml_parse(text, len, cfg->source, &root) != DT_OK) {
-    free(text);
-    return DT_ERROR(code, "%s: %s", cfg->source, msg);
-  }
-  int exact;
-  const dt_ynode *n = walk(root, path, &exact);
-  char where[DT_PATH_MAX + 64];
-  dt_ynode_where(n, cfg->source, where, sizeof where);
-  dt_status st = exact ? DT_ERROR(code, "%s: %s", where, msg) : DT_ERROR(code, "%s: %s (%s is not in the file: its default)", where, msg, path);
-  dt_ynode_free(root);
-  free(text);
-  return st;
-}
-
 /* ---- emitting ------------------------------------------------------------------------------ */
 
 typedef struct emitter {
@@ -866,9 +812,11 @@ static dt_status absolute_edge_file(const dt_config *cfg, dt_config **copy) {
   char *real = realpath(dir, NULL);
   const int n = snprintf(abs, sizeof abs, "%s/%s", real != NULL ? real : dir, ef);
   free(real);
-  DT_CHECK(n >= 0 && (size_t)n < sizeof cfg->experiment.graph.edge_file, DT_ERR_CONFIG,
-           "%s: experiment.graph.edge_file '%s' is longer than %zu characters as an absolute path", cfg->source, ef,
-           sizeof cfg->experiment.graph.edge_file - 1);
+  if (n < 0 || (size_t)n >= sizeof cfg->experiment.graph.edge_file) {
+    const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s: experiment.graph.edge_file '%s' is longer than %zu characters as an absolute path",
+                                  cfg->source, ef, sizeof cfg->experiment.graph.edge_file - 1);
+    return dt_error_set_where(dt_error_set_key(st, "experiment.graph.edge_file"), cfg->source, 0, 0);
+  }
   *copy = malloc(sizeof **copy);
   DT_CHECK(*copy != NULL, DT_ERR_MEMORY, "out of memory");
   memcpy(*copy, cfg, sizeof **copy);

@@ -21,7 +21,11 @@ typedef struct schema_ctx {
  * caller (their nodes are marked used by it). Unknown keys fail with a suggestion. */
 dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map,
                       const char *path, void *base);
-/* Error for node n at `path`: "file:line:col: path: message". Returns DT_ERR_CONFIG. */
+/* Gives the current error the context of node n at key `path` (dt_error_where: the key, and
+ * where n was read; "(top level)" names no key). Returns code. */
+DT_MUST_USE dt_status schema_locate(dt_status code, const schema_ctx *ctx, const dt_ynode *n, const char *path);
+/* Error for node n at `path`: "file:line:col: path: message", with that context as data.
+ * Returns DT_ERR_CONFIG. */
 dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *path,
                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The closest of `n` candidates to `word` (edit distance), or NULL when none is close. */

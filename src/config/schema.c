@@ -12,6 +12,11 @@
 
 #include "config_impl.h"
 
+dt_status schema_locate(dt_status code, const schema_ctx *ctx, const dt_ynode *n, const char *path) {
+  const int names_key = path[0] != '\0' && path[0] != '(';
+  return dt_ynode_locate(dt_error_set_key(code, "%s", names_key ? path : ""), n, ctx->file);
+}
+
 dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *path, const char *fmt, ...) {
   char where[1200], msg[1500];
   dt_ynode_where(n, ctx->file, where, sizeof where);
@@ -19,7 +24,7 @@ dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *pat
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return DT_ERROR(DT_ERR_CONFIG, "%s: %s: %s", where, path, msg);
+  return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: %s", where, path, msg), ctx, n, path);
 }
 
 static int edit_distance(const char *a, const char *b) {
@@ -264,7 +269,7 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode 
     if (v == NULL && (k->flags & DT_KEY_REQUIRED)) {
       char where[1200];
       dt_ynode_where(map, ctx->file, where, sizeof where);
-      return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
+      return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help), ctx, map, sub);
     }
     if (k->type == DT_KEY_SPECIAL) continue;
     if (k->type == DT_KEY_SECTION) {

@@ -44,7 +44,7 @@ static dt_status fail_at(const builder *b, int line, int col, const char *fmt, .
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg);
+  return dt_error_set_where(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg), b->name, line, col);
 }
 
 static dt_ynode *new_node(builder *b, dt_ynode_kind kind, const yaml_mark_t *m) {
@@ -306,6 +306,12 @@ void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size)
   else snprintf(buf, size, "%s", file);
 }
 
+dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const char *file) {
+  if (n != NULL && n->origin != NULL) return dt_error_set_where(code, n->origin, 0, 0);
+  if (n != NULL) return dt_error_set_where(code, file, n->line, n->col);
+  return dt_error_set_where(code, file, 0, 0);
+}
+
 static void mark_origin(dt_ynode *n, const char *origin) {
   if (n == NULL) return;
   n->origin = origin;
@@ -341,10 +347,14 @@ static dt_status make_value(const char *value, const char *origin, dt_ynode **ou
 
 /* Sets parts[0..n) under cur; "*" stands for every key of the mapping at its level. */
 static dt_status set_parts(dt_ynode *cur, char **parts, int n, const char *path, const char *value, const char *origin) {
-  DT_CHECK(cur->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path,
-           parts[0]);
+  if (cur->kind != DT_YN_MAP)
+    return dt_error_set_where(DT_ERROR_KEY(DT_ERR_CONFIG, path, "%s: '%s' is not a mapping in the config, so it has no key '%s'", origin,
+                                           path, parts[0]),
+                              origin, 0, 0);
   if (strcmp(parts[0], "*") == 0) {
-    DT_CHECK(cur->n > 0, DT_ERR_CONFIG, "%s: '*' in '%s' stands for no key: the mapping there is empty", origin, path);
+    if (cur->n == 0)
+      return dt_error_set_where(DT_ERROR_KEY(DT_ERR_CONFIG, path, "%s: '*' in '%s' stands for no key: the mapping there is empty", origin, path),
+                                origin, 0, 0);
     for (int i = 0; i < cur->n; i++) {
       if (n == 1) {
         dt_ynode *val = NULL;
