@@ -38,29 +38,6 @@ static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spe
   return DT_OK;
 }
 
-dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {
-  if (st != DT_ERR_CONFIG) return st;
-  const char *m = dt_error_message();
-  char path[256] = "";
-  int layer = -1;
-  if (strncmp(m, "graph: ", 7) == 0) {
-    snprintf(path, sizeof path, "experiment.graph");
-  } else if (strncmp(m, "graph.", 6) == 0) {
-    const size_t n = strspn(m + 6, "abcdefghijklmnopqrstuvwxyz_");
-    snprintf(path, sizeof path, "experiment.graph.%.*s", (int)n, m + 6);
-  } else if (sscanf(m, "model layer %d", &layer) == 1) {
-    snprintf(path, sizeof path, "experiment.model.layers[%d]", layer);
-  } else if (strncmp(m, "model", 5) == 0) {
-    snprintf(path, sizeof path, "experiment.model.layers");
-  } else if (strncmp(m, "experiment.", 11) == 0) {
-    const size_t n = strcspn(m, ": ");
-    snprintf(path, sizeof path, "%.*s", (int)n, m);
-    if (strchr(path, '.') == NULL) path[0] = '\0';
-  }
-  if (path[0] == '\0') return st;
-  return dt_config_error_at(cfg, st, path);
-}
-
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
   dt_graph_spec gs;
   DT_TRY(graph_spec_from_config(cfg, &gs));

@@ -133,8 +133,9 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   t->count = count;
   t->seed = seed;
   DT_TRY_GOTO(dt_model_create(spec, &t->model));
-  DT_CHECK_GOTO(dt_model_input_size(t->model) == train->dim, DT_ERR_CONFIG,
-                "experiment.model: the model takes %zu inputs per sample but the data has %zu", dt_model_input_size(t->model), train->dim);
+  DT_CHECK_KEY_GOTO(dt_model_input_size(t->model) == train->dim, DT_ERR_CONFIG, "experiment.model",
+                    "experiment.model: the model takes %zu inputs per sample but the data has %zu", dt_model_input_size(t->model),
+                    train->dim);
   DT_ALLOC_GOTO(t->node, count, "task nodes");
   DT_ALLOC_GOTO(t->dropout, count > 0 ? count : 1, "dropout streams");
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");

@@ -238,8 +238,13 @@ dt_status dt_config_load_overrides(const char *text, size_t len, const char *nam
 /* For an error found after loading (a graph, model or split the keys make impossible): re-reads
  * cfg's file and returns `code` with the current error message prefixed by FILE:LINE:COL of
  * key `path` ("experiment.model.layers[2]"), or of its nearest enclosing key when the key was
- * left to its default. Not collective. */
-dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path);
+ * left to its default; the new error's context holds path and that position. Not collective. */
+DT_MUST_USE dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path);
+
+/* A config error found after loading (graph, data, split, model, output folder), placed at the
+ * key its context names (dt_error_where()->key) with dt_config_error_at; any other status, an
+ * error about no key and an error placed already are returned as they are. Not collective. */
+DT_MUST_USE dt_status dt_config_positioned(const dt_config *cfg, dt_status st);
 
 /* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
  * again gives an identical dt_config. */

@@ -44,11 +44,6 @@ dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
  * built), or NULL for static. Not collective. */
 dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out);
 
-/* A config error found after loading (graph, model, split: their messages start with the key,
- * "graph.degree ...", "model layer 2 ...", "experiment.split: ..."), positioned at that key in
- * the config file (dt_config_error_at); any other status is returned as it is. */
-dt_status dt_config_positioned(const dt_config *cfg, dt_status st);
-
 /* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
  * naming the key otherwise. Not collective. */
 dt_status dt_output_check(const dt_config *cfg);

@@ -91,6 +91,45 @@ void dt_error_clear(void);
 /* A status the caller must look at. */
 #define DT_MUST_USE __attribute__((warn_unused_result))
 
+/* ---- what a config error is about, as data ------------------------------------------------
+ * An error about a config key records the key's path beside its message, and where the key was
+ * read when that is known, so that a caller can place the error in the config file (or a test
+ * can check it) without reading the message back. A new error (dt_error_set) starts empty. */
+typedef struct dt_error_context {
+  char key[256];    /* "experiment.model.layers[2]"; "" when the error is about no key */
+  char file[1024];  /* where the key was read: the config file, or an override's text
+                       ("--set KEY=VALUE"); "" while the error is not placed yet */
+  int line, column; /* 1-based position in file; 0 when there is none (an override, a default) */
+} dt_error_context;
+
+/* Attaches the key path (printf format) to the current error and returns code. Not collective. */
+DT_MUST_USE dt_status dt_error_set_key(dt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Attaches where the key was read (file NULL: ""; line, column 0 when unknown) to the current
+ * error and returns code. Not collective. */
+DT_MUST_USE dt_status dt_error_set_where(dt_status code, const char *file, int line, int column);
+
+/* The current error's context (this thread's); all empty when none was attached. Never NULL. */
+const dt_error_context *dt_error_where(void);
+
+/* A new error about config key `key` (a plain string, e.g. "experiment.graph.degree"). */
+#define DT_ERROR_KEY(code, key, ...) dt_error_set_key(DT_ERROR((code), __VA_ARGS__), "%s", (key))
+
+/* DT_CHECK for a value read from config key `key`. */
+#define DT_CHECK_KEY(cond, code, key, ...)                   \
+  do {                                                       \
+    if (!(cond)) return DT_ERROR_KEY((code), (key), __VA_ARGS__); \
+  } while (0)
+
+#define DT_CHECK_KEY_GOTO(cond, code, key, ...)    \
+  do {                                             \
+    if (!(cond)) {                                 \
+      st = DT_ERROR_KEY((code), (key), __VA_ARGS__); \
+      goto cleanup;                                \
+    }                                              \
+  } while (0)
+
 /* Internal invariant: a failure is a dtrun bug, reported as DT_ERR_INTERNAL. */
 #define DT_ASSERT(cond)                                                              \
   do {                                                                               \

@@ -36,5 +36,8 @@ dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value,
 
 /* Position prefix for messages about node n: "file:line:col" or "--set a.b=c". */
 void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size);
+/* The same position as the current error's context (dt_error_set_where): file, line, column;
+ * the override's text for a node an override made; file alone for NULL. Returns code. */
+DT_MUST_USE dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const char *file);
 
 #endif

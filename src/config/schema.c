@@ -12,6 +12,11 @@
 
 #include "config_impl.h"
 
+dt_status schema_locate(dt_status code, const schema_ctx *ctx, const dt_ynode *n, const char *path) {
+  const int names_key = path[0] != '\0' && path[0] != '(';
+  return dt_ynode_locate(dt_error_set_key(code, "%s", names_key ? path : ""), n, ctx->file);
+}
+
 dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *path, const char *fmt, ...) {
   char where[1200], msg[1500];
   dt_ynode_where(n, ctx->file, where, sizeof where);
@@ -19,7 +24,7 @@ dt_status schema_error(const schema_ctx *ctx, const dt_ynode *n, const char *pat
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return DT_ERROR(DT_ERR_CONFIG, "%s: %s: %s", where, path, msg);
+  return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: %s", where, path, msg), ctx, n, path);
 }
 
 static int edit_distance(const char *a, const char *b) {
@@ -100,9 +105,75 @@ static void enum_list(const dt_key *k, char *buf, size_t size) {
     used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", k->values[i]);
 }
 
-dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n,
-                              const char *path, void *base) {
-  char found[96], range[96];
+static dt_status parse_int(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, int *dst) {
+  char found[96], range[96], *end;
+  const char *s = n->text;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  range_text(k, range, sizeof range);
+  if (end == s || *end != '\0' || errno != 0) {
+    /* 1e3 or 2.0 written for an integer: accept only exact integral values */
+    double d = strtod(s, &end);
+    if (end != s && *end == '\0' && d == floor(d) && fabs(d) < 2e9) v = (long long)d;
+    else return schema_error(ctx, n, path, "expected an integer%s, found %s", range, describe(n, found, sizeof found));
+  }
+  if ((double)v < k->min || (double)v > k->max) return schema_error(ctx, n, path, "expected an integer%s, found %lld", range, v);
+  *dst = (int)v;
+  return DT_OK;
+}
+
+static dt_status parse_float(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, double *dst) {
+  char found[96], range[96], *end;
+  errno = 0;
+  double v = strtod(n->text, &end);
+  range_text(k, range, sizeof range);
+  if (end == n->text || *end != '\0' || errno == ERANGE || !isfinite(v))
+    return schema_error(ctx, n, path, "expected a finite number%s, found %s", range, describe(n, found, sizeof found));
+  if (v < k->min || v > k->max || ((k->flags & DT_KEY_MIN_OPEN) && v == k->min))
+    return schema_error(ctx, n, path, "expected a number%s, found %g", range, v);
+  *dst = v;
+  return DT_OK;
+}
+
+static dt_status parse_seed(const schema_ctx *ctx, const dt_ynode *n, const char *path, uint64_t *dst) {
+  char found[96], *end;
+  const char *s = n->text;
+  errno = 0;
+  /* strtoull would accept " -1" (as 2^64 - 1) and "+5": digits only */
+  if (!isdigit((unsigned char)s[0]))
+    return schema_error(ctx, n, path, "expected a non-negative integer, found %s", describe(n, found, sizeof found));
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end != '\0' || errno != 0)
+    return schema_error(ctx, n, path, "expected a non-negative integer below 2^64, found %s", describe(n, found, sizeof found));
+  *dst = (uint64_t)v;
+  return DT_OK;
+}
+
+/* A name of k->values, or an alias of one; otherwise the list, with the likely intended name. */
+static dt_status parse_enum(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, int *dst) {
+  char found[96];
+  const char *s = n->text;
+  for (int i = 0; k->values[i] != NULL; i++)
+    if (strcmp(s, k->values[i]) == 0) return *dst = i, DT_OK;
+  for (int i = 0; k->value_aliases != NULL && k->value_aliases[i] != NULL; i += 2)
+    if (strcmp(s, k->value_aliases[i]) == 0)
+      for (int j = 0; k->values[j] != NULL; j++)
+        if (strcmp(k->value_aliases[i + 1], k->values[j]) == 0) return *dst = j, DT_OK;
+  /* case-insensitive match: tell the user the right spelling */
+  int count = 0;
+  while (k->values[count] != NULL) count++;
+  char list[512];
+  enum_list(k, list, sizeof list);
+  const char *near = schema_nearest(s, k->values, count);
+  for (int i = 0; k->values[i] != NULL && near == NULL; i++)
+    if (strcasecmp(s, k->values[i]) == 0) near = k->values[i];
+  if (near != NULL)
+    return schema_error(ctx, n, path, "expected one of %s, found %s; did you mean '%s'?", list, describe(n, found, sizeof found), near);
+  return schema_error(ctx, n, path, "expected one of %s, found %s", list, describe(n, found, sizeof found));
+}
+
+dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, void *base) {
+  char found[96];
   void *dst = (char *)base + k->offset;
   if (n->kind != DT_YN_SCALAR || (n->plain && (strcmp(n->text, "~") == 0 || strcmp(n->text, "null") == 0 || n->text[0] == '\0'))) {
     const char *what = k->type == DT_KEY_BOOL ? "true or false" : k->type == DT_KEY_INT ? "an integer"
@@ -111,78 +182,22 @@ dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_y
     return schema_error(ctx, n, path, "expected %s, found %s", what,
                         n->kind == DT_YN_SCALAR && n->text[0] != '\0' ? "null" : describe(n, found, sizeof found));
   }
-  const char *s = n->text;
   switch (k->type) {
     case DT_KEY_BOOL: {
       bool v;
-      if (!parse_bool(s, &v)) return schema_error(ctx, n, path, "expected true or false, found %s", describe(n, found, sizeof found));
+      if (!parse_bool(n->text, &v)) return schema_error(ctx, n, path, "expected true or false, found %s", describe(n, found, sizeof found));
       *(bool *)dst = v;
       return DT_OK;
     }
-    case DT_KEY_INT: {
-      char *end;
-      errno = 0;
-      long long v = strtoll(s, &end, 10);
-      range_text(k, range, sizeof range);
-      if (end == s || *end != '\0' || errno != 0) {
-        /* 1e3 or 2.0 written for an integer: accept only exact integral values */
-        double d = strtod(s, &end);
-        if (end != s && *end == '\0' && d == floor(d) && fabs(d) < 2e9) v = (long long)d;
-        else return schema_error(ctx, n, path, "expected an integer%s, found %s", range, describe(n, found, sizeof found));
-      }
-      if ((double)v < k->min || (double)v > k->max)
-        return schema_error(ctx, n, path, "expected an integer%s, found %lld", range, v);
-      *(int *)dst = (int)v;
-      return DT_OK;
-    }
-    case DT_KEY_FLOAT: {
-      char *end;
-      errno = 0;
-      double v = strtod(s, &end);
-      range_text(k, range, sizeof range);
-      if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
-        return schema_error(ctx, n, path, "expected a finite number%s, found %s", range, describe(n, found, sizeof found));
-      if (v < k->min || v > k->max || ((k->flags & DT_KEY_MIN_OPEN) && v == k->min))
-        return schema_error(ctx, n, path, "expected a number%s, found %g", range, v);
-      *(double *)dst = v;
-      return DT_OK;
-    }
-    case DT_KEY_SEED: {
-      char *end;
-      errno = 0;
-      /* strtoull would accept " -1" (as 2^64 - 1) and "+5": digits only */
-      if (!isdigit((unsigned char)s[0]))
-        return schema_error(ctx, n, path, "expected a non-negative integer, found %s", describe(n, found, sizeof found));
-      unsigned long long v = strtoull(s, &end, 10);
-      if (end == s || *end != '\0' || errno != 0)
-        return schema_error(ctx, n, path, "expected a non-negative integer below 2^64, found %s", describe(n, found, sizeof found));
-      *(uint64_t *)dst = (uint64_t)v;
-      return DT_OK;
-    }
+    case DT_KEY_INT: return parse_int(ctx, k, n, path, dst);
+    case DT_KEY_FLOAT: return parse_float(ctx, k, n, path, dst);
+    case DT_KEY_SEED: return parse_seed(ctx, n, path, dst);
     case DT_KEY_STRING:
-      if (strlen(s) >= k->size)
-        return schema_error(ctx, n, path, "expected a string of at most %zu characters, found one of %zu", k->size - 1, strlen(s));
-      snprintf((char *)dst, k->size, "%s", s);
+      if (strlen(n->text) >= k->size)
+        return schema_error(ctx, n, path, "expected a string of at most %zu characters, found one of %zu", k->size - 1, strlen(n->text));
+      snprintf((char *)dst, k->size, "%s", n->text);
       return DT_OK;
-    case DT_KEY_ENUM: {
-      for (int i = 0; k->values[i] != NULL; i++)
-        if (strcmp(s, k->values[i]) == 0) return *(int *)dst = i, DT_OK;
-      for (int i = 0; k->value_aliases != NULL && k->value_aliases[i] != NULL; i += 2)
-        if (strcmp(s, k->value_aliases[i]) == 0)
-          for (int j = 0; k->values[j] != NULL; j++)
-            if (strcmp(k->value_aliases[i + 1], k->values[j]) == 0) return *(int *)dst = j, DT_OK;
-      /* case-insensitive match: tell the user the right spelling */
-      int count = 0;
-      while (k->values[count] != NULL) count++;
-      char list[512];
-      enum_list(k, list, sizeof list);
-      const char *near = schema_nearest(s, k->values, count);
-      for (int i = 0; k->values[i] != NULL && near == NULL; i++)
-        if (strcasecmp(s, k->values[i]) == 0) near = k->values[i];
-      if (near != NULL)
-        return schema_error(ctx, n, path, "expected one of %s, found %s; did you mean '%s'?", list, describe(n, found, sizeof found), near);
-      return schema_error(ctx, n, path, "expected one of %s, found %s", list, describe(n, found, sizeof found));
-    }
+    case DT_KEY_ENUM: return parse_enum(ctx, k, n, path, dst);
     default: return DT_ERROR(DT_ERR_INTERNAL, "schema row %s has no scalar type", k->name);
   }
 }
@@ -264,7 +279,7 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode 
     if (v == NULL && (k->flags & DT_KEY_REQUIRED)) {
       char where[1200];
       dt_ynode_where(map, ctx->file, where, sizeof where);
-      return DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help);
+      return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help), ctx, map, sub);
     }
     if (k->type == DT_KEY_SPECIAL) continue;
     if (k->type == DT_KEY_SECTION) {

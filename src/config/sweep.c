@@ -15,7 +15,7 @@ static dt_status sweep_error(const dt_sweep *sw, const dt_ynode *n, const char *
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   dt_ynode_where(n, sw->source, where, sizeof where);
-  return DT_ERROR(DT_ERR_CONFIG, "%s: sweep: %s", where, msg);
+  return dt_ynode_locate(dt_error_set_key(DT_ERROR(DT_ERR_CONFIG, "%s: sweep: %s", where, msg), "sweep"), n, sw->source);
 }
 
 static char *dup_or_null(const char *s) { return s != NULL ? strdup(s) : NULL; }

@@ -44,7 +44,7 @@ static dt_status fail_at(const builder *b, int line, int col, const char *fmt, .
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg);
+  return dt_error_set_where(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg), b->name, line, col);
 }
 
 static dt_ynode *new_node(builder *b, dt_ynode_kind kind, const yaml_mark_t *m) {
@@ -126,115 +126,149 @@ static dt_status parser_error(builder *b) {
                  p->context ? " " : "", p->context ? p->context : "");
 }
 
-/* Parses the node starting with event ev (already taken from the parser). */
-static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out) {
+/* An error at event ev's position: the message starts with it, the context holds it. */
+#define EVENT_AT(b, ev) (b)->name, (int)(ev)->start_mark.line + 1, (int)(ev)->start_mark.column + 1
+static dt_status at_event(dt_status code, const builder *b, const yaml_event_t *ev) {
+  return dt_error_set_where(code, b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1);
+}
+
+static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out);
+
+static dt_status parse_scalar(builder *b, const yaml_event_t *ev, dt_ynode **out) {
   dt_status st = DT_OK;
-  dt_ynode *n = NULL;
-  yaml_event_t e;
-  int have_e = 0;
-  *out = NULL;
-  DT_CHECK_GOTO(depth <= DT_YAML_MAX_DEPTH, DT_ERR_CONFIG, "%s:%d:%d: the document nests deeper than %d levels",
-                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, DT_YAML_MAX_DEPTH);
-  DT_CHECK_GOTO(b->nodes <= DT_YAML_MAX_NODES, DT_ERR_CONFIG,
-                "%s:%d:%d: more than %d YAML nodes (after expanding aliases); an experiment needs far fewer",
-                b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, DT_YAML_MAX_NODES);
-  switch (ev->type) {
-    case YAML_SCALAR_EVENT:
-      n = new_node(b, DT_YN_SCALAR, &ev->start_mark);
-      DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
-      n->text = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
-      DT_CHECK_GOTO(n->text != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
-      /* a NUL inside a scalar ("a\0b") would silently cut it short everywhere: refuse it */
-      DT_CHECK_GOTO(strlen(n->text) == ev->data.scalar.length, DT_ERR_CONFIG,
-                    "%s:%d:%d: a NUL character inside '%s...' is not supported in an experiment file", b->name,
-                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, n->text);
-      n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-      DT_TRY_GOTO(remember_anchor(b, ev->data.scalar.anchor, n));
-      break;
-    case YAML_ALIAS_EVENT: {
-      const char *name = (const char *)ev->data.alias.anchor;
-      const dt_ynode *target = NULL;
-      for (int i = b->nanchors - 1; i >= 0 && target == NULL; i--)
-        if (strcmp(b->anchors[i].name, name) == 0) target = b->anchors[i].node;
-      DT_CHECK_GOTO(target != NULL, DT_ERR_CONFIG, "%s:%d:%d: unknown alias *%s", b->name,
-                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name);
-      n = copy_tree(b, target);
-      DT_CHECK_GOTO(n != NULL, DT_ERR_CONFIG,
-                    "%s:%d:%d: alias *%s expands past %d nodes: refusing a 'billion laughs' document",
-                    b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, name, DT_YAML_MAX_NODES);
-      n->line = (int)ev->start_mark.line + 1;
-      n->col = (int)ev->start_mark.column + 1;
+  dt_ynode *n = new_node(b, DT_YN_SCALAR, &ev->start_mark);
+  DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+  n->text = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
+  DT_CHECK_GOTO(n->text != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+  /* a NUL inside a scalar ("a\0b") would silently cut it short everywhere: refuse it */
+  if (strlen(n->text) != ev->data.scalar.length) {
+    st = at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: a NUL character inside '%s...' is not supported in an experiment file", EVENT_AT(b, ev),
+                           n->text),
+                  b, ev);
+    goto cleanup;
+  }
+  n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+  DT_TRY_GOTO(remember_anchor(b, ev->data.scalar.anchor, n));
+  *out = n;
+  n = NULL;
+cleanup:
+  dt_ynode_free(n);
+  return st;
+}
+
+/* *anchor: a copy of the anchored node, at the alias's position. */
+static dt_status parse_alias(builder *b, const yaml_event_t *ev, dt_ynode **out) {
+  const char *name = (const char *)ev->data.alias.anchor;
+  const dt_ynode *target = NULL;
+  for (int i = b->nanchors - 1; i >= 0 && target == NULL; i--)
+    if (strcmp(b->anchors[i].name, name) == 0) target = b->anchors[i].node;
+  if (target == NULL) return at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: unknown alias *%s", EVENT_AT(b, ev), name), b, ev);
+  dt_ynode *n = copy_tree(b, target);
+  if (n == NULL)
+    return at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: alias *%s expands past %d nodes: refusing a 'billion laughs' document",
+                             EVENT_AT(b, ev), name, DT_YAML_MAX_NODES),
+                    b, ev);
+  n->line = (int)ev->start_mark.line + 1;
+  n->col = (int)ev->start_mark.column + 1;
+  *out = n;
+  return DT_OK;
+}
+
+/* A mapping's key, starting with event ev: a plain name, not a merge key, not given before in
+ * map. */
+static dt_status parse_key(builder *b, yaml_event_t *ev, int depth, const dt_ynode *map, dt_ynode **out) {
+  dt_status st = DT_OK;
+  dt_ynode *key = NULL;
+  DT_TRY(parse_node(b, ev, depth, &key));
+  if (key->kind != DT_YN_SCALAR) {
+    st = fail_at(b, key->line, key->col, "mapping keys must be plain names, found a %s", key->kind == DT_YN_MAP ? "mapping" : "sequence");
+  } else if (key->plain && strcmp(key->text, "<<") == 0) {
+    st = fail_at(b, key->line, key->col, "YAML merge keys (<<: *anchor) are not supported; write the keys out, "
+                 "or use an alias for a whole value (key: *anchor)");
+  } else {
+    for (int i = 0; i < map->n && st == DT_OK; i++)
+      if (strcmp(map->keys[i]->text, key->text) == 0)
+        st = fail_at(b, key->line, key->col, "duplicate key '%s' (first given at line %d)", key->text, map->keys[i]->line);
+  }
+  if (st != DT_OK) {
+    dt_ynode_free(key);
+    return st;
+  }
+  *out = key;
+  return DT_OK;
+}
+
+/* One entry of collection n, starting with event *e (which it deletes, as every event it takes):
+ * a key and its value in a mapping, an item in a sequence. */
+static dt_status parse_entry(builder *b, yaml_event_t *e, int depth, dt_ynode *n) {
+  dt_ynode *key = NULL, *val = NULL;
+  dt_status st = DT_OK;
+  if (n->kind == DT_YN_MAP) {
+    st = parse_key(b, e, depth, n, &key);
+    yaml_event_delete(e);
+    DT_TRY(st);
+    if (!yaml_parser_parse(&b->parser, e)) {
+      dt_ynode_free(key);
+      return parser_error(b);
+    }
+  }
+  st = parse_node(b, e, depth, &val);
+  yaml_event_delete(e);
+  if (st != DT_OK) {
+    dt_ynode_free(key);
+    DT_TRY(st);
+  }
+  if (!push(n, key, val)) {
+    dt_ynode_free(key);
+    dt_ynode_free(val);
+    return DT_ERROR(DT_ERR_MEMORY, "out of memory reading %s", b->name);
+  }
+  return DT_OK;
+}
+
+/* A mapping or a sequence: its entries up to the matching end event. */
+static dt_status parse_collection(builder *b, const yaml_event_t *ev, int depth, dt_ynode **out) {
+  dt_status st = DT_OK;
+  const int is_map = ev->type == YAML_MAPPING_START_EVENT;
+  dt_ynode *n = new_node(b, is_map ? DT_YN_MAP : DT_YN_SEQ, &ev->start_mark);
+  DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
+  DT_TRY_GOTO(remember_anchor(b, is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor, n));
+  for (;;) {
+    yaml_event_t e;
+    if (!yaml_parser_parse(&b->parser, &e)) {
+      st = parser_error(b);
+      goto cleanup;
+    }
+    if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT) {
+      yaml_event_delete(&e);
       break;
     }
-    case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT: {
-      const int is_map = ev->type == YAML_MAPPING_START_EVENT;
-      n = new_node(b, is_map ? DT_YN_MAP : DT_YN_SEQ, &ev->start_mark);
-      DT_CHECK_GOTO(n != NULL, DT_ERR_MEMORY, "out of memory reading %s", b->name);
-      DT_TRY_GOTO(remember_anchor(b, is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor, n));
-      for (;;) {
-        if (!yaml_parser_parse(&b->parser, &e)) {
-          st = parser_error(b);
-          goto cleanup;
-        }
-        have_e = 1;
-        if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT) break;
-        dt_ynode *key = NULL, *val = NULL;
-        if (is_map) {
-          DT_TRY_GOTO(parse_node(b, &e, depth + 1, &key));
-          yaml_event_delete(&e);
-          have_e = 0;
-          if (key->kind != DT_YN_SCALAR) {
-            st = fail_at(b, key->line, key->col, "mapping keys must be plain names, found a %s",
-                         key->kind == DT_YN_MAP ? "mapping" : "sequence");
-            dt_ynode_free(key);
-            goto cleanup;
-          }
-          if (key->plain && strcmp(key->text, "<<") == 0) {
-            st = fail_at(b, key->line, key->col, "YAML merge keys (<<: *anchor) are not supported; write the keys out, "
-                         "or use an alias for a whole value (key: *anchor)");
-            dt_ynode_free(key);
-            goto cleanup;
-          }
-          for (int i = 0; i < n->n; i++)
-            if (strcmp(n->keys[i]->text, key->text) == 0) {
-              st = fail_at(b, key->line, key->col, "duplicate key '%s' (first given at line %d)",
-                           key->text, n->keys[i]->line);
-              dt_ynode_free(key);
-              goto cleanup;
-            }
-          if (!yaml_parser_parse(&b->parser, &e)) {
-            dt_ynode_free(key);
-            st = parser_error(b);
-            goto cleanup;
-          }
-          have_e = 1;
-        }
-        st = parse_node(b, &e, depth + 1, &val);
-        yaml_event_delete(&e);
-        have_e = 0;
-        if (st != DT_OK) {
-          dt_ynode_free(key);
-          DT_TRY_GOTO(st);
-        }
-        if (!push(n, key, val)) {
-          dt_ynode_free(key);
-          dt_ynode_free(val);
-          DT_CHECK_GOTO(0, DT_ERR_MEMORY, "out of memory reading %s", b->name);
-        }
-      }
-      break;
-    }
-    default:
-      DT_CHECK_GOTO(0, DT_ERR_CONFIG, "%s:%d:%d: unexpected YAML structure", b->name,
-                    (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1);
+    DT_TRY_GOTO(parse_entry(b, &e, depth + 1, n));
   }
   *out = n;
   n = NULL;
 cleanup:
-  if (have_e) yaml_event_delete(&e);
   dt_ynode_free(n);
   return st;
+}
+
+/* Parses the node starting with event ev (already taken from the parser; the caller deletes it). */
+static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out) {
+  *out = NULL;
+  if (depth > DT_YAML_MAX_DEPTH)
+    return at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: the document nests deeper than %d levels", EVENT_AT(b, ev), DT_YAML_MAX_DEPTH), b,
+                    ev);
+  if (b->nodes > DT_YAML_MAX_NODES)
+    return at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: more than %d YAML nodes (after expanding aliases); an experiment needs far fewer",
+                             EVENT_AT(b, ev), DT_YAML_MAX_NODES),
+                    b, ev);
+  switch (ev->type) {
+    case YAML_SCALAR_EVENT: return parse_scalar(b, ev, out);
+    case YAML_ALIAS_EVENT: return parse_alias(b, ev, out);
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: return parse_collection(b, ev, depth, out);
+    default: return at_event(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: unexpected YAML structure", EVENT_AT(b, ev)), b, ev);
+  }
 }
 
 dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode **root) {
@@ -306,6 +340,12 @@ void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size)
   else snprintf(buf, size, "%s", file);
 }
 
+dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const char *file) {
+  if (n != NULL && n->origin != NULL) return dt_error_set_where(code, n->origin, 0, 0);
+  if (n != NULL) return dt_error_set_where(code, file, n->line, n->col);
+  return dt_error_set_where(code, file, 0, 0);
+}
+
 static void mark_origin(dt_ynode *n, const char *origin) {
   if (n == NULL) return;
   n->origin = origin;
@@ -341,10 +381,14 @@ static dt_status make_value(const char *value, const char *origin, dt_ynode **ou
 
 /* Sets parts[0..n) under cur; "*" stands for every key of the mapping at its level. */
 static dt_status set_parts(dt_ynode *cur, char **parts, int n, const char *path, const char *value, const char *origin) {
-  DT_CHECK(cur->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: '%s' is not a mapping in the config, so it has no key '%s'", origin, path,
-           parts[0]);
+  if (cur->kind != DT_YN_MAP)
+    return dt_error_set_where(DT_ERROR_KEY(DT_ERR_CONFIG, path, "%s: '%s' is not a mapping in the config, so it has no key '%s'", origin,
+                                           path, parts[0]),
+                              origin, 0, 0);
   if (strcmp(parts[0], "*") == 0) {
-    DT_CHECK(cur->n > 0, DT_ERR_CONFIG, "%s: '*' in '%s' stands for no key: the mapping there is empty", origin, path);
+    if (cur->n == 0)
+      return dt_error_set_where(DT_ERROR_KEY(DT_ERR_CONFIG, path, "%s: '*' in '%s' stands for no key: the mapping there is empty", origin, path),
+                                origin, 0, 0);
     for (int i = 0; i < cur->n; i++) {
       if (n == 1) {
         dt_ynode *val = NULL;

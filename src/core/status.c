@@ -1,7 +1,8 @@
 /* Error record and traceback behind dt_status.
  *
- * One record per thread: the first failure's message plus up to DT_MAX_FRAMES
- * "func (file:line)" frames added as the code travels up the stack. */
+ * One record per thread: the first failure's message, what config key it is about (as data,
+ * dt_error_context), plus up to DT_MAX_FRAMES "func (file:line)" frames added as the code travels
+ * up the stack. */
 #include "dt/status.h"
 
 #include <signal.h>
@@ -16,6 +17,7 @@ enum { DT_MAX_FRAMES = 32, DT_MSG_SIZE = 2048, DT_FRAME_SIZE = 160 };
 typedef struct error_record {
   dt_status code;
   char message[DT_MSG_SIZE];
+  dt_error_context ctx;
   int frames;
   int dropped; /* frames beyond DT_MAX_FRAMES, counted but not stored */
   char frame[DT_MAX_FRAMES][DT_FRAME_SIZE];
@@ -73,6 +75,7 @@ dt_status dt_error_set(dt_status code, const char *file, int line, const char *f
   rec.code = code;
   rec.frames = 0;
   rec.dropped = 0;
+  memset(&rec.ctx, 0, sizeof rec.ctx);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(rec.message, sizeof rec.message, fmt, ap);
@@ -92,6 +95,23 @@ dt_status dt_error_trace(dt_status code, const char *file, int line, const char 
 
 const char *dt_error_message(void) { return rec.code == DT_OK ? "" : rec.message; }
 
+dt_status dt_error_set_key(dt_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rec.ctx.key, sizeof rec.ctx.key, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+dt_status dt_error_set_where(dt_status code, const char *file, int line, int column) {
+  snprintf(rec.ctx.file, sizeof rec.ctx.file, "%s", file != NULL ? file : "");
+  rec.ctx.line = line;
+  rec.ctx.column = column;
+  return code;
+}
+
+const dt_error_context *dt_error_where(void) { return &rec.ctx; }
+
 void dt_error_format(char *buf, size_t size) {
   if (size == 0) return;
   size_t used = (size_t)snprintf(buf, size, "%s", dt_error_message());
@@ -104,6 +124,7 @@ void dt_error_format(char *buf, size_t size) {
 void dt_error_clear(void) {
   rec.code = DT_OK;
   rec.message[0] = '\0';
+  memset(&rec.ctx, 0, sizeof rec.ctx);
   rec.frames = 0;
   rec.dropped = 0;
 }

@@ -34,14 +34,14 @@ static dt_status find_file(const char *dir, const char *torch_sub, const char *s
   }
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return DT_ERROR(DT_ERR_CONFIG,
-                    "experiment.data_dir: '%s' is not a folder; run scripts/setup.sh to fetch the datasets "
-                    "or set experiment.data_dir",
-                    dir);
-  return DT_ERROR(DT_ERR_CONFIG,
-                  "experiment.data_dir: cannot find %s: looked for %s/%s[.gz] and %s/%s[.gz]; run scripts/setup.sh "
-                  "or point experiment.data_dir at the folder holding the IDX files",
-                  stem, dir, stem, sub, stem);
+    return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
+                        "experiment.data_dir: '%s' is not a folder; run scripts/setup.sh to fetch the datasets "
+                        "or set experiment.data_dir",
+                        dir);
+  return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
+                      "experiment.data_dir: cannot find %s: looked for %s/%s[.gz] and %s/%s[.gz]; run scripts/setup.sh "
+                      "or point experiment.data_dir at the folder holding the IDX files",
+                      stem, dir, stem, sub, stem);
 }
 
 void dt_dataset_free(dt_dataset *ds) {

@@ -100,9 +100,9 @@ static dt_status dirichlet_counts(const dt_experiment_config *e, dt_rng *rng, co
       ok = tot >= (size_t)e->min_per_node;
     }
   }
-  DT_CHECK_GOTO(ok, DT_ERR_CONFIG,
-                "experiment.split: no dirichlet split with alpha = %g gave every one of %d nodes at least %d samples "
-                "in 1000 draws; raise split.alpha or lower split.min_per_node", e->dirichlet_alpha, N, e->min_per_node);
+  DT_CHECK_KEY_GOTO(ok, DT_ERR_CONFIG, "experiment.split",
+                    "experiment.split: no dirichlet split with alpha = %g gave every one of %d nodes at least %d samples "
+                    "in 1000 draws; raise split.alpha or lower split.min_per_node", e->dirichlet_alpha, N, e->min_per_node);
 cleanup:
   dt_free(prop);
   return st;
@@ -139,8 +139,8 @@ dt_status dt_split_make(const dt_samples *train, const dt_experiment_config *e, 
   memset(out, 0, sizeof *out);
   out->num_nodes = N;
   DT_CHECK(C <= 256, DT_ERR_INTERNAL, "too many classes");
-  DT_CHECK((size_t)N <= train->count, DT_ERR_CONFIG,
-           "experiment.graph.num_nodes: %d nodes but only %zu training samples; every node needs one", N, train->count);
+  DT_CHECK_KEY((size_t)N <= train->count, DT_ERR_CONFIG, "experiment.graph.num_nodes",
+               "experiment.graph.num_nodes: %d nodes but only %zu training samples; every node needs one", N, train->count);
   DT_ALLOC_GOTO(out->start, N + 1, "split");
   DT_ALLOC_GOTO(out->idx, train->count, "split");
   dt_rng rng;
@@ -153,9 +153,9 @@ dt_status dt_split_make(const dt_samples *train, const dt_experiment_config *e, 
     else DT_TRY_GOTO(split_dirichlet(e, &rng, cls, cstart, C, N, out));
   }
   for (int i = 0; i < N; i++)
-    DT_CHECK_GOTO(out->start[i + 1] > out->start[i], DT_ERR_CONFIG,
-                  "experiment.data_split_type: node %d receives no training sample with %d nodes; use fewer nodes or "
-                  "another split", i, N);
+    DT_CHECK_KEY_GOTO(out->start[i + 1] > out->start[i], DT_ERR_CONFIG, "experiment.data_split_type",
+                      "experiment.data_split_type: node %d receives no training sample with %d nodes; use fewer nodes or "
+                      "another split", i, N);
 cleanup:
   dt_free(cls);
   if (st != DT_OK) dt_split_free(out);

@@ -37,13 +37,15 @@ dt_status dt_schedule_create(const dt_graph *g, const dt_graph_spec *spec, int k
   dt_status st = DT_OK;
   dt_schedule *s = NULL;
   *out = NULL;
-  DT_CHECK(kind >= 0 && kind < DT_SCHEDULE_COUNT, DT_ERR_CONFIG, "graph.schedule: unknown schedule %d", kind);
-  DT_CHECK(kind != DT_SCHEDULE_ONE_PEER_EXPONENTIAL || g->type == DT_GRAPH_EXPONENTIAL, DT_ERR_CONFIG,
-           "graph.schedule: one_peer_exponential runs on type exponential (the union of its round graphs), found %s",
-           dt_graph_type_name(g->type));
+  DT_CHECK_KEY(kind >= 0 && kind < DT_SCHEDULE_COUNT, DT_ERR_CONFIG, "experiment.graph.schedule", "graph.schedule: unknown schedule %d",
+               kind);
+  DT_CHECK_KEY(kind != DT_SCHEDULE_ONE_PEER_EXPONENTIAL || g->type == DT_GRAPH_EXPONENTIAL, DT_ERR_CONFIG, "experiment.graph.schedule",
+               "graph.schedule: one_peer_exponential runs on type exponential (the union of its round graphs), found %s",
+               dt_graph_type_name(g->type));
   DT_CHECK(kind != DT_SCHEDULE_RESAMPLE || g->type == DT_GRAPH_COMPLETE, DT_ERR_INTERNAL,
            "graph.schedule: resample needs the complete graph as its union, found %s", dt_graph_type_name(g->type));
-  DT_CHECK(kind != DT_SCHEDULE_RESAMPLE || every >= 1, DT_ERR_CONFIG, "graph.resample_every must be >= 1, found %d", every);
+  DT_CHECK_KEY(kind != DT_SCHEDULE_RESAMPLE || every >= 1, DT_ERR_CONFIG, "experiment.graph.resample_every",
+               "graph.resample_every must be >= 1, found %d", every);
   DT_ALLOC_GOTO(s, 1, "schedule");
   s->g = g;
   s->spec = *spec;
@@ -131,8 +133,8 @@ static dt_status resample(dt_schedule *s, int k) {
   if (st != DT_OK) {
     char why[512];
     snprintf(why, sizeof why, "%s", dt_error_message());
-    return DT_ERROR(st, "graph.schedule: resample: the graph of rounds %d..%d: %s", epoch * s->every,
-                    epoch * s->every + s->every - 1, why);
+    return DT_ERROR_KEY(st, "experiment.graph.schedule", "graph.schedule: resample: the graph of rounds %d..%d: %s", epoch * s->every,
+                        epoch * s->every + s->every - 1, why);
   }
   clear(s, 0);
   for (int i = 0; i < h->n; i++) {

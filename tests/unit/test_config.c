@@ -1,7 +1,9 @@
 /* Config loading: the shipped configs and the seed format load unchanged; the resolved config
  * emitted as YAML loads back to the identical struct; --set overrides; shorthands and aliases;
- * configs/README.md lists every key; every optimizer folder documents its keys. */
+ * configs/README.md lists every key; every optimizer folder documents its keys; config errors
+ * carry their key and position as data, and errors found after loading are placed by it. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../../optimizers/cadmm/cadmm.h"
 #include "check.h"
@@ -237,11 +239,72 @@ static void test_custom_registry(void) {
                "experiment.loss: dataset toy_mse (problem toy_regression) trains with MSE, not NLL");
 }
 
+/* The context of the current error is (key, file, line, column). */
+static void expect_context(const char *what, const char *key, const char *file, int line, int column) {
+  const dt_error_context *c = dt_error_where();
+  CHECK(strcmp(c->key, key) == 0 && strcmp(c->file, file) == 0 && c->line == line && c->column == column,
+        "%s: context %s @ %s:%d:%d, expected %s @ %s:%d:%d (message: %s)", what, c->key, c->file, c->line, c->column, key, file, line,
+        column, dt_error_message());
+}
+
+static void test_error_context(void) {
+  static dt_config c;
+  const char *text = "experiment:\n  graph: {num_nodes: 0}\nproblem_configs: {p: {optimizer_config: {alg_name: dsgd}}}\n";
+  CHECK(dt_config_load_string(text, strlen(text), "ctx.yaml", &dt_builtin, NULL, 0, &c) == DT_ERR_CONFIG, "num_nodes 0 accepted");
+  CHECK(strstr(dt_error_message(), "ctx.yaml:2:22: experiment.graph.num_nodes: ") == dt_error_message(), "message: %s", dt_error_message());
+  expect_context("a value out of range", "experiment.graph.num_nodes", "ctx.yaml", 2, 22);
+  const char *good = "experiment: {graph: {num_nodes: 5}}\nproblem_configs: {p: {optimizer_config: {alg_name: dsgd}}}\n";
+  const char *set[] = {"experiment.graph.num_nodes=0"};
+  CHECK(dt_config_load_string(good, strlen(good), "ctx.yaml", &dt_builtin, set, 1, &c) == DT_ERR_CONFIG, "override accepted");
+  expect_context("an override", "experiment.graph.num_nodes", "--set experiment.graph.num_nodes=0", 0, 0);
+  const char *no_problems = "experiment: {}\n";
+  CHECK(dt_config_load_string(no_problems, strlen(no_problems), "ctx.yaml", &dt_builtin, NULL, 0, &c) == DT_ERR_CONFIG, "no problems accepted");
+  expect_context("a missing key", "problem_configs", "ctx.yaml", 1, 1);
+  const char *tab = "experiment:\n\tname: x\n";
+  CHECK(dt_config_load_string(tab, strlen(tab), "ctx.yaml", &dt_builtin, NULL, 0, &c) == DT_ERR_CONFIG, "a tab accepted");
+  expect_context("a YAML error", "", "ctx.yaml", 2, 1);
+  dt_error_clear();
+
+  /* after loading: a graph the keys make impossible is placed at the key it names */
+  char path[] = "/tmp/dt_test_config_XXXXXX";
+  const int fd = mkstemp(path);
+  const char *file = "experiment:\n  graph: {type: regular, num_nodes: 5, degree: 7}\n"
+                     "problem_configs: {p: {optimizer_config: {alg_name: dsgd}}}\n";
+  CHECK(fd >= 0 && write(fd, file, strlen(file)) == (ssize_t)strlen(file), "cannot write %s", path);
+  if (fd >= 0) close(fd);
+  CHECK_OK(dt_config_load(path, &dt_builtin, NULL, 0, &c));
+  dt_graph *g = NULL;
+  char expect[256];
+  CHECK(dt_graph_from_config(&c, &g) == DT_ERR_CONFIG, "degree 7 on 5 nodes accepted");
+  snprintf(expect, sizeof expect, "%s:2:48: graph.degree must lie in [1, num_nodes - 1] = [1, 4], found 7", path);
+  CHECK(strcmp(dt_error_message(), expect) == 0, "placed: %s", dt_error_message());
+  expect_context("a placed graph error", "experiment.graph.degree", path, 2, 48);
+  CHECK(dt_config_positioned(&c, DT_ERR_CONFIG) == DT_ERR_CONFIG && strcmp(dt_error_message(), expect) == 0, "placed twice: %s",
+        dt_error_message());
+  /* a key left to its default is placed at its nearest enclosing key */
+  dt_status st = DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph.fiedler_tolerance", "graph.fiedler_tolerance: x");
+  CHECK(dt_config_positioned(&c, st) == DT_ERR_CONFIG, "code kept");
+  snprintf(expect, sizeof expect, "%s:2:10: graph.fiedler_tolerance: x (experiment.graph.fiedler_tolerance is not in the file: its default)",
+           path);
+  CHECK(strcmp(dt_error_message(), expect) == 0, "default: %s", dt_error_message());
+  expect_context("a default", "experiment.graph.fiedler_tolerance", path, 2, 10);
+  /* an error about no key, or of another kind, is left as it is */
+  st = DT_ERROR(DT_ERR_CONFIG, "graph.degree: a message that names a key is not read");
+  CHECK(dt_config_positioned(&c, st) == DT_ERR_CONFIG && strcmp(dt_error_message(), "graph.degree: a message that names a key is not read") == 0,
+        "an unkeyed error was placed: %s", dt_error_message());
+  st = DT_ERROR_KEY(DT_ERR_IO, "experiment.graph.degree", "disk");
+  CHECK(dt_config_positioned(&c, st) == DT_ERR_IO && strcmp(dt_error_message(), "disk") == 0, "an I/O error was placed: %s",
+        dt_error_message());
+  dt_error_clear();
+  unlink(path);
+}
+
 int main(void) {
   test_shipped();
   test_overrides_and_shorthands();
   test_override_forms();
   test_docs();
   test_custom_registry();
+  test_error_context();
   return check_report("test_config");
 }

@@ -1,5 +1,5 @@
 /* The error traceback: first message kept, one frame per level, exit-code mapping, the MPI
- * wrapper's message. */
+ * wrapper's message, and the key context that travels beside a message. */
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -26,6 +26,38 @@ cleanup:
   if (buf != NULL) *freed = 1;
   dt_free(buf);
   return st;
+}
+
+static dt_status keyed_leaf(int layer) {
+  char key[64];
+  snprintf(key, sizeof key, "experiment.model.layers[%d]", layer);
+  DT_CHECK_KEY(layer < 2, DT_ERR_CONFIG, key, "layer %d is too deep", layer);
+  return DT_OK;
+}
+
+static dt_status keyed_middle(int layer) {
+  DT_TRY(keyed_leaf(layer));
+  return DT_OK;
+}
+
+/* The key is data beside the message: set with the error, kept while the code travels up,
+ * dropped by the next error and by dt_error_clear. */
+static void test_key_context(void) {
+  CHECK(dt_error_where()->key[0] == '\0' && dt_error_where()->line == 0, "context before any error");
+  dt_status st = keyed_middle(3);
+  const dt_error_context *c = dt_error_where();
+  CHECK(st == DT_ERR_CONFIG && strcmp(c->key, "experiment.model.layers[3]") == 0, "key: '%s'", c->key);
+  CHECK(strcmp(dt_error_message(), "layer 3 is too deep") == 0, "the message is unchanged: %s", dt_error_message());
+  CHECK(c->file[0] == '\0' && c->line == 0 && c->column == 0, "no position yet: %s:%d:%d", c->file, c->line, c->column);
+  st = dt_error_set_where(st, "x.yaml", 4, 7);
+  CHECK(st == DT_ERR_CONFIG && strcmp(c->file, "x.yaml") == 0 && c->line == 4 && c->column == 7, "where: %s:%d:%d", c->file,
+        c->line, c->column);
+  st = DT_ERROR(DT_ERR_IO, "another error");
+  CHECK(c->key[0] == '\0' && c->file[0] == '\0' && c->line == 0, "a new error kept the old context: %s %s", c->key, c->file);
+  st = DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph", "graph: %s", "x");
+  CHECK(strcmp(c->key, "experiment.graph") == 0 && strcmp(dt_error_message(), "graph: x") == 0, "DT_ERROR_KEY: %s", c->key);
+  dt_error_clear();
+  CHECK(c->key[0] == '\0', "clear kept the key '%s'", c->key);
 }
 
 static dt_status mpi_fails(void) {
@@ -73,6 +105,8 @@ int main(void) {
   dt_error_format(buf, sizeof buf);
   CHECK(strncmp(buf, "deep", 4) == 0 && strstr(buf, "more frames") != NULL, "deep: %s", buf);
   dt_error_clear();
+
+  test_key_context();
 
   MPI_Init(NULL, NULL);
   st = mpi_fails();

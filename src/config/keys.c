@@ -1,0 +1,268 @@
+/* The experiment schema as key tables (seed format plus dtrun's extensions): the rows of every
+ * section, the experiment table completed from the plug-in registry, the names behind the enum
+ * keys, and the walk over every documented key. Reading (load.c), emitting (emit.c) and
+ * configs/README.md all come from these rows. */
+#include <string.h>
+
+#include "config_impl.h"
+#include "dt/local_opt.h"
+#include "dt/schedule.h"
+
+#define INF 1e308
+#define OFF(field) offsetof(dt_experiment_config, field)
+
+static const char *const graph_types[] = {"wheel", "cycle", "complete", "star", "path", "random", "grid",
+                                          "torus", "regular", "geometric", "exponential", "file", NULL};
+static const char *const graph_type_aliases[] = {"ring", "cycle", "erdos_renyi", "random", NULL};
+static const char *const mixing_names[] = {"metropolis", "uniform", NULL};
+static const char *const split_names[] = {"random", "hetero", "dirichlet", NULL};
+static const char *const backend_names[] = {"cpu", "cuda", "auto", NULL};
+const char *const config_loss_names[] = {"NLL", NULL};
+static const char *const loss_aliases[] = {"nll", "NLL", NULL};
+const char *const config_layer_names[] = {"conv2d", "maxpool2d", "linear", "relu", "flatten", "dropout", NULL};
+const char *const config_metric_names[] = {"forward_pass_count", "validation_loss", "consensus_error",
+                                           "top1_accuracy", "current_epoch", "consensus_matrix"};
+
+const char *dt_backend_kind_name(int kind) { return kind >= 0 && kind <= DT_BACKEND_AUTO ? backend_names[kind] : "unknown"; }
+
+const char *dt_metric_name(int bit) { return bit >= 0 && bit < DT_METRIC_COUNT_ ? config_metric_names[bit] : "unknown"; }
+
+static const dt_key graph_keys[] = {
+    {.name = "num_nodes", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, num_nodes), .def = "5", .min = 1, .max = 4096,
+     .help = "number of graph nodes (agents)"},
+    {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, type), .def = "cycle", .values = graph_types,
+     .value_aliases = graph_type_aliases, .help = "topology; ring = cycle, erdos_renyi = random"},
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, p), .def = "0.3", .min = 0, .max = 1, .flags = DT_KEY_MIN_OPEN,
+     .help = "random: edge probability"},
+    {.name = "gen_attempts", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, gen_attempts), .def = "100", .min = 1, .max = 1e6,
+     .help = "random, regular, geometric: draws until a connected graph"},
+    {.name = "rows", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, rows), .def = "0", .min = 0, .max = 4096,
+     .help = "grid, torus: rows (0 = most square factorisation of num_nodes)"},
+    {.name = "cols", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, cols), .def = "0", .min = 0, .max = 4096,
+     .help = "grid, torus: columns (0 = num_nodes / rows)"},
+    {.name = "degree", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, degree), .def = "3", .min = 1, .max = 4095,
+     .help = "regular: degree k"},
+    {.name = "radius", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, radius), .def = "0.5", .min = 0, .max = 2,
+     .flags = DT_KEY_MIN_OPEN,
+     .help = "geometric: connection radius in the unit square"},
+    {.name = "fiedler", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, fiedler), .def = "0", .min = 0, .max = 4096,
+     .help = "random, geometric: a target Fiedler value (algebraic connectivity); p or the radius is bisected to reach it, "
+             "and the p or radius keys are not used (0: off)"},
+    {.name = "fiedler_tolerance", .type = DT_KEY_FLOAT, .offset = offsetof(dt_graph_config, fiedler_tolerance), .def = "0.01",
+     .min = 0, .max = 4096, .flags = DT_KEY_MIN_OPEN,
+     .help = "with fiedler: accepted distance from the target; draws are redrawn (gen_attempts) until one is this close"},
+    {.name = "edge_file", .type = DT_KEY_STRING, .offset = offsetof(dt_graph_config, edge_file), .size = DT_PATH_MAX, .def = "",
+     .help = "file: path of an edge list, one 'u v' per line (relative to the config file)"},
+    {.name = "mixing", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, mixing), .def = "metropolis", .values = mixing_names,
+     .help = "mixing weights: metropolis (1/(1+max(deg_i,deg_j))) or uniform (1/(1+max degree))"},
+    {.name = "schedule", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, schedule), .def = "static", .values = dt_schedule_names,
+     .help = "time-varying graphs: static, one_peer_exponential (type exponential), random_matching (of the graph's edges) or "
+             "resample (a new random/regular/geometric graph every resample_every rounds)"},
+    {.name = "resample_every", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, resample_every), .def = "10", .min = 1, .max = 1e9,
+     .help = "schedule resample: rounds between new graphs"},
+    {0},
+};
+
+const dt_key config_model_keys[] = {
+    {.name = "num_filters", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, num_filters), .def = "3", .min = 1, .max = 4096,
+     .help = "seed CNN: convolution filters"},
+    {.name = "kernel_size", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, kernel_size), .def = "5", .min = 1, .max = 27,
+     .help = "seed CNN: convolution kernel size"},
+    {.name = "linear_width", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, linear_width), .def = "64", .min = 1, .max = 1 << 20,
+     .help = "seed CNN: hidden linear width"},
+    {.name = "layers", .type = DT_KEY_SPECIAL,
+     .help = "list of layers replacing the seed CNN: {type: conv2d|maxpool2d|linear|relu|flatten|dropout, ...}"},
+    {0},
+};
+
+static const dt_key solo_keys[] = {
+    {.name = "train_solo", .type = DT_KEY_BOOL, .offset = offsetof(dt_solo_config, train_solo), .def = "false",
+     .help = "train every node alone on its own data first (the no-communication baseline)"},
+    {.name = "optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_solo_config, optimizer), .def = "adam", .values = dt_local_opt_names,
+     .help = "local optimizer"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_config, lr), .def = "0.005", .min = 0, .max = INF, .help = "learning rate"},
+    {.name = "epochs", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, epochs), .def = "1", .min = 1, .max = 1e6,
+     .help = "passes over the node's data"},
+    {.name = "train_batch_size", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, train_batch_size), .def = "64", .min = 1, .max = 65536,
+     .help = "training minibatch size"},
+    {.name = "val_batch_size", .type = DT_KEY_INT, .offset = offsetof(dt_solo_config, val_batch_size), .def = "128", .min = 1, .max = 65536,
+     .help = "evaluation batch size"},
+    {.name = "verbose", .type = DT_KEY_BOOL, .offset = offsetof(dt_solo_config, verbose), .def = "true", .help = "print each node's result"},
+    {0},
+};
+
+static const dt_key split_keys[] = {
+    {.name = "alpha", .type = DT_KEY_FLOAT, .offset = OFF(dirichlet_alpha), .def = "0.5", .min = 1e-6, .max = 1e6,
+     .help = "dirichlet: concentration; small = each node sees few classes"},
+    {.name = "min_per_node", .type = DT_KEY_INT, .offset = OFF(min_per_node), .def = "10", .min = 1, .max = 1 << 30,
+     .help = "dirichlet: redraw until every node holds at least this many samples"},
+    {0},
+};
+
+/* where the problem plug-ins' sections go among the experiment rows (config_experiment_table_make) */
+#define PROBLEM_SECTIONS "(problem sections)"
+static const dt_key experiment_keys[] = {
+    {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
+     .help = "experiment name; part of the output folder name"},
+    {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "",
+     .help = "folder with the IDX files, or a torchvision root; empty = data/<dataset> of the working directory"},
+    {.name = "output_metadir", .type = DT_KEY_STRING, .offset = OFF(output_metadir), .size = DT_PATH_MAX, .def = "outputs",
+     .help = "where run folders are created"},
+    {.name = "writeout", .type = DT_KEY_BOOL, .offset = OFF(writeout), .def = "true", .help = "write result files (false: write nothing)"},
+    {.name = "use_cuda", .type = DT_KEY_BOOL, .offset = OFF(use_cuda), .def = "false",
+     .help = "seed key: true with backend cpu only warns that the run stays on the CPU; choose the device with backend"},
+    {.name = "backend", .type = DT_KEY_ENUM, .offset = OFF(backend), .def = "cpu", .values = backend_names,
+     .help = "compute backend: cpu, cuda, or auto (the first backend of this build that can run here, else cpu)"},
+    /* .values: every problem plug-in's dataset names (experiment_table) */
+    {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist",
+     .help = "the data, and so the problem plug-in: mnist, fashion_mnist (problem mnist), synthetic (problem logreg)"},
+    {.name = "data_split_type", .type = DT_KEY_ENUM, .offset = OFF(data_split_type), .def = "random", .values = split_names,
+     .help = "how training data is split over nodes: random, hetero (by class), dirichlet"},
+    {.name = "split", .type = DT_KEY_SECTION, .offset = 0, .sub = split_keys, .help = "split parameters"},
+    {.name = "loss", .type = DT_KEY_ENUM, .offset = OFF(loss), .def = "NLL", .values = config_loss_names, .value_aliases = loss_aliases,
+     .help = "loss: NLL of log-softmax outputs"},
+    {.name = "seed", .type = DT_KEY_SEED, .offset = OFF(seed), .def = "0",
+     .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
+    {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
+     .help = "write each problem's final parameters as <problem_name>_models.npy (N x d float32)"},
+    {.name = "checkpoint_every", .type = DT_KEY_INT, .offset = OFF(checkpoint_every), .def = "0", .min = 0, .max = 1e9,
+     .help = "checkpoint every node's state every K rounds (0: by time only, see checkpoint_minutes); dtrun resume continues from it"},
+    {.name = "checkpoint_minutes", .type = DT_KEY_FLOAT, .offset = OFF(checkpoint_minutes), .def = "5", .min = 0, .max = 1e6,
+     .help = "also checkpoint when this many minutes passed since the last one (0: off); a checkpoint never changes results"},
+    /* here: one section per problem plug-in with keys (experiment_table) */
+    {.name = PROBLEM_SECTIONS, .type = DT_KEY_SPECIAL},
+    {.name = "graph", .type = DT_KEY_SECTION, .offset = OFF(graph), .sub = graph_keys, .help = "communication graph"},
+    {.name = "model", .type = DT_KEY_SECTION, .offset = OFF(model), .sub = config_model_keys, .help = "model"},
+    {.name = "individual_training", .type = DT_KEY_SECTION, .offset = OFF(individual_training), .sub = solo_keys,
+     .help = "the solo baseline run before the problems"},
+    {0},
+};
+
+dt_status config_experiment_table_make(const dt_registry *reg, experiment_table *t) {
+  memset(t, 0, sizeof *t);
+  int nd = 0, nr = 0;
+  for (int i = 0; experiment_keys[i].name != NULL; i++) {
+    const dt_key *k = &experiment_keys[i];
+    if (strcmp(k->name, PROBLEM_SECTIONS) != 0) {
+      DT_ASSERT(nr + 1 < (int)(sizeof t->rows / sizeof t->rows[0]));
+      t->rows[nr++] = *k;
+      continue;
+    }
+    for (int p = 0; reg->problems[p] != NULL; p++) {
+      const dt_problem_plugin *pp = reg->problems[p];
+      DT_CHECK(p < DT_MAX_PROBLEM_PLUGINS && pp->plugin.opts_size <= DT_PROBLEM_OPTS_MAX, DT_ERR_INTERNAL,
+               "problem plug-in %s: more than %d plug-ins or options over %d bytes", pp->plugin.name, DT_MAX_PROBLEM_PLUGINS,
+               DT_PROBLEM_OPTS_MAX);
+      if (pp->section == NULL) continue;
+      DT_ASSERT(nr + 1 < (int)(sizeof t->rows / sizeof t->rows[0]));
+      t->rows[nr++] = (dt_key){.name = pp->section, .type = DT_KEY_SECTION, .sub = pp->plugin.keys, .help = pp->plugin.summary,
+                               .offset = offsetof(dt_experiment_config, problem_opts) + (size_t)p * DT_PROBLEM_OPTS_MAX};
+    }
+  }
+  for (int p = 0; reg->problems[p] != NULL; p++)
+    for (int d = 0; reg->problems[p]->datasets[d] != NULL; d++) {
+      DT_CHECK(nd < CONFIG_MAX_DATASETS, DT_ERR_INTERNAL, "more than %d dataset names registered", CONFIG_MAX_DATASETS);
+      t->dataset_problem[nd] = p;
+      t->datasets[nd++] = reg->problems[p]->datasets[d];
+    }
+  for (int i = 0; i < nr; i++)
+    if (strcmp(t->rows[i].name, "dataset") == 0) t->rows[i].values = t->datasets;
+  return DT_OK;
+}
+
+#define POFF(field) offsetof(dt_problem_config, field)
+const dt_key config_problem_keys[] = {
+    {.name = "problem_name", .type = DT_KEY_STRING, .offset = POFF(problem_name), .size = DT_NAME_MAX,
+     .help = "name used in result file names; default: the entry's key"},
+    {.name = "train_batch_size", .type = DT_KEY_INT, .offset = POFF(train_batch_size), .def = "64", .min = 1, .max = 65536,
+     .help = "training minibatch size per node"},
+    {.name = "val_batch_size", .type = DT_KEY_INT, .offset = POFF(val_batch_size), .def = "128", .min = 1, .max = 65536,
+     .help = "evaluation batch size"},
+    {.name = "verbose_evals", .type = DT_KEY_BOOL, .offset = POFF(verbose_evals), .def = "true", .help = "print a line per evaluation"},
+    {.name = "evaluate_frequency", .type = DT_KEY_INT, .offset = POFF(evaluate_frequency), .def = "20", .min = 1, .max = 1e9,
+     .help = "evaluate every this many rounds (also at round 0 and after the last)"},
+    {.name = "metrics_config", .type = DT_KEY_SPECIAL, .help = "seed spelling: {evaluate_frequency: N}"},
+    {.name = "metrics", .type = DT_KEY_SPECIAL,
+     .help = "list of metrics: forward_pass_count, validation_loss, consensus_error, top1_accuracy, current_epoch, consensus_matrix"},
+    {.name = "full_batch", .type = DT_KEY_BOOL, .offset = POFF(full_batch), .def = "false",
+     .help = "gradients on each node's whole data set instead of minibatches"},
+    {.name = "l2", .type = DT_KEY_FLOAT, .offset = POFF(l2), .def = "0.0", .min = 0, .max = INF,
+     .help = "L2 regularisation: lambda/2 ||theta||^2 added to every node's loss"},
+    {.name = "optimizer_config", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the algorithm and its keys"},
+    {0},
+};
+
+const dt_key config_optimizer_common_keys[] = {
+    {.name = "alg_name", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED,
+     .help = "the algorithm: the name of an optimizer plug-in (their keys follow)"},
+    {.name = "outer_iterations", .type = DT_KEY_INT, .offset = POFF(outer_iterations), .def = "100", .min = 1, .max = 1e9,
+     .help = "communication rounds"},
+    {.name = "profile", .type = DT_KEY_BOOL, .offset = POFF(profile), .def = "false", .help = "print a per-round time breakdown at the end"},
+    {0},
+};
+
+const dt_key config_layer_keys[] = {
+    {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_layer_spec, kind), .flags = DT_KEY_REQUIRED, .values = config_layer_names,
+     .help = "conv2d, maxpool2d, linear, relu, flatten, dropout"},
+    {.name = "out_channels", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_channels), .min = 1, .max = 65536, .help = "conv2d: filters"},
+    {.name = "kernel_size", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, kernel_size), .min = 1, .max = 1024,
+     .help = "conv2d, maxpool2d: window size"},
+    {.name = "stride", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, stride), .min = 1, .max = 1024,
+     .help = "conv2d (default 1), maxpool2d (default kernel_size)"},
+    {.name = "padding", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, padding), .min = 0, .max = 1024, .help = "conv2d: zero padding"},
+    {.name = "out_features", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_features), .min = 1, .max = 1 << 24, .help = "linear: outputs"},
+    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_layer_spec, p), .min = 0, .max = 0.999999, .help = "dropout: probability"},
+    {0},
+};
+
+/* ---- plug-ins by name ------------------------------------------------------------------------- */
+
+bool dt_plugin_named(const dt_plugin *p, const char *name) {
+  if (strcmp(p->name, name) == 0) return true;
+  for (int a = 0; p->aliases != NULL && p->aliases[a] != NULL; a++)
+    if (strcmp(p->aliases[a], name) == 0) return true;
+  return false;
+}
+
+const dt_plugin *config_optimizer_named(const dt_registry *reg, const char *name) {
+  for (int i = 0; reg->optimizers[i] != NULL; i++)
+    if (dt_plugin_named(reg->optimizers[i], name)) return reg->optimizers[i];
+  return NULL;
+}
+
+const dt_key config_root_keys[] = {
+    {.name = "experiment", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the experiment"},
+    {.name = "problem_configs", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the (problem, optimizer) pairs"},
+    /* read by dt_sweep_load (src/config/sweep.c); a single run ignores it */
+    {.name = "sweep", .type = DT_KEY_SPECIAL, .help = "a grid of experiments over config keys (README \"Sweeps\")"},
+    {0},
+};
+
+/* ---- documentation walk -------------------------------------------------------------------- */
+
+static void visit_rows(const dt_key *keys, const char *prefix, dt_config_key_visitor visit, void *ctx) {
+  for (int i = 0; keys[i].name != NULL; i++) {
+    char path[512];
+    int len = snprintf(path, sizeof path, "%s%s.", prefix, keys[i].name);
+    if (len < 0 || (size_t)len >= sizeof path) continue; /* no schema nests that deep */
+    if (keys[i].type == DT_KEY_SECTION) visit_rows(keys[i].sub, path, visit, ctx);
+    path[len - 1] = '\0';
+    visit(path, &keys[i], ctx);
+  }
+}
+
+void dt_config_visit_keys(const dt_registry *reg, dt_config_key_visitor visit, void *ctx) {
+  experiment_table t;
+  if (config_experiment_table_make(reg, &t) != DT_OK) return; /* a broken registry fails every load first */
+  visit_rows(t.rows, "experiment.", visit, ctx);
+  visit_rows(config_layer_keys, "experiment.model.layers[].", visit, ctx);
+  visit_rows(config_problem_keys, "problem_configs.<name>.", visit, ctx);
+  static const dt_key mc = {.name = "evaluate_frequency", .type = DT_KEY_INT, .help = "seed spelling of evaluate_frequency"};
+  visit("problem_configs.<name>.metrics_config.evaluate_frequency", &mc, ctx);
+  visit_rows(config_optimizer_common_keys, "problem_configs.<name>.optimizer_config.", visit, ctx);
+  for (int i = 0; reg->optimizers[i] != NULL; i++) {
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "problem_configs.<name>.optimizer_config.(%s).", reg->optimizers[i]->name);
+    visit_rows(reg->optimizers[i]->keys, prefix, visit, ctx);
+  }
+}

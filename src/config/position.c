@@ -1,0 +1,85 @@
+/* Placing a config error found after loading (a graph, split, model or output folder the keys make
+ * impossible) at its key in the config file. The error names its key as data (dt_error_where);
+ * the file is read again to find that key's line and column. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_impl.h"
+
+/* The node at `path` ("experiment.model.layers[2].kernel_size") under root, or the deepest node
+ * on the way; *exact says whether the whole path was found. */
+static const dt_ynode *walk(const dt_ynode *root, const char *path, int *exact) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  const dt_ynode *cur = root;
+  *exact = 0;
+  char *save = NULL;
+  for (char *part = strtok_r(buf, ".", &save); part != NULL; part = strtok_r(NULL, ".", &save)) {
+    char *bracket = strchr(part, '[');
+    int index = -1;
+    if (bracket != NULL) {
+      index = atoi(bracket + 1);
+      *bracket = '\0';
+    }
+    const dt_ynode *next = cur->kind == DT_YN_MAP ? dt_ynode_get(cur, part) : NULL;
+    if (next == NULL) return cur;
+    cur = next;
+    if (index >= 0) {
+      if (cur->kind != DT_YN_SEQ || index >= cur->n) return cur;
+      cur = cur->items[index];
+    }
+  }
+  *exact = 1;
+  return cur;
+}
+
+dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path) {
+  char msg[2048], key[sizeof dt_error_where()->key];
+  snprintf(msg, sizeof msg, "%s", dt_error_message());
+  snprintf(key, sizeof key, "%s", path); /* path may be the current error's own key, which DT_ERROR clears */
+  char *text = NULL;
+  dt_ynode *root = NULL;
+  size_t len = 0;
+  FILE *f = fopen(cfg->source, "rb");
+  if (f != NULL) {
+    text = malloc(DT_YAML_MAX_BYTES + 1);
+    if (text != NULL) len = fread(text, 1, DT_YAML_MAX_BYTES, f);
+    fclose(f);
+  }
+  if (text == NULL || dt_yaml_parse(text, len, cfg->source, &root) != DT_OK) {
+    free(text);
+    const dt_status st = dt_error_set_key(DT_ERROR(code, "%s: %s", cfg->source, msg), "%s", key);
+    return dt_error_set_where(st, cfg->source, 0, 0);
+  }
+  int exact;
+  const dt_ynode *n = walk(root, key, &exact);
+  char where[DT_PATH_MAX + 64];
+  dt_ynode_where(n, cfg->source, where, sizeof where);
+  dt_status st = exact ? DT_ERROR(code, "%s: %s", where, msg) : DT_ERROR(code, "%s: %s (%s is not in the file: its default)", where, msg, key);
+  st = dt_ynode_locate(dt_error_set_key(st, "%s", key), n, cfg->source);
+  dt_ynode_free(root);
+  free(text);
+  return st;
+}
+
+/* TRANSITIONAL: two producers of such errors do not attach their key yet, src/nn/model.c
+ * ("model layer N ...", "model: ...") and experiments/outdir.c ("experiment.output_metadir:
+ * ..."); they were being edited elsewhere when keys became data. Until they use DT_CHECK_KEY,
+ * the fixed opening of their messages names the key. */
+static void unkeyed_producer_key(const char *msg, char *key, size_t size) {
+  int layer = -1;
+  key[0] = '\0';
+  if (sscanf(msg, "model layer %d", &layer) == 1) snprintf(key, size, "experiment.model.layers[%d]", layer);
+  else if (strncmp(msg, "model: ", 7) == 0) snprintf(key, size, "experiment.model.layers");
+  else if (strncmp(msg, "experiment.output_metadir: ", 27) == 0) snprintf(key, size, "experiment.output_metadir");
+}
+
+dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {
+  const dt_error_context *c = dt_error_where();
+  if (st != DT_ERR_CONFIG || c->file[0] != '\0') return st; /* not a config error, or placed already */
+  char key[sizeof c->key];
+  if (c->key[0] != '\0') snprintf(key, sizeof key, "%s", c->key);
+  else unkeyed_producer_key(dt_error_message(), key, sizeof key);
+  if (key[0] == '\0') return st; /* about no key: nothing to place */
+  return dt_config_error_at(cfg, st, key);
+}

@@ -1,0 +1,106 @@
+/* Cross-key checks: what no single key can tell, run once the whole experiment is read. Names
+ * that would collide in the run folder, a graph type and its schedule, each algorithm and a
+ * time-varying graph, the backends this build has, the metrics the problem can record. Each
+ * error is positioned at the node that is most likely wrong. */
+#include <string.h>
+
+#include "config_impl.h"
+#include "dt/graph.h"
+#include "dt/schedule.h"
+#include "dt_config.h"
+
+bool dt_config_file_name_ok(const char *s) {
+  if (s[0] == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
+  for (; *s; s++)
+    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32 || *s == 127) return false;
+  return true;
+}
+
+/* Every file name unique and usable in the run folder: problem names, the experiment's name,
+ * and solo_results.csv, which individual_training writes. */
+static dt_status check_names(const schema_ctx *ctx, const dt_ynode *exp, const dt_ynode *pcs, const dt_config *cfg) {
+  for (int i = 0; i < cfg->num_problems; i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(cfg->problems[i].problem_name, cfg->problems[j].problem_name) == 0)
+        return schema_error(ctx, pcs->items[i], "problem_configs", "problems '%s' and '%s' share problem_name '%s'; result files "
+                            "would collide", cfg->problems[j].key, cfg->problems[i].key, cfg->problems[i].problem_name);
+  const dt_experiment_config *e = &cfg->experiment;
+  if (!dt_config_file_name_ok(e->name)) {
+    const dt_ynode *at = dt_ynode_get(exp, "name");
+    return schema_error(ctx, at != NULL ? at : exp, "experiment.name",
+                        "'%s' must be a file name: not empty, '.' or '..', without '/', '\\' or control characters (it names "
+                        "the output folder)", e->name);
+  }
+  for (int i = 0; i < cfg->num_problems && e->individual_training.train_solo; i++)
+    if (strcmp(cfg->problems[i].problem_name, "solo") == 0)
+      return schema_error(ctx, pcs->items[i], "problem_configs", "problem '%s' is named solo, so its results would overwrite "
+                          "solo_results.csv, which individual_training (train_solo: true) writes; give it another problem_name",
+                          cfg->problems[i].key);
+  return DT_OK;
+}
+
+/* The graph type against what it needs (an edge file) and against its schedule. */
+static dt_status check_graph(const schema_ctx *ctx, const dt_ynode *exp, const dt_experiment_config *e) {
+  const dt_ynode *graph = dt_ynode_get(exp, "graph");
+  if (e->graph.type == DT_GRAPH_FILE && e->graph.edge_file[0] == '\0')
+    return schema_error(ctx, graph, "experiment.graph.edge_file", "graph.type file needs an edge_file");
+  if (e->graph.schedule == DT_SCHEDULE_ONE_PEER_EXPONENTIAL && e->graph.type != DT_GRAPH_EXPONENTIAL)
+    return schema_error(ctx, dt_ynode_get(graph, "schedule"), "experiment.graph.schedule",
+                        "one_peer_exponential runs on type exponential (the union of its round graphs), found type %s",
+                        dt_graph_type_name(e->graph.type));
+  if (e->graph.schedule == DT_SCHEDULE_RESAMPLE && e->graph.type != DT_GRAPH_RANDOM && e->graph.type != DT_GRAPH_REGULAR &&
+      e->graph.type != DT_GRAPH_GEOMETRIC)
+    return schema_error(ctx, dt_ynode_get(graph, "schedule"), "experiment.graph.schedule",
+                        "resample draws new graphs of a random type (random, regular or geometric), found type %s",
+                        dt_graph_type_name(e->graph.type));
+  return DT_OK;
+}
+
+/* On a time-varying graph, every problem's algorithm must accept it (schedule_ok) with its options. */
+static dt_status check_schedules(const schema_ctx *ctx, const dt_ynode *pcs, const dt_config *cfg) {
+  const dt_experiment_config *e = &cfg->experiment;
+  for (int i = 0; i < cfg->num_problems && e->graph.schedule != DT_SCHEDULE_STATIC; i++) {
+    const dt_plugin *def = config_optimizer_named(ctx->reg, cfg->problems[i].alg_name);
+    char err[512] = "", sub[700], list[256] = "";
+    if (def->schedule_ok != NULL && def->schedule_ok(cfg->problems[i].alg_opts, err, sizeof err)) continue;
+    for (int j = 0; ctx->reg->optimizers[j] != NULL; j++)
+      if (ctx->reg->optimizers[j]->schedule_ok != NULL)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", ctx->reg->optimizers[j]->name);
+    snprintf(sub, sizeof sub, "problem_configs.%s.optimizer_config", cfg->problems[i].key);
+    const dt_ynode *oc = dt_ynode_get(pcs->items[i], "optimizer_config");
+    if (def->schedule_ok != NULL)
+      return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub, "experiment.graph.schedule is %s: %s",
+                          dt_schedule_names[e->graph.schedule], err);
+    return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub,
+                        "%s needs a static graph, and experiment.graph.schedule is %s (time-varying graphs run %s)",
+                        def->name, dt_schedule_names[e->graph.schedule], list);
+  }
+  return DT_OK;
+}
+
+/* Every problem's metrics are ones the experiment's problem plug-in can record. */
+static dt_status check_metrics(const schema_ctx *ctx, const dt_ynode *pcs, const dt_config *cfg) {
+  const dt_problem_plugin *prob = ctx->reg->problems[cfg->experiment.problem_index];
+  for (int i = 0; i < cfg->num_problems; i++) {
+    const unsigned extra = cfg->problems[i].metrics & ~prob->metrics;
+    if (extra == 0) continue;
+    char sub[700];
+    snprintf(sub, sizeof sub, "problem_configs.%s.metrics", cfg->problems[i].key);
+    const dt_ynode *m = dt_ynode_get(pcs->items[i], "metrics");
+    return schema_error(ctx, m != NULL ? m : pcs->items[i], sub, "the %s problem cannot record %s", prob->plugin.name,
+                        config_metric_names[__builtin_ctz(extra)]);
+  }
+  return DT_OK;
+}
+
+dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_config *cfg) {
+  const dt_ynode *exp = dt_ynode_get(root, "experiment"), *pcs = dt_ynode_get(root, "problem_configs");
+  DT_TRY(check_names(ctx, exp, pcs, cfg));
+  DT_TRY(check_graph(ctx, exp, &cfg->experiment));
+  DT_TRY(check_schedules(ctx, pcs, cfg));
+  if (cfg->experiment.backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
+    return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",
+                        "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "
+                        "(auto picks cuda only where it is built and a GPU is usable)");
+  return check_metrics(ctx, pcs, cfg);
+}
