@@ -1,90 +1,12 @@
 /* `dtrun check`: the resolved config plus what it implies — graph figures, the model and its
- * size, rounds and traffic per problem — without loading data or running anything. */
-#include <libgen.h>
+ * size, rounds and traffic per problem — after building what `run` builds before training (the
+ * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
 #include <string.h>
 
 #include "dt/graph.h"
 #include "dt/data.h"
 #include "dt/optimizer.h"
 #include "dt/run.h"
-
-static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
-  const dt_graph_config *g = &cfg->experiment.graph;
-  static _Thread_local char edge_path[2 * DT_PATH_MAX + 2];
-  memset(spec, 0, sizeof *spec);
-  spec->type = (dt_graph_type)g->type;
-  spec->num_nodes = g->num_nodes;
-  spec->seed = cfg->experiment.seed;
-  spec->p = g->p;
-  spec->gen_attempts = g->gen_attempts;
-  spec->rows = g->rows;
-  spec->cols = g->cols;
-  spec->degree = g->degree;
-  spec->radius = g->radius;
-  spec->fiedler = g->fiedler;
-  spec->fiedler_tolerance = g->fiedler_tolerance;
-  spec->mixing = (dt_mixing)g->mixing;
-  if (g->edge_file[0] != '\0') {
-    /* relative edge files are relative to the config file's folder */
-    if (g->edge_file[0] == '/') {
-      snprintf(edge_path, sizeof edge_path, "%s", g->edge_file);
-    } else {
-      char src[DT_PATH_MAX];
-      snprintf(src, sizeof src, "%s", cfg->source);
-      snprintf(edge_path, sizeof edge_path, "%s/%s", dirname(src), g->edge_file);
-    }
-    spec->edge_file = edge_path;
-  }
-  return DT_OK;
-}
-
-dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {
-  if (st != DT_ERR_CONFIG) return st;
-  const char *m = dt_error_message();
-  char path[256] = "";
-  int layer = -1;
-  if (strncmp(m, "graph: ", 7) == 0) {
-    snprintf(path, sizeof path, "experiment.graph");
-  } else if (strncmp(m, "graph.", 6) == 0) {
-    const size_t n = strspn(m + 6, "abcdefghijklmnopqrstuvwxyz_");
-    snprintf(path, sizeof path, "experiment.graph.%.*s", (int)n, m + 6);
-  } else if (sscanf(m, "model layer %d", &layer) == 1) {
-    snprintf(path, sizeof path, "experiment.model.layers[%d]", layer);
-  } else if (strncmp(m, "model", 5) == 0) {
-    snprintf(path, sizeof path, "experiment.model.layers");
-  } else if (strncmp(m, "experiment.", 11) == 0) {
-    const size_t n = strcspn(m, ": ");
-    snprintf(path, sizeof path, "%.*s", (int)n, m);
-    if (strchr(path, '.') == NULL) path[0] = '\0';
-  }
-  if (path[0] == '\0') return st;
-  return dt_config_error_at(cfg, st, path);
-}
-
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
-  dt_graph_spec gs;
-  DT_TRY(graph_spec_from_config(cfg, &gs));
-  dt_status st = dt_graph_build(&gs, out);
-  if (st == DT_OK && cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE) {
-    /* the configured graph is round 0's (checked above); the exchange runs on the union of
-     * every draw: the complete graph */
-    dt_graph_free(*out);
-    *out = NULL;
-    gs.type = DT_GRAPH_COMPLETE;
-    gs.edge_file = NULL;
-    gs.fiedler = 0;
-    st = dt_graph_build(&gs, out);
-  }
-  return st == DT_OK ? DT_OK : dt_config_positioned(cfg, st);
-}
-
-dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out) {
-  dt_graph_spec gs;
-  *out = NULL;
-  if (cfg->experiment.graph.schedule == DT_SCHEDULE_STATIC) return DT_OK;
-  DT_TRY(graph_spec_from_config(cfg, &gs));
-  return dt_config_positioned(cfg, dt_schedule_create(g, &gs, cfg->experiment.graph.schedule, cfg->experiment.graph.resample_every, out));
-}
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
