@@ -1,6 +1,6 @@
 /* `dtrun check`: the resolved config plus what it implies — graph figures, the model and its
- * size, rounds and traffic per problem — without loading data or running anything. */
-#include <libgen.h>
+ * size, rounds and traffic per problem — after building what `run` builds before training (the
+ * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
 #include <string.h>
 
 #include "dt/graph.h"
@@ -8,59 +8,71 @@
 #include "dt/optimizer.h"
 #include "dt/run.h"
 
-static dt_status graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
-  const dt_graph_config *g = &cfg->experiment.graph;
-  static _Thread_local char edge_path[2 * DT_PATH_MAX + 2];
-  memset(spec, 0, sizeof *spec);
-  spec->type = (dt_graph_type)g->type;
-  spec->num_nodes = g->num_nodes;
-  spec->seed = cfg->experiment.seed;
-  spec->p = g->p;
-  spec->gen_attempts = g->gen_attempts;
-  spec->rows = g->rows;
-  spec->cols = g->cols;
-  spec->degree = g->degree;
-  spec->radius = g->radius;
-  spec->fiedler = g->fiedler;
-  spec->fiedler_tolerance = g->fiedler_tolerance;
-  spec->mixing = (dt_mixing)g->mixing;
-  if (g->edge_file[0] != '\0') {
-    /* relative edge files are relative to the config file's folder */
-    if (g->edge_file[0] == '/') {
-      snprintf(edge_path, sizeof edge_path, "%s", g->edge_file);
-    } else {
-      char src[DT_PATH_MAX];
-      snprintf(src, sizeof src, "%s", cfg->source);
-      snprintf(edge_path, sizeof edge_path, "%s/%s", dirname(src), g->edge_file);
+/* The graph: type, shape, size, degrees, Fiedler value and spectral gap, and its schedule. */
+static void print_graph(const dt_config *cfg, const dt_graph *g, const dt_schedule *sched, FILE *out) {
+  char shape[64] = "";
+  if (g->rows > 0) snprintf(shape, sizeof shape, " (%d rows x %d columns)", g->rows, g->cols);
+  fprintf(out, "# graph: %s%s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), shape, g->n, g->num_edges,
+          dt_mixing_name(g->mixing));
+  fprintf(out, "#   degrees:");
+  for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_degree(g, i));
+  fprintf(out, "%s\n#   Fiedler value %.6g", g->n > 64 ? " ..." : "", g->fiedler);
+  if (g->fiedler_target > 0.0)
+    fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
+            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
+  fprintf(out, ", spectral gap of W %.6g\n", g->spectral_gap);
+  if (sched != NULL)
+    fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
+            dt_schedule_names[cfg->experiment.graph.schedule],
+            cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE ? "; each draw is of the configured type" : "");
+}
+
+/* The model: its parameter count and its layers. */
+static void print_model(const dt_model *m, FILE *out) {
+  char desc[4096];
+  dt_model_describe(m, desc, sizeof desc);
+  fprintf(out, "# model: %zu parameters\n", dt_model_num_params(m));
+  for (char *line = strtok(desc, "\n"); line != NULL; line = strtok(NULL, "\n")) fprintf(out, "#   %s\n", line);
+}
+
+/* Each problem: algorithm, rounds, evaluation, batch, traffic per round (d parameters). */
+static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_schedule *sched, size_t d, FILE *out) {
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    char batch[32];
+    if (pc->full_batch) snprintf(batch, sizeof batch, "full batch");
+    else snprintf(batch, sizeof batch, "batch %d", pc->train_batch_size);
+    /* on a time-varying graph: the static figure scaled by the share of edges the rounds use */
+    double share = 1, active = 0;
+    if (sched != NULL && def->traffic_per_edge) {
+      DT_TRY(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
+      share = g->num_edges > 0 ? active / (2.0 * g->num_edges * pc->outer_iterations) : 1;
     }
-    spec->edge_file = edge_path;
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
+            sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
   }
   return DT_OK;
 }
 
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
-  dt_graph_spec gs;
-  DT_TRY(graph_spec_from_config(cfg, &gs));
-  dt_status st = dt_graph_build(&gs, out);
-  if (st == DT_OK && cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE) {
-    /* the configured graph is round 0's (checked above); the exchange runs on the union of
-     * every draw: the complete graph */
-    dt_graph_free(*out);
-    *out = NULL;
-    gs.type = DT_GRAPH_COMPLETE;
-    gs.edge_file = NULL;
-    gs.fiedler = 0;
-    st = dt_graph_build(&gs, out);
+/* Full-batch gradient steps above 2/L on softmax regression: a warning (L is cheap to bound there). */
+static dt_status warn_steps(const dt_config *cfg, const dt_data *data, const dt_split *split, const dt_model_spec *ms, FILE *out) {
+  double half_lambda = -1;
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    const double step = pc->full_batch && def->gradient_step != NULL ? def->gradient_step(pc->alg_opts) : 0;
+    if (step <= 0) continue;
+    if (half_lambda < 0) DT_TRY(dt_problem_lipschitz(&data->train, split, ms, &half_lambda));
+    if (half_lambda == 0) break; /* not softmax regression */
+    const double L = half_lambda + pc->l2;
+    if (step > 2 / L)
+      fprintf(out, "# warning: problem %s: step %g is above 2/L = %.4g, where L = %.4g bounds every node's gradient\n"
+              "#   Lipschitz constant (softmax regression: half the top eigenvalue of the data's Gram matrix, plus l2);\n"
+              "#   full-batch gradient steps above 2/L oscillate or diverge\n", pc->problem_name, step, 2 / L, L);
   }
-  return st == DT_OK ? DT_OK : dt_config_positioned(cfg, st);
-}
-
-dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out) {
-  dt_graph_spec gs;
-  *out = NULL;
-  if (cfg->experiment.graph.schedule == DT_SCHEDULE_STATIC) return DT_OK;
-  DT_TRY(graph_spec_from_config(cfg, &gs));
-  return dt_config_positioned(cfg, dt_schedule_create(g, &gs, cfg->experiment.graph.schedule, cfg->experiment.graph.resample_every, out));
+  return DT_OK;
 }
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
@@ -83,58 +95,11 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));
   if (cfg->experiment.writeout) DT_TRY_GOTO(dt_config_positioned(cfg, dt_output_check(cfg)));
   DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
-  const size_t d = dt_model_num_params(m);
   fprintf(out, "# ---- summary ----\n");
-  char shape[64] = "";
-  if (g->rows > 0) snprintf(shape, sizeof shape, " (%d rows x %d columns)", g->rows, g->cols);
-  fprintf(out, "# graph: %s%s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), shape, g->n, g->num_edges,
-          dt_mixing_name(g->mixing));
-  fprintf(out, "#   degrees:");
-  for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_degree(g, i));
-  fprintf(out, "%s\n#   Fiedler value %.6g", g->n > 64 ? " ..." : "", g->fiedler);
-  if (g->fiedler_target > 0.0)
-    fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
-            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
-  fprintf(out, ", spectral gap of W %.6g\n", g->spectral_gap);
-  if (sched != NULL)
-    fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
-            dt_schedule_names[cfg->experiment.graph.schedule],
-            cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE ? "; each draw is of the configured type" : "");
-  char desc[4096];
-  dt_model_describe(m, desc, sizeof desc);
-  fprintf(out, "# model: %zu parameters\n", d);
-  for (char *line = strtok(desc, "\n"); line != NULL; line = strtok(NULL, "\n")) fprintf(out, "#   %s\n", line);
-  for (int p = 0; p < cfg->num_problems; p++) {
-    const dt_problem_config *pc = &cfg->problems[p];
-    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
-    char batch[32];
-    if (pc->full_batch) snprintf(batch, sizeof batch, "full batch");
-    else snprintf(batch, sizeof batch, "batch %d", pc->train_batch_size);
-    /* on a time-varying graph: the static figure scaled by the share of edges the rounds use */
-    double share = 1, active = 0;
-    if (sched != NULL && def->traffic_per_edge) {
-      DT_TRY_GOTO(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
-      share = g->num_edges > 0 ? active / (2.0 * g->num_edges * pc->outer_iterations) : 1;
-    }
-    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
-            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
-            sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
-  }
-  /* full-batch gradient steps above 2/L on softmax regression: warn (L is cheap to bound there) */
-  double half_lambda = -1;
-  for (int p = 0; p < cfg->num_problems; p++) {
-    const dt_problem_config *pc = &cfg->problems[p];
-    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
-    const double step = pc->full_batch && def->gradient_step != NULL ? def->gradient_step(pc->alg_opts) : 0;
-    if (step <= 0) continue;
-    if (half_lambda < 0) DT_TRY_GOTO(dt_problem_lipschitz(&data.train, &split, &ms, &half_lambda));
-    if (half_lambda == 0) break; /* not softmax regression */
-    const double L = half_lambda + pc->l2;
-    if (step > 2 / L)
-      fprintf(out, "# warning: problem %s: step %g is above 2/L = %.4g, where L = %.4g bounds every node's gradient\n"
-              "#   Lipschitz constant (softmax regression: half the top eigenvalue of the data's Gram matrix, plus l2);\n"
-              "#   full-batch gradient steps above 2/L oscillate or diverge\n", pc->problem_name, step, 2 / L, L);
-  }
+  print_graph(cfg, g, sched, out);
+  print_model(m, out);
+  DT_TRY_GOTO(print_problems(cfg, g, sched, dt_model_num_params(m), out));
+  DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);
 cleanup:

@@ -215,80 +215,97 @@ int runner_checkpoint_find(const char *outdir, char *dir, size_t size) {
   return 0;
 }
 
-dt_status runner_checkpoint_load_run(runner *r, resume_point *rp) {
+/* run.ckpt's head: magic, config hash, problem p, round, node count and the number of problem
+ * results that follow, checked against this run. */
+static dt_status decode_head(reader *rd, const runner *r, uint64_t *p, uint64_t *round, uint64_t *nres) {
+  const char *path = rd->path;
+  char magic[8];
+  uint64_t hash = 0, n = 0;
+  DT_TRY(get(rd, magic, 8));
+  DT_CHECK(memcmp(magic, run_magic, 8) == 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
+  DT_TRY(get_u64(rd, &hash));
+  DT_CHECK(hash == r->config_hash, DT_ERR_CONFIG, "%s was written for another config than %s/config.yaml (was the config edited?)", path,
+           r->outdir);
+  DT_TRY(get_u64(rd, p));
+  DT_TRY(get_u64(rd, round));
+  DT_TRY(get_u64(rd, &n));
+  DT_TRY(get_u64(rd, nres));
+  DT_CHECK(n == (uint64_t)r->n && *p <= (uint64_t)r->cfg->num_problems && *nres <= *p + 1 &&
+               *round <= (uint64_t)(*p < (uint64_t)r->cfg->num_problems ? r->cfg->problems[*p].outer_iterations : 0),
+           DT_ERR_DATA, "%s: corrupt (problem %llu, round %llu)", path, (unsigned long long)*p, (unsigned long long)*round);
+  return DT_OK;
+}
+
+/* One problem's result, as encode_run wrote it. */
+static dt_status decode_result(reader *rd, problem_result *res) {
+  uint64_t status = 0, done = 0;
+  DT_TRY(get_u64(rd, &status));
+  DT_CHECK(status < 3, DT_ERR_DATA, "%s: corrupt status", rd->path);
+  res->status = statuses[status];
+  DT_TRY(get_u64(rd, &done));
+  res->rounds_done = (int)done;
+  DT_TRY(get_u64(rd, &done));
+  res->diverged_round = (int)done;
+  DT_TRY(get(rd, res->final, sizeof res->final));
+  DT_TRY(get_f64(rd, &res->seconds));
+  DT_TRY(get_f64(rd, &res->t_compute));
+  DT_TRY(get_f64(rd, &res->t_comm));
+  DT_TRY(get_f64(rd, &res->t_eval));
+  DT_TRY(get_f64(rd, &res->bytes));
+  return DT_OK;
+}
+
+/* The current problem's progress (a checkpoint after round > 0): timers, CSV text so far and the
+ * optimizer's replicated state, copied out of the file buffer. */
+static dt_status decode_progress(reader *rd, resume_point *rp) {
+  const unsigned char *data;
+  size_t len;
+  DT_TRY(get_f64(rd, &rp->t_compute));
+  DT_TRY(get_f64(rd, &rp->t_comm));
+  DT_TRY(get_f64(rd, &rp->t_eval));
+  DT_TRY(get_f64(rd, &rp->seconds));
+  DT_TRY(get_bytes(rd, &data, &len));
+  sb_free(&rp->csv);
+  sb_put(&rp->csv, data, len);
+  DT_TRY(get_bytes(rd, &data, &len));
+  sb_free(&rp->consensus_csv);
+  sb_put(&rp->consensus_csv, data, len);
+  DT_TRY(get_bytes(rd, &data, &len));
+  DT_ALLOC(rp->shared, len > 0 ? len : 1, "checkpoint");
+  if (len > 0) memcpy(rp->shared, data, len);
+  rp->shared_size = len;
+  DT_CHECK(!rp->csv.failed && !rp->consensus_csv.failed, DT_ERR_MEMORY, "out of memory reading %s", rd->path);
+  return DT_OK;
+}
+
+/* Rank 0: reads the checkpoint in r->outdir, if there is one, into rp and r->res. */
+static dt_status read_run(runner *r, resume_point *rp) {
+  if (!runner_checkpoint_find(r->outdir, rp->dir, sizeof rp->dir)) return DT_OK;
   dt_status st = DT_OK;
   unsigned char *buf = NULL;
   size_t size = 0;
-  memset(rp, 0, sizeof *rp);
-  if (r->rank == 0 && runner_checkpoint_find(r->outdir, rp->dir, sizeof rp->dir)) {
-    char path[DT_PATH_MAX + 160];
-    snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
-    reader rd = {.path = path};
-    DT_TRY_GOTO(read_file(path, &buf, &size));
-    rd.p = buf;
-    rd.end = buf + size;
-    char magic[8];
-    uint64_t hash = 0, p = 0, round = 0, n = 0, nres = 0;
-    DT_TRY_GOTO(get(&rd, magic, 8));
-    DT_CHECK_GOTO(memcmp(magic, run_magic, 8) == 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
-    DT_TRY_GOTO(get_u64(&rd, &hash));
-    DT_CHECK_GOTO(hash == r->config_hash, DT_ERR_CONFIG,
-                  "%s was written for another config than %s/config.yaml (was the config edited?)", path, r->outdir);
-    DT_TRY_GOTO(get_u64(&rd, &p));
-    DT_TRY_GOTO(get_u64(&rd, &round));
-    DT_TRY_GOTO(get_u64(&rd, &n));
-    DT_TRY_GOTO(get_u64(&rd, &nres));
-    DT_CHECK_GOTO(n == (uint64_t)r->n && p <= (uint64_t)r->cfg->num_problems && nres <= p + 1 &&
-                      round <= (uint64_t)(p < (uint64_t)r->cfg->num_problems ? r->cfg->problems[p].outer_iterations : 0),
-                  DT_ERR_DATA, "%s: corrupt (problem %llu, round %llu)", path, (unsigned long long)p, (unsigned long long)round);
-    rp->found = 1;
-    rp->problem = (int)p;
-    rp->round = (int)round;
-    for (uint64_t q = 0; q < nres; q++) {
-      problem_result *res = &r->res[q];
-      uint64_t status = 0, done = 0;
-      DT_TRY_GOTO(get_u64(&rd, &status));
-      DT_CHECK_GOTO(status < 3, DT_ERR_DATA, "%s: corrupt status", path);
-      res->status = statuses[status];
-      DT_TRY_GOTO(get_u64(&rd, &done));
-      res->rounds_done = (int)done;
-      DT_TRY_GOTO(get_u64(&rd, &done));
-      res->diverged_round = (int)done;
-      DT_TRY_GOTO(get(&rd, res->final, sizeof res->final));
-      DT_TRY_GOTO(get_f64(&rd, &res->seconds));
-      DT_TRY_GOTO(get_f64(&rd, &res->t_compute));
-      DT_TRY_GOTO(get_f64(&rd, &res->t_comm));
-      DT_TRY_GOTO(get_f64(&rd, &res->t_eval));
-      DT_TRY_GOTO(get_f64(&rd, &res->bytes));
-    }
-    if (round > 0) {
-      const unsigned char *data;
-      size_t len;
-      DT_TRY_GOTO(get_f64(&rd, &rp->t_compute));
-      DT_TRY_GOTO(get_f64(&rd, &rp->t_comm));
-      DT_TRY_GOTO(get_f64(&rd, &rp->t_eval));
-      DT_TRY_GOTO(get_f64(&rd, &rp->seconds));
-      DT_TRY_GOTO(get_bytes(&rd, &data, &len));
-      sb_free(&rp->csv);
-      sb_put(&rp->csv, data, len);
-      DT_TRY_GOTO(get_bytes(&rd, &data, &len));
-      sb_free(&rp->consensus_csv);
-      sb_put(&rp->consensus_csv, data, len);
-      DT_TRY_GOTO(get_bytes(&rd, &data, &len));
-      DT_ALLOC_GOTO(rp->shared, len > 0 ? len : 1, "checkpoint");
-      if (len > 0) memcpy(rp->shared, data, len);
-      rp->shared_size = len;
-      DT_CHECK_GOTO(!rp->csv.failed && !rp->consensus_csv.failed, DT_ERR_MEMORY, "out of memory reading %s", path);
-    }
-    DT_CHECK_GOTO(rd.p == rd.end, DT_ERR_DATA, "%s: unexpected bytes at the end", path);
-  }
+  char path[DT_PATH_MAX + 160];
+  snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
+  reader rd = {.path = path};
+  DT_TRY_GOTO(read_file(path, &buf, &size));
+  rd.p = buf;
+  rd.end = buf + size;
+  uint64_t p = 0, round = 0, nres = 0;
+  DT_TRY_GOTO(decode_head(&rd, r, &p, &round, &nres));
+  rp->found = 1;
+  rp->problem = (int)p;
+  rp->round = (int)round;
+  for (uint64_t q = 0; q < nres; q++) DT_TRY_GOTO(decode_result(&rd, &r->res[q]));
+  if (round > 0) DT_TRY_GOTO(decode_progress(&rd, rp));
+  DT_CHECK_GOTO(rd.p == rd.end, DT_ERR_DATA, "%s: unexpected bytes at the end", path);
 cleanup:
   free(buf);
-  /* every rank learns the outcome and the point to continue from */
-  double ok = st == DT_OK;
-  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
-  if (st != DT_OK) return st;
-  DT_CHECK(ok == 1, DT_ERR_DATA, "rank 0 could not read the checkpoint");
+  return st;
+}
+
+/* Every rank learns from rank 0 the point to continue from, the results so far, the timers and
+ * the replicated state. Collective. */
+static dt_status share_run(runner *r, resume_point *rp) {
   int head[3] = {rp->found, rp->problem, rp->round};
   DT_TRY(dt_comm_bcast(r->comm, head, sizeof head, 0));
   rp->found = head[0], rp->problem = head[1], rp->round = head[2];
@@ -312,6 +329,17 @@ cleanup:
   }
   if (rp->round > 0 && ss > 0) DT_TRY(dt_comm_bcast(r->comm, rp->shared, ss, 0));
   return DT_OK;
+}
+
+dt_status runner_checkpoint_load_run(runner *r, resume_point *rp) {
+  memset(rp, 0, sizeof *rp);
+  const dt_status st = r->rank == 0 ? read_run(r, rp) : DT_OK;
+  /* every rank learns the outcome before any returns */
+  double ok = st == DT_OK;
+  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
+  if (st != DT_OK) return st;
+  DT_CHECK(ok == 1, DT_ERR_DATA, "rank 0 could not read the checkpoint");
+  return share_run(r, rp);
 }
 
 typedef struct read_ctx {

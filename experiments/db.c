@@ -100,10 +100,8 @@ static const char *folder_name(const runner *r) {
   return r->outdir;
 }
 
-dt_status runner_db_open(runner *r, const char *config_text) {
-  if (!r->write) return DT_OK;
-  const dt_run_options *o = r->opt;
-  snprintf(r->db_dir, sizeof r->db_dir, "%s", o->db_dir != NULL ? o->db_dir : r->outdir);
+/* Opens (creating) the database in WAL mode with its tables. */
+static dt_status open_db(runner *r) {
   char path[sizeof r->db_dir + 32];
   snprintf(path, sizeof path, "%s/results.sqlite", r->db_dir);
   if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -117,64 +115,83 @@ dt_status runner_db_open(runner *r, const char *config_text) {
   /* WAL: readers never block the run; synchronous=NORMAL: a commit survives the process being
    * killed (only a power loss may cost the last commits) */
   const int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
-  if (!ok) return DT_ERROR(DT_ERR_IO, "%s", r->db_error);
-  const char *folder = folder_name(r);
-  char hash[32], host[256], now[64];
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->config_hash);
-  dt_comm_host(host, sizeof host);
-  runner_wall_clock(now, sizeof now);
-  sqlite3_stmt *s = NULL;
-  int good = exec(r, "BEGIN IMMEDIATE");
-  /* the row the database has for this folder: a resumed run keeps it (its evaluations up to the
-   * checkpoint stay); a fresh run into a folder the database knows (--force) replaces it */
+  return ok ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+}
+
+/* The row of `runs` for this folder, or 0 (inside the open transaction). */
+static sqlite3_int64 find_run(runner *r, const char *folder) {
   sqlite3_int64 old = 0;
-  if (good && (s = prepare(r, "SELECT run FROM runs WHERE folder = ?1")) != NULL) {
+  sqlite3_stmt *s = prepare(r, "SELECT run FROM runs WHERE folder = ?1");
+  if (s != NULL) {
     bind_text(s, 1, folder);
     if (sqlite3_step(s) == SQLITE_ROW) old = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
   }
-  if (o->resume) r->db_run = old;
-  if (good && r->db_run == 0) {
-    if (old != 0) {
-      char sql[256];
-      snprintf(sql, sizeof sql,
-               "DELETE FROM evaluations WHERE run = %lld; DELETE FROM problems WHERE run = %lld; DELETE FROM sweep_values WHERE run = "
-               "%lld; DELETE FROM runs WHERE run = %lld;",
-               (long long)old, (long long)old, (long long)old, (long long)old);
-      good = exec(r, sql);
-    }
-    s = good ? prepare(r, "INSERT INTO runs (folder, point, swept, seed, experiment, config, config_hash, version, host, ranks, nodes,"
-                          " status, started, updated, wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12,"
-                          " ?12, 0)")
-             : NULL;
-    good = s != NULL;
-    if (good) {
-      bind_text(s, 1, folder);
-      if (o->swept_json != NULL) sqlite3_bind_int(s, 2, o->point);
-      bind_text(s, 3, o->swept_json != NULL ? o->swept_json : "{}");
-      sqlite3_bind_int64(s, 4, (sqlite3_int64)r->cfg->experiment.seed);
-      bind_text(s, 5, r->cfg->experiment.name);
-      bind_text(s, 6, config_text);
-      bind_text(s, 7, hash);
-      bind_text(s, 8, DT_VERSION);
-      bind_text(s, 9, host);
-      sqlite3_bind_int(s, 10, r->size);
-      sqlite3_bind_int(s, 11, r->n);
-      bind_text(s, 12, r->started);
-      good = step_all(r, s, "insert into runs");
-      sqlite3_finalize(s);
-      r->db_run = sqlite3_last_insert_rowid(r->db);
-    }
-    s = good && o->num_swept > 0 ? prepare(r, "INSERT INTO sweep_values (run, key, value) VALUES (?1, ?2, ?3)") : NULL;
-    if (o->num_swept > 0) good = good && s != NULL;
-    for (int i = 0; good && i < o->num_swept; i++) {
-      sqlite3_bind_int64(s, 1, r->db_run);
-      bind_text(s, 2, o->swept_keys[i]);
-      bind_text(s, 3, o->swept_values[i]);
-      good = step_all(r, s, "insert into sweep_values");
-    }
-    sqlite3_finalize(s);
+  return old;
+}
+
+/* This run's new row of `runs` (r->db_run), with its swept values (inside the open transaction);
+ * the row of an earlier run in the same folder (old, or 0) and its rows elsewhere are dropped
+ * first. Whether every step went well. */
+static int insert_run(runner *r, sqlite3_int64 old, const char *folder, const char *config_text) {
+  const dt_run_options *o = r->opt;
+  int good = 1;
+  if (old != 0) {
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "DELETE FROM evaluations WHERE run = %lld; DELETE FROM problems WHERE run = %lld; DELETE FROM sweep_values WHERE run = "
+             "%lld; DELETE FROM runs WHERE run = %lld;",
+             (long long)old, (long long)old, (long long)old, (long long)old);
+    good = exec(r, sql);
   }
+  char hash[32], host[256];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->config_hash);
+  dt_comm_host(host, sizeof host);
+  sqlite3_stmt *s = good ? prepare(r, "INSERT INTO runs (folder, point, swept, seed, experiment, config, config_hash, version, host, ranks,"
+                                      " nodes, status, started, updated, wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                                      " 'running', ?12, ?12, 0)")
+                         : NULL;
+  good = s != NULL;
+  if (good) {
+    bind_text(s, 1, folder);
+    if (o->swept_json != NULL) sqlite3_bind_int(s, 2, o->point);
+    bind_text(s, 3, o->swept_json != NULL ? o->swept_json : "{}");
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)r->cfg->experiment.seed);
+    bind_text(s, 5, r->cfg->experiment.name);
+    bind_text(s, 6, config_text);
+    bind_text(s, 7, hash);
+    bind_text(s, 8, DT_VERSION);
+    bind_text(s, 9, host);
+    sqlite3_bind_int(s, 10, r->size);
+    sqlite3_bind_int(s, 11, r->n);
+    bind_text(s, 12, r->started);
+    good = step_all(r, s, "insert into runs");
+    sqlite3_finalize(s);
+    r->db_run = sqlite3_last_insert_rowid(r->db);
+  }
+  s = good && o->num_swept > 0 ? prepare(r, "INSERT INTO sweep_values (run, key, value) VALUES (?1, ?2, ?3)") : NULL;
+  if (o->num_swept > 0) good = good && s != NULL;
+  for (int i = 0; good && i < o->num_swept; i++) {
+    sqlite3_bind_int64(s, 1, r->db_run);
+    bind_text(s, 2, o->swept_keys[i]);
+    bind_text(s, 3, o->swept_values[i]);
+    good = step_all(r, s, "insert into sweep_values");
+  }
+  sqlite3_finalize(s);
+  return good;
+}
+
+dt_status runner_db_open(runner *r, const char *config_text) {
+  if (!r->write) return DT_OK;
+  snprintf(r->db_dir, sizeof r->db_dir, "%s", r->opt->db_dir != NULL ? r->opt->db_dir : r->outdir);
+  DT_TRY(open_db(r));
+  const char *folder = folder_name(r);
+  int good = exec(r, "BEGIN IMMEDIATE");
+  /* the row the database has for this folder: a resumed run keeps it (its evaluations up to the
+   * checkpoint stay); a fresh run into a folder the database knows (--force) replaces it */
+  const sqlite3_int64 old = good ? find_run(r, folder) : 0;
+  if (r->opt->resume) r->db_run = old;
+  if (good && r->db_run == 0) good = insert_run(r, old, folder, config_text);
   good = end_tx(r, good);
   if (good) {
     r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");

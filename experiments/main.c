@@ -80,89 +80,117 @@ typedef struct args {
   dt_compare_options cmp;
 } args;
 
-static dt_status parse_args(int argc, char **argv, args *a) {
-  memset(a, 0, sizeof *a);
-  a->cmd = "run";
-  int i = 1;
-  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0)
-    a->cmd = argv[i++];
-  for (; i < argc; i++) {
-    const char *s = argv[i];
-    const int has_next = i + 1 < argc;
-    if (strcmp(s, "--set") == 0 || strcmp(s, "-s") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--set needs key.path=value");
-      DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
-      a->sets[a->nsets++] = argv[++i];
-    } else if (strncmp(s, "--set=", 6) == 0) {
-      DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
-      a->sets[a->nsets++] = s + 6;
-    } else if (strcmp(s, "--sweep") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--sweep needs key.path=value,value,...");
-      DT_CHECK(a->nsweeps < DT_SWEEP_MAX_AXES, DT_ERR_USAGE, "at most %d --sweep options", DT_SWEEP_MAX_AXES);
-      a->sweeps[a->nsweeps++] = argv[++i];
-    } else if (strcmp(s, "--output-dir") == 0 || strcmp(s, "-o") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--output-dir needs a folder");
-      a->output_dir = argv[++i];
-    } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
-      a->quiet = 1;
-    } else if (strcmp(s, "--progress") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--progress needs auto, always or never");
-      const char *w = argv[++i];
-      if (strcmp(w, "auto") == 0) a->progress = DT_PROGRESS_AUTO;
-      else if (strcmp(w, "always") == 0) a->progress = DT_PROGRESS_ALWAYS;
-      else if (strcmp(w, "never") == 0) a->progress = DT_PROGRESS_NEVER;
-      else return DT_ERROR(DT_ERR_USAGE, "--progress: expected auto, always or never, found '%s'", w);
-    } else if (strcmp(s, "--force") == 0) {
-      a->force = 1;
-    } else if (strcmp(s, "--metric") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--metric needs a column name");
-      a->cmp.metric = argv[++i];
-    } else if (strcmp(s, "--target") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--target needs a number, or numbers separated by commas");
-      const char *list = argv[++i];
-      for (const char *q = list;;) {
-        char *end;
-        const double v = strtod(q, &end);
-        DT_CHECK(end != q && (*end == '\0' || *end == ',') && v >= 0 && isfinite(v), DT_ERR_USAGE,
-                 "--target %s: expected numbers >= 0 separated by commas", list);
-        DT_CHECK(a->cmp.num_targets < 8, DT_ERR_USAGE, "--target %s: at most 8 targets", list);
-        a->cmp.targets[a->cmp.num_targets++] = v;
-        if (*end == '\0') break;
-        q = end + 1;
-      }
-    } else if (strcmp(s, "--against") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--against needs a config key path (experiment.graph.num_nodes, ...)");
-      a->cmp.against = argv[++i];
-    } else if (strcmp(s, "--where") == 0) {
-      DT_CHECK(has_next && strchr(argv[i + 1], '=') != NULL && argv[i + 1][0] != '=', DT_ERR_USAGE,
-               "--where needs key.path=value[,value...]");
-      DT_CHECK(a->cmp.num_where < 8, DT_ERR_USAGE, "at most 8 --where options");
-      a->cmp.where[a->cmp.num_where++] = argv[++i];
-    } else if (strcmp(s, "--plot") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .pdf, .svg or .png");
-      a->cmp.plot = argv[++i];
-      const char *ext = strrchr(a->cmp.plot, '.');
-      DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0 || strcmp(ext, ".pdf") == 0), DT_ERR_USAGE,
-               "--plot %s: the file name must end in .pdf, .svg or .png", a->cmp.plot);
-    } else if (strcmp(s, "--x") == 0) {
-      DT_CHECK(has_next, DT_ERR_USAGE, "--x needs round, samples, bytes or seconds");
-      a->cmp.x = argv[++i];
-    } else if (strcmp(s, "--size") == 0) {
-      DT_CHECK(has_next && (strcmp(argv[i + 1], "paper") == 0 || strcmp(argv[i + 1], "slide") == 0), DT_ERR_USAGE,
-               "--size needs paper or slide");
-      a->cmp.size = argv[++i];
-    } else if (strcmp(s, "--csv") == 0 || strcmp(s, "--markdown") == 0 || strcmp(s, "--latex") == 0) {
-      a->cmp.format = s[2] == 'c' ? DT_COMPARE_CSV : s[2] == 'm' ? DT_COMPARE_MARKDOWN : DT_COMPARE_LATEX;
-    } else if (s[0] == '-' && s[1] != '\0') {
-      return DT_ERROR(DT_ERR_USAGE, "unknown option '%s' (see dtrun --help)", s);
-    } else if (strcmp(a->cmd, "compare") == 0) {
-      DT_CHECK(a->ndirs < 256, DT_ERR_USAGE, "at most 256 run folders");
-      a->dirs[a->ndirs++] = s;
-    } else {
-      DT_CHECK(a->file == NULL, DT_ERR_USAGE, "more than one experiment file: '%s' and '%s'", a->file, s);
-      a->file = a->argv_dir = s;
-    }
+/* --progress's value. */
+static dt_status parse_progress(const char *w, int *progress) {
+  if (strcmp(w, "auto") == 0) *progress = DT_PROGRESS_AUTO;
+  else if (strcmp(w, "always") == 0) *progress = DT_PROGRESS_ALWAYS;
+  else if (strcmp(w, "never") == 0) *progress = DT_PROGRESS_NEVER;
+  else return DT_ERROR(DT_ERR_USAGE, "--progress: expected auto, always or never, found '%s'", w);
+  return DT_OK;
+}
+
+/* The option at argv[*i] if it is one of run, check and resume (*i moves past its value);
+ * *used = 0 when it is not. */
+static dt_status run_option(int argc, char **argv, int *i, args *a, int *used) {
+  const char *s = argv[*i];
+  const int has_next = *i + 1 < argc;
+  *used = 1;
+  if (strcmp(s, "--set") == 0 || strcmp(s, "-s") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--set needs key.path=value");
+    DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
+    a->sets[a->nsets++] = argv[++*i];
+  } else if (strncmp(s, "--set=", 6) == 0) {
+    DT_CHECK(a->nsets < MAX_SETS, DT_ERR_USAGE, "at most %d --set options", MAX_SETS);
+    a->sets[a->nsets++] = s + 6;
+  } else if (strcmp(s, "--sweep") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--sweep needs key.path=value,value,...");
+    DT_CHECK(a->nsweeps < DT_SWEEP_MAX_AXES, DT_ERR_USAGE, "at most %d --sweep options", DT_SWEEP_MAX_AXES);
+    a->sweeps[a->nsweeps++] = argv[++*i];
+  } else if (strcmp(s, "--output-dir") == 0 || strcmp(s, "-o") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--output-dir needs a folder");
+    a->output_dir = argv[++*i];
+  } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+    a->quiet = 1;
+  } else if (strcmp(s, "--progress") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--progress needs auto, always or never");
+    DT_TRY(parse_progress(argv[++*i], &a->progress));
+  } else if (strcmp(s, "--force") == 0) {
+    a->force = 1;
+  } else {
+    *used = 0;
   }
+  return DT_OK;
+}
+
+/* --target's comma-separated numbers. */
+static dt_status parse_targets(const char *list, dt_compare_options *c) {
+  for (const char *q = list;;) {
+    char *end;
+    const double v = strtod(q, &end);
+    DT_CHECK(end != q && (*end == '\0' || *end == ',') && v >= 0 && isfinite(v), DT_ERR_USAGE,
+             "--target %s: expected numbers >= 0 separated by commas", list);
+    DT_CHECK(c->num_targets < 8, DT_ERR_USAGE, "--target %s: at most 8 targets", list);
+    c->targets[c->num_targets++] = v;
+    if (*end == '\0') return DT_OK;
+    q = end + 1;
+  }
+}
+
+/* The option at argv[*i] if it is one of compare's (*i moves past its value); *used = 0 when it
+ * is not. */
+static dt_status compare_option(int argc, char **argv, int *i, dt_compare_options *c, int *used) {
+  const char *s = argv[*i];
+  const int has_next = *i + 1 < argc;
+  *used = 1;
+  if (strcmp(s, "--metric") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--metric needs a column name");
+    c->metric = argv[++*i];
+  } else if (strcmp(s, "--target") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--target needs a number, or numbers separated by commas");
+    DT_TRY(parse_targets(argv[++*i], c));
+  } else if (strcmp(s, "--against") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--against needs a config key path (experiment.graph.num_nodes, ...)");
+    c->against = argv[++*i];
+  } else if (strcmp(s, "--where") == 0) {
+    DT_CHECK(has_next && strchr(argv[*i + 1], '=') != NULL && argv[*i + 1][0] != '=', DT_ERR_USAGE,
+             "--where needs key.path=value[,value...]");
+    DT_CHECK(c->num_where < 8, DT_ERR_USAGE, "at most 8 --where options");
+    c->where[c->num_where++] = argv[++*i];
+  } else if (strcmp(s, "--plot") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--plot needs a file name ending in .pdf, .svg or .png");
+    c->plot = argv[++*i];
+    const char *ext = strrchr(c->plot, '.');
+    DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0 || strcmp(ext, ".pdf") == 0), DT_ERR_USAGE,
+             "--plot %s: the file name must end in .pdf, .svg or .png", c->plot);
+  } else if (strcmp(s, "--x") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--x needs round, samples, bytes or seconds");
+    c->x = argv[++*i];
+  } else if (strcmp(s, "--size") == 0) {
+    DT_CHECK(has_next && (strcmp(argv[*i + 1], "paper") == 0 || strcmp(argv[*i + 1], "slide") == 0), DT_ERR_USAGE,
+             "--size needs paper or slide");
+    c->size = argv[++*i];
+  } else if (strcmp(s, "--csv") == 0 || strcmp(s, "--markdown") == 0 || strcmp(s, "--latex") == 0) {
+    c->format = s[2] == 'c' ? DT_COMPARE_CSV : s[2] == 'm' ? DT_COMPARE_MARKDOWN : DT_COMPARE_LATEX;
+  } else {
+    *used = 0;
+  }
+  return DT_OK;
+}
+
+/* A word that is not an option: a run folder of compare, else the experiment file (or folder). */
+static dt_status positional(const char *s, args *a) {
+  if (strcmp(a->cmd, "compare") == 0) {
+    DT_CHECK(a->ndirs < 256, DT_ERR_USAGE, "at most 256 run folders");
+    a->dirs[a->ndirs++] = s;
+  } else {
+    DT_CHECK(a->file == NULL, DT_ERR_USAGE, "more than one experiment file: '%s' and '%s'", a->file, s);
+    a->file = a->argv_dir = s;
+  }
+  return DT_OK;
+}
+
+/* What each command needs, and options that do not go with it. */
+static dt_status check_args(const args *a) {
   if (strcmp(a->cmd, "compare") == 0) DT_CHECK(a->ndirs > 0, DT_ERR_USAGE, "compare needs at least one run folder");
   else if (strcmp(a->cmd, "resume") == 0) DT_CHECK(a->file != NULL, DT_ERR_USAGE, "resume needs a run folder (see dtrun --help)");
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
@@ -172,6 +200,23 @@ static dt_status parse_args(int argc, char **argv, args *a) {
   DT_CHECK(strcmp(a->cmd, "resume") != 0 || (a->nsets == 0 && a->output_dir == NULL), DT_ERR_USAGE,
            "resume takes no --set or --output-dir: it continues the run folder's own config.yaml in that folder");
   return DT_OK;
+}
+
+static dt_status parse_args(int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  a->cmd = "run";
+  int i = 1;
+  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0)
+    a->cmd = argv[i++];
+  for (; i < argc; i++) {
+    int used = 0;
+    DT_TRY(run_option(argc, argv, &i, a, &used));
+    if (!used) DT_TRY(compare_option(argc, argv, &i, &a->cmp, &used));
+    if (used) continue;
+    DT_CHECK(argv[i][0] != '-' || argv[i][1] == '\0', DT_ERR_USAGE, "unknown option '%s' (see dtrun --help)", argv[i]);
+    DT_TRY(positional(argv[i], a));
+  }
+  return check_args(a);
 }
 
 /* `dtrun check RUN_DIR`: the folder's status, and whether its config still loads. */
@@ -226,10 +271,8 @@ static void command_line(int argc, char **argv, char *buf, size_t size) {
   for (int i = 0; i < argc && used < size; i++) used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", argv[i]);
 }
 
-int main(int argc, char **argv) {
-  /* first, before MPI or threads: this may restart the process once with better BLAS kernels */
-  dt_cpu_select_kernels(argv);
-  dt_log_init(0, 1, DT_LOG_INFO);
+/* --help, --version, or no command line: the exit code; -1 for a command. */
+static int info_command(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage_text, stderr);
     return 2;
@@ -245,77 +288,91 @@ int main(int argc, char **argv) {
            dt_cpu_kernel_name());
     return 0;
   }
-  args a;
-  dt_status st = parse_args(argc, argv, &a);
-  if (st != DT_OK) return report(st, 0);
+  return -1;
+}
 
-  if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
-
-  static dt_config cfg; /* plain data, ~100 KB: not on the stack */
+/* `dtrun check` (no MPI): a run or sweep folder's status, or an experiment file (or its sweep)
+ * validated with a summary. */
+static dt_status check_command(const args *a, dt_config *cfg, dt_sweep *sweep) {
   struct stat sb;
-  if (strcmp(a.cmd, "check") == 0 && stat(a.file, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return report(dt_is_sweep_dir(a.file) ? dt_sweep_dir_status(a.file, stdout) : check_run_dir(a.file, &cfg), 0);
-  static dt_sweep sweep; /* rank 0's, when the file or the command line sweeps */
-  char resume_config[4096 + 16];
-  const int resume = strcmp(a.cmd, "resume") == 0;
-  if (resume) {
-    if (strlen(a.argv_dir) + sizeof "/config.yaml" > sizeof resume_config)
-      return report(DT_ERROR(DT_ERR_USAGE, "resume: the run folder's name is longer than %zu characters", sizeof resume_config - 13), 0);
-    snprintf(resume_config, sizeof resume_config, "%s/config.yaml", a.argv_dir);
-    a.file = resume_config;
-    a.output_dir = a.argv_dir;
-  }
-  if (strcmp(a.cmd, "check") == 0) {
-    st = dt_sweep_load(a.file, a.sweeps, a.nsweeps, &sweep);
-    if (st == DT_OK && sweep.num_axes > 0) st = dt_sweep_check(&sweep, a.sets, a.nsets, stdout);
-    else if (st == DT_OK) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
-    if (st == DT_OK && sweep.num_axes == 0) st = dt_experiment_check(&cfg, stdout);
-    dt_sweep_free(&sweep);
-    return report(st, 0);
-  }
+  if (stat(a->file, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return dt_is_sweep_dir(a->file) ? dt_sweep_dir_status(a->file, stdout) : check_run_dir(a->file, cfg);
+  dt_status st = dt_sweep_load(a->file, a->sweeps, a->nsweeps, sweep);
+  if (st == DT_OK && sweep->num_axes > 0) st = dt_sweep_check(sweep, a->sets, a->nsets, stdout);
+  else if (st == DT_OK) st = dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg);
+  if (st == DT_OK && sweep->num_axes == 0) st = dt_experiment_check(cfg, stdout);
+  dt_sweep_free(sweep);
+  return st;
+}
 
+/* `dtrun resume DIR`: the run goes on in DIR from DIR/config.yaml (written into config). */
+static dt_status resume_paths(args *a, char *config, size_t size) {
+  DT_CHECK(strlen(a->argv_dir) + sizeof "/config.yaml" <= size, DT_ERR_USAGE,
+           "resume: the run folder's name is longer than %zu characters", size - 13);
+  snprintf(config, size, "%s/config.yaml", a->argv_dir);
+  a->file = config;
+  a->output_dir = a->argv_dir;
+  return DT_OK;
+}
+
+/* What rank 0 loaded for every rank to run. */
+enum { FAILED = 0, RUN = 1, NOTHING = 2, SWEEP = 3, SWEEP_RESUME = 4 };
+
+/* Rank 0: the sweep (into sweep) or the experiment's config (into cfg) to run, as *mode. */
+static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_sweep *sweep, double *mode) {
+  int nothing = 0;
+  *mode = FAILED;
+  if (resume && dt_is_sweep_dir(a->argv_dir)) {
+    *mode = SWEEP_RESUME;
+    return DT_OK;
+  }
+  if (!resume) DT_TRY(dt_sweep_load(a->file, a->sweeps, a->nsweeps, sweep));
+  if (sweep->num_axes > 0) {
+    *mode = SWEEP;
+    return DT_OK;
+  }
+  if (resume) DT_TRY(resumable(a->argv_dir, a->file, a->quiet, &nothing));
+  if (!nothing) DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
+  *mode = nothing ? NOTHING : RUN;
+  return DT_OK;
+}
+
+/* Runs what rank 0 loaded (mode, received by every rank): the experiment or the sweep (rank 0's
+ * sweep). Collective. */
+static dt_status run_loaded(dt_comm *comm, const args *a, int resume, double mode, const dt_config *cfg, dt_sweep *sweep, int argc,
+                            char **argv) {
+  char cmdline[4096];
+  command_line(argc, argv, cmdline, sizeof cmdline);
+  dt_run_options ro = {.output_dir = a->output_dir, .quiet = a->quiet, .progress = a->progress, .command_line = cmdline, .force = a->force,
+                       .resume = resume};
+  if (mode == RUN) return dt_experiment_run(comm, cfg, &ro);
+  if (mode == SWEEP || mode == SWEEP_RESUME) {
+    ro.resume = 0;
+    return dt_sweep_run(comm, dt_comm_rank(comm) == 0 ? sweep : NULL, a->sets, a->nsets, &ro, mode == SWEEP_RESUME ? a->argv_dir : NULL);
+  }
+  if (mode == FAILED) return DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load the experiment");
+  return DT_OK; /* NOTHING: a completed run resumed */
+}
+
+/* run and resume, under MPI: rank 0 loads, every rank runs; the exit code. */
+static int mpi_command(const args *a, int resume, dt_config *cfg, dt_sweep *sweep, int argc, char **argv) {
   dt_comm *comm = NULL;
-  st = dt_comm_init(&argc, &argv, &comm);
+  dt_status st = dt_comm_init(&argc, &argv, &comm);
   if (st != DT_OK) return report(st, 0);
   const int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
-  dt_log_init(rank, size, a.quiet ? DT_LOG_WARN : DT_LOG_INFO);
+  dt_log_init(rank, size, a->quiet ? DT_LOG_WARN : DT_LOG_INFO);
   dt_run_install_signal_handlers();
   /* only rank 0 reads the file; every rank receives the same resolved config (or runs the sweep
    * rank 0 read) */
-  enum { FAILED = 0, RUN = 1, NOTHING = 2, SWEEP = 3, SWEEP_RESUME = 4 };
   double mode = FAILED;
-  if (rank == 0) {
-    int nothing = 0;
-    if (resume && dt_is_sweep_dir(a.argv_dir)) {
-      mode = SWEEP_RESUME;
-    } else {
-      if (!resume) st = dt_sweep_load(a.file, a.sweeps, a.nsweeps, &sweep);
-      if (st == DT_OK && sweep.num_axes > 0) mode = SWEEP;
-      else {
-        if (st == DT_OK && resume) st = resumable(a.argv_dir, a.file, a.quiet, &nothing);
-        if (st == DT_OK && !nothing) st = dt_config_load(a.file, &dt_builtin, a.sets, a.nsets, &cfg);
-        mode = st != DT_OK ? FAILED : nothing ? NOTHING : RUN;
-      }
-    }
-  }
+  if (rank == 0) st = load_on_root(a, resume, cfg, sweep, &mode);
   if (size > 1) {
     dt_status bst = dt_comm_bcast(comm, &mode, sizeof mode, 0);
-    if (bst == DT_OK && mode == RUN) bst = dt_comm_bcast(comm, &cfg, sizeof cfg, 0);
+    if (bst == DT_OK && mode == RUN) bst = dt_comm_bcast(comm, cfg, sizeof *cfg, 0);
     if (bst != DT_OK) st = bst;
   }
-  char cmdline[4096];
-  command_line(argc, argv, cmdline, sizeof cmdline);
-  dt_run_options ro = {.output_dir = a.output_dir, .quiet = a.quiet, .progress = a.progress, .command_line = cmdline, .force = a.force,
-                       .resume = resume};
-  if (st == DT_OK && mode == RUN) {
-    st = dt_experiment_run(comm, &cfg, &ro);
-  } else if (st == DT_OK && (mode == SWEEP || mode == SWEEP_RESUME)) {
-    ro.resume = 0;
-    st = dt_sweep_run(comm, rank == 0 ? &sweep : NULL, a.sets, a.nsets, &ro, mode == SWEEP_RESUME ? a.argv_dir : NULL);
-  } else if (st == DT_OK && mode == FAILED) {
-    st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load the experiment");
-  }
-  dt_sweep_free(&sweep);
+  if (st == DT_OK) st = run_loaded(comm, a, resume, mode, cfg, sweep, argc, argv);
+  dt_sweep_free(sweep);
   int code = report(st, rank);
   if (st != DT_OK && st != DT_ERR_CONFIG && st != DT_ERR_USAGE && st != DT_ERR_INTERRUPTED && size > 1) {
     /* a failure on one rank would leave the others waiting in a collective */
@@ -325,4 +382,23 @@ int main(int argc, char **argv) {
   }
   dt_comm_finalize(comm);
   return code;
+}
+
+int main(int argc, char **argv) {
+  /* first, before MPI or threads: this may restart the process once with better BLAS kernels */
+  dt_cpu_select_kernels(argv);
+  dt_log_init(0, 1, DT_LOG_INFO);
+  const int info = info_command(argc, argv);
+  if (info >= 0) return info;
+  args a;
+  dt_status st = parse_args(argc, argv, &a);
+  if (st != DT_OK) return report(st, 0);
+  if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
+  static dt_config cfg;  /* plain data, ~100 KB: not on the stack */
+  static dt_sweep sweep; /* rank 0's, when the file or the command line sweeps */
+  if (strcmp(a.cmd, "check") == 0) return report(check_command(&a, &cfg, &sweep), 0);
+  char resume_config[4096 + 16];
+  const int resume = strcmp(a.cmd, "resume") == 0;
+  if (resume && (st = resume_paths(&a, resume_config, sizeof resume_config)) != DT_OK) return report(st, 0);
+  return mpi_command(&a, resume, &cfg, &sweep, argc, argv);
 }

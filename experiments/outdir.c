@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "runner_impl.h"
@@ -131,10 +130,7 @@ dt_status runner_mkdir_p(const char *path) { return mkdir_p(path); }
 
 dt_status runner_stamped_folder(const char *metadir, const char *name, char *out, size_t size) {
   char stamp[64];
-  const time_t now = time(NULL);
-  struct tm tmv;
-  localtime_r(&now, &tmv);
-  strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &tmv);
+  dt_time_local(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S");
   DT_TRY(mkdir_p(metadir));
   for (int k = 1;; k++) {
     int n;

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "dt_config.h"
 #include "dt_vcs.h"
@@ -53,13 +52,6 @@ dt_status runner_write_setup_files(runner *r) {
   st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "split.csv", sb.data, sb.len);
   sb_free(&sb);
   return st;
-}
-
-void runner_wall_clock(char *buf, size_t size) {
-  time_t t = time(NULL);
-  struct tm tmv;
-  localtime_r(&t, &tmv);
-  strftime(buf, size, "%Y-%m-%dT%H:%M:%S%z", &tmv);
 }
 
 dt_status runner_write_summary(runner *r, int done, const char *end) {

@@ -12,6 +12,7 @@
 
 #include "dt/optimizer.h"
 #include "dt/run.h"
+#include "dt/timer.h"
 #include "writer_impl.h"
 
 /* Per-node columns of an evaluation, in file order. */
@@ -131,8 +132,11 @@ void runner_unlock(runner *r);
  * node statistics to res (rank 0). Collective. */
 DT_MUST_USE dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res);
 
+/* The time stamp the result files record (summary.yaml's and the runs table's started and
+ * updated): local time in ISO 8601 with its UTC offset. */
+static inline void runner_wall_clock(char *buf, size_t size) { dt_time_local(buf, size, "%Y-%m-%dT%H:%M:%S%z"); }
+
 /* results.c */
-void runner_wall_clock(char *buf, size_t size);
 /* Emits a dt_config as a run folder's config.yaml holds it (dt_config_emit_archive). */
 dt_status runner_emit_config(const void *cfg, FILE *f);
 /* config.yaml, graph.yaml, split.csv. */

@@ -79,6 +79,13 @@ typedef struct dt_graph {
 dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out);
 void dt_graph_free(dt_graph *g);
 
+struct dt_config;
+/* Builds the experiment's communication graph from cfg's experiment.graph (edge files relative to
+ * the config file): the configured graph, or for schedule: resample the union of its draws, the
+ * complete graph. Errors are dt_graph_build's, DT_ERR_CONFIG positioned at their key in the config
+ * file (file:line:column). Not collective. */
+DT_MUST_USE dt_status dt_graph_from_config(const struct dt_config *cfg, dt_graph **out);
+
 static inline int dt_graph_degree(const dt_graph *g, int i) {
   return g->nbr_start[i + 1] - g->nbr_start[i];
 }

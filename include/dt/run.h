@@ -37,12 +37,6 @@ enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };
  * measured are written, marked interrupted). Collective. */
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
 
-/* Builds the experiment's communication graph (edge files relative to the config file); graph
- * errors name the config file and experiment.graph. Not collective. */
-dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out);
-/* The time-varying schedule of experiment.graph.schedule over g (the graph dt_graph_from_config
- * built), or NULL for static. Not collective. */
-dt_status dt_schedule_from_config(const dt_config *cfg, const dt_graph *g, dt_schedule **out);
 
 /* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
  * naming the key otherwise. Not collective. */
@@ -62,7 +56,8 @@ void dt_run_dir_status(const char *dir, char *status, size_t size, char *holder,
 int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf, size_t size);
 
 /* `dtrun check`: prints the resolved config and a summary (graph, model, rounds) to out.
- * Builds the graph (and reads the edge file) but loads no data. Not collective. */
+ * Builds the graph, loads and splits the data and makes the model, as run does before training,
+ * so that it fails where run would. Not collective. */
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
 
 /* ---- sweeps (experiments/sweep.c) ---- */

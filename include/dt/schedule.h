@@ -53,6 +53,10 @@ typedef struct dt_schedule dt_schedule;
 DT_MUST_USE dt_status dt_schedule_create(const dt_graph *g, const dt_graph_spec *spec, int kind, int every,
                                          dt_schedule **out);
 void dt_schedule_free(dt_schedule *s);
+/* The schedule of cfg's experiment.graph.schedule over g (the graph dt_graph_from_config built),
+ * or NULL for static. Errors are dt_schedule_create's, positioned at their key in the config file.
+ * Not collective. */
+DT_MUST_USE dt_status dt_schedule_from_config(const struct dt_config *cfg, const dt_graph *g, dt_schedule **out);
 int dt_schedule_kind_of(const dt_schedule *s);
 
 /* Round k's graph; the arrays stay valid until the next call on s. Not collective. */

@@ -1,10 +1,17 @@
-/* Monotonic wall-clock timers. Accumulating timers split a run's time into compute,
- * communication and evaluation without per-call allocation. */
+/* Time: monotonic wall-clock timers, and the local time of day as text. Accumulating timers split
+ * a run's time into compute, communication and evaluation without per-call allocation. */
 #ifndef DT_TIMER_H
 #define DT_TIMER_H
 
+#include <stddef.h>
+
 /* Seconds since an arbitrary fixed point, from CLOCK_MONOTONIC. */
 double dt_time_now(void);
+
+/* The local time of day now, formatted by strftime(3) with format into buf (always
+ * NUL-terminated; "" when it does not fit). For time stamps in file and folder names and in
+ * result files; measure intervals with dt_time_now. Not collective. */
+void dt_time_local(char *buf, size_t size, const char *format);
 
 typedef struct dt_timer {
   double total;   /* accumulated seconds over finished intervals */

@@ -1,4 +1,4 @@
-/* Monotonic timers (see dt/timer.h). */
+/* Monotonic timers and the local time of day as text (see dt/timer.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "dt/timer.h"
 
@@ -8,6 +8,13 @@ double dt_time_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void dt_time_local(char *buf, size_t size, const char *format) {
+  const time_t now = time(NULL);
+  struct tm tmv;
+  localtime_r(&now, &tmv);
+  if (size > 0 && strftime(buf, size, format, &tmv) == 0) buf[0] = '\0';
 }
 
 void dt_timer_reset(dt_timer *t) {

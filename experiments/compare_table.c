@@ -1,0 +1,213 @@
+/* `dtrun compare`, the table: a row per group (label, problem, algorithm, seeds, the final metric
+ * with its interval and range, validation loss, consensus, the x at each target, traffic and
+ * time), written as aligned terminal columns, CSV (numbers only, one per column), Markdown or
+ * LaTeX. Cells are collected first so that the terminal's columns can be aligned. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare_impl.h"
+
+enum { MAX_ROWS = 512, MAX_COLS = 20 };
+
+typedef struct cells {
+  int rows, cols, numeric_from; /* columns from numeric_from on are numbers, right-aligned */
+  char *v[MAX_ROWS][MAX_COLS];
+} cells;
+
+/* Sets cell (r, c) to the formatted text; cells past the limits are left out. */
+static void cell(cells *t, int r, int c, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void cell(cells *t, int r, int c, const char *fmt, ...) {
+  char buf[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (r >= MAX_ROWS || c >= MAX_COLS) return;
+  free(t->v[r][c]);
+  t->v[r][c] = strdup(buf);
+  if (r + 1 > t->rows) t->rows = r + 1;
+  if (c + 1 > t->cols) t->cols = c + 1;
+}
+
+static void cells_free(cells *t) {
+  for (int r = 0; r < t->rows; r++)
+    for (int k = 0; k < t->cols; k++) free(t->v[r][k]);
+}
+
+/* ---- writing the cells ---------------------------------------------------------------------- */
+
+static void latex_escape(FILE *out, const char *s) {
+  for (; *s; s++) {
+    if (strchr("&%$#_{}", *s)) fprintf(out, "\\%c", *s);
+    else if (*s == '~') fputs("\\textasciitilde{}", out);
+    else if (*s == '^') fputs("\\textasciicircum{}", out);
+    else if (*s == '\\') fputs("\\textbackslash{}", out);
+    else if (strncmp(s, "±", strlen("±")) == 0) fputs("$\\pm$", out), s += strlen("±") - 1;
+    else fputc(*s, out);
+  }
+}
+
+/* The columns s takes on a terminal: UTF-8 characters, not bytes ("±"). */
+static int text_width(const char *s) {
+  int len = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) len += (*p & 0xc0) != 0x80;
+  return len;
+}
+
+/* One cell in format, c its column; w the columns' widths (terminal). */
+static void print_cell(const cells *t, int format, const int *w, int c, const char *s, FILE *out) {
+  if (format == DT_COMPARE_CSV) {
+    const int quote = strpbrk(s, ",\"\n") != NULL;
+    fprintf(out, "%s%s", c ? "," : "", quote ? "\"" : "");
+    for (const char *p = s; *p; p++) fprintf(out, *p == '"' ? "\"\"" : "%c", *p);
+    if (quote) fputc('"', out);
+  } else if (format == DT_COMPARE_MARKDOWN) {
+    fprintf(out, "| %s ", s);
+  } else if (format == DT_COMPARE_LATEX) {
+    if (c) fputs(" & ", out);
+    latex_escape(out, s);
+  } else {
+    const int len = text_width(s), right = c >= t->numeric_from;
+    if (c) fputs("  ", out);
+    if (right) fprintf(out, "%*s%s", w[c] - len, "", s);
+    else fprintf(out, "%s%*s", s, c + 1 < t->cols ? w[c] - len : 0, "");
+  }
+}
+
+static void print_cells(const cells *t, int format, FILE *out) {
+  int w[MAX_COLS] = {0};
+  for (int r = 0; r < t->rows; r++)
+    for (int c = 0; c < t->cols; c++) {
+      const int len = text_width(t->v[r][c] ? t->v[r][c] : "");
+      if (len > w[c]) w[c] = len;
+    }
+  if (format == DT_COMPARE_LATEX) {
+    fprintf(out, "\\begin{tabular}{l");
+    for (int c = 1; c < t->cols; c++) fprintf(out, "%s", c < t->numeric_from ? "l" : "r");
+    fprintf(out, "}\n\\hline\n");
+  }
+  for (int r = 0; r < t->rows; r++) {
+    for (int c = 0; c < t->cols; c++) print_cell(t, format, w, c, t->v[r][c] ? t->v[r][c] : "", out);
+    if (format == DT_COMPARE_MARKDOWN) fputs("|", out);
+    if (format == DT_COMPARE_LATEX) fputs(" \\\\", out);
+    fputc('\n', out);
+    if (r == 0 && format == DT_COMPARE_MARKDOWN) {
+      for (int c = 0; c < t->cols; c++) fprintf(out, "|%s", c >= t->numeric_from ? "---:" : "---");
+      fputs("|\n", out);
+    }
+    if (r == 0 && format == DT_COMPARE_LATEX) fputs("\\hline\n", out);
+  }
+  if (format == DT_COMPARE_LATEX) fputs("\\hline\n\\end{tabular}\n", out);
+}
+
+/* ---- the table's content -------------------------------------------------------------------- */
+
+static void header_row(const table *t, int xk, const dt_compare_options *opt, cells *cl) {
+  const int csv = opt->format == DT_COMPARE_CSV; /* numbers only, one per column */
+  const char *m = t->metrics[0];
+  int c = 0;
+  cell(cl, 0, c++, "run");
+  if (opt->against != NULL) cell(cl, 0, c++, "%s", strrchr(opt->against, '.') ? strrchr(opt->against, '.') + 1 : opt->against);
+  cell(cl, 0, c++, "problem");
+  cell(cl, 0, c++, "algorithm");
+  cell(cl, 0, c++, "status");
+  cell(cl, 0, c++, "seeds");
+  cl->numeric_from = c - 1;
+  cell(cl, 0, c++, "rounds");
+  cell(cl, 0, c++, "%s", m);
+  if (csv) {
+    cell(cl, 0, c++, "%s_std", m);
+    cell(cl, 0, c++, "%s_ci95", m);
+    cell(cl, 0, c++, "%s_min", m);
+    cell(cl, 0, c++, "%s_max", m);
+  } else {
+    cell(cl, 0, c++, "min-max");
+  }
+  cell(cl, 0, c++, "val loss");
+  cell(cl, 0, c++, "consensus");
+  for (int ti = 0; ti < opt->num_targets; ti++) cell(cl, 0, c++, "%s@%g", compare_x_name(xk), opt->targets[ti]);
+  cell(cl, 0, c++, "MB sent");
+  cell(cl, 0, c++, "seconds");
+}
+
+/* The final metric's cells from column c on: mean (± interval) and range, or the CSV's five
+ * numbers; rec: whether the group's runs recorded the metric. Returns the next column. */
+static int metric_cells(const group_summary *s, int n, int rec, int csv, cells *cl, int r, int c) {
+  char a[64], b[64];
+  if (csv) {
+    const double v[5] = {s->fin[0], s->fin[1], s->fin[2], s->lo, s->hi};
+    for (int k = 0; k < 5; k++) cell(cl, r, c++, "%s", rec ? fmt_number(a, sizeof a, "%.9g", v[k]) : "");
+  } else if (!rec) {
+    cell(cl, r, c++, "-");
+    cell(cl, r, c++, "-");
+  } else {
+    if (n > 1) cell(cl, r, c++, "%s ± %s", fmt_number(a, sizeof a, "%.4f", s->fin[0]), fmt_number(b, sizeof b, "%.4f", s->fin[2]));
+    else cell(cl, r, c++, "%s", fmt_number(a, sizeof a, "%.4f", s->fin[0]));
+    cell(cl, r, c++, "%s-%s", fmt_number(a, sizeof a, "%.4f", s->lo), fmt_number(b, sizeof b, "%.4f", s->hi));
+  }
+  return c;
+}
+
+/* The x at each target from column c on: the mean over the seeds that reach it ("k of n" on a
+ * terminal when only some do). Returns the next column. */
+static int target_cells(const group_summary *s, int n, int xk, const dt_compare_options *opt, cells *cl, int r, int c) {
+  const int csv = opt->format == DT_COMPARE_CSV;
+  const char *fmt = xk == 3 ? "%.2f" : xk == 2 ? "%.4g" : "%.0f";
+  char a[64];
+  for (int ti = 0; ti < opt->num_targets; ti++) {
+    const int k = s->nreach[ti];
+    if (k == 0) cell(cl, r, c++, csv ? "" : "-");
+    else if (k < n && !csv) cell(cl, r, c++, "%s (%d of %d)", fmt_number(a, sizeof a, fmt, s->reach[ti][0]), k, n);
+    else cell(cl, r, c++, "%s", fmt_number(a, sizeof a, csv ? "%.9g" : fmt, s->reach[ti][0]));
+  }
+  return c;
+}
+
+static void group_row(const table *t, const group *gr, const group_summary *s, int xk, const dt_compare_options *opt, cells *cl,
+                      int r) {
+  const curve *c0 = &t->c[gr->members[0]];
+  const int vl = compare_metric_index(t, "validation_loss"), ce = compare_metric_index(t, "consensus_error");
+  char e[64];
+  int c = 0;
+  cell(cl, r, c++, "%s", c0->label);
+  if (opt->against != NULL) cell(cl, r, c++, "%s", c0->against);
+  cell(cl, r, c++, "%s", c0->problem);
+  cell(cl, r, c++, "%s", c0->alg);
+  cell(cl, r, c++, "%s", s->status);
+  cell(cl, r, c++, "%d", gr->n);
+  cell(cl, r, c++, "%d", s->rounds);
+  c = metric_cells(s, gr->n, c0->recorded[0], opt->format == DT_COMPARE_CSV, cl, r, c);
+  if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, "-");
+  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, "%.4f", s->vloss[0]));
+  if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, "-");
+  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, "%.3e", s->cons[0]));
+  c = target_cells(s, gr->n, xk, opt, cl, r, c);
+  cell(cl, r, c++, "%.3f", s->mb);
+  cell(cl, r, c++, "%.2f", s->secs);
+}
+
+/* Runs that are not complete, named before the terminal's table (once per run of curves). */
+static void incomplete_runs(const table *t, FILE *out) {
+  for (int i = 0; i < t->n; i++) {
+    if (i > 0 && strcmp(t->c[i].label, t->c[i - 1].label) == 0 && strcmp(t->c[i].run_status, t->c[i - 1].run_status) == 0) continue;
+    if (strcmp(t->c[i].run_status, "completed") != 0)
+      fprintf(out, "# %s: the run is %s%s\n", t->c[i].label, t->c[i].run_status,
+              strcmp(t->c[i].run_status, "killed") == 0 || strcmp(t->c[i].run_status, "interrupted") == 0 ? "; dtrun resume continues it" : "");
+  }
+}
+
+void compare_print(const table *t, const group *g, const group_summary *sum, int ng, int xk, const dt_compare_options *opt,
+                   FILE *out) {
+  cells cl;
+  memset(&cl, 0, sizeof cl);
+  header_row(t, xk, opt, &cl);
+  for (int gi = 0; gi < ng && gi < MAX_ROWS - 1; gi++) group_row(t, &g[gi], &sum[gi], xk, opt, &cl, gi + 1);
+  if (opt->format == DT_COMPARE_TABLE) incomplete_runs(t, out);
+  print_cells(&cl, opt->format, out);
+  if (opt->num_targets > 0 && opt->format == DT_COMPARE_TABLE)
+    fprintf(out, "# %s@X: mean over the seeds whose %s reaches %s X (\"k of n\" when only some do)\n", compare_x_name(xk), t->metrics[0],
+            compare_metric_up(t->metrics[0]) ? ">=" : "<=");
+  cells_free(&cl);
+}
