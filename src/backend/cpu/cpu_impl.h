@@ -6,8 +6,10 @@
 
 /* Hot loops are compiled for several x86-64 levels and the best one is picked at load time
  * (ifunc). The build's baseline is plain x86-64 (SSE2), which would leave AVX2/AVX-512 unused.
- * ISO C mode keeps floating-point contraction off, so every clone computes the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+ * ISO C mode keeps floating-point contraction off, so every clone computes the same bits.
+ * gcc only: clang 14 names the dispatcher `f.ifunc` and leaves calls from other files, which
+ * see a plain declaration, unresolved (the clang build is the sanitizer and fuzz build). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
 #define DT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define DT_CLONES
