@@ -6,7 +6,11 @@
  *   outdir.c    the output folder
  *   progress.c  what the terminal shows (rank 0 only)
  *   signals.c   SIGINT/SIGTERM: the round finishes, what was measured is saved
- *   writer.c    text buffers, atomic writes, .npy */
+ *   writer.c    text buffers, atomic writes, .npy
+ *   checkpoint.c  run.ckpt and the nodes' checkpoints: writing, reading, resuming
+ *   db.c        results.sqlite: runs, problems, evaluations
+ *   sweep.c     a sweep's grid of points into one folder and one database
+ *   check.c, compare*.c, main.c   the commands (dtrun check, compare, the command line) */
 #ifndef DT_RUNNER_IMPL_H
 #define DT_RUNNER_IMPL_H
 

@@ -6,14 +6,23 @@ ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 strip_times() { cut -d, -f1-$(($(head -1 "$1" | tr ',' '\n' | wc -l) - 3)) "$1"; } # the time_* columns
 # same_results DIR_A DIR_B WHAT: every results CSV (timing aside), config, graph and split are
-# the same; counts one ok, or one bad and returns 1.
+# the same, and so are the pairwise consensus files and saved models either side has; counts one
+# ok, or one bad and returns 1.
 same_results() {
   local f n=0
   for f in "$1"/*_results.csv; do
+    [ -e "$f" ] || break # the glob matched nothing
     n=$((n + 1))
-    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || { bad "$3: $(basename "$f") differs"; return 1; }
+    cmp -s <(strip_times "$f") <(strip_times "$2/$(basename "$f")") || {
+      bad "$3: $(basename "$f") differs"
+      diff <(strip_times "$f") <(strip_times "$2/$(basename "$f")") | head -5
+      return 1
+    }
   done
   for f in config.yaml graph.yaml split.csv; do
+    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return 1; }
+  done
+  for f in $( (cd "$1" && ls -- *_consensus.csv *_models.npy; cd "$2" && ls -- *_consensus.csv *_models.npy) 2>/dev/null | sort -u); do
     cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return 1; }
   done
   [ $n -gt 0 ] || { bad "$3: no result files"; return 1; }

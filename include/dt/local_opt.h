@@ -2,7 +2,7 @@
  * formulas and defaults: SGD (momentum, dampening, nesterov, weight decay), Adam, AdamW, RMSprop
  * (not centered), Adadelta and NAdam (PyTorch 2's formula: Debian's torch 1.13 multiplies μ_t
  * twice into the second term's product, fixed upstream in 2.0).
- * (The distributed algorithms that call them are dt/algorithm.h.) One dt_local_opt holds the
+ * (The distributed algorithms that call them are the plug-ins of dt/optimizer.h.) One dt_local_opt holds the
  * state of `count` nodes as backend slabs beside their parameters; each step is one fused backend
  * op over a node's vector or over the whole slab. */
 #ifndef DT_LOCAL_OPT_H

@@ -5,26 +5,8 @@
 # writes a NumPy array. Skipped (77) without data/mnist.
 # usage: run_e2e.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-[ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0 pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*"; fail=$((fail+1)); }
-strip_times() { cut -d, -f1-$(( $(head -1 "$1" | tr ',' '\n' | wc -l) - 3 )) "$1"; }
-same_results() { # dirA dirB what
-  for f in "$1"/*_results.csv; do
-    b=$(basename "$f")
-    if ! cmp -s <(strip_times "$f") <(strip_times "$2/$b"); then bad "$3: $b differs"; diff <(strip_times "$f") <(strip_times "$2/$b") | head -5; return; fi
-  done
-  for f in config.yaml graph.yaml split.csv dinno_consensus.csv dinno_models.npy; do
-    [ -e "$1/$f" ] || [ -e "$2/$f" ] || continue
-    cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
-  done
-  ok
-}
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
 
 nprob=$(grep -c "alg_name:" tests/e2e/small.yaml) # problems in small.yaml
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"

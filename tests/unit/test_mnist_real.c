@@ -1,7 +1,9 @@
 /* The real datasets as scripts/setup.sh installs them: sizes, the known first labels, the
  * published class counts, and MNIST's pixel mean/std (0.1307/0.3081) that normalisation uses.
- * Skipped (77) when data/ has not been fetched. */
+ * Skipped (77) when data/ has not been fetched; a folder that is there but does not load (a
+ * corrupt or truncated file) fails. */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "dt/data.h"
@@ -10,13 +12,14 @@ static int load(const char *sub, dt_dataset_kind kind, dt_dataset **ds) {
   const char *root = getenv("DT_SOURCE_ROOT");
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/data/%s", root ? root : ".", sub);
-  dt_status st = dt_dataset_load(dir, kind, ds);
-  if (st != DT_OK) {
-    fprintf(stderr, "skipping %s: %s\n", sub, dt_error_message());
-    dt_error_clear();
+  struct stat sb;
+  *ds = NULL;
+  if (stat(dir, &sb) != 0) {
+    fprintf(stderr, "skipping %s: %s is not there (scripts/setup.sh fetches it)\n", sub, dir);
     return 0;
   }
-  return 1;
+  CHECK_OK(dt_dataset_load(dir, kind, ds));
+  return *ds != NULL;
 }
 
 int main(void) {
@@ -54,6 +57,6 @@ int main(void) {
     for (int c = 0; c < 10; c++) CHECK(hist[c] == 6000, "fashion class %d: %d", c, hist[c]);
     dt_dataset_free(ds);
   }
-  if (loaded == 0) return 77;
+  if (loaded == 0 && check_failures == 0) return 77;
   return check_report("test_mnist_real");
 }

@@ -188,7 +188,22 @@ static double loss_at(const dt_model *m, dt_workspace *ws, const float *p, const
   return s / B;
 }
 
+/* With dropout (drop != NULL): the training loss under one fixed mask, drawn from a copy of
+ * *drop each time, so that every evaluation sees the mask the analytic gradient used. */
+static double train_loss_at(const dt_model *m, dt_workspace *ws, const float *p, const float *x, const int32_t *y, int B,
+                            float *scratch, const dt_rng *drop) {
+  dt_rng r = *drop;
+  float loss = 0;
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, scratch, &loss, &r));
+  return loss;
+}
+
+static void gradcheck_rng(const char *name, const dt_model_spec *spec, int samples_per_layer, const dt_rng *drop);
 static void gradcheck(const char *name, const dt_model_spec *spec, int samples_per_layer) {
+  gradcheck_rng(name, spec, samples_per_layer, NULL);
+}
+
+static void gradcheck_rng(const char *name, const dt_model_spec *spec, int samples_per_layer, const dt_rng *drop) {
   dt_model *m = NULL;
   dt_workspace *ws = NULL;
   CHECK_OK(dt_model_create(spec, &m));
@@ -196,21 +211,26 @@ static void gradcheck(const char *name, const dt_model_spec *spec, int samples_p
   const int B = 4;
   size_t P = dt_model_num_params(m), D = dt_model_input_size(m);
   CHECK_OK(dt_workspace_create(be, m, B, &ws));
-  float *p = fvec(P), *g = fvec(P), *x = fvec(B * D);
+  float *p = fvec(P), *g = fvec(P), *x = fvec(B * D), *scratch = fvec(P);
   int32_t y[4] = {1, 0, 3, 2};
   dt_model_init_params(m, 5, p);
   randu(x, B * D, 1.5f);
   float loss;
-  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, NULL));
-  CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
+  dt_rng r;
+  if (drop != NULL) r = *drop;
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, drop != NULL ? &r : NULL));
+  if (drop == NULL) CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
+  else /* the mask does drop something: the training loss is not the evaluation loss */
+    CHECK(fabs(loss - loss_at(m, ws, p, x, y, B)) > 1e-6, "%s: dropout changed nothing", name);
+#define LOSS_AT(q) (drop != NULL ? train_loss_at(m, ws, q, x, y, B, scratch, drop) : loss_at(m, ws, q, x, y, B))
   int bad = 0, tried = 0;
   for (size_t i = 0; i < P; i += (P / (size_t)samples_per_layer) + 1) {
     const float h = 1e-3f; /* larger steps cross relu kinks too often */
     float keep = p[i];
     p[i] = keep + h;
-    double lp = loss_at(m, ws, p, x, y, B);
+    double lp = LOSS_AT(p);
     p[i] = keep - h;
-    double lm = loss_at(m, ws, p, x, y, B);
+    double lm = LOSS_AT(p);
     p[i] = keep;
     double fd = (lp - lm) / (2 * h);
     tried++;
@@ -220,8 +240,9 @@ static void gradcheck(const char *name, const dt_model_spec *spec, int samples_p
     }
   }
   /* Kinks of relu/maxpool can spoil a difference now and then; a real bug spoils many. */
+#undef LOSS_AT
   CHECK(bad <= tried / 50, "%s: %d of %d gradient entries disagree with finite differences", name, bad, tried);
-  free(p), free(g), free(x);
+  free(p), free(g), free(x), free(scratch);
   dt_workspace_free(be, ws);
   dt_model_free(m);
 }
@@ -237,6 +258,12 @@ static void test_gradients(void) {
   s.layers[4] = (dt_layer_spec){.kind = DT_LAYER_DROPOUT, .p = 0.0f};
   s.layers[5] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 4};
   gradcheck("conv-pool-linear", &s, 400);
+  /* dropout at work (p = 0.5, one fixed mask): its backward must scale by the same mask */
+  s.layers[4].p = 0.5f;
+  dt_rng drop;
+  dt_rng_init(&drop, 11, 0, 0);
+  gradcheck_rng("conv-pool-dropout(0.5)-linear", &s, 400, &drop);
+  s.layers[4].p = 0.0f;
   /* two convolutions (the second needs its input gradient), then two linears */
   s.num_layers = 7;
   s.layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 1};

@@ -1,7 +1,7 @@
 /* Node-batched model calls on the CPU: the nodes of one call are spread over the backend's
- * threads (OpenMP, dynamic schedule), each thread running the layer ops of dt/nn.h on its own
- * workspace. Every node's arithmetic is the same whatever thread runs it, so results do not
- * depend on the thread count. */
+ * threads (OpenMP, dynamic schedule), each thread running the per-node executor (net.c) and its
+ * layer kernels (layers.c, conv2d.c, linear.c) on its own workspace. Every node's arithmetic is
+ * the same whatever thread runs it, so results do not depend on the thread count. */
 #include "cpu_impl.h"
 #include "dt/nn.h"
 #include "dt/parallel.h"
