@@ -4,8 +4,9 @@
  * (__host__ __device__ under nvcc), so a formula cannot drift between them.
  *
  * Bit-identity between CPU and GPU rests on both compiling each statement without multiply-add
- * contraction: gcc in ISO C mode (-std=c11) does not contract, and the CUDA files that include
- * this header are built with -fmad=false (src/backend/cuda/meson.build). Keep each statement's
+ * contraction: every C file is compiled with -ffp-contract=off (meson.build; gcc in ISO mode
+ * would not contract anyway, clang would), and the CUDA files that include this header are built
+ * with -fmad=false (src/backend/cuda/meson.build). Keep each statement's
  * operation order as written: it is the contract the gpu suite checks with a tolerance of zero.
  *
  * Adding a local optimizer: its coefficient struct and element function here, one line in

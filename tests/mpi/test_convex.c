@@ -1,10 +1,11 @@
 /* Every optimizer on the convex problem (multinomial logistic regression with L2 on synthetic
  * data split over 5 nodes of a connected graph, full-batch gradients). The test computes the
- * centralized optimum itself, then checks each algorithm: CADMM, DSGT and centralized reach a
- * relative objective gap below 1e-3 and a relative consensus error below 1e-3; DSGD and gossip
- * (decaying steps) below 1e-2; solo must NOT get below 1e-2 (the control).
+ * centralized optimum itself, then runs every registered plug-in's cases, which live with the
+ * plug-in (optimizers/<name>/convex.yaml: the bounds on the worst node's relative objective gap
+ * and consensus error, and controls that must stay above their bound); a plug-in without cases
+ * fails. It also checks that the bytes each deterministic plug-in sent are the ones it declares.
  * The "result:" lines must be identical for every rank count (tests/mpi/ranks.sh).
- * usage: test_convex [alg ...]  (default: all) */
+ * usage: test_convex [case ...]  (default: all) */
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,6 +13,7 @@
 #include "dt/optimizer.h"
 #include "dt/problem.h"
 #include "dt/run.h"
+#include "dt/yaml.h"
 
 static const char *const base_yaml =
     "experiment:\n"
@@ -27,56 +29,83 @@ static const char *const base_yaml =
 #define WHEEL "{num_nodes: 5, type: wheel}"
 
 typedef struct algo_case {
-  const char *name, *opts;
-  const char *graph; /* experiment.graph, or NULL: the 5-node wheel */
+  char name[64], opts[512];
+  char graph[256]; /* experiment.graph, or empty: the 5-node wheel */
   double gap_bound, cons_bound;
-  int must_fail; /* the control: must stay above gap_bound */
+  int must_fail;        /* the control: must stay above gap_bound */
+  int declared_traffic; /* the bytes sent are the plug-in's bytes_per_round (not random) */
 } algo_case;
 
-static const algo_case cases[] = {
-    {"cadmm", "{alg_name: cadmm, outer_iterations: 400, rho_init: 0.5, primal_iterations: 10, primal_optimizer: sgd, primal_lr: 0.1}", NULL, 1e-3, 1e-3, 0},
-    {"dsgt", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.5}", NULL, 1e-3, 1e-3, 0},
-    {"centralized", "{alg_name: centralized, outer_iterations: 400, mode: gradient, optimizer: sgd, lr: 1.0}", NULL, 1e-3, 1e-3, 0},
-    {"centralized_model", "{alg_name: centralized, outer_iterations: 400, mode: model, optimizer: sgd, lr: 1.0}", NULL, 1e-2, 1e-3, 0},
-    {"dsgd", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
-    {"dsgd_sequential", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02, update_order: sequential}", NULL, 1e-2, 1e-2, 0},
-    /* The reference's in-place sweep does not conserve the sum of the trackers (Gauss–Seidel
-     * mixing is not column-stochastic), so it reaches consensus at a biased point: only
-     * consensus and rank-count independence are asserted. */
-    {"dsgt_sequential", "{alg_name: dsgt, outer_iterations: 600, alpha: 0.3, update_order: sequential}", NULL, INFINITY, 1e-3, 0},
-    {"gossip", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
-    {"gossip_push", "{alg_name: gossip, outer_iterations: 1500, mode: push, p: 0.7, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
-    {"easgd", "{alg_name: easgd, outer_iterations: 1500, alpha: 0.1, lr: 0.5, mu: 0.02}", NULL, 1e-2, 1e-2, 0},
-    {"easgd_mpi_learn", "{alg_name: easgd, outer_iterations: 1500, elastic_force: 0.1, sync_every: 4, elastic_lr: 0.2, elastic_momentum: 0.5, mu: 0.05}", NULL, 1e-2, 1e-2, 0},
-    {"downpour", "{alg_name: downpour, outer_iterations: 400, lr: 0.1}", NULL, 1e-3, 1e-3, 0},
-    {"downpour_stale0", "{alg_name: downpour, outer_iterations: 800, lr: 0.05}", NULL, 1e-3, 1e-3, 0},
-    {"downpour_stale4", "{alg_name: downpour, outer_iterations: 800, lr: 0.05, max_staleness: 4}", NULL, 1e-3, 1e-3, 0},
-    {"choco_top_k", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: top_k, ratio: 0.2}}", NULL, 1e-2, 1e-2, 0},
-    {"choco_qsgd", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: qsgd, levels: 16}}", NULL, 1e-2, 1e-2, 0},
-    {"choco_random_k", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.2, compression: {operator: random_k, ratio: 0.3}}", NULL, 1e-2, 1e-2, 0},
-    {"choco_sign", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: sign}}", NULL, 1e-2, 1e-2, 0},
-    /* time-varying graphs (experiment.graph.schedule): DSGT reaches the optimum on each */
-    {"dsgt_one_peer", "{alg_name: dsgt, outer_iterations: 800, alpha: 0.3}", "{num_nodes: 5, type: exponential, schedule: one_peer_exponential}", 1e-3, 1e-3, 0},
-    {"dsgt_matching", "{alg_name: dsgt, outer_iterations: 1200, alpha: 0.2}", "{num_nodes: 5, type: wheel, schedule: random_matching}", 1e-3, 1e-3, 0},
-    {"dsgt_resample", "{alg_name: dsgt, outer_iterations: 800, alpha: 0.3}", "{num_nodes: 5, type: random, p: 0.5, schedule: resample, resample_every: 7}", 1e-3, 1e-3, 0},
-    {"dsgd_one_peer", "{alg_name: dsgd, outer_iterations: 1500, alpha0: 0.5, mu: 0.02}", "{num_nodes: 5, type: exponential, schedule: one_peer_exponential}", 1e-2, 1e-2, 0},
-    {"choco_one_peer", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: top_k, ratio: 0.2}}", "{num_nodes: 5, type: exponential, schedule: one_peer_exponential}", 1e-2, 1e-2, 0},
-    {"choco_matching", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: qsgd, levels: 16}}", "{num_nodes: 5, type: wheel, schedule: random_matching}", 1e-2, 1e-2, 0},
-    {"choco_resample", "{alg_name: choco, outer_iterations: 1500, lr: 0.5, mu: 0.02, gamma: 0.2, compression: {operator: random_k, ratio: 0.3}}", "{num_nodes: 5, type: random, p: 0.5, schedule: resample, resample_every: 7}", 1e-2, 1e-2, 0},
-    /* a resample schedule that never resamples runs the per-edge form on a static graph, where it
-     * is Choco itself: uncompressed (top_k of every coordinate, so no selection can flip), it
-     * must end where the static form does, to rounding (checked below; 100 rounds, because the
-     * rounding differences grow with the rounds) */
-    {"choco_static_random", "{alg_name: choco, outer_iterations: 100, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: top_k, ratio: 1.0}}", "{num_nodes: 5, type: random, p: 0.5}", INFINITY, INFINITY, 0},
-    {"choco_per_edge_static", "{alg_name: choco, outer_iterations: 100, lr: 0.5, mu: 0.02, gamma: 0.4, compression: {operator: top_k, ratio: 1.0}}", "{num_nodes: 5, type: random, p: 0.5, schedule: resample, resample_every: 100000}", INFINITY, INFINITY, 0},
-    {"gossip_matching", "{alg_name: gossip, outer_iterations: 1500, mode: pairwise, lr: 0.5, mu: 0.02}", "{num_nodes: 5, type: complete, schedule: random_matching}", 1e-2, 1e-2, 0},
-    {"solo", "{alg_name: solo, outer_iterations: 600, optimizer: sgd, lr: 0.5}", NULL, 1e-2, 0, 1},
-};
+enum { MAX_CASES = 128 };
+static algo_case cases[MAX_CASES];
+static int num_cases;
 
 static int case_named(const char *name) {
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    if (strcmp(cases[c].name, name) == 0) return (int)c;
+  for (int c = 0; c < num_cases; c++)
+    if (strcmp(cases[c].name, name) == 0) return c;
   return -1;
+}
+
+static const char *source_root(void) {
+  const char *r = getenv("DT_SOURCE_ROOT");
+  return r != NULL ? r : ".";
+}
+
+/* One case of a plug-in's convex.yaml (a mapping of scalars); 0 on a malformed one. */
+static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
+  memset(c, 0, sizeof *c);
+  c->gap_bound = c->cons_bound = -1;
+  c->declared_traffic = 1;
+  if (item->kind != DT_YN_MAP) return 0;
+  for (int i = 0; i < item->n; i++) {
+    const char *k = item->keys[i]->text, *v = item->items[i]->kind == DT_YN_SCALAR ? item->items[i]->text : NULL;
+    if (v == NULL) return 0;
+    double x = strcmp(v, ".inf") == 0 ? INFINITY : strtod(v, NULL);
+    if (strcmp(k, "name") == 0) snprintf(c->name, sizeof c->name, "%s", v);
+    else if (strcmp(k, "optimizer_config") == 0) snprintf(c->opts, sizeof c->opts, "%s", v);
+    else if (strcmp(k, "graph") == 0) snprintf(c->graph, sizeof c->graph, "%s", v);
+    else if (strcmp(k, "gap") == 0) c->gap_bound = x;
+    else if (strcmp(k, "consensus") == 0) c->cons_bound = x;
+    else if (strcmp(k, "must_fail") == 0) c->must_fail = strcmp(v, "true") == 0;
+    else if (strcmp(k, "declared_traffic") == 0) c->declared_traffic = strcmp(v, "false") != 0;
+    else {
+      fprintf(stderr, "%s:%d:%d: unknown key %s\n", path, item->keys[i]->line, item->keys[i]->col, k);
+      return 0;
+    }
+  }
+  if (c->must_fail && c->cons_bound < 0) c->cons_bound = INFINITY;
+  return c->name[0] && c->opts[0] && c->gap_bound >= 0 && c->cons_bound >= 0;
+}
+
+/* Every registered plug-in's cases, from optimizers/<name>/convex.yaml in registry order: a
+ * plug-in without the file, or with a case of another algorithm, fails the test. */
+static void load_cases(void) {
+  for (int o = 0; dt_optimizers[o] != NULL; o++) {
+    const dt_optimizer_def *def = dt_optimizers[o];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/optimizers/%s/convex.yaml", source_root(), def->plugin.name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "optimizer %s has no convex test cases (%s): every plug-in has them", def->plugin.name, path);
+    if (f == NULL) continue;
+    char text[65536];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    dt_ynode *root = NULL;
+    CHECK_OK(dt_yaml_parse(text, len, path, &root));
+    CHECK(root != NULL && root->kind == DT_YN_SEQ && root->n > 0, "%s: expected a list of cases", path);
+    for (int i = 0; root != NULL && root->kind == DT_YN_SEQ && i < root->n && num_cases < MAX_CASES; i++) {
+      algo_case *c = &cases[num_cases];
+      const int ok = parse_case(root->items[i], path, c);
+      CHECK(ok, "%s:%d: a case needs name, optimizer_config, gap and consensus (or must_fail)", path, root->items[i]->line);
+      if (!ok) continue;
+      char want[80];
+      snprintf(want, sizeof want, "alg_name: %s", def->plugin.name);
+      CHECK(strstr(c->opts, want) != NULL, "%s: case %s does not run %s", path, c->name, def->plugin.name);
+      CHECK(case_named(c->name) < 0, "%s: case name %s is used twice", path, c->name);
+      num_cases++;
+    }
+    dt_ynode_free(root);
+  }
 }
 
 typedef struct world {
@@ -152,11 +181,11 @@ static double optimum(world *w, float *x) {
 }
 
 /* Each case's worst gap and consensus error, to tell cases apart (gap -1: not run). */
-static double case_gap[64], case_cons[64];
+static double case_gap[MAX_CASES], case_cons[MAX_CASES];
 
 static void run_case(world *w, const algo_case *c, double fstar, double *gap_out, double *cons_out) {
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, c->graph != NULL ? c->graph : WHEEL, c->opts);
+  snprintf(yaml, sizeof yaml, base_yaml, c->graph[0] ? c->graph : WHEEL, c->opts);
   dt_config cfg;
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, &dt_builtin, NULL, 0, &cfg));
   const dt_problem_config *pc = &cfg.problems[0];
@@ -189,7 +218,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   if (sched != NULL) CHECK_OK(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
   const double declared = def->bytes_per_round(graph, w->d, pc->alg_opts) * pc->outer_iterations * active /
                           (2.0 * graph->num_edges * pc->outer_iterations);
-  if (strcmp(pc->alg_name, "gossip") != 0)
+  if (c->declared_traffic)
     CHECK(bytes == declared, "%s: sent %.0f bytes, declared %.0f", c->name, bytes, declared);
 
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
@@ -252,7 +281,8 @@ int main(int argc, char **argv) {
     float *xstar = calloc(w.d, sizeof(float));
     double fstar = optimum(&w, xstar);
     if (rank == 0) printf("result: optimum F* = %.9f (%zu parameters)\n", fstar, w.d);
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    load_cases();
+    for (int c = 0; c < num_cases; c++) {
       int selected = argc < 2;
       for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], cases[c].name) == 0;
       case_gap[c] = -1;
@@ -260,12 +290,12 @@ int main(int argc, char **argv) {
     }
     /* staleness is at work: the same Downpour with stale pushes ends elsewhere */
     const int fresh = case_named("downpour_stale0"), stale = case_named("downpour_stale4");
-    if (case_gap[fresh] >= 0 && case_gap[stale] >= 0)
+    if (fresh >= 0 && stale >= 0 && case_gap[fresh] >= 0 && case_gap[stale] >= 0)
       CHECK(case_gap[fresh] != case_gap[stale], "max_staleness 4 changed nothing (gap %.9e both)", case_gap[fresh]);
     /* Choco's per-edge form is Choco on a graph that does not change (rounding aside: measured
      * 3e-8 after one round and 6e-6 after 100) */
     const int plain = case_named("choco_static_random"), edges = case_named("choco_per_edge_static");
-    if (case_gap[plain] >= 0 && case_gap[edges] >= 0) {
+    if (plain >= 0 && edges >= 0 && case_gap[plain] >= 0 && case_gap[edges] >= 0) {
       CHECK(fabs(case_gap[plain] - case_gap[edges]) <= 1e-4 * case_gap[plain] &&
                 fabs(case_cons[plain] - case_cons[edges]) <= 1e-4 * case_cons[plain],
             "choco per edge on a static graph: gap %.9e consensus %.9e, static form %.9e %.9e", case_gap[edges], case_cons[edges],
