@@ -282,10 +282,14 @@ static int info_command(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
-    char algorithms[1024];
+    char algorithms[1024], varying[1024] = "";
     dt_plugin_list(dt_optimizer_plugins, algorithms, sizeof algorithms);
-    printf("dtrun %s\nbackends: %s\nalgorithms: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION, dt_backend_list(), algorithms,
-           dt_cpu_kernel_name());
+    for (int i = 0; dt_optimizer_plugins[i] != NULL; i++) /* those that accept experiment.graph.schedule */
+      if (dt_optimizer_plugins[i]->schedule_ok != NULL)
+        snprintf(varying + strlen(varying), sizeof varying - strlen(varying), "%s%s", varying[0] ? ", " : "",
+                 dt_optimizer_plugins[i]->name);
+    printf("dtrun %s\nbackends: %s\nalgorithms: %s\ntime-varying graphs: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION,
+           dt_backend_list(), algorithms, varying, dt_cpu_kernel_name());
     return 0;
   }
   return -1;

@@ -61,7 +61,7 @@ static dt_status check_schedules(const schema_ctx *ctx, const dt_ynode *pcs, con
   const dt_experiment_config *e = &cfg->experiment;
   for (int i = 0; i < cfg->num_problems && e->graph.schedule != DT_SCHEDULE_STATIC; i++) {
     const dt_plugin *def = config_optimizer_named(ctx->reg, cfg->problems[i].alg_name);
-    char err[512] = "", sub[700], list[256] = "";
+    char err[512] = "", sub[700], list[1024] = "";
     if (def->schedule_ok != NULL && def->schedule_ok(cfg->problems[i].alg_opts, err, sizeof err)) continue;
     for (int j = 0; ctx->reg->optimizers[j] != NULL; j++)
       if (ctx->reg->optimizers[j]->schedule_ok != NULL)

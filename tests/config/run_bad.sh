@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The config golden suite: every tests/config/bad/NAME.yaml (with the options in NAME.args, if
 # any) must make `dtrun check` exit 2, print nothing on stdout, and print exactly NAME.expected
-# on stderr, where @ALGORITHMS@ stands for the registered algorithms as `dtrun --version` lists
-# them (so that adding an optimizer changes no golden). Also a few cases generated here (a file
+# on stderr, where @ALGORITHMS@ stands for the registered algorithms and @TIME_VARYING@ for those
+# that run on time-varying graphs, as `dtrun --version` lists them (so that adding an optimizer
+# changes no golden). Also a few cases generated here (a file
 # over the size limit, deep nesting).
 # usage: run_bad.sh DTRUN SOURCE_ROOT     (runs from SOURCE_ROOT so paths in messages match)
 set -u
@@ -19,6 +20,7 @@ check() { # name exit stdout stderr
 }
 built_cuda=$("$dtrun" --version | grep -c "backends:.*cuda")
 algorithms=$("$dtrun" --version | sed -n 's/^algorithms: //p')
+varying=$("$dtrun" --version | sed -n 's/^time-varying graphs: //p')
 [ -n "$algorithms" ] || { echo "FAIL: dtrun --version lists no algorithms"; exit 1; }
 for f in tests/config/bad/*.yaml; do
   n=${f%.yaml}
@@ -30,7 +32,7 @@ for f in tests/config/bad/*.yaml; do
   out=$("$dtrun" check "$f" "${args[@]}" 2>/tmp/dt_bad_err.$$ </dev/null)
   rc=$?
   err=$(cat /tmp/dt_bad_err.$$)
-  expected=$(sed "s/@ALGORITHMS@/$algorithms/g" "$n.expected")
+  expected=$(sed -e "s/@ALGORITHMS@/$algorithms/g" -e "s/@TIME_VARYING@/$varying/g" "$n.expected")
   if [ "$rc" = 2 ] && [ -z "$out" ] && [ "$err" != "$expected" ]; then
     echo "FAIL $(basename "$n"): message differs"
     diff <(echo "$expected") <(echo "$err")
