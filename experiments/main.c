@@ -384,7 +384,8 @@ static int mpi_command(const args *a, int resume, dt_config *cfg, dt_sweep *swee
     fflush(stderr);
     dt_comm_abort(comm, code);
   }
-  dt_comm_finalize(comm);
+  const dt_status fst = dt_comm_finalize(comm);
+  if (code == 0) code = report(fst, rank); /* else the earlier failure is the one reported */
   return code;
 }
 

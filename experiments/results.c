@@ -151,7 +151,7 @@ void runner_record_rows(const runner *r, problem_run *pr, int round, problem_res
   res->rounds_done = round;
 }
 
-static dt_status write_results(runner *r, problem_run *pr);
+DT_MUST_USE static dt_status write_results(runner *r, problem_run *pr);
 
 static dt_status save_models(runner *r, problem_run *pr) {
   const size_t d = pr->run.dim;

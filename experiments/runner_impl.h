@@ -142,7 +142,7 @@ static inline void runner_wall_clock(char *buf, size_t size) { dt_time_local(buf
 
 /* results.c */
 /* Emits a dt_config as a run folder's config.yaml holds it (dt_config_emit_archive). */
-dt_status runner_emit_config(const void *cfg, FILE *f);
+DT_MUST_USE dt_status runner_emit_config(const void *cfg, FILE *f);
 /* config.yaml, graph.yaml, split.csv. */
 DT_MUST_USE dt_status runner_write_setup_files(runner *r);
 /* The CSV headers of a problem (rank 0). */
@@ -183,7 +183,7 @@ int runner_progress_wanted(int mode, int launched);
 void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int round, const problem_result *res);
 /* profile: true: the per-round time breakdown of a finished problem (rounds from `start` on).
  * Collective: the slowest rank's figures. */
-dt_status runner_print_profile(const runner *r, const problem_run *pr, const problem_result *res, int start);
+DT_MUST_USE dt_status runner_print_profile(const runner *r, const problem_run *pr, const problem_result *res, int start);
 /* The closing table of every problem run (printed even with --quiet). */
 void runner_print_table(const runner *r, int done);
 

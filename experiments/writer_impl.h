@@ -23,15 +23,15 @@ void sb_yaml_string(strbuf *sb, const char *s);
 
 /* Writes dir/name through a temporary file and rename(2): readers see the old file or the
  * complete new one, never a part. */
-dt_status dt_write_atomic(const char *dir, const char *name, const void *data, size_t len);
+DT_MUST_USE dt_status dt_write_atomic(const char *dir, const char *name, const void *data, size_t len);
 /* Writes what emit(obj, f) prints as dir/name, atomically. */
-dt_status dt_write_emitted(const char *dir, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj);
+DT_MUST_USE dt_status dt_write_emitted(const char *dir, const char *name, dt_status (*emit)(const void *obj, FILE *f), const void *obj);
 /* A whole file, NUL-terminated, its length (without the NUL) in *len; NULL with errno set when
  * it cannot be read. Free with free(). */
 char *dt_read_file(const char *path, size_t *len);
 /* v printed with fmt into buf, or "nan" (printf may write -nan); returns buf. */
 const char *fmt_number(char *buf, size_t size, const char *fmt, double v);
 /* Writes an n × d float32 matrix in NumPy's .npy format (version 1.0), atomically. */
-dt_status dt_write_npy(const char *dir, const char *name, const float *data, int n, size_t d);
+DT_MUST_USE dt_status dt_write_npy(const char *dir, const char *name, const float *data, int n, size_t d);
 
 #endif

@@ -223,17 +223,17 @@ typedef struct dt_registry {
  * "key.path=value"), fills every default. Errors are DT_ERR_CONFIG with a message
  * "FILE:LINE:COL: KEY.PATH: expected ..., found ...[; did you mean ...?]" (or naming the
  * override). Not collective: rank 0 loads, then broadcasts the struct. */
-dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides,
-                         int num_overrides, dt_config *out);
+DT_MUST_USE dt_status dt_config_load(const char *path, const dt_registry *reg, const char *const *overrides,
+                                     int num_overrides, dt_config *out);
 
 /* The same from a string (tests); `name` stands for the file name in messages. */
-dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
-                                const char *const *overrides, int num_overrides, dt_config *out);
+DT_MUST_USE dt_status dt_config_load_string(const char *text, size_t len, const char *name, const dt_registry *reg,
+                                            const char *const *overrides, int num_overrides, dt_config *out);
 
 /* The same with a text for each override in messages (origins[i]; NULL, or a NULL entry:
  * "--set OVERRIDE"): a sweep names the line of the value it sets. */
-dt_status dt_config_load_overrides(const char *text, size_t len, const char *name, const dt_registry *reg, const char *const *overrides,
-                                   const char *const *origins, int num_overrides, dt_config *out);
+DT_MUST_USE dt_status dt_config_load_overrides(const char *text, size_t len, const char *name, const dt_registry *reg, const char *const *overrides,
+                                               const char *const *origins, int num_overrides, dt_config *out);
 
 /* For an error found after loading (a graph, model or split the keys make impossible): re-reads
  * cfg's file and returns `code` with the current error message prefixed by FILE:LINE:COL of
@@ -248,12 +248,12 @@ DT_MUST_USE dt_status dt_config_positioned(const dt_config *cfg, dt_status st);
 
 /* Emits the resolved config as YAML (libyaml emitter): every key, defaults included; loading it
  * again gives an identical dt_config. */
-dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f);
+DT_MUST_USE dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f);
 
 /* The same for a run folder's config.yaml: data_dir, output_metadir and edge_file made
  * absolute (the edge file against the config file's folder), so that the archived config runs
  * the same from any working directory. */
-dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, FILE *f);
+DT_MUST_USE dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, FILE *f);
 
 /* Visits every documented key path ("experiment.graph.num_nodes",
  * "problem_configs.<name>.optimizer_config.<alg>.rho_init", ...) with its row; for

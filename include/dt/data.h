@@ -39,18 +39,18 @@ typedef struct dt_dataset {
  * dimensions and *data a malloc'd buffer of their product (caller frees with dt_free).
  * Errors: DT_ERR_IO (cannot open/read), DT_ERR_DATA (wrong magic, type or rank; truncated,
  * corrupt or over-long file), each naming the file. Not collective. */
-dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data);
+DT_MUST_USE dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data);
 
 /* Reads an image file and a label file into one set; checks that the counts match and labels
  * lie in [0, num_classes). Frees nothing on failure (set is left empty). */
-dt_status dt_image_set_read(const char *images_path, const char *labels_path, int num_classes,
-                            dt_image_set *set);
+DT_MUST_USE dt_status dt_image_set_read(const char *images_path, const char *labels_path, int num_classes,
+                                        dt_image_set *set);
 void dt_image_set_free(dt_image_set *set);
 
 /* Loads the train and test sets of `kind` from dir. dir may hold the four IDX files (optionally
  * .gz) directly, or be a torchvision-style root with them under MNIST/raw/ (FashionMNIST/raw/).
  * On failure the message lists the places searched. Caller frees with dt_dataset_free. */
-dt_status dt_dataset_load(const char *dir, dt_dataset_kind kind, dt_dataset **out);
+DT_MUST_USE dt_status dt_dataset_load(const char *dir, dt_dataset_kind kind, dt_dataset **out);
 void dt_dataset_free(dt_dataset *ds);
 
 /* Builds a normalised float batch: x[b*rows*cols + p] = (pixel/255 - mean) / std for the images
@@ -83,7 +83,7 @@ typedef struct dt_split {
 /* Splits `train` over the experiment's nodes as configured (random, hetero, dirichlet), drawing
  * from (seed, DT_RNG_SPLIT). Errors: DT_ERR_CONFIG when a node would get no sample. */
 struct dt_experiment_config;
-dt_status dt_split_make(const dt_samples *train, const struct dt_experiment_config *e, dt_split *out);
+DT_MUST_USE dt_status dt_split_make(const dt_samples *train, const struct dt_experiment_config *e, dt_split *out);
 void dt_split_free(dt_split *s);
 static inline size_t dt_split_size(const dt_split *s, int node) { return s->start[node + 1] - s->start[node]; }
 

@@ -19,9 +19,9 @@ typedef struct dt_comm dt_comm;
 
 /* Initialises MPI (thread level FUNNELED) unless already initialised, and wraps
  * MPI_COMM_WORLD. Works without mpirun (a singleton of one rank). Collective. */
-dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out);
+DT_MUST_USE dt_status dt_comm_init(int *argc, char ***argv, dt_comm **out);
 /* Frees the handle; finalises MPI if dt_comm_init initialised it. Collective. NULL is a no-op. */
-dt_status dt_comm_finalize(dt_comm *c);
+DT_MUST_USE dt_status dt_comm_finalize(dt_comm *c);
 /* Ends every rank of the job with exit code `code` (MPI_Abort). Only main() calls it, after a
  * failure that other ranks may not share and would wait on forever. */
 void dt_comm_abort(dt_comm *c, int code);
@@ -33,30 +33,30 @@ int dt_comm_launched(const dt_comm *c);
 int dt_comm_host_size(const dt_comm *c);
 int dt_comm_num_hosts(const dt_comm *c);
 /* Broadcast bytes from root. Collective. */
-dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root);
+DT_MUST_USE dt_status dt_comm_bcast(dt_comm *c, void *buf, size_t bytes, int root);
 /* In-place reductions over all ranks. Collective. */
-dt_status dt_comm_allreduce_sum_f64(dt_comm *c, double *buf, int n);
-dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n);
-dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n);
+DT_MUST_USE dt_status dt_comm_allreduce_sum_f64(dt_comm *c, double *buf, int n);
+DT_MUST_USE dt_status dt_comm_allreduce_max_f64(dt_comm *c, double *buf, int n);
+DT_MUST_USE dt_status dt_comm_allreduce_min_f64(dt_comm *c, double *buf, int n);
 /* Sum over all num_nodes nodes (placed in contiguous blocks) of a per-node float vector of
  * length d, in node order, in double: rank 0 receives the vectors one node at a time and
  * broadcasts the sum to out. Unlike MPI_Allreduce, the summation order does not depend on the
  * rank count, so results are bit-identical for every P. v[l] is local node l's vector.
  * Collective. */
-dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out);
+DT_MUST_USE dt_status dt_comm_node_sum(dt_comm *c, int num_nodes, const float *const *v, size_t d, double *out);
 /* Gathers every node's float vector to rank 0 in node order into all (num_nodes * d floats; only
  * read on rank 0, may be NULL elsewhere). Collective. */
-dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all);
+DT_MUST_USE dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float *const *v, size_t d, float *all);
 /* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
  * all (num_nodes * k; read on rank 0 only). Collective. */
-dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
+DT_MUST_USE dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
 /* Streams node j's vector to rank 0, in node order, for every node with send[j] != 0 (send
  * identical on every rank; NULL: all nodes): rank 0 calls fn(ctx, j, x), x valid during the call
  * (v[l] is local node l's vector). After a failed fn every transfer still completes, without
  * further calls; rank 0 returns the first failure, the other ranks DT_OK (tell them yourself).
  * A parameter server applying pushes in a fixed order. Collective. */
-dt_status dt_comm_node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, const uint8_t *send,
-                              dt_status (*fn)(void *ctx, int node, const float *x), void *ctx);
+DT_MUST_USE dt_status dt_comm_node_stream(dt_comm *c, int num_nodes, const float *const *v, size_t d, const uint8_t *send,
+                                          dt_status (*fn)(void *ctx, int node, const float *x), void *ctx);
 /* Per-node byte strings between the nodes' ranks and rank 0 (checkpoints: only rank 0 touches
  * files, so no shared file system is needed). One node at a time, in node order, so rank 0 holds
  * one node's bytes at once.
@@ -117,17 +117,17 @@ dt_slab dt_exchange_send_slab(dt_exchange *ex, int vec);
  * directed edges i→j that carry data: edge_mask[g->nbr_start[i] + k] != 0 for i's k-th
  * neighbour; it must be identical on every rank (draw it from a shared seeded stream).
  * Collective. */
-dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask);
+DT_MUST_USE dt_status dt_exchange_run(dt_exchange *ex, const uint8_t *edge_mask);
 /* Non-blocking form: start, compute, wait. The send buffers must not change until wait returns.
  * Both collective. */
-dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask);
-dt_status dt_exchange_wait(dt_exchange *ex);
+DT_MUST_USE dt_status dt_exchange_start(dt_exchange *ex, const uint8_t *edge_mask);
+DT_MUST_USE dt_status dt_exchange_wait(dt_exchange *ex);
 
 /* The same, each vector carrying only its first `bytes` bytes (1 <= bytes <= 4·len), which may
  * change from call to call: a compressed message of this round's size travels as what it is,
  * and bytes_sent counts exactly those bytes. The rest of a receiving buffer is left as it was. */
-dt_status dt_exchange_run_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
-dt_status dt_exchange_start_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
+DT_MUST_USE dt_status dt_exchange_run_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
+DT_MUST_USE dt_status dt_exchange_start_sized(dt_exchange *ex, const uint8_t *edge_mask, size_t bytes);
 
 /* What neighbour `nbr` sent to local node `node` in the last exchange: len floats, valid until
  * the next start/run. NULL when nbr is not a neighbour of node or the edge nbr→node was masked

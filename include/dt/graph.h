@@ -76,7 +76,7 @@ typedef struct dt_graph {
  * Errors: DT_ERR_CONFIG for impossible specs (N < 1, grid shape not N, k*N odd, a random graph
  * still disconnected after gen_attempts draws, ...); DT_ERR_IO / DT_ERR_CONFIG for an unreadable
  * or invalid edge file, naming file:line. Not collective: every rank may call it. */
-dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out);
+DT_MUST_USE dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out);
 void dt_graph_free(dt_graph *g);
 
 struct dt_config;
@@ -104,13 +104,13 @@ void dt_graph_random_matching(const dt_graph *g, dt_rng *r, const uint8_t *live,
 uint64_t dt_graph_fingerprint(const dt_graph *g);
 
 /* Writes the graph as YAML: nodes, edges, mixing weights, degrees, Fiedler value, spectral gap. */
-dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f);
+DT_MUST_USE dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f);
 
 /* ---- placement: N nodes on P ranks in contiguous blocks, the first N mod P ranks one larger -- */
 
 /* DT_ERR_USAGE unless 1 <= num_ranks <= num_nodes, with a message that says how to fix the
  * mpirun command. */
-dt_status dt_placement_check(int num_nodes, int num_ranks);
+DT_MUST_USE dt_status dt_placement_check(int num_nodes, int num_ranks);
 int dt_placement_first(int num_nodes, int num_ranks, int rank); /* first node of rank */
 int dt_placement_count(int num_nodes, int num_ranks, int rank); /* nodes on rank */
 int dt_placement_rank(int num_nodes, int num_ranks, int node);  /* rank hosting node */

@@ -68,7 +68,7 @@ typedef struct dt_layer_info {
 /* Checks the layer list against the input shape and builds the offset table. Errors:
  * DT_ERR_CONFIG naming the layer (e.g. a kernel larger than its input, a linear layer before
  * flatten, a last layer whose width is not num_classes). */
-dt_status dt_model_create(const dt_model_spec *spec, dt_model **out);
+DT_MUST_USE dt_status dt_model_create(const dt_model_spec *spec, dt_model **out);
 void dt_model_free(dt_model *m);
 
 size_t dt_model_num_params(const dt_model *m);

@@ -115,7 +115,7 @@ DT_MUST_USE dt_status dt_problem_lipschitz(const dt_samples *train, const dt_spl
 
 /* problems/logreg: n samples of `features` floats in `classes` classes, labels drawn from
  * softmax(3 W* x) with W* ~ N(0, 1/features); stream id selects train (0) or test (1). */
-dt_status dt_synthetic_make(uint64_t seed, int n, int features, int classes, uint64_t stream,
-                            float **x, uint8_t **labels);
+DT_MUST_USE dt_status dt_synthetic_make(uint64_t seed, int n, int features, int classes, uint64_t stream,
+                                        float **x, uint8_t **labels);
 
 #endif

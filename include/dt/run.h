@@ -35,12 +35,12 @@ enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };
 /* Runs every problem of cfg (identical on all ranks). Writes the files of DESIGN.md "Files"
  * unless writeout is false. Returns DT_ERR_INTERRUPTED after SIGINT/SIGTERM (files of what was
  * measured are written, marked interrupted). Collective. */
-dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
+DT_MUST_USE dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
 
 
 /* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
  * naming the key otherwise. Not collective. */
-dt_status dt_output_check(const dt_config *cfg);
+DT_MUST_USE dt_status dt_output_check(const dt_config *cfg);
 
 /* Installs the handlers that let a run finish its round and save: SIGINT and SIGTERM checkpoint
  * and stop, SIGUSR1 checkpoints and goes on. */
@@ -58,7 +58,7 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
 /* `dtrun check`: prints the resolved config and a summary (graph, model, rounds) to out.
  * Builds the graph, loads and splits the data and makes the model, as run does before training,
  * so that it fails where run would. Not collective. */
-dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
+DT_MUST_USE dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
 
 /* ---- sweeps (experiments/sweep.c) ---- */
 
@@ -66,14 +66,14 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
  * <output_metadir>/<time>_<name>), or, with resume_dir, continues that sweep folder: completed
  * points are skipped, a stopped one resumed, the rest run. Every point's config is checked before
  * anything runs. Collective. */
-dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
-                       const char *resume_dir);
+DT_MUST_USE dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
+                                   const char *resume_dir);
 /* `dtrun check` of a sweep file: every point loads; the first point's check, then the axes. */
-dt_status dt_sweep_check(const dt_sweep *sw, const char *const *sets, int nsets, FILE *out);
+DT_MUST_USE dt_status dt_sweep_check(const dt_sweep *sw, const char *const *sets, int nsets, FILE *out);
 /* Whether dir is a sweep folder (it holds sweep.yaml). */
 int dt_is_sweep_dir(const char *dir);
 /* `dtrun check SWEEP_DIR`: each point's status and values. */
-dt_status dt_sweep_dir_status(const char *dir, FILE *out);
+DT_MUST_USE dt_status dt_sweep_dir_status(const char *dir, FILE *out);
 
 typedef struct dt_compare_options {
   const char *metric; /* comma-separated metrics (default top1_accuracy); the first is tabulated and targeted */
@@ -92,6 +92,6 @@ enum { DT_COMPARE_TABLE = 0, DT_COMPARE_CSV, DT_COMPARE_MARKDOWN, DT_COMPARE_LAT
 
 /* `dtrun compare DIR...`: run and sweep folders from their results.sqlite, grouped by swept
  * values (the seed aside) and problem, aggregated across seeds; optionally a figure. */
-dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out);
+DT_MUST_USE dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out);
 
 #endif

@@ -66,6 +66,6 @@ DT_MUST_USE dt_status dt_schedule_round(dt_schedule *s, int k, dt_round_graph *o
 DT_MUST_USE dt_status dt_schedule_active_edges(dt_schedule *s, int rounds, double *out);
 
 /* The schedule as YAML lines for graph.yaml ("schedule: {...}"). */
-dt_status dt_schedule_write_yaml(const dt_schedule *s, FILE *f);
+DT_MUST_USE dt_status dt_schedule_write_yaml(const dt_schedule *s, FILE *f);
 
 #endif

@@ -25,6 +25,14 @@ typedef enum dt_status {
   DT_STATUS_COUNT
 } dt_status;
 
+/* A status the caller must look at. */
+#define DT_MUST_USE __attribute__((warn_unused_result))
+
+/* Drops a status on purpose, where a failure is already being reported or cannot change what
+ * happens next; say why beside each call. (A (void) cast does not silence warn_unused_result in
+ * gcc.) */
+static inline void dt_ignore(dt_status st) { (void)st; }
+
 /* Short lower-case name of a code ("config error", ...). Never NULL. */
 const char *dt_status_name(dt_status code);
 
@@ -38,11 +46,11 @@ void dt_stop_request(int sig);
 int dt_stop_requested(void);
 
 /* Records a new error (clearing any earlier record) and returns code. Not collective. */
-dt_status dt_error_set(dt_status code, const char *file, int line, const char *func,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+DT_MUST_USE dt_status dt_error_set(dt_status code, const char *file, int line, const char *func,
+                                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Adds a traceback frame to the current error record and returns code unchanged. */
-dt_status dt_error_trace(dt_status code, const char *file, int line, const char *func);
+DT_MUST_USE dt_status dt_error_trace(dt_status code, const char *file, int line, const char *func);
 
 /* The current error's message (first failure only), or "" when none. */
 const char *dt_error_message(void);
@@ -69,7 +77,7 @@ void dt_error_clear(void);
   do {                                                                       \
     st = (expr);                                                             \
     if (st != DT_OK) {                                                       \
-      dt_error_trace(st, __FILE__, __LINE__, __func__);                      \
+      st = dt_error_trace(st, __FILE__, __LINE__, __func__); /* = st */      \
       goto cleanup;                                                          \
     }                                                                        \
   } while (0)
@@ -87,9 +95,6 @@ void dt_error_clear(void);
       goto cleanup;                     \
     }                                   \
   } while (0)
-
-/* A status the caller must look at. */
-#define DT_MUST_USE __attribute__((warn_unused_result))
 
 /* ---- what a config error is about, as data ------------------------------------------------
  * An error about a config key records the key's path beside its message, and where the key was

@@ -46,7 +46,7 @@ typedef struct dt_sweep {
  * (cli[i] = "KEY=V1,V2,..."; one for a key the file sweeps replaces the file's axis). num_axes
  * = 0 when there is neither. Every point is not checked here: dt_sweep_point_config does.
  * Errors: DT_ERR_CONFIG at the offending line, DT_ERR_USAGE for a bad --sweep. Not collective. */
-dt_status dt_sweep_load(const char *path, const char *const *cli, int num_cli, dt_sweep *out);
+DT_MUST_USE dt_status dt_sweep_load(const char *path, const char *const *cli, int num_cli, dt_sweep *out);
 void dt_sweep_free(dt_sweep *sw);
 
 /* The value index of each axis at point p (idx has num_axes entries). */
@@ -54,7 +54,7 @@ void dt_sweep_point_index(const dt_sweep *sw, int p, int *idx);
 
 /* The resolved config of point p: the file, then `sets` (the command line's --set), then the
  * point's values. Messages name the sweep value's line for its keys. */
-dt_status dt_sweep_point_config(const dt_sweep *sw, int p, const dt_registry *reg, const char *const *sets, int num_sets,
-                                dt_config *cfg);
+DT_MUST_USE dt_status dt_sweep_point_config(const dt_sweep *sw, int p, const dt_registry *reg, const char *const *sets, int num_sets,
+                                            dt_config *cfg);
 
 #endif

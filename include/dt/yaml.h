@@ -28,11 +28,11 @@ enum { DT_YAML_MAX_BYTES = 1 << 20, DT_YAML_MAX_NODES = 100000, DT_YAML_MAX_DEPT
 
 /* Parses one YAML document. `name` is used in messages. Errors: DT_ERR_CONFIG with
  * name:line:col. The root may be any kind (the caller checks it is a mapping). */
-dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode **root);
+DT_MUST_USE dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode **root);
 void dt_ynode_free(dt_ynode *n);
 dt_ynode *dt_ynode_get(const dt_ynode *map, const char *key);
 /* Adds (or replaces) key in map with a new scalar made by an override. */
-dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin);
+DT_MUST_USE dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value, const char *origin);
 
 /* Position prefix for messages about node n: "file:line:col" or "--set a.b=c". */
 void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size);

@@ -7,7 +7,7 @@
 #include "config_impl.h"
 #include "dt/sweep.h"
 
-static dt_status sweep_error(const dt_sweep *sw, const dt_ynode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+DT_MUST_USE static dt_status sweep_error(const dt_sweep *sw, const dt_ynode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static dt_status sweep_error(const dt_sweep *sw, const dt_ynode *n, const char *fmt, ...) {
   char msg[1024], where[DT_PATH_MAX + 64];
   va_list ap;

@@ -36,7 +36,7 @@ void dt_ynode_free(dt_ynode *n) {
   free(n);
 }
 
-static dt_status fail_at(const builder *b, int line, int col, const char *fmt, ...)
+DT_MUST_USE static dt_status fail_at(const builder *b, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static dt_status fail_at(const builder *b, int line, int col, const char *fmt, ...) {
   char msg[1024];
@@ -132,7 +132,7 @@ static dt_status at_event(dt_status code, const builder *b, const yaml_event_t *
   return dt_error_set_where(code, b->name, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1);
 }
 
-static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out);
+DT_MUST_USE static dt_status parse_node(builder *b, yaml_event_t *ev, int depth, dt_ynode **out);
 
 static dt_status parse_scalar(builder *b, const yaml_event_t *ev, dt_ynode **out) {
   dt_status st = DT_OK;

@@ -7,11 +7,11 @@
 #include "dt/status.h"
 
 /* Records an MPI failure: the call's text and MPI_Error_string(rc). Returns DT_ERR_MPI. */
-dt_status dt_mpi_error(int rc, const char *file, int line, const char *func, const char *call);
+DT_MUST_USE dt_status dt_mpi_error(int rc, const char *file, int line, const char *func, const char *call);
 
 /* Records a LAPACK failure (info != 0). Returns DT_ERR_BLAS. */
-dt_status dt_lapack_error(int info, const char *file, int line, const char *func,
-                          const char *call);
+DT_MUST_USE dt_status dt_lapack_error(int info, const char *file, int line, const char *func,
+                                      const char *call);
 
 #define DT_MPI(call)                                                       \
   do {                                                                     \

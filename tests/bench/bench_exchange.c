@@ -17,6 +17,13 @@ static int cmp(const void *a, const void *b) {
 
 static dt_backend *be; /* the CPU backend owns the exchange buffers */
 
+/* A failed exchange would leave timings of nothing: report it and stop every rank. */
+static void bench_check(dt_status st) {
+  if (st == DT_OK) return;
+  fprintf(stderr, "bench_exchange: %s\n", dt_error_message());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 int main(int argc, char **argv) {
   dt_comm *comm = NULL;
   if (dt_comm_init(&argc, &argv, &comm) != DT_OK || dt_backend_cpu_create(1, &be) != DT_OK) return 1;
@@ -27,7 +34,7 @@ int main(int argc, char **argv) {
   int rank = dt_comm_rank(comm), P = dt_comm_size(comm);
   if (P != n) {
     if (rank == 0) fprintf(stderr, "bench_exchange compares with a raw allgather: run with -n %d\n", n);
-    dt_comm_finalize(comm);
+    dt_ignore(dt_comm_finalize(comm)); /* exiting with the usage error anyway */
     return 2;
   }
   dt_graph_spec spec = {.type = type, .num_nodes = n};
@@ -57,9 +64,9 @@ int main(int argc, char **argv) {
   double *t_a2a = calloc((size_t)batches, sizeof(double)), *t_edge = calloc((size_t)batches, sizeof(double));
   for (int w = 0; w < reps; w++) {
     MPI_Neighbor_allgather(sendbuf, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
-    dt_exchange_run(ex, NULL);
+    bench_check(dt_exchange_run(ex, NULL));
     MPI_Neighbor_alltoall(sendall, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
-    dt_exchange_run(exe, NULL);
+    bench_check(dt_exchange_run(exe, NULL));
   }
   for (int b = 0; b < batches; b++) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -68,14 +75,14 @@ int main(int argc, char **argv) {
       MPI_Neighbor_allgather(sendbuf, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
     MPI_Barrier(MPI_COMM_WORLD);
     double t1 = dt_time_now();
-    for (int r = 0; r < reps; r++) dt_exchange_run(ex, NULL);
+    for (int r = 0; r < reps; r++) bench_check(dt_exchange_run(ex, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
     double t2 = dt_time_now();
     for (int r = 0; r < reps; r++)
       MPI_Neighbor_alltoall(sendall, (int)len, MPI_FLOAT, recvbuf, (int)len, MPI_FLOAT, raw);
     MPI_Barrier(MPI_COMM_WORLD);
     double t3 = dt_time_now();
-    for (int r = 0; r < reps; r++) dt_exchange_run(exe, NULL);
+    for (int r = 0; r < reps; r++) bench_check(dt_exchange_run(exe, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
     double t4 = dt_time_now();
     t_raw[b] = (t1 - t0) / reps;
@@ -110,6 +117,5 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&raw);
   dt_exchange_free(ex);
   dt_graph_free(g);
-  dt_comm_finalize(comm);
-  return 0;
+  return dt_comm_finalize(comm) == DT_OK ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 # The levels hold (README "Architecture"): no file includes the header of a level above its own,
 # no level reaches into src/'s private headers, and no loop over parameter entries lives outside
 # src/backend (every update is a backend op). The link half of the rule is in meson.build
-# (level_check_*): a call into a higher level does not link.
+# (level_check_*): a call into a higher level does not link. And every function a header declares
+# returning dt_status is DT_MUST_USE.
 set -uo pipefail
 cd "${1:-$(dirname "$0")/../..}"
 fail=0
@@ -32,5 +33,47 @@ if [ -n "$loops" ]; then
   printf 'levels: a loop over vector entries outside src/backend (use a backend op):\n%s\n' "$loops" >&2
   fail=1
 fi
-[ $fail -eq 0 ] && echo "levels: every include points down, no parameter loop outside src/backend"
+# Every function that returns a dt_status is declared DT_MUST_USE (include/dt/status.h), so that a
+# dropped status is a build error: each declaration or definition in a header (static inline ones
+# and those a macro generates included), with DT_MUST_USE before the return type on its line, or
+# ending the line above. Pointers to such functions (dt_status (*fn)(...)) are left alone.
+headers=$(find include src problems optimizers experiments \( -name '*.h' -o -name '*.cuh' \) | sort)
+unmarked=$(awk '
+  FNR == 1 { state = 0; prev = "" }
+  { # the line without comments and literals (state: 0 code, 1 block comment)
+    s = $0; code = ""
+    while (s != "") {
+      if (state == 1) {
+        i = index(s, "*/"); if (i == 0) { s = ""; break }
+        s = substr(s, i + 2); state = 0; code = code " "; continue
+      }
+      c = substr(s, 1, 1); two = substr(s, 1, 2)
+      if (two == "/*") { state = 1; s = substr(s, 3); continue }
+      if (two == "//") break
+      if (c == "\"" || c == "\047") { # skip a literal, escapes included
+        j = 2
+        while (j <= length(s) && substr(s, j, 1) != c) j += (substr(s, j, 1) == "\\") ? 2 : 1
+        s = substr(s, j + 1); code = code " 0 "; continue
+      }
+      code = code c; s = substr(s, 2)
+    }
+    head = 0
+    if (code !~ /typedef/) {
+      if (match(code, /(^|[^A-Za-z0-9_])dt_status[ \t*]+[A-Za-z_][A-Za-z0-9_#]*[ \t]*(\(|DT_OP_PARAMS)/)) head = 1
+      else if (code ~ /^[ \t]*((static|inline|extern)[ \t]+)*dt_status[ \t*]*$/) { head = 1; RSTART = index(code, "dt_status") }
+    }
+    if (head) {
+      start = RSTART; if (substr(code, start, 9) != "dt_status") start++
+      before = substr(code, 1, start - 1)
+      if (before !~ /(^|[^A-Za-z0-9_])DT_MUST_USE([^A-Za-z0-9_]|$)/ &&
+          !(before ~ /^[ \t]*((static|inline|extern)[ \t]+)*$/ && prev ~ /(^|[^A-Za-z0-9_])DT_MUST_USE[ \t]*$/))
+        printf "%s:%d: %s\n", FILENAME, FNR, $0
+    }
+    if (code !~ /^[ \t]*$/) prev = code
+  }' $headers)
+if [ -n "$unmarked" ]; then
+  printf 'levels: a function returning dt_status declared without DT_MUST_USE (add it before the return type):\n%s\n' "$unmarked" >&2
+  fail=1
+fi
+[ $fail -eq 0 ] && echo "levels: every include points down, no parameter loop outside src/backend, every dt_status DT_MUST_USE"
 exit $fail

@@ -307,13 +307,19 @@ int main(int argc, char **argv) {
     free(xstar);
   }
   double fails = check_failures;
-  dt_comm_allreduce_sum_f64(w.comm, &fails, 1);
+  if (dt_comm_allreduce_sum_f64(w.comm, &fails, 1) != DT_OK) { /* the other ranks' counts are unknown */
+    fprintf(stderr, "summing the failure counts failed: %s\n", dt_error_message());
+    fails += 1;
+  }
   if (rank == 0) printf("test_convex: %d checks on rank 0, %.0f failed on all ranks\n", check_count, fails);
   dt_task_free(w.task);
   dt_split_free(&w.split);
   dt_data_free(&w.data);
   dt_graph_free(w.graph);
   dt_backend_free(w.be);
-  dt_comm_finalize(w.comm);
+  if (dt_comm_finalize(w.comm) != DT_OK) {
+    fprintf(stderr, "dt_comm_finalize failed: %s\n", dt_error_message());
+    fails += 1;
+  }
   return fails == 0 ? 0 : 1;
 }

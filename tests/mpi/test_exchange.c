@@ -237,8 +237,14 @@ int main(int argc, char **argv) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) run_edges(comm, types[t], n);
   }
   double fails = check_failures;
-  dt_comm_allreduce_sum_f64(comm, &fails, 1);
+  if (dt_comm_allreduce_sum_f64(comm, &fails, 1) != DT_OK) { /* the other ranks' counts are unknown */
+    fprintf(stderr, "summing the failure counts failed: %s\n", dt_error_message());
+    fails += 1;
+  }
   if (dt_comm_rank(comm) == 0) printf("test_exchange: %d checks on rank 0, %.0f failed on all ranks\n", check_count, fails);
-  dt_comm_finalize(comm);
+  if (dt_comm_finalize(comm) != DT_OK) {
+    fprintf(stderr, "dt_comm_finalize failed: %s\n", dt_error_message());
+    fails += 1;
+  }
   return fails == 0 ? 0 : 1;
 }

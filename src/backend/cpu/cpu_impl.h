@@ -44,7 +44,7 @@ double dt_cpu_log_softmax_nll(int batch, int classes, const float *logits, const
 /* Every op of the list (dt/backend.h), defined in vec.c (memory and vectors), step.c (the fused
  * local-optimizer step), cpu.c (compressed messages: the host codec in place) and model.c
  * (node-batched model calls on the backend's threads). */
-#define CPU_DECLARE(name, params, args) dt_status dt_cpu_##name DT_OP_PARAMS params;
+#define CPU_DECLARE(name, params, args) DT_MUST_USE dt_status dt_cpu_##name DT_OP_PARAMS params;
 #define CPU_DECLARE_VOID(name, params, args) void dt_cpu_##name DT_OP_PARAMS params;
 DT_BACKEND_OPS(CPU_DECLARE)
 DT_BACKEND_VOID_OPS(CPU_DECLARE_VOID)

@@ -56,7 +56,7 @@ static inline unsigned cu_blocks(size_t n) {
 /* After a launch: a bad configuration shows here; faults inside the kernel show at the next
  * synchronising call, which reports them through CU_CALL. The function form serves code that
  * must clean up before it returns. */
-static inline dt_status cu_launch_status(void) {
+DT_MUST_USE static inline dt_status cu_launch_status(void) {
   cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? DT_OK : DT_ERROR(DT_ERR_CUDA, "CUDA: kernel launch failed: %s", cudaGetErrorString(err));
 }
@@ -81,7 +81,7 @@ static inline dt_status cu_launch_status(void) {
 
 /* Every op of the list (dt/backend.h), defined in vec.cu (memory, vectors, steps), cuda.cu
  * (compressed messages, staged through the host codec) and nn.cu (node-batched model calls). */
-#define CU_DECLARE(name, params, args) dt_status cu_##name DT_OP_PARAMS params;
+#define CU_DECLARE(name, params, args) DT_MUST_USE dt_status cu_##name DT_OP_PARAMS params;
 #define CU_DECLARE_VOID(name, params, args) void cu_##name DT_OP_PARAMS params;
 DT_BACKEND_OPS(CU_DECLARE)
 DT_BACKEND_VOID_OPS(CU_DECLARE_VOID)
