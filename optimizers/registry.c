@@ -5,6 +5,7 @@
 #define DT_OPTIMIZER_LIST(X) \
   X(cadmm)                   \
   X(dsgd)                    \
+  X(dsgdm)                   \
   X(dsgt)                    \
   X(gossip)                  \
   X(choco)                   \

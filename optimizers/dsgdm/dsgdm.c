@@ -1,0 +1,119 @@
+/* DSGD with local momentum, heavy-ball or Nesterov (DSGDm: the baseline of Lin et al., "Quasi-
+ * global momentum", ICML 2021), synchronous, in DSGD's order: mix, then a momentum step at the
+ * mixed point. Update equations: README.md here. */
+#include <stdbool.h>
+
+#include "../mix.h"
+#include "../options_impl.h"
+#include "dt/optimizer.h"
+
+typedef struct dt_dsgdm_opts {
+  double alpha0, mu, momentum;
+  bool nesterov;
+} dt_dsgdm_opts;
+
+static const dt_key keys[] = {
+    {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgdm_opts, alpha0), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "initial step size"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgdm_opts, mu), .def = "0.001", .min = 0, .max = DT_INF,
+     .help = "step decay: round k uses alpha_k = alpha0 / (1 + mu k)"},
+    {.name = "momentum", .type = DT_KEY_FLOAT, .offset = offsetof(dt_dsgdm_opts, momentum), .def = "0.9", .min = 0, .max = 1,
+     .help = "beta of the local momentum buffer m <- beta m + g"},
+    {.name = "nesterov", .type = DT_KEY_BOOL, .offset = offsetof(dt_dsgdm_opts, nesterov), .def = "false",
+     .help = "step along g + beta m (Nesterov) instead of m (heavy ball)"},
+    {0},
+};
+
+typedef struct dsgdm_state {
+  double alpha0, mu;
+  float beta;
+  int nesterov;
+  dt_slab mixed, grad; /* scratch, rewritten every round */
+  dt_slab m;           /* the momentum buffers: kept */
+  dt_optimizer_run *run;
+} dsgdm_state;
+
+static void destroy(void *p) {
+  dsgdm_state *s = p;
+  if (s == NULL) return;
+  dt_slab_free(s->run->be, &s->mixed);
+  dt_slab_free(s->run->be, &s->grad);
+  dt_slab_free(s->run->be, &s->m);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  dsgdm_state *s = NULL;
+  dt_exchange *ex;
+  const dt_dsgdm_opts *o = opts;
+  DT_ALLOC_GOTO(s, 1, "dsgdm");
+  s->run = run;
+  s->alpha0 = o->alpha0;
+  s->mu = o->mu;
+  s->beta = (float)o->momentum;
+  s->nesterov = o->nesterov;
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->m)); /* m = 0 */
+  DT_TRY_GOTO(dt_run_keep_slab(run, "momentum", &s->m));
+  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status node_mix(void *p, int l) {
+  dsgdm_state *s = p;
+  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->mixed, l));
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  dsgdm_state *s = p;
+  const float a = (float)dt_rate_at(s->alpha0, s->mu, k);
+  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  DT_TRY(dt_run_for_nodes(run, node_mix, s));                  /* z_i = Σ_j W_ij x_j */
+  DT_TRY(dt_run_gradients(run, &s->mixed, &s->grad, NULL));    /* g_i = ∇f_i(z_i) */
+  DT_TRY(dt_slab_axpby(run->be, s->beta, &s->m, 1.0f, &s->grad, &s->m)); /* m_i ← β m_i + g_i */
+  if (s->nesterov) /* x_i ← z_i − α (g_i + β m_i) */
+    DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->grad, s->beta, &s->m, &s->grad));
+  return dt_slab_axpby(run->be, 1.0f, &s->mixed, -a, s->nesterov ? &s->grad : &s->m, &run->theta); /* heavy ball: z_i − α m_i */
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->num_edges * (double)dim * sizeof(float);
+}
+
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  (void)opts, (void)err, (void)err_size;
+  return 1; /* every round mixes with that round's weights */
+}
+
+/* The plain step with the same stability limit on a quadratic of curvature L: heavy ball is
+ * stable for alpha L < 2 (1 + beta), Nesterov for alpha L < 2 (1 + beta) / (1 + 2 beta). */
+static double gradient_step(const void *opts) {
+  const dt_dsgdm_opts *o = opts;
+  const double b = o->momentum;
+  return o->nesterov ? o->alpha0 * (1 + 2 * b) / (1 + b) : o->alpha0 / (1 + b);
+}
+
+const dt_optimizer_def dt_optimizer_dsgdm = {
+    .plugin =
+        {
+            .name = "dsgdm",
+            .summary = "DSGD with local heavy-ball or Nesterov momentum: mix with W, then a momentum step",
+            .keys = keys,
+            .opts_size = sizeof(dt_dsgdm_opts),
+            .schedule_ok = schedule_ok,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
+    .gradient_step = gradient_step,
+};
