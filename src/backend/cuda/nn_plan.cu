@@ -51,8 +51,9 @@ static dt_status host_alloc(size_t bytes, void **out) {
   return DT_OK;
 }
 
-/* Shapes, the group size, and the plan's memory. */
-static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, cu_plan *pl) {
+/* The model's shapes: layer l's info, each activation's layout and (channels, plane) split, and
+ * the largest activation (*max_act floats per sample) and im2col buffer (*max_cols) a node needs. */
+static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl, size_t *max_act, size_t *max_cols) {
   pl->L = dt_model_num_layers(m);
   pl->classes = dt_model_num_classes(m);
   pl->S = max_batch;
@@ -89,59 +90,75 @@ static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int
         break;
     }
   }
-  {
-    const dt_layer_kind k0 = pl->ly[0].kind;
-    pl->shared_input = k0 == DT_LAYER_CONV2D || k0 == DT_LAYER_LINEAR ||
-                       (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
-    const size_t S = (size_t)pl->S;
-    pl->ns = (S * maxs + 63) & ~(size_t)63;
-    pl->cols = (S * cols + 63) & ~(size_t)63;
-    /* per node at most: L+1 activations, a transpose and a mask or argmax per layer, two
-     * gradient buffers, two im2col buffers, parameters and gradient */
-    const size_t per_node = sizeof(float) * ((2 * (size_t)pl->L + 3) * pl->ns + 2 * pl->cols + 2 * pl->ps);
-    size_t g = GROUP_BYTES / (per_node > 0 ? per_node : 1);
-    const size_t run = (size_t)(run_nodes > 0 ? run_nodes : 1);
-    g = g < 1 ? 1 : g > (size_t)GROUP_MAX ? (size_t)GROUP_MAX : g;
-    pl->G = (int)(g > run ? run : g);
-    pl->groups_cap = (pl->nodes + pl->G - 1) / pl->G;
-  }
-  {
-    const size_t G = (size_t)pl->G, S = (size_t)pl->S, slots = (size_t)pl->groups_cap * G;
+  *max_act = maxs;
+  *max_cols = cols;
+}
+
+/* Buffer strides and the group size G: the largest group whose scratch fits GROUP_BYTES per node
+ * (at most GROUP_MAX, never more than the run's nodes), from the model and batch alone. */
+static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes) {
+  const dt_layer_kind k0 = pl->ly[0].kind;
+  pl->shared_input = k0 == DT_LAYER_CONV2D || k0 == DT_LAYER_LINEAR ||
+                     (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
+  const size_t S = (size_t)pl->S;
+  pl->ns = (S * maxs + 63) & ~(size_t)63;
+  pl->cols = (S * cols + 63) & ~(size_t)63;
+  /* per node at most: L+1 activations, a transpose and a mask or argmax per layer, two
+   * gradient buffers, two im2col buffers, parameters and gradient */
+  const size_t per_node = sizeof(float) * ((2 * (size_t)pl->L + 3) * pl->ns + 2 * pl->cols + 2 * pl->ps);
+  size_t g = GROUP_BYTES / (per_node > 0 ? per_node : 1);
+  const size_t run = (size_t)(run_nodes > 0 ? run_nodes : 1);
+  g = g < 1 ? 1 : g > (size_t)GROUP_MAX ? (size_t)GROUP_MAX : g;
+  pl->G = (int)(g > run ? run : g);
+  pl->groups_cap = (pl->nodes + pl->G - 1) / pl->G;
+}
+
+/* The plan's device buffers (a group's worth, and per-call blocks for every group) and the
+ * pinned host sources of its uploads. */
+static dt_status plan_alloc(dt_backend *be, cu_plan *pl) {
+  const size_t G = (size_t)pl->G, S = (size_t)pl->S, slots = (size_t)pl->groups_cap * G;
 #define PL_ALLOC(p, count) DT_TRY(cu_alloc(be, sizeof(*(p)) * (size_t)(count), (void **)&(p)))
 #define PL_HOST(p, count) DT_TRY(host_alloc(sizeof(*(p)) * (size_t)(count), (void **)&(p)))
-    PL_ALLOC(pl->theta, G * pl->ps);
-    PL_ALLOC(pl->grad, G * pl->ps);
-    PL_ALLOC(pl->buf[0], G * pl->ns);
-    for (int l = 0; l < pl->L; l++) {
-      const dt_layer_kind k = pl->ly[l].kind;
-      if (k != DT_LAYER_FLATTEN || pl->cnhw[l]) PL_ALLOC(pl->buf[l + 1], G * pl->ns);
-      if (k == DT_LAYER_LINEAR && pl->cnhw[l]) PL_ALLOC(pl->tin[l], G * pl->ns);
-      if (k == DT_LAYER_MAXPOOL2D) PL_ALLOC(pl->argmax[l], G * pl->ns);
-      if (k == DT_LAYER_DROPOUT) PL_ALLOC(pl->mask[l], G * pl->ns);
-    }
-    PL_ALLOC(pl->ga, G * pl->ns);
-    PL_ALLOC(pl->gb, G * pl->ns);
-    if (pl->cols > 0) {
-      PL_ALLOC(pl->col, G * pl->cols);
-      PL_ALLOC(pl->dcol, G * pl->cols);
-    }
-    PL_ALLOC(pl->y, G * S);
-    PL_ALLOC(pl->sample_loss, G * S);
-    PL_ALLOC(pl->sample_hit, G * S);
-    PL_ALLOC(pl->total, slots);
-    PL_ALLOC(pl->correct, slots);
-    PL_ALLOC(pl->batch_d, slots);
-    PL_ALLOC(pl->scale_d, slots);
-    PL_ALLOC(pl->states_d, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
-    PL_HOST(pl->batch_h, slots);
-    PL_HOST(pl->scale_h, slots);
-    PL_HOST(pl->states_h, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
-    PL_HOST(pl->total_h, slots);
-    PL_HOST(pl->correct_h, slots);
+  PL_ALLOC(pl->theta, G * pl->ps);
+  PL_ALLOC(pl->grad, G * pl->ps);
+  PL_ALLOC(pl->buf[0], G * pl->ns);
+  for (int l = 0; l < pl->L; l++) {
+    const dt_layer_kind k = pl->ly[l].kind;
+    if (k != DT_LAYER_FLATTEN || pl->cnhw[l]) PL_ALLOC(pl->buf[l + 1], G * pl->ns);
+    if (k == DT_LAYER_LINEAR && pl->cnhw[l]) PL_ALLOC(pl->tin[l], G * pl->ns);
+    if (k == DT_LAYER_MAXPOOL2D) PL_ALLOC(pl->argmax[l], G * pl->ns);
+    if (k == DT_LAYER_DROPOUT) PL_ALLOC(pl->mask[l], G * pl->ns);
+  }
+  PL_ALLOC(pl->ga, G * pl->ns);
+  PL_ALLOC(pl->gb, G * pl->ns);
+  if (pl->cols > 0) {
+    PL_ALLOC(pl->col, G * pl->cols);
+    PL_ALLOC(pl->dcol, G * pl->cols);
+  }
+  PL_ALLOC(pl->y, G * S);
+  PL_ALLOC(pl->sample_loss, G * S);
+  PL_ALLOC(pl->sample_hit, G * S);
+  PL_ALLOC(pl->total, slots);
+  PL_ALLOC(pl->correct, slots);
+  PL_ALLOC(pl->batch_d, slots);
+  PL_ALLOC(pl->scale_d, slots);
+  PL_ALLOC(pl->states_d, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
+  PL_HOST(pl->batch_h, slots);
+  PL_HOST(pl->scale_h, slots);
+  PL_HOST(pl->states_h, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
+  PL_HOST(pl->total_h, slots);
+  PL_HOST(pl->correct_h, slots);
 #undef PL_ALLOC
 #undef PL_HOST
-  }
   return DT_OK;
+}
+
+/* Shapes, the group size, and the plan's memory. */
+static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, cu_plan *pl) {
+  size_t maxs, cols;
+  plan_shapes(m, max_batch, nodes, pl, &maxs, &cols);
+  plan_group(pl, maxs, cols, run_nodes);
+  return plan_alloc(be, pl);
 }
 
 dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **out) {
