@@ -169,91 +169,137 @@ static dt_status plan_point(const sweep_index *ix, const char *dir, int p, int r
   return dt_config_load(path, &dt_builtin, NULL, 0, cfg);
 }
 
-dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
-                       const char *resume_dir) {
-  const int rank = dt_comm_rank(comm);
-  static dt_config cfg;
-  static char dir[DT_PATH_MAX + 64], folder[DT_PATH_MAX + 96];
+/* A sweep being run: what every rank learns of it (the folder, the number of points), rank 0's
+ * index, and the current point's config, folder and swept values. */
+typedef struct sweep_run {
+  dt_comm *comm;
+  int rank, num_points;
+  const dt_run_options *opt;
+  const char *resume_dir; /* NULL: a new sweep */
+  sweep_index ix;         /* rank 0 */
+  dt_config cfg;
+  char dir[DT_PATH_MAX + 64], folder[DT_PATH_MAX + 96];
   char json[4096];
-  const char *keys[DT_SWEEP_MAX_AXES], *values[DT_SWEEP_MAX_AXES];
-  sweep_index ix;
-  memset(&ix, 0, sizeof ix);
+  const char *keys[DT_SWEEP_MAX_AXES], *values[DT_SWEEP_MAX_AXES]; /* rank 0 */
+} sweep_run;
+
+/* Rank 0 makes the sweep folder (or takes the one resumed) and reads its index; every rank
+ * learns the folder and the number of points, or fails with rank 0's reason. */
+static dt_status open_sweep(sweep_run *sr, const dt_sweep *sw, const char *const *sets, int nsets) {
   dt_status st = DT_OK;
   double head[2] = {0, 0}; /* ok, points */
-  if (rank == 0) {
-    if (resume_dir != NULL) {
-      snprintf(dir, sizeof dir, "%s", resume_dir);
+  if (sr->rank == 0) {
+    if (sr->resume_dir != NULL) {
+      snprintf(sr->dir, sizeof sr->dir, "%s", sr->resume_dir);
     } else {
       st = check_points(sw, sets, nsets);
-      if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, opt, dir, sizeof dir);
+      if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, sr->opt, sr->dir, sizeof sr->dir);
     }
-    if (st == DT_OK) st = read_index(dir, &ix);
+    if (st == DT_OK) st = read_index(sr->dir, &sr->ix);
     head[0] = st == DT_OK;
-    head[1] = ix.num_points;
+    head[1] = sr->ix.num_points;
   }
   const dt_status setup_st = st; /* rank 0's reason, which the broadcast's status would overwrite */
-  DT_TRY_GOTO(dt_comm_bcast(comm, head, sizeof head, 0));
+  DT_TRY(dt_comm_bcast(sr->comm, head, sizeof head, 0));
   if (head[0] != 1) {
     st = setup_st;
     if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not set up the sweep");
-    goto cleanup;
+    return st;
   }
-  DT_TRY_GOTO(dt_comm_bcast(comm, dir, sizeof dir, 0));
-  if (rank == 0 && !opt->quiet)
-    printf("sweep: %d point%s in %s%s\n", (int)head[1], head[1] == 1 ? "" : "s", dir, resume_dir != NULL ? " (resuming)" : "");
+  DT_TRY(dt_comm_bcast(sr->comm, sr->dir, sizeof sr->dir, 0));
+  sr->num_points = (int)head[1];
+  return DT_OK;
+}
+
+/* Rank 0 plans point p; every rank learns its action (POINT_RUN, _RESUME or _SKIP) and, for a
+ * point to run, its config and folder, or fails with rank 0's reason. */
+static dt_status share_point(sweep_run *sr, int p, int *action) {
+  dt_status st = DT_OK;
+  double act = POINT_FAILED;
+  if (sr->rank == 0) {
+    int a = 0;
+    st = plan_point(&sr->ix, sr->dir, p, sr->resume_dir != NULL, &sr->cfg, sr->folder, sizeof sr->folder, &a, sr->json,
+                    sizeof sr->json, sr->keys, sr->values);
+    act = st == DT_OK ? a : POINT_FAILED;
+  }
+  const dt_status plan_st = st;
+  DT_TRY(dt_comm_bcast(sr->comm, &act, sizeof act, 0));
+  if (act == POINT_FAILED) {
+    st = plan_st;
+    if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load point %d of the sweep", p);
+    return st;
+  }
+  *action = (int)act;
+  if (*action == POINT_SKIP) return DT_OK;
+  DT_TRY(dt_comm_bcast(sr->comm, &sr->cfg, sizeof sr->cfg, 0));
+  DT_TRY(dt_comm_bcast(sr->comm, sr->folder, sizeof sr->folder, 0));
+  return DT_OK;
+}
+
+/* Rank 0's heading of a point: its folder and swept values. */
+static void announce_point(const sweep_run *sr, int p, int action) {
+  if (sr->rank != 0 || sr->opt->quiet) return;
+  printf("\n== sweep point %d of %d (%s):", p + 1, sr->num_points, strrchr(sr->folder, '/') + 1);
+  const dt_ynode *vals = dt_ynode_get(sr->ix.runs->items[p], "values");
+  for (int k = 0; k < vals->n; k++) printf(" %s=%s", sr->keys[k], sr->values[k]);
+  printf("%s\n", action == POINT_RESUME ? " (resumed)" : "");
+  fflush(stdout);
+}
+
+/* Point p as an ordinary run of its folder (resumed, or over the config.yaml already there),
+ * recorded in the sweep's database; an interrupt says how to continue the sweep. */
+static dt_status run_point(sweep_run *sr, int p, int action) {
+  dt_run_options ro = *sr->opt;
+  ro.output_dir = sr->folder;
+  ro.force = action == POINT_RUN; /* the folder holds its config.yaml */
+  ro.resume = action == POINT_RESUME;
+  ro.db_dir = sr->dir;
+  ro.point = p;
+  ro.swept_json = sr->json;
+  ro.num_swept = sr->rank == 0 ? dt_ynode_get(sr->ix.runs->items[p], "values")->n : 0;
+  ro.swept_keys = sr->keys;
+  ro.swept_values = sr->values;
+  dt_status st = dt_experiment_run(sr->comm, &sr->cfg, &ro);
+  if (st == DT_ERR_INTERRUPTED) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dt_error_message());
+    st = DT_ERROR(DT_ERR_INTERRUPTED, "sweep point %d of %d: %s; continue the sweep with: dtrun resume %s", p + 1, sr->num_points,
+                  msg, sr->dir);
+  }
+  return st;
+}
+
+dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt,
+                       const char *resume_dir) {
+  static sweep_run sr; /* static: a config is large */
+  memset(&sr, 0, sizeof sr);
+  sr.comm = comm;
+  sr.rank = dt_comm_rank(comm);
+  sr.opt = opt;
+  sr.resume_dir = resume_dir;
+  dt_status st = DT_OK;
+  DT_TRY_GOTO(open_sweep(&sr, sw, sets, nsets));
+  if (sr.rank == 0 && !opt->quiet)
+    printf("sweep: %d point%s in %s%s\n", sr.num_points, sr.num_points == 1 ? "" : "s", sr.dir,
+           resume_dir != NULL ? " (resuming)" : "");
   int done = 0, skipped = 0;
-  for (int p = 0; p < (int)head[1]; p++) {
-    double action = POINT_FAILED;
-    if (rank == 0) {
-      int a = 0;
-      st = plan_point(&ix, dir, p, resume_dir != NULL, &cfg, folder, sizeof folder, &a, json, sizeof json, keys, values);
-      action = st == DT_OK ? a : POINT_FAILED;
-    }
-    const dt_status plan_st = st;
-    DT_TRY_GOTO(dt_comm_bcast(comm, &action, sizeof action, 0));
-    if (action == POINT_FAILED) {
-      st = plan_st;
-      if (st == DT_OK) st = DT_ERROR(DT_ERR_CONFIG, "rank 0 could not load point %d of the sweep", p);
-      goto cleanup;
-    }
+  for (int p = 0; p < sr.num_points; p++) {
+    int action = POINT_FAILED;
+    DT_TRY_GOTO(share_point(&sr, p, &action));
     if (action == POINT_SKIP) {
       skipped++;
       continue;
     }
-    DT_TRY_GOTO(dt_comm_bcast(comm, &cfg, sizeof cfg, 0));
-    DT_TRY_GOTO(dt_comm_bcast(comm, folder, sizeof folder, 0));
-    if (rank == 0 && !opt->quiet) {
-      printf("\n== sweep point %d of %d (%s):", p + 1, (int)head[1], strrchr(folder, '/') + 1);
-      const dt_ynode *vals = dt_ynode_get(ix.runs->items[p], "values");
-      for (int k = 0; k < vals->n; k++) printf(" %s=%s", keys[k], values[k]);
-      printf("%s\n", action == POINT_RESUME ? " (resumed)" : "");
-      fflush(stdout);
-    }
-    dt_run_options ro = *opt;
-    ro.output_dir = folder;
-    ro.force = action == POINT_RUN; /* the folder holds its config.yaml */
-    ro.resume = action == POINT_RESUME;
-    ro.db_dir = dir;
-    ro.point = p;
-    ro.swept_json = json;
-    ro.num_swept = rank == 0 ? dt_ynode_get(ix.runs->items[p], "values")->n : 0;
-    ro.swept_keys = keys;
-    ro.swept_values = values;
-    st = dt_experiment_run(comm, &cfg, &ro);
-    if (st == DT_ERR_INTERRUPTED) {
-      char msg[1024];
-      snprintf(msg, sizeof msg, "%s", dt_error_message());
-      st = DT_ERROR(DT_ERR_INTERRUPTED, "sweep point %d of %d: %s; continue the sweep with: dtrun resume %s", p + 1, (int)head[1], msg,
-                    dir);
-    }
-    DT_TRY_GOTO(st);
+    announce_point(&sr, p, action);
+    DT_TRY_GOTO(run_point(&sr, p, action));
     done++;
   }
-  if (rank == 0)
+  if (sr.rank == 0)
     printf("\nsweep: %d point%s run%s%s in %s; tabulate with: dtrun compare %s\n", done, done == 1 ? "" : "s",
-           skipped ? ", completed before: " : "", skipped ? (snprintf(json, sizeof json, "%d", skipped), json) : "", dir, dir);
+           skipped ? ", completed before: " : "", skipped ? (snprintf(sr.json, sizeof sr.json, "%d", skipped), sr.json) : "", sr.dir,
+           sr.dir);
 cleanup:
-  dt_ynode_free(ix.root);
+  dt_ynode_free(sr.ix.root);
   return st;
 }
 

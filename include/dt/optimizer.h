@@ -3,7 +3,8 @@
  * An optimizer is one folder under optimizers/ that exports one dt_optimizer_def: its config face
  * (dt_plugin: name, aliases, the table of its config keys and the struct they fill) and the
  * callbacks the runner drives round by round. It sees the run context declared here (implemented
- * in optimizers/run_ctx.c), the task (dt/problem.h) and the backend; it never calls MPI. */
+ * in optimizers/run_ctx.c, its checkpoint state in optimizers/run_state.c), the task
+ * (dt/problem.h) and the backend; it never calls MPI. */
 #ifndef DT_OPTIMIZER_H
 #define DT_OPTIMIZER_H
 

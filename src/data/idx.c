@@ -36,81 +36,106 @@ static int64_t read_full(gzFile f, uint8_t *buf, uint64_t n) {
   return (int64_t)got;
 }
 
+/* Opens path for reading, raw or gzip, refusing what is missing or a folder. */
+static dt_status open_idx(const char *path, gzFile *out) {
+  struct stat sb;
+  DT_CHECK(stat(path, &sb) == 0, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+  DT_CHECK(!S_ISDIR(sb.st_mode), DT_ERR_DATA, "%s: is a folder, expected an IDX file", path);
+  gzFile f = gzopen(path, "rb");
+  DT_CHECK(f != NULL, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+  gzbuffer(f, 1u << 17);
+  *out = f;
+  return DT_OK;
+}
+
+/* The header: magic (unsigned bytes, ndims dimensions), then the dimensions into dims and their
+ * product, the data's size, into *total (checked against IDX_MAX_BYTES as it grows). */
+static dt_status read_header(gzFile f, const char *path, int ndims, uint32_t *dims, uint64_t *total) {
+  uint8_t head[4];
+  int64_t got = read_full(f, head, 4);
+  DT_CHECK(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK(got == 4, DT_ERR_DATA,
+           "%s: truncated: the file has %lld bytes, an IDX header needs at least 4", path,
+           (long long)got);
+  DT_CHECK(head[0] == 0 && head[1] == 0, DT_ERR_DATA,
+           "%s: wrong magic number 0x%02x%02x%02x%02x: not an IDX file (expected "
+           "0x000008%02x)",
+           path, head[0], head[1], head[2], head[3], ndims);
+  DT_CHECK(head[2] == 0x08, DT_ERR_DATA,
+           "%s: IDX element type 0x%02x is not supported (expected 0x08, unsigned byte)",
+           path, head[2]);
+  DT_CHECK(head[3] == ndims, DT_ERR_DATA,
+           "%s: IDX file has %d dimensions, expected %d (%s file)", path, head[3], ndims,
+           ndims == 1 ? "a label" : "an image");
+
+  uint8_t raw_dims[4 * 4];
+  got = read_full(f, raw_dims, 4 * (uint64_t)ndims);
+  DT_CHECK(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK(got == 4 * ndims, DT_ERR_DATA, "%s: truncated inside the header", path);
+  *total = 1;
+  for (int i = 0; i < ndims; i++) {
+    const uint8_t *d = raw_dims + 4 * i;
+    dims[i] = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+    DT_CHECK(dims[i] > 0, DT_ERR_DATA, "%s: dimension %d is zero", path, i);
+    /* checked before multiplying: 65536 x 131072 x 2^31 wraps a uint64 to 0 (a fuzzer found it) */
+    DT_CHECK(dims[i] <= IDX_MAX_BYTES / *total, DT_ERR_DATA,
+             "%s: dimensions describe more than %llu bytes: corrupt header?", path,
+             (unsigned long long)IDX_MAX_BYTES);
+    *total *= dims[i];
+    DT_CHECK(*total <= IDX_MAX_BYTES, DT_ERR_DATA,
+             "%s: dimensions describe more than %llu bytes: corrupt header?", path,
+             (unsigned long long)IDX_MAX_BYTES);
+  }
+  return DT_OK;
+}
+
+/* The total bytes of data into *buf (the caller frees it, also on failure). The buffer grows
+ * with the data that really arrive, so a header that lies about the size cannot make us
+ * allocate more than the file holds; a stop request ends a long load. */
+static dt_status read_data(gzFile f, const char *path, uint64_t total, uint8_t **buf) {
+  uint64_t have = 0, cap = total < IDX_CHUNK ? total : IDX_CHUNK;
+  DT_ALLOC(*buf, cap, path);
+  for (;;) {
+    DT_CHECK(!dt_stop_requested(), DT_ERR_INTERRUPTED, "%s: loading interrupted by signal %d", path, dt_stop_requested());
+    int64_t got = read_full(f, *buf + have, cap - have);
+    DT_CHECK(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+    have += (uint64_t)got;
+    if (have < cap || cap == total) break;
+    const uint64_t grown_cap = cap * 2 < total ? cap * 2 : total;
+    uint8_t *grown = realloc(*buf, grown_cap);
+    DT_CHECK(grown != NULL, DT_ERR_MEMORY, "out of memory reading %s (%llu bytes)", path, (unsigned long long)grown_cap);
+    *buf = grown;
+    cap = grown_cap;
+  }
+  DT_CHECK(have == total, DT_ERR_DATA,
+           "%s: truncated: the header promises %llu bytes of data, the file holds %llu", path,
+           (unsigned long long)total, (unsigned long long)have);
+  return DT_OK;
+}
+
+/* Nothing after the data. Reading past the end also makes zlib verify the gzip trailer (CRC and
+ * length). */
+static dt_status check_end(gzFile f, const char *path, uint64_t total) {
+  uint8_t extra[64];
+  int64_t got = read_full(f, extra, sizeof extra);
+  DT_CHECK(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
+  DT_CHECK(got == 0, DT_ERR_DATA,
+           "%s: %s%lld unexpected bytes after the %llu bytes the header describes", path,
+           got == (int64_t)sizeof extra ? "at least " : "", (long long)got,
+           (unsigned long long)total);
+  return DT_OK;
+}
+
 dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data) {
   dt_status st = DT_OK;
   uint8_t *buf = NULL;
   *data = NULL;
-  struct stat sb;
   gzFile f = NULL;
-  DT_CHECK_GOTO(stat(path, &sb) == 0, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-  DT_CHECK_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_DATA, "%s: is a folder, expected an IDX file", path);
-  f = gzopen(path, "rb");
-  DT_CHECK_GOTO(f != NULL, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-  gzbuffer(f, 1u << 17);
-
-  uint8_t head[4];
-  int64_t got = read_full(f, head, 4);
-  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
-  DT_CHECK_GOTO(got == 4, DT_ERR_DATA,
-                "%s: truncated: the file has %lld bytes, an IDX header needs at least 4", path,
-                (long long)got);
-  DT_CHECK_GOTO(head[0] == 0 && head[1] == 0, DT_ERR_DATA,
-                "%s: wrong magic number 0x%02x%02x%02x%02x: not an IDX file (expected "
-                "0x000008%02x)",
-                path, head[0], head[1], head[2], head[3], ndims);
-  DT_CHECK_GOTO(head[2] == 0x08, DT_ERR_DATA,
-                "%s: IDX element type 0x%02x is not supported (expected 0x08, unsigned byte)",
-                path, head[2]);
-  DT_CHECK_GOTO(head[3] == ndims, DT_ERR_DATA,
-                "%s: IDX file has %d dimensions, expected %d (%s file)", path, head[3], ndims,
-                ndims == 1 ? "a label" : "an image");
-
-  uint8_t raw_dims[4 * 4];
-  got = read_full(f, raw_dims, 4 * (uint64_t)ndims);
-  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
-  DT_CHECK_GOTO(got == 4 * ndims, DT_ERR_DATA, "%s: truncated inside the header", path);
-  uint64_t total = 1;
-  for (int i = 0; i < ndims; i++) {
-    const uint8_t *d = raw_dims + 4 * i;
-    dims[i] = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
-    DT_CHECK_GOTO(dims[i] > 0, DT_ERR_DATA, "%s: dimension %d is zero", path, i);
-    /* checked before multiplying: 65536 x 131072 x 2^31 wraps a uint64 to 0 (a fuzzer found it) */
-    DT_CHECK_GOTO(dims[i] <= IDX_MAX_BYTES / total, DT_ERR_DATA,
-                  "%s: dimensions describe more than %llu bytes: corrupt header?", path,
-                  (unsigned long long)IDX_MAX_BYTES);
-    total *= dims[i];
-    DT_CHECK_GOTO(total <= IDX_MAX_BYTES, DT_ERR_DATA,
-                  "%s: dimensions describe more than %llu bytes: corrupt header?", path,
-                  (unsigned long long)IDX_MAX_BYTES);
-  }
-
-  /* The buffer grows with the data that really arrive, so a header that lies about the size
-   * cannot make us allocate more than the file holds; a stop request ends a long load. */
-  uint64_t have = 0, cap = total < IDX_CHUNK ? total : IDX_CHUNK;
-  DT_ALLOC_GOTO(buf, cap, path);
-  for (;;) {
-    DT_CHECK_GOTO(!dt_stop_requested(), DT_ERR_INTERRUPTED, "%s: loading interrupted by signal %d", path, dt_stop_requested());
-    got = read_full(f, buf + have, cap - have);
-    DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
-    have += (uint64_t)got;
-    if (have < cap || cap == total) break;
-    const uint64_t grown_cap = cap * 2 < total ? cap * 2 : total;
-    uint8_t *grown = realloc(buf, grown_cap);
-    DT_CHECK_GOTO(grown != NULL, DT_ERR_MEMORY, "out of memory reading %s (%llu bytes)", path, (unsigned long long)grown_cap);
-    buf = grown;
-    cap = grown_cap;
-  }
-  DT_CHECK_GOTO(have == total, DT_ERR_DATA,
-                "%s: truncated: the header promises %llu bytes of data, the file holds %llu", path,
-                (unsigned long long)total, (unsigned long long)have);
-  /* Reading past the end also makes zlib verify the gzip trailer (CRC and length). */
-  uint8_t extra[64];
-  got = read_full(f, extra, sizeof extra);
-  DT_CHECK_GOTO(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
-  DT_CHECK_GOTO(got == 0, DT_ERR_DATA,
-                "%s: %s%lld unexpected bytes after the %llu bytes the header describes", path,
-                got == (int64_t)sizeof extra ? "at least " : "", (long long)got,
-                (unsigned long long)total);
+  uint64_t total = 0;
+  DT_TRY_GOTO(open_idx(path, &f));
+  DT_TRY_GOTO(read_header(f, path, ndims, dims, &total));
+  DT_TRY_GOTO(read_data(f, path, total, &buf));
+  DT_TRY_GOTO(check_end(f, path, total));
   *data = buf;
   buf = NULL;
 

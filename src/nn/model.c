@@ -51,6 +51,106 @@ void dt_model_spec_seed_cnn(dt_model_spec *s, int num_filters, int kernel_size, 
   s->layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 10};
 }
 
+/* The activation shape between layers while a model is built: channels, height, width, and
+ * whether a flatten came before. */
+typedef struct act_shape {
+  int c, h, w, flat;
+} act_shape;
+
+/* A conv2d layer on input shape *s: its geometry and parameter counts; *s becomes its output. */
+static dt_status conv_layer(dt_model *m, int l, layer *ly, act_shape *s) {
+  const dt_layer_spec *ls = &ly->spec;
+  const int c = s->c, h = s->h, w = s->w;
+  DT_CHECK(!s->flat, DT_ERR_CONFIG, "model layer %d (conv2d) comes after flatten", l);
+  DT_CHECK(ls->out_channels >= 1 && ls->kernel_size >= 1 && ls->stride >= 1 && ls->padding >= 0,
+           DT_ERR_CONFIG, "model layer %d (conv2d) needs out_channels >= 1, kernel_size >= 1, "
+           "stride >= 1 and padding >= 0", l);
+  int oh = (h + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
+  int ow = (w + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
+  DT_CHECK(h + 2 * ls->padding >= ls->kernel_size && w + 2 * ls->padding >= ls->kernel_size,
+           DT_ERR_CONFIG, "model layer %d (conv2d): kernel %dx%d is larger than its padded "
+           "input %dx%d", l, ls->kernel_size, ls->kernel_size, h + 2 * ls->padding, w + 2 * ls->padding);
+  ly->conv = (dt_conv_shape){.c = c, .h = h, .w = w, .f = ls->out_channels, .k = ls->kernel_size,
+                             .stride = ls->stride, .pad = ls->padding, .oh = oh, .ow = ow};
+  ly->fan_in = c * ls->kernel_size * ls->kernel_size;
+  ly->n_w = (size_t)ls->out_channels * ly->fan_in;
+  ly->n_b = (size_t)ls->out_channels;
+  size_t col = (size_t)ly->fan_in * oh * ow;
+  if (col > m->col_size) m->col_size = col;
+  s->c = ls->out_channels;
+  s->h = oh;
+  s->w = ow;
+  return DT_OK;
+}
+
+/* A maxpool2d layer on input shape *s (stride 0: the kernel size); *s becomes its output. */
+static dt_status pool_layer(int l, layer *ly, act_shape *s) {
+  const dt_layer_spec *ls = &ly->spec;
+  const int c = s->c, h = s->h, w = s->w;
+  DT_CHECK(!s->flat, DT_ERR_CONFIG, "model layer %d (maxpool2d) comes after flatten", l);
+  int stride = ls->stride > 0 ? ls->stride : ls->kernel_size;
+  DT_CHECK(ls->kernel_size >= 1 && ls->kernel_size <= h && ls->kernel_size <= w, DT_ERR_CONFIG,
+           "model layer %d (maxpool2d): kernel_size %d does not fit its %dx%d input", l,
+           ls->kernel_size, h, w);
+  int oh = (h - ls->kernel_size) / stride + 1, ow = (w - ls->kernel_size) / stride + 1;
+  ly->pool = (dt_pool_shape){.c = c, .h = h, .w = w, .k = ls->kernel_size, .stride = stride, .oh = oh, .ow = ow};
+  s->h = oh;
+  s->w = ow;
+  return DT_OK;
+}
+
+/* A linear layer on a flat input *s: its parameter counts; *s becomes its output. */
+static dt_status linear_layer(int l, layer *ly, act_shape *s) {
+  const dt_layer_spec *ls = &ly->spec;
+  DT_CHECK(s->flat || (s->h == 1 && s->w == 1), DT_ERR_CONFIG,
+           "model layer %d (linear) receives a %dx%dx%d input; put a flatten layer before it",
+           l, s->c, s->h, s->w);
+  DT_CHECK(ls->out_features >= 1, DT_ERR_CONFIG, "model layer %d (linear) needs out_features >= 1", l);
+  ly->fan_in = s->c;
+  ly->n_w = (size_t)ls->out_features * s->c;
+  ly->n_b = (size_t)ls->out_features;
+  s->c = ls->out_features;
+  return DT_OK;
+}
+
+/* Layer l of the spec on input shape *s: its shapes, and its parameters from offset *off (weight,
+ * then bias) on; *s and *off move past it. */
+static dt_status add_layer(dt_model *m, int l, act_shape *s, size_t *off) {
+  layer *ly = &m->layers[l];
+  const dt_layer_spec *ls = &m->spec.layers[l];
+  ly->spec = *ls;
+  ly->in_c = s->c;
+  ly->in_h = s->h;
+  ly->in_w = s->w;
+  ly->in_size = (size_t)s->c * s->h * s->w;
+  switch (ls->kind) {
+    case DT_LAYER_CONV2D: DT_TRY(conv_layer(m, l, ly, s)); break;
+    case DT_LAYER_MAXPOOL2D: DT_TRY(pool_layer(l, ly, s)); break;
+    case DT_LAYER_FLATTEN:
+      s->c = s->c * s->h * s->w;
+      s->h = s->w = 1;
+      s->flat = 1;
+      break;
+    case DT_LAYER_LINEAR: DT_TRY(linear_layer(l, ly, s)); break;
+    case DT_LAYER_RELU: break;
+    case DT_LAYER_DROPOUT:
+      DT_CHECK(ls->p >= 0.0f && ls->p < 1.0f, DT_ERR_CONFIG,
+               "model layer %d (dropout): p must lie in [0, 1), found %g", l, ls->p);
+      break;
+    default: DT_CHECK(0, DT_ERR_CONFIG, "model layer %d has unknown kind %d", l, (int)ls->kind);
+  }
+  ly->out_c = s->c;
+  ly->out_h = s->h;
+  ly->out_w = s->w;
+  ly->out_size = (size_t)s->c * s->h * s->w;
+  ly->w_off = *off;
+  *off += ly->n_w;
+  ly->b_off = *off;
+  *off += ly->n_b;
+  if (ly->out_size > m->max_size) m->max_size = ly->out_size;
+  return DT_OK;
+}
+
 dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
   dt_status st = DT_OK;
   dt_model *m = NULL;
@@ -62,84 +162,10 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
   DT_ALLOC_GOTO(m, 1, "model");
   m->spec = *spec;
   m->L = spec->num_layers;
-  int c = spec->in_channels, h = spec->in_height, w = spec->in_width, flat = 0;
+  act_shape s = {.c = spec->in_channels, .h = spec->in_height, .w = spec->in_width, .flat = 0};
   size_t off = 0;
-  m->max_size = (size_t)c * h * w;
-  for (int l = 0; l < m->L; l++) {
-    layer *ly = &m->layers[l];
-    const dt_layer_spec *ls = &spec->layers[l];
-    ly->spec = *ls;
-    ly->in_c = c;
-    ly->in_h = h;
-    ly->in_w = w;
-    ly->in_size = (size_t)c * h * w;
-    switch (ls->kind) {
-      case DT_LAYER_CONV2D: {
-        DT_CHECK_GOTO(!flat, DT_ERR_CONFIG, "model layer %d (conv2d) comes after flatten", l);
-        DT_CHECK_GOTO(ls->out_channels >= 1 && ls->kernel_size >= 1 && ls->stride >= 1 && ls->padding >= 0,
-                      DT_ERR_CONFIG, "model layer %d (conv2d) needs out_channels >= 1, kernel_size >= 1, "
-                      "stride >= 1 and padding >= 0", l);
-        int oh = (h + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
-        int ow = (w + 2 * ls->padding - ls->kernel_size) / ls->stride + 1;
-        DT_CHECK_GOTO(h + 2 * ls->padding >= ls->kernel_size && w + 2 * ls->padding >= ls->kernel_size,
-                      DT_ERR_CONFIG, "model layer %d (conv2d): kernel %dx%d is larger than its padded "
-                      "input %dx%d", l, ls->kernel_size, ls->kernel_size, h + 2 * ls->padding, w + 2 * ls->padding);
-        ly->conv = (dt_conv_shape){.c = c, .h = h, .w = w, .f = ls->out_channels, .k = ls->kernel_size,
-                                   .stride = ls->stride, .pad = ls->padding, .oh = oh, .ow = ow};
-        ly->fan_in = c * ls->kernel_size * ls->kernel_size;
-        ly->n_w = (size_t)ls->out_channels * ly->fan_in;
-        ly->n_b = (size_t)ls->out_channels;
-        size_t col = (size_t)ly->fan_in * oh * ow;
-        if (col > m->col_size) m->col_size = col;
-        c = ls->out_channels;
-        h = oh;
-        w = ow;
-        break;
-      }
-      case DT_LAYER_MAXPOOL2D: {
-        DT_CHECK_GOTO(!flat, DT_ERR_CONFIG, "model layer %d (maxpool2d) comes after flatten", l);
-        int stride = ls->stride > 0 ? ls->stride : ls->kernel_size;
-        DT_CHECK_GOTO(ls->kernel_size >= 1 && ls->kernel_size <= h && ls->kernel_size <= w, DT_ERR_CONFIG,
-                      "model layer %d (maxpool2d): kernel_size %d does not fit its %dx%d input", l,
-                      ls->kernel_size, h, w);
-        int oh = (h - ls->kernel_size) / stride + 1, ow = (w - ls->kernel_size) / stride + 1;
-        ly->pool = (dt_pool_shape){.c = c, .h = h, .w = w, .k = ls->kernel_size, .stride = stride, .oh = oh, .ow = ow};
-        h = oh;
-        w = ow;
-        break;
-      }
-      case DT_LAYER_FLATTEN:
-        c = c * h * w;
-        h = w = 1;
-        flat = 1;
-        break;
-      case DT_LAYER_LINEAR:
-        DT_CHECK_GOTO(flat || (h == 1 && w == 1), DT_ERR_CONFIG,
-                      "model layer %d (linear) receives a %dx%dx%d input; put a flatten layer before it",
-                      l, c, h, w);
-        DT_CHECK_GOTO(ls->out_features >= 1, DT_ERR_CONFIG, "model layer %d (linear) needs out_features >= 1", l);
-        ly->fan_in = c;
-        ly->n_w = (size_t)ls->out_features * c;
-        ly->n_b = (size_t)ls->out_features;
-        c = ls->out_features;
-        break;
-      case DT_LAYER_RELU: break;
-      case DT_LAYER_DROPOUT:
-        DT_CHECK_GOTO(ls->p >= 0.0f && ls->p < 1.0f, DT_ERR_CONFIG,
-                      "model layer %d (dropout): p must lie in [0, 1), found %g", l, ls->p);
-        break;
-      default: DT_CHECK_GOTO(0, DT_ERR_CONFIG, "model layer %d has unknown kind %d", l, (int)ls->kind);
-    }
-    ly->out_c = c;
-    ly->out_h = h;
-    ly->out_w = w;
-    ly->out_size = (size_t)c * h * w;
-    ly->w_off = off;
-    off += ly->n_w;
-    ly->b_off = off;
-    off += ly->n_b;
-    if (ly->out_size > m->max_size) m->max_size = ly->out_size;
-  }
+  m->max_size = (size_t)s.c * s.h * s.w;
+  for (int l = 0; l < m->L; l++) DT_TRY_GOTO(add_layer(m, l, &s, &off));
   m->num_params = off;
   const layer *last = &m->layers[m->L - 1];
   DT_CHECK_GOTO(last->spec.kind == DT_LAYER_LINEAR && last->out_size == (size_t)spec->num_classes,

@@ -80,7 +80,8 @@ DT_MUST_USE static inline dt_status cu_launch_status(void) {
   } while (0)
 
 /* Every op of the list (dt/backend.h), defined in vec.cu (memory, vectors, steps), cuda.cu
- * (compressed messages, staged through the host codec) and nn.cu (node-batched model calls). */
+ * (compressed messages, staged through the host codec), nn_plan.cu and nn.cu (node-batched model
+ * calls: the plan, and the calls themselves). */
 #define CU_DECLARE(name, params, args) DT_MUST_USE dt_status cu_##name DT_OP_PARAMS params;
 #define CU_DECLARE_VOID(name, params, args) void cu_##name DT_OP_PARAMS params;
 DT_BACKEND_OPS(CU_DECLARE)

@@ -1,0 +1,254 @@
+/* The CUDA backend's model kernels (launched from nn.cu): the layer steps of a group of G nodes,
+ * elementwise or reducing in a fixed order (never with atomics), in either activation layout, and
+ * dropout masks drawn from the CPU backend's Philox streams (see nn.cu on determinism and layout). */
+#include <math.h>
+
+#include "nn_impl.h"
+
+extern "C" {
+#include "dt/formulas.h"
+#include "dt/rng.h"
+}
+
+/* ---- layout-generic kernels over G nodes ------------------------------------------------------
+ * An activation element (c, s, p) of node g lies at g·ns + c·cs + s·ss + p (p the pixel within a
+ * plane): sample-major has cs = plane, ss = C·plane; CNHW has cs = S·plane, ss = plane. */
+
+/* col[g][r][s·ohw + q] for r = (c·K + ki)·K + kj; zero outside the padded input. */
+__global__ void k_im2col(size_t n, dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss,
+                         float *col, size_t colns) {
+  const int ohw = sh.oh * sh.ow, K = sh.k;
+  const size_t N = (size_t)S * ohw, per = (size_t)sh.c * K * K * N;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per, r = rem / N, j = rem % N;
+    const int s = (int)(j / ohw), q = (int)(j % ohw), oh = q / sh.ow, ow = q % sh.ow;
+    const int c = (int)(r / (K * K)), ki = (int)(r / K % K), kj = (int)(r % K);
+    const int ih = oh * sh.stride - sh.pad + ki, iw = ow * sh.stride - sh.pad + kj;
+    float v = 0.0f;
+    if (ih >= 0 && ih < sh.h && iw >= 0 && iw < sh.w) v = x[g * xns + c * cs + s * ss + (size_t)ih * sh.w + iw];
+    col[g * colns + rem] = v;
+  }
+}
+
+/* dx = col2im(dcol): each input element sums its taps in (ki, kj) order. */
+__global__ void k_col2im(size_t n, dt_conv_shape sh, int S, const float *dcol, size_t colns, float *dx, size_t xns,
+                         size_t cs, size_t ss) {
+  const int ohw = sh.oh * sh.ow, K = sh.k, hw = sh.h * sh.w;
+  const size_t N = (size_t)S * ohw, per = (size_t)sh.c * S * hw;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    const int c = (int)(rem / ((size_t)S * hw)), s = (int)(rem / hw % S), p = (int)(rem % hw);
+    const int ih = p / sh.w, iw = p % sh.w;
+    float acc = 0.0f;
+    for (int ki = 0; ki < K; ki++) {
+      const int th = ih + sh.pad - ki;
+      if (th < 0 || th % sh.stride != 0 || th / sh.stride >= sh.oh) continue;
+      for (int kj = 0; kj < K; kj++) {
+        const int tw = iw + sh.pad - kj;
+        if (tw < 0 || tw % sh.stride != 0 || tw / sh.stride >= sh.ow) continue;
+        const size_t r = ((size_t)c * K + ki) * K + kj;
+        acc += dcol[g * colns + r * N + (size_t)s * ohw + (th / sh.stride) * sh.ow + tw / sh.stride];
+      }
+    }
+    dx[g * xns + c * cs + s * ss + p] = acc;
+  }
+}
+
+/* Conv output (f × N per node, N = S·ohw) starts as its bias. */
+__global__ void k_bias_rows(size_t n, int f, size_t N, const float *b, size_t bns, float *y, size_t yns) {
+  const size_t per = (size_t)f * N;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    y[g * yns + rem] = b[g * bns + rem / N];
+  }
+}
+
+/* Linear output (S × out per node) starts as its bias. */
+__global__ void k_bias_cols(size_t n, int out, int S, const float *b, size_t bns, float *y, size_t yns) {
+  const size_t per = (size_t)S * out;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    y[g * yns + rem] = b[g * bns + rem % out];
+  }
+}
+
+/* db[g][f] = Σ_j dy[g][f][j], one block per (g, f), a fixed tree over a fixed stride. */
+__global__ void k_row_sums(int f, size_t N, const float *dy, size_t yns, float *db, size_t bns) {
+  __shared__ float s[CU_THREADS];
+  const int g = blockIdx.x / f, r = blockIdx.x % f;
+  const float *row = dy + (size_t)g * yns + (size_t)r * N;
+  float acc = 0.0f;
+  for (size_t j = threadIdx.x; j < N; j += CU_THREADS) acc += row[j];
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int h = CU_THREADS / 2; h > 0; h /= 2) {
+    if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[(size_t)g * bns + r] = s[0];
+}
+
+/* db[g][o] = Σ_s dy[g][s][o], samples in order. */
+__global__ void k_col_sums(size_t n, int out, int S, const float *dy, size_t yns, float *db, size_t bns) {
+  GRID_STRIDE(i, n) {
+    const size_t g = i / out;
+    const int o = (int)(i % out);
+    float acc = 0.0f;
+    for (int s = 0; s < S; s++) acc += dy[g * yns + (size_t)s * out + o];
+    db[g * bns + o] = acc;
+  }
+}
+
+/* Planes of h×w, `planes` per node at node strides xns / yns (a plane is contiguous in both
+ * layouts): the window's first maximum, NaN wins. */
+__global__ void k_maxpool(size_t n, dt_pool_shape sh, size_t planes, const float *x, size_t xns, float *y, size_t yns,
+                          int32_t *argmax) {
+  const size_t outp = (size_t)sh.oh * sh.ow, inp = (size_t)sh.h * sh.w;
+  GRID_STRIDE(i, n) {
+    const size_t plane = i / outp, g = plane / planes, pp = plane % planes;
+    const int o = (int)(i % outp), oh = o / sh.ow, ow = o % sh.ow;
+    const float *xp = x + g * xns + pp * inp;
+    const int h0 = oh * sh.stride, w0 = ow * sh.stride;
+    int best = h0 * sh.w + w0;
+    float bv = xp[best];
+    for (int a = 0; a < sh.k; a++)
+      for (int b = 0; b < sh.k; b++) {
+        const int idx = (h0 + a) * sh.w + w0 + b;
+        const float v = xp[idx];
+        if (v > bv || v != v) {
+          bv = v;
+          best = idx;
+        }
+      }
+    const size_t at = g * yns + pp * outp + o;
+    y[at] = bv;
+    argmax[at] = best;
+  }
+}
+
+/* dx of one input element: the dy of every window whose maximum it was, windows in order. */
+__global__ void k_maxpool_back(size_t n, dt_pool_shape sh, size_t planes, const float *dy, const int32_t *argmax, size_t yns,
+                               float *dx, size_t xns) {
+  const size_t inp = (size_t)sh.h * sh.w, outp = (size_t)sh.oh * sh.ow;
+  GRID_STRIDE(i, n) {
+    const size_t plane = i / inp, g = plane / planes, pp = plane % planes;
+    const int p = (int)(i % inp), ih = p / sh.w, iw = p % sh.w;
+    const int oh0 = ih >= sh.k ? (ih - sh.k) / sh.stride + 1 : 0, ow0 = iw >= sh.k ? (iw - sh.k) / sh.stride + 1 : 0;
+    const size_t base = g * yns + pp * outp;
+    float acc = 0.0f;
+    for (int oh = oh0; oh <= ih / sh.stride && oh < sh.oh; oh++)
+      for (int ow = ow0; ow <= iw / sh.stride && ow < sh.ow; ow++) {
+        const size_t o = base + (size_t)oh * sh.ow + ow;
+        if (argmax[o] == p) acc += dy[o];
+      }
+    dx[g * xns + pp * inp + p] = acc;
+  }
+}
+
+__global__ void k_relu(size_t n, const float *x, float *y) { GRID_STRIDE(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+__global__ void k_relu_back(size_t n, const float *y, const float *dy, float *dx) {
+  GRID_STRIDE(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* Dropout over G nodes of S samples of C planes of `plane` floats, stored with (cs, ss); the
+ * element's word in node g's stream is its CPU (sample-major) position. Samples at or past
+ * batch[g] (or every sample, for batch == NULL a count of S) get mask 0. */
+__global__ void k_dropout(size_t n, int C, int S, size_t plane, size_t ns, size_t cs, size_t ss, float p, float scale,
+                          const dt_rng *st, const int *batch, const float *x, float *y, uint8_t *mask) {
+  const size_t per = (size_t)C * S * plane;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    const int c = (int)(rem / ((size_t)S * plane)), s = (int)(rem / plane % S);
+    const size_t q = rem % plane;
+    const size_t at = g * ns + (size_t)c * cs + (size_t)s * ss + q;
+    uint8_t keep = 0;
+    if (s < (batch != NULL ? batch[g] : S)) {
+      const uint64_t word = (uint64_t)s * C * plane + (uint64_t)c * plane + q;
+      keep = (uint8_t)dt_f_dropout_keep(dt_philox_word_at(st[g].key, st[g].ctr, st[g].buf, st[g].used, word), p);
+    }
+    mask[at] = keep;
+    y[at] = keep ? x[at] * scale : 0.0f;
+  }
+}
+
+__global__ void k_dropout_back(size_t n, float scale, const uint8_t *mask, const float *dy, float *dx) {
+  GRID_STRIDE(i, n) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}
+
+/* Log-softmax + NLL per (node, sample): the sample's loss and hit, and scale·(softmax − onehot)
+ * for samples inside the node's batch (zero past it). */
+__global__ void k_softmax_nll(size_t n, int classes, int S, const float *z, size_t zns, const int32_t *y, size_t yns,
+                              const int *batch, const float *scale, float *dz, double *loss, int *hit) {
+  GRID_STRIDE(i, n) {
+    const size_t g = i / S;
+    const int s = (int)(i % S);
+    const float *zr = z + g * zns + (size_t)s * classes;
+    const int valid = s < (batch != NULL ? batch[g] : S);
+    const int32_t label = valid ? y[g * yns + s] : 0;
+    float mx = zr[0];
+    int arg = 0;
+    for (int c = 1; c < classes; c++)
+      if (zr[c] > mx) mx = zr[c], arg = c;
+    float sum = 0.0f;
+    for (int c = 0; c < classes; c++) sum += expf(zr[c] - mx);
+    const float lse = mx + logf(sum);
+    loss[i] = valid ? (double)(lse - zr[label]) : 0.0;
+    hit[i] = valid && arg == label;
+    if (dz != NULL) {
+      float *d = dz + g * zns + (size_t)s * classes;
+      const float sc = valid ? scale[g] : 0.0f;
+      for (int c = 0; c < classes; c++) d[c] = sc * expf(zr[c] - lse);
+      if (valid) d[label] -= sc;
+    }
+  }
+}
+
+/* Per node, in sample order: total[g] += Σ loss, correct[g] += Σ hit. */
+__global__ void k_node_totals(size_t n, int S, const double *loss, const int *hit, double *total, long long *correct) {
+  GRID_STRIDE(g, n) {
+    double acc = 0.0;
+    long long h = 0;
+    for (int s = 0; s < S; s++) acc += loss[g * S + s], h += hit[g * S + s];
+    total[g] += acc;
+    correct[g] += h;
+  }
+}
+
+/* (C, S, plane) → (S, C, plane) per node, and back. */
+__global__ void k_to_samples(size_t n, int C, int S, size_t plane, const float *x, size_t xns, float *y, size_t yns, int back) {
+  const size_t per = (size_t)C * S * plane;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    const int c = (int)(rem / ((size_t)S * plane)), s = (int)(rem / plane % S);
+    const size_t q = rem % plane, cnhw = (size_t)c * S * plane + (size_t)s * plane + q;
+    const size_t smaj = (size_t)s * C * plane + (size_t)c * plane + q;
+    if (back) y[g * yns + cnhw] = x[g * xns + smaj];
+    else y[g * yns + smaj] = x[g * xns + cnhw];
+  }
+}
+
+/* A group's inputs: node g's first batch[g] samples, zeros after them (and in idle slots). */
+__global__ void k_gather_batch(size_t n, int S, size_t dim, const float *x, size_t xs, const int32_t *y, size_t ys,
+                               const int *batch, float *gx, size_t gxs, int32_t *gy) {
+  const size_t per = (size_t)S * dim;
+  GRID_STRIDE(i, n) {
+    const size_t g = i / per, rem = i % per;
+    const int s = (int)(rem / dim);
+    const int valid = s < batch[g];
+    gx[g * gxs + rem] = valid ? x[g * xs + rem] : 0.0f;
+    if (rem % dim == 0) gy[g * S + s] = valid ? y[g * ys + s] : 0;
+  }
+}
+
+/* Every slot gets the same n floats. */
+__global__ void k_broadcast(size_t n, size_t dim, const float *x, float *y, size_t yns) {
+  GRID_STRIDE(i, n) y[(i / dim) * yns + i % dim] = x[i % dim];
+}
+
+/* grad of node g (batch[g] > 0) out of the group's gradient. */
+__global__ void k_scatter_grad(size_t n, size_t dim, const float *src, size_t ss, const int *batch, float *dst, size_t ds) {
+  GRID_STRIDE(i, n) {
+    const size_t g = i / dim, j = i % dim;
+    if (batch[g] > 0) dst[g * ds + j] = src[g * ss + j];
+  }
+}

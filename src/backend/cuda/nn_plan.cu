@@ -1,0 +1,176 @@
+/* The CUDA backend's model plan (cu_plan in nn_impl.h): for one model and batch size, each
+ * activation's layout and size, the group size G (from the model, the batch and the run's node
+ * count, never from the rank's share; see nn.cu) and the device and pinned memory of a group. */
+#include <string.h>
+
+#include "nn_impl.h"
+
+/* Each node's group-scratch budget: G is the largest group whose scratch fits (at most
+ * GROUP_MAX nodes and never more than the run has). */
+enum { GROUP_MAX = 64 };
+static const size_t GROUP_BYTES = (size_t)1 << 30;
+
+static void free_host(void *p) {
+  if (p != NULL) (void)cudaFreeHost(p);
+}
+
+void cu_plan_free(dt_backend *be, void *p) {
+  cu_plan *pl = (cu_plan *)p;
+  if (pl == NULL) return;
+  cu_free(be, pl->theta);
+  cu_free(be, pl->grad);
+  for (int l = 0; l <= DT_MAX_LAYERS; l++) cu_free(be, pl->buf[l]);
+  for (int l = 0; l < DT_MAX_LAYERS; l++) {
+    cu_free(be, pl->tin[l]);
+    cu_free(be, pl->argmax[l]);
+    cu_free(be, pl->mask[l]);
+  }
+  cu_free(be, pl->ga);
+  cu_free(be, pl->gb);
+  cu_free(be, pl->col);
+  cu_free(be, pl->dcol);
+  cu_free(be, pl->y);
+  cu_free(be, pl->sample_loss);
+  cu_free(be, pl->sample_hit);
+  cu_free(be, pl->total);
+  cu_free(be, pl->correct);
+  cu_free(be, pl->batch_d);
+  cu_free(be, pl->scale_d);
+  cu_free(be, pl->states_d);
+  free_host(pl->batch_h);
+  free_host(pl->scale_h);
+  free_host(pl->states_h);
+  free_host(pl->total_h);
+  free_host(pl->correct_h);
+  dt_free(pl);
+}
+
+static dt_status host_alloc(size_t bytes, void **out) {
+  CU_CALL(cudaMallocHost(out, bytes > 0 ? bytes : 1));
+  memset(*out, 0, bytes);
+  return DT_OK;
+}
+
+/* The model's shapes: layer l's info, each activation's layout and (channels, plane) split, and
+ * the largest activation (*max_act floats per sample) and im2col buffer (*max_cols) a node needs. */
+static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl, size_t *max_act, size_t *max_cols) {
+  pl->L = dt_model_num_layers(m);
+  pl->classes = dt_model_num_classes(m);
+  pl->S = max_batch;
+  pl->nodes = nodes > 0 ? nodes : 1;
+  pl->P = dt_model_num_params(m);
+  pl->ps = dt_slab_stride(pl->P);
+  pl->in_dim = dt_model_input_size(m);
+  size_t maxs = pl->in_dim, cols = 0;
+  for (int l = 0; l < pl->L; l++) {
+    const dt_layer_info li = dt_model_layer(m, l);
+    pl->ly[l] = li;
+    if (l == 0) { /* the input: sample-major, split as the first spatial layer sees it */
+      pl->chan[0] = li.kind == DT_LAYER_CONV2D ? (size_t)li.conv.c : li.kind == DT_LAYER_MAXPOOL2D ? (size_t)li.pool.c : 1;
+      pl->plane[0] = pl->in_dim / pl->chan[0];
+    }
+    if (li.out_size > maxs) maxs = li.out_size;
+    switch (li.kind) {
+      case DT_LAYER_CONV2D: {
+        const size_t c = (size_t)li.conv.c * li.conv.k * li.conv.k * li.conv.oh * li.conv.ow;
+        cols = c > cols ? c : cols;
+        pl->cnhw[l + 1] = 1, pl->chan[l + 1] = (size_t)li.conv.f, pl->plane[l + 1] = (size_t)li.conv.oh * li.conv.ow;
+        break;
+      }
+      case DT_LAYER_MAXPOOL2D:
+        pl->cnhw[l + 1] = pl->cnhw[l], pl->chan[l + 1] = (size_t)li.pool.c, pl->plane[l + 1] = (size_t)li.pool.oh * li.pool.ow;
+        break;
+      case DT_LAYER_RELU:
+      case DT_LAYER_DROPOUT:
+        pl->cnhw[l + 1] = pl->cnhw[l], pl->chan[l + 1] = pl->chan[l], pl->plane[l + 1] = pl->plane[l];
+        pl->dropouts += li.kind == DT_LAYER_DROPOUT;
+        break;
+      default: /* flatten, linear: sample-major vectors */
+        pl->cnhw[l + 1] = 0, pl->chan[l + 1] = 1, pl->plane[l + 1] = li.out_size;
+        break;
+    }
+  }
+  *max_act = maxs;
+  *max_cols = cols;
+}
+
+/* Buffer strides and the group size G: the largest group whose scratch fits GROUP_BYTES per node
+ * (at most GROUP_MAX, never more than the run's nodes), from the model and batch alone. */
+static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes) {
+  const dt_layer_kind k0 = pl->ly[0].kind;
+  pl->shared_input = k0 == DT_LAYER_CONV2D || k0 == DT_LAYER_LINEAR ||
+                     (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
+  const size_t S = (size_t)pl->S;
+  pl->ns = (S * maxs + 63) & ~(size_t)63;
+  pl->cols = (S * cols + 63) & ~(size_t)63;
+  /* per node at most: L+1 activations, a transpose and a mask or argmax per layer, two
+   * gradient buffers, two im2col buffers, parameters and gradient */
+  const size_t per_node = sizeof(float) * ((2 * (size_t)pl->L + 3) * pl->ns + 2 * pl->cols + 2 * pl->ps);
+  size_t g = GROUP_BYTES / (per_node > 0 ? per_node : 1);
+  const size_t run = (size_t)(run_nodes > 0 ? run_nodes : 1);
+  g = g < 1 ? 1 : g > (size_t)GROUP_MAX ? (size_t)GROUP_MAX : g;
+  pl->G = (int)(g > run ? run : g);
+  pl->groups_cap = (pl->nodes + pl->G - 1) / pl->G;
+}
+
+/* The plan's device buffers (a group's worth, and per-call blocks for every group) and the
+ * pinned host sources of its uploads. */
+static dt_status plan_alloc(dt_backend *be, cu_plan *pl) {
+  const size_t G = (size_t)pl->G, S = (size_t)pl->S, slots = (size_t)pl->groups_cap * G;
+#define PL_ALLOC(p, count) DT_TRY(cu_alloc(be, sizeof(*(p)) * (size_t)(count), (void **)&(p)))
+#define PL_HOST(p, count) DT_TRY(host_alloc(sizeof(*(p)) * (size_t)(count), (void **)&(p)))
+  PL_ALLOC(pl->theta, G * pl->ps);
+  PL_ALLOC(pl->grad, G * pl->ps);
+  PL_ALLOC(pl->buf[0], G * pl->ns);
+  for (int l = 0; l < pl->L; l++) {
+    const dt_layer_kind k = pl->ly[l].kind;
+    if (k != DT_LAYER_FLATTEN || pl->cnhw[l]) PL_ALLOC(pl->buf[l + 1], G * pl->ns);
+    if (k == DT_LAYER_LINEAR && pl->cnhw[l]) PL_ALLOC(pl->tin[l], G * pl->ns);
+    if (k == DT_LAYER_MAXPOOL2D) PL_ALLOC(pl->argmax[l], G * pl->ns);
+    if (k == DT_LAYER_DROPOUT) PL_ALLOC(pl->mask[l], G * pl->ns);
+  }
+  PL_ALLOC(pl->ga, G * pl->ns);
+  PL_ALLOC(pl->gb, G * pl->ns);
+  if (pl->cols > 0) {
+    PL_ALLOC(pl->col, G * pl->cols);
+    PL_ALLOC(pl->dcol, G * pl->cols);
+  }
+  PL_ALLOC(pl->y, G * S);
+  PL_ALLOC(pl->sample_loss, G * S);
+  PL_ALLOC(pl->sample_hit, G * S);
+  PL_ALLOC(pl->total, slots);
+  PL_ALLOC(pl->correct, slots);
+  PL_ALLOC(pl->batch_d, slots);
+  PL_ALLOC(pl->scale_d, slots);
+  PL_ALLOC(pl->states_d, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
+  PL_HOST(pl->batch_h, slots);
+  PL_HOST(pl->scale_h, slots);
+  PL_HOST(pl->states_h, slots * (size_t)(pl->dropouts > 0 ? pl->dropouts : 1));
+  PL_HOST(pl->total_h, slots);
+  PL_HOST(pl->correct_h, slots);
+#undef PL_ALLOC
+#undef PL_HOST
+  return DT_OK;
+}
+
+/* Shapes, the group size, and the plan's memory. */
+static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, cu_plan *pl) {
+  size_t maxs, cols;
+  plan_shapes(m, max_batch, nodes, pl, &maxs, &cols);
+  plan_group(pl, maxs, cols, run_nodes);
+  return plan_alloc(be, pl);
+}
+
+dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **out) {
+  dt_status st = DT_OK;
+  cu_plan *pl = NULL;
+  *out = NULL;
+  DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
+  CU_HOST_NEW(pl, "model plan");
+  DT_TRY_GOTO(plan_fill(be, m, max_batch, nodes, run_nodes, pl));
+  *out = pl;
+  pl = NULL;
+cleanup:
+  cu_plan_free(be, pl);
+  return st;
+}
