@@ -1,13 +1,16 @@
 /* The arithmetic the CPU and CUDA backends share, written once: Philox4x32-10, the per-element
- * vector formulas, and the per-element update of every fused local-optimizer step with the
+ * layer formulas (relu, dropout, log-softmax with its gradient), the per-element vector formulas,
+ * and the per-element update of every fused local-optimizer step with the
  * coefficients it takes. The C backend and the CUDA kernels compile these same inline functions
  * (__host__ __device__ under nvcc), so a formula cannot drift between them.
  *
  * Bit-identity between CPU and GPU rests on both compiling each statement without multiply-add
  * contraction: every C file is compiled with -ffp-contract=off (meson.build; gcc in ISO mode
- * would not contract anyway, clang would), and the CUDA files that include this header are built
- * with -fmad=false (src/backend/cuda/meson.build). Keep each statement's
+ * would not contract anyway, clang would), and vec.cu, whose vector ops and fused steps must give
+ * the CPU's bits, is built with -fmad=false (src/backend/cuda/meson.build). Keep each statement's
  * operation order as written: it is the contract the gpu suite checks with a tolerance of zero.
+ * The layer formulas are compiled by the nn kernels with contraction allowed and libdevice's
+ * expf/logf; the gpu suite checks those against the CPU within a tolerance.
  *
  * Adding a local optimizer: its coefficient struct and element function here, one line in
  * DT_STEP_KINDS, and its coefficients in src/nn/local_opt.c (dt/local_opt.h documents it). */
@@ -71,6 +74,30 @@ static DT_HD float dt_f_word_float(uint32_t word) { return (float)(word >> 8) * 
 /* Inverted dropout keeps an element when its word's float is at least p and scales it by this. */
 static DT_HD int dt_f_dropout_keep(uint32_t word, float p) { return dt_f_word_float(word) >= p; }
 static DT_HD float dt_f_dropout_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+/* A dropout element forward (x) or backward (dy) through its mask entry. */
+static DT_HD float dt_f_dropout_apply(int keep, float x, float scale) { return keep ? x * scale : 0.0f; }
+
+static DT_HD float dt_f_relu(float x) { return x > 0.0f ? x : 0.0f; }
+/* The gradient through a relu, from its output y. */
+static DT_HD float dt_f_relu_back(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+
+/* One sample's log-sum-exp of its `classes` logits z, and in *arg the first largest logit's
+ * class; its loss is lse − z[label]. Max-shifted, summed in class order in float. */
+static DT_HD float dt_f_log_sum_exp(const float *z, int classes, int *arg) {
+  float mx = z[0];
+  int a = 0;
+  for (int c = 1; c < classes; c++)
+    if (z[c] > mx) {
+      mx = z[c];
+      a = c;
+    }
+  float sum = 0.0f;
+  for (int c = 0; c < classes; c++) sum += expf(z[c] - mx);
+  *arg = a;
+  return mx + logf(sum);
+}
+/* scale·softmax(z)[c] from the sample's log-sum-exp; the label's entry then loses scale. */
+static DT_HD float dt_f_softmax_scaled(float scale, float zc, float lse) { return scale * expf(zc - lse); }
 
 /* ---- vector elements ------------------------------------------------------------------------ */
 

@@ -117,12 +117,12 @@ void dt_cpu_maxpool_backward(const dt_pool_shape *s, int batch, const float *dy,
 
 DT_CLONES
 void dt_cpu_relu_forward(size_t n, const float *restrict x, float *restrict y) {
-  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (size_t i = 0; i < n; i++) y[i] = dt_f_relu(x[i]);
 }
 
 DT_CLONES
 void dt_cpu_relu_backward(size_t n, const float *y, const float *dy, float *dx) {
-  for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  for (size_t i = 0; i < n; i++) dx[i] = dt_f_relu_back(y[i], dy[i]);
 }
 
 void dt_cpu_dropout_forward(size_t n, float p, const float *x, float *y, uint8_t *mask,
@@ -130,14 +130,14 @@ void dt_cpu_dropout_forward(size_t n, float p, const float *x, float *y, uint8_t
   const float scale = dt_f_dropout_scale(p);
   for (size_t i = 0; i < n; i++) {
     mask[i] = (uint8_t)dt_f_dropout_keep(dt_rng_u32(rng), p);
-    y[i] = mask[i] ? x[i] * scale : 0.0f;
+    y[i] = dt_f_dropout_apply(mask[i], x[i], scale);
   }
 }
 
 void dt_cpu_dropout_backward(size_t n, float p, const uint8_t *mask, const float *dy,
                              float *dx) {
   const float scale = dt_f_dropout_scale(p);
-  for (size_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  for (size_t i = 0; i < n; i++) dx[i] = dt_f_dropout_apply(mask[i], dy[i], scale);
 }
 
 double dt_cpu_log_softmax_nll(int batch, int classes, const float *logits, const int32_t *y,
@@ -145,21 +145,13 @@ double dt_cpu_log_softmax_nll(int batch, int classes, const float *logits, const
   double total = 0.0;
   for (int n = 0; n < batch; n++) {
     const float *z = logits + (size_t)n * classes;
-    float mx = z[0];
-    int arg = 0;
-    for (int c = 1; c < classes; c++)
-      if (z[c] > mx) {
-        mx = z[c];
-        arg = c;
-      }
-    float sum = 0.0f;
-    for (int c = 0; c < classes; c++) sum += expf(z[c] - mx);
-    float lse = mx + logf(sum);
+    int arg;
+    const float lse = dt_f_log_sum_exp(z, classes, &arg);
     total += (double)(lse - z[y[n]]);
     if (correct != NULL) *correct += arg == y[n];
     if (dlogits != NULL) {
       float *d = dlogits + (size_t)n * classes;
-      for (int c = 0; c < classes; c++) d[c] = scale * expf(z[c] - lse);
+      for (int c = 0; c < classes; c++) d[c] = dt_f_softmax_scaled(scale, z[c], lse);
       d[y[n]] -= scale;
     }
   }

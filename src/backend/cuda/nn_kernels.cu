@@ -145,9 +145,9 @@ __global__ void k_maxpool_back(size_t n, dt_pool_shape sh, size_t planes, const 
   }
 }
 
-__global__ void k_relu(size_t n, const float *x, float *y) { GRID_STRIDE(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+__global__ void k_relu(size_t n, const float *x, float *y) { GRID_STRIDE(i, n) y[i] = dt_f_relu(x[i]); }
 __global__ void k_relu_back(size_t n, const float *y, const float *dy, float *dx) {
-  GRID_STRIDE(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  GRID_STRIDE(i, n) dx[i] = dt_f_relu_back(y[i], dy[i]);
 }
 
 /* Dropout over G nodes of S samples of C planes of `plane` floats, stored with (cs, ss); the
@@ -167,12 +167,12 @@ __global__ void k_dropout(size_t n, int C, int S, size_t plane, size_t ns, size_
       keep = (uint8_t)dt_f_dropout_keep(dt_philox_word_at(st[g].key, st[g].ctr, st[g].buf, st[g].used, word), p);
     }
     mask[at] = keep;
-    y[at] = keep ? x[at] * scale : 0.0f;
+    y[at] = dt_f_dropout_apply(keep, x[at], scale);
   }
 }
 
 __global__ void k_dropout_back(size_t n, float scale, const uint8_t *mask, const float *dy, float *dx) {
-  GRID_STRIDE(i, n) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+  GRID_STRIDE(i, n) dx[i] = dt_f_dropout_apply(mask[i], dy[i], scale);
 }
 
 /* Log-softmax + NLL per (node, sample): the sample's loss and hit, and scale·(softmax − onehot)
@@ -185,19 +185,14 @@ __global__ void k_softmax_nll(size_t n, int classes, int S, const float *z, size
     const float *zr = z + g * zns + (size_t)s * classes;
     const int valid = s < (batch != NULL ? batch[g] : S);
     const int32_t label = valid ? y[g * yns + s] : 0;
-    float mx = zr[0];
-    int arg = 0;
-    for (int c = 1; c < classes; c++)
-      if (zr[c] > mx) mx = zr[c], arg = c;
-    float sum = 0.0f;
-    for (int c = 0; c < classes; c++) sum += expf(zr[c] - mx);
-    const float lse = mx + logf(sum);
+    int arg;
+    const float lse = dt_f_log_sum_exp(zr, classes, &arg);
     loss[i] = valid ? (double)(lse - zr[label]) : 0.0;
     hit[i] = valid && arg == label;
     if (dz != NULL) {
       float *d = dz + g * zns + (size_t)s * classes;
       const float sc = valid ? scale[g] : 0.0f;
-      for (int c = 0; c < classes; c++) d[c] = sc * expf(zr[c] - lse);
+      for (int c = 0; c < classes; c++) d[c] = dt_f_softmax_scaled(sc, zr[c], lse);
       if (valid) d[label] -= sc;
     }
   }
