@@ -177,6 +177,29 @@ void dt_run_count_from_centre(dt_optimizer_run *run) {
   if (run->first == 0) run->node_bytes[0] += (uint64_t)run->graph->n * run->dim * sizeof(float);
 }
 
+dt_status dt_run_to_centre(dt_optimizer_run *run, const dt_slab *v, const uint8_t *arrives,
+                           dt_status (*apply)(void *ctx, int node, const float *x), void *ctx) {
+  const float *const *rows;
+  DT_TRY(dt_run_host_rows(run, v, &rows));
+  dt_timer_start(&run->t_comm);
+  const dt_status st = dt_comm_node_stream(run->comm, run->graph->n, rows, run->dim, arrives, apply, ctx);
+  dt_timer_stop(&run->t_comm);
+  return st;
+}
+
+dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *host) {
+  dt_timer_start(&run->t_comm);
+  double ok = centre == DT_OK; /* rank 0 tells the others whether it failed */
+  dt_status st = dt_comm_bcast(run->comm, &ok, sizeof ok, 0);
+  if (st == DT_OK && ok) st = dt_comm_bcast(run->comm, host, sizeof(float) * run->dim, 0);
+  dt_timer_stop(&run->t_comm);
+  DT_TRY(centre);
+  DT_TRY(st);
+  DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
+  dt_run_count_from_centre(run);
+  return DT_OK;
+}
+
 void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {
   dt_local_opt_free(ls->opt);
   if (run->be != NULL) dt_slab_free(run->be, &ls->grad);

@@ -100,6 +100,18 @@ DT_MUST_USE dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab
  * of the N nodes (counted on node 0). */
 void dt_run_count_to_centre(dt_optimizer_run *run);
 void dt_run_count_from_centre(dt_optimizer_run *run);
+/* A parameter server's two exchanges, timed as communication (counting stays the caller's:
+ * a push is sent, and counted with dt_run_count_to_centre, in the round it is made, but may
+ * arrive rounds later).
+ *   to_centre:   rank 0 calls apply(ctx, node, x) for each node with arrives[node] != 0, in
+ *                node order, x that node's row of v (dt_comm_node_stream). Rank 0 returns the
+ *                first failure of apply, the other ranks DT_OK: pass it to from_centre.
+ *   from_centre: the centre's dim floats in host (rank 0's) to every rank, with rank 0's
+ *                status `centre`: every rank fails when it failed. Counted as the centre's
+ *                replies (dt_run_count_from_centre). Collective. */
+DT_MUST_USE dt_status dt_run_to_centre(dt_optimizer_run *run, const dt_slab *v, const uint8_t *arrives,
+                                       dt_status (*apply)(void *ctx, int node, const float *x), void *ctx);
+DT_MUST_USE dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *host);
 /* The same sum, left in double in sum (backend memory, dim doubles), and not charged as traffic
  * or communication time: for metrics. Collective. */
 DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum);

@@ -129,6 +129,12 @@ static dt_status apply_push(void *ctx, int node, const float *x) {
   return dt_local_opt_step(s->server_opt, 0, s->server, s->push, s->lr, NULL);
 }
 
+/* Rank 0, after a push failed to apply: the round's remaining transfers, ignored. */
+static dt_status drop_push(void *ctx, int node, const float *x) {
+  (void)ctx, (void)node, (void)x;
+  return DT_OK;
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   downpour_state *s = p;
   dt_backend *be = run->be;
@@ -145,29 +151,20 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   /* 2. The server applies what arrives in round k: the pushes of round k − a with delay a,
    *    oldest round first, in node order within a round. */
   dt_status st = DT_OK;
-  dt_timer_start(&run->t_comm);
   for (int a = S; a >= 0; a--) {
     const int sent = k - a;
     if (sent < 0) continue;
     int any = 0;
     for (int i = 0; i < g->n; i++) any |= s->arrives[i] = delay(s, i, sent) == a;
     if (!any) continue;
-    const float *const *rows;
-    st = dt_run_host_rows(run, &s->outbox[sent % s->nslots], &rows);
-    if (st == DT_OK) st = dt_comm_node_stream(run->comm, g->n, rows, run->dim, s->arrives, apply_push, s);
-    if (st != DT_OK) break;
+    /* every rank streams every arriving round, also after rank 0 failed (only it knows) */
+    const dt_status pushed = dt_run_to_centre(run, &s->outbox[sent % s->nslots], s->arrives,
+                                              st == DT_OK ? apply_push : drop_push, s);
+    if (st == DT_OK) st = pushed;
   }
-  /* 3. Every worker fetches the server's parameters (rank 0 tells the others whether it failed). */
-  double ok = st == DT_OK;
+  /* 3. Every worker fetches the server's parameters. */
   if (st == DT_OK) st = dt_be_download(be, s->host, s->server, sizeof(float) * run->dim);
-  ok = ok && st == DT_OK;
-  dt_status bst = dt_comm_bcast(run->comm, &ok, sizeof ok, 0);
-  if (bst == DT_OK && ok) bst = dt_comm_bcast(run->comm, s->host, sizeof(float) * run->dim, 0);
-  dt_timer_stop(&run->t_comm);
-  DT_TRY(st);
-  DT_TRY(bst);
-  DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
-  dt_run_count_from_centre(run); /* the server's replies */
+  DT_TRY(dt_run_from_centre(run, st, s->host));
   DT_TRY(dt_be_upload(be, s->server, s->host, sizeof(float) * run->dim));
   return dt_slab_broadcast_host(be, s->host, &run->theta);
 }

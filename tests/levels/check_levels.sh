@@ -94,5 +94,12 @@ only_in 'yaml\.h' 'src/config/' "<yaml.h> outside src/config"
 only_in 'igraph\.h' 'src/graph/' "<igraph.h> outside src/graph"
 only_in 'zlib\.h' 'src/data/' "<zlib.h> outside src/data"
 only_in 'cuda|cublas' 'src/backend/cuda/' "CUDA headers outside src/backend/cuda"
+# A plug-in's traffic goes through the run's exchange services (optimizers/run_ctx.c, mix.c),
+# which time it and count its bytes; no plug-in calls the transport itself.
+raw=$(grep -rnE '\bdt_comm_[a-z_]+\(' optimizers/*/ || true)
+if [ -n "$raw" ]; then
+  printf 'levels: a plug-in calls the transport (use the dt_run_* exchange services):\n%s\n' "$raw" >&2
+  fail=1
+fi
 [ $fail -eq 0 ] && echo "levels: every include points down, each library in its level, no parameter loop outside src/backend, every dt_status DT_MUST_USE"
 exit $fail
