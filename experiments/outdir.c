@@ -154,27 +154,28 @@ static dt_status stamped_dir(runner *r) {
 }
 
 dt_status dt_output_check(const dt_config *cfg) {
-  const char *dir = cfg->experiment.output_metadir;
+  const char *dir = cfg->experiment.output_metadir, *key = "experiment.output_metadir";
   char probe[DT_PATH_MAX];
   struct stat sb;
   /* <metadir>/<YYYY-MM-DD_HH-MM-SS>_<name>_<k> must fit the folder name's buffer */
   const size_t longest = strlen(dir) + 1 + 19 + 1 + strlen(cfg->experiment.name) + 5;
-  DT_CHECK(longest < sizeof ((runner *)0)->outdir, DT_ERR_CONFIG,
-           "experiment.output_metadir: run folders in '%.60s...' would have names of up to %zu characters, more than %zu: "
-           "shorten experiment.output_metadir or experiment.name", dir, longest, sizeof ((runner *)0)->outdir - 1);
+  DT_CHECK_KEY(longest < sizeof ((runner *)0)->outdir, DT_ERR_CONFIG, key,
+               "%s: run folders in '%.60s...' would have names of up to %zu characters, more than %zu: "
+               "shorten experiment.output_metadir or experiment.name",
+               key, dir, longest, sizeof ((runner *)0)->outdir - 1);
   snprintf(probe, sizeof probe, "%s", dir[0] != '\0' ? dir : ".");
   /* the folder, or the nearest existing folder it would be made in */
   while (stat(probe, &sb) != 0) {
-    DT_CHECK(errno == ENOENT, DT_ERR_CONFIG, "experiment.output_metadir: cannot use '%s': %s: %s", dir, probe, strerror(errno));
+    DT_CHECK_KEY(errno == ENOENT, DT_ERR_CONFIG, key, "%s: cannot use '%s': %s: %s", key, dir, probe, strerror(errno));
     char *slash = strrchr(probe, '/');
     if (slash == NULL) snprintf(probe, sizeof probe, ".");
     else if (slash == probe) probe[1] = '\0';
     else *slash = '\0';
   }
-  DT_CHECK(S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "experiment.output_metadir: '%s' cannot be made: %s is a file, not a folder", dir,
-           probe);
-  DT_CHECK(access(probe, W_OK | X_OK) == 0, DT_ERR_CONFIG, "experiment.output_metadir: '%s' cannot be written: %s: %s", dir, probe,
-           strerror(errno));
+  DT_CHECK_KEY(S_ISDIR(sb.st_mode), DT_ERR_CONFIG, key, "%s: '%s' cannot be made: %s is a file, not a folder", key, dir,
+               probe);
+  DT_CHECK_KEY(access(probe, W_OK | X_OK) == 0, DT_ERR_CONFIG, key, "%s: '%s' cannot be written: %s: %s", key, dir, probe,
+               strerror(errno));
   return DT_OK;
 }
 

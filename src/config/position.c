@@ -62,24 +62,11 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
   return st;
 }
 
-/* TRANSITIONAL: two producers of such errors do not attach their key yet, src/nn/model.c
- * ("model layer N ...", "model: ...") and experiments/outdir.c ("experiment.output_metadir:
- * ..."); they were being edited elsewhere when keys became data. Until they use DT_CHECK_KEY,
- * the fixed opening of their messages names the key. */
-static void unkeyed_producer_key(const char *msg, char *key, size_t size) {
-  int layer = -1;
-  key[0] = '\0';
-  if (sscanf(msg, "model layer %d", &layer) == 1) snprintf(key, size, "experiment.model.layers[%d]", layer);
-  else if (strncmp(msg, "model: ", 7) == 0) snprintf(key, size, "experiment.model.layers");
-  else if (strncmp(msg, "experiment.output_metadir: ", 27) == 0) snprintf(key, size, "experiment.output_metadir");
-}
-
 dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {
   const dt_error_context *c = dt_error_where();
   if (st != DT_ERR_CONFIG || c->file[0] != '\0') return st; /* not a config error, or placed already */
+  if (c->key[0] == '\0') return st; /* about no key: nothing to place */
   char key[sizeof c->key];
-  if (c->key[0] != '\0') snprintf(key, sizeof key, "%s", c->key);
-  else unkeyed_producer_key(dt_error_message(), key, sizeof key);
-  if (key[0] == '\0') return st; /* about no key: nothing to place */
+  snprintf(key, sizeof key, "%s", c->key);
   return dt_config_error_at(cfg, st, key);
 }

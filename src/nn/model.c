@@ -151,13 +151,16 @@ static dt_status add_layer(dt_model *m, int l, act_shape *s, size_t *off) {
   return DT_OK;
 }
 
+/* The config key a model's errors are about (dt_config_positioned places them in the file). */
+#define DT_MODEL_KEY "experiment.model.layers"
+
 dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
   dt_status st = DT_OK;
   dt_model *m = NULL;
   *out = NULL;
-  DT_CHECK(spec->num_layers >= 1 && spec->num_layers <= DT_MAX_LAYERS, DT_ERR_CONFIG,
+  DT_CHECK_KEY(spec->num_layers >= 1 && spec->num_layers <= DT_MAX_LAYERS, DT_ERR_CONFIG, DT_MODEL_KEY,
            "model: %d layers; a model needs 1 to %d", spec->num_layers, DT_MAX_LAYERS);
-  DT_CHECK(spec->in_channels >= 1 && spec->in_height >= 1 && spec->in_width >= 1, DT_ERR_CONFIG,
+  DT_CHECK_KEY(spec->in_channels >= 1 && spec->in_height >= 1 && spec->in_width >= 1, DT_ERR_CONFIG, DT_MODEL_KEY,
            "model: input shape %dx%dx%d is empty", spec->in_channels, spec->in_height, spec->in_width);
   DT_ALLOC_GOTO(m, 1, "model");
   m->spec = *spec;
@@ -165,11 +168,15 @@ dt_status dt_model_create(const dt_model_spec *spec, dt_model **out) {
   act_shape s = {.c = spec->in_channels, .h = spec->in_height, .w = spec->in_width, .flat = 0};
   size_t off = 0;
   m->max_size = (size_t)s.c * s.h * s.w;
-  for (int l = 0; l < m->L; l++) DT_TRY_GOTO(add_layer(m, l, &s, &off));
+  for (int l = 0; l < m->L; l++) {
+    st = add_layer(m, l, &s, &off);
+    if (st == DT_ERR_CONFIG) st = dt_error_set_key(st, DT_MODEL_KEY "[%d]", l); /* its layer's entry */
+    if (st != DT_OK) goto cleanup;
+  }
   m->num_params = off;
   const layer *last = &m->layers[m->L - 1];
-  DT_CHECK_GOTO(last->spec.kind == DT_LAYER_LINEAR && last->out_size == (size_t)spec->num_classes,
-                DT_ERR_CONFIG,
+  DT_CHECK_KEY_GOTO(last->spec.kind == DT_LAYER_LINEAR && last->out_size == (size_t)spec->num_classes,
+                    DT_ERR_CONFIG, DT_MODEL_KEY,
                 "model: the last layer must be linear with out_features = %d (the number of "
                 "classes), found %s with %zu outputs",
                 spec->num_classes, dt_layer_kind_name(last->spec.kind), last->out_size);
