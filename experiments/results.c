@@ -75,7 +75,8 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
     r->num_files = 0;
     if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
   }
-  if (r->num_files > 0) sb_printf(&sb, "data_files: # SHA-256 of each file's uncompressed IDX content\n");
+  if (r->num_files > 0)
+    sb_printf(&sb, "data_files: # SHA-256 of each file's %s\n", r->data.files_digest_of != NULL ? r->data.files_digest_of : "bytes");
   for (int i = 0; i < r->num_files; i++) sb_printf(&sb, "  %s: %s\n", r->files[i].role, r->files[i].sha256);
   sb_printf(&sb, "\nproblems:\n");
   for (int p = 0; p < done; p++) {

@@ -6,7 +6,8 @@
 
 #define DT_PROBLEM_LIST(X) \
   X(mnist)                 \
-  X(logreg)
+  X(logreg)                \
+  X(cifar)
 
 #define DECLARE(name) extern const dt_problem_def dt_problem_##name;
 #define DEF(name) &dt_problem_##name,

@@ -51,7 +51,9 @@ void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_mod
 
 void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
   if (s->u8 != NULL) {
-    dt_image_set view = {.count = s->count, .rows = 1, .cols = (int)s->dim, .pixels = (uint8_t *)s->u8, .labels = (uint8_t *)s->labels};
+    const int C = s->in_c > 0 ? s->in_c : 1;
+    dt_image_set view = {.count = s->count, .channels = C, .rows = 1, .cols = (int)(s->dim / (size_t)C),
+                         .pixels = (uint8_t *)s->u8, .labels = (uint8_t *)s->labels};
     dt_batch_build(&view, idx, n, s->mean, s->std, x, y);
     return;
   }

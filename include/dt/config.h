@@ -34,6 +34,7 @@ enum {
   DT_KEY_REQUIRED = 1u << 0, /* no default: must be given */
   DT_KEY_NO_EMIT = 1u << 1,  /* input-only spelling (e.g. a shorthand); not in the resolved YAML */
   DT_KEY_MIN_OPEN = 1u << 2, /* DT_KEY_FLOAT: min itself is excluded, (min, max] */
+  DT_KEY_PROBLEM_SECTION = 1u << 3, /* a problem plug-in's section: written out only for the problem that runs */
 };
 
 typedef struct dt_key {

@@ -1,7 +1,9 @@
-/* Datasets of labelled 8-bit images (MNIST, Fashion-MNIST) read from IDX files.
+/* Datasets of labelled 8-bit images: MNIST and Fashion-MNIST read from IDX files, CIFAR-10 and
+ * CIFAR-100 from their binary record files (src/data/cifar.c).
  *
  * Images stay uint8 in memory — one copy per process — and are normalised only when a batch is
- * built, which keeps a 60k-image training set at 47 MB instead of 188 MB of floats. */
+ * built, which keeps a 60k-image training set at 47 MB instead of 188 MB of floats. An image is
+ * C planes of rows × cols bytes (channel-major, as CIFAR stores it and as the models read it). */
 #ifndef DT_DATA_H
 #define DT_DATA_H
 
@@ -10,11 +12,14 @@
 
 #include "dt/status.h"
 
+enum { DT_MAX_CHANNELS = 4 };
+
 typedef struct dt_image_set {
-  size_t count;    /* number of images (== number of labels) */
-  int rows, cols;  /* image size, e.g. 28 x 28 */
-  uint8_t *pixels; /* count * rows * cols, row-major per image; owned */
-  uint8_t *labels; /* count class ids in [0, num_classes); owned */
+  size_t count;       /* number of images (== number of labels) */
+  int channels;       /* planes per image: 1 (MNIST), 3 (CIFAR); 0 reads as 1 */
+  int rows, cols;     /* plane size, e.g. 28 x 28 */
+  uint8_t *pixels;    /* count * channels * rows * cols, plane after plane per image; owned */
+  uint8_t *labels;    /* count class ids in [0, num_classes); owned */
 } dt_image_set;
 
 /* SHA-256 (64 hex digits) of the IDX files the set was read from, as uncompressed IDX bytes: the
@@ -25,13 +30,21 @@ void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labe
 typedef enum dt_dataset_kind {
   DT_DATASET_MNIST = 0,
   DT_DATASET_FASHION_MNIST,
+  DT_DATASET_CIFAR10,
+  DT_DATASET_CIFAR100,
 } dt_dataset_kind;
 
 typedef struct dt_dataset {
   dt_dataset_kind kind;
   int num_classes;
-  float mean, std; /* normalisation applied when batches are built */
+  /* per-channel normalisation applied when batches are built (channels = train.channels) */
+  float mean[DT_MAX_CHANNELS], std[DT_MAX_CHANNELS];
   dt_image_set train, test;
+  /* CIFAR: the files read, with their roles and SHA-256, taken while reading (IDX digests are
+   * computed on demand from memory, dt_image_set_sha256) */
+  int num_files;
+  char file_role[8][32];
+  char file_sha256[8][65];
 } dt_dataset;
 
 /* Reads an IDX file of unsigned bytes, raw or gzip-compressed (detected from the content).
@@ -47,16 +60,35 @@ DT_MUST_USE dt_status dt_image_set_read(const char *images_path, const char *lab
                                         dt_image_set *set);
 void dt_image_set_free(dt_image_set *set);
 
-/* Loads the train and test sets of `kind` from dir. dir may hold the four IDX files (optionally
- * .gz) directly, or be a torchvision-style root with them under MNIST/raw/ (FashionMNIST/raw/).
- * On failure the message lists the places searched. Caller frees with dt_dataset_free. */
-DT_MUST_USE dt_status dt_dataset_load(const char *dir, dt_dataset_kind kind, dt_dataset **out);
-void dt_dataset_free(dt_dataset *ds);
+/* CIFAR binary records: `prefix` label bytes (1 for CIFAR-10; 2 for CIFAR-100, coarse then
+ * fine), then 3,072 bytes of R, G and B 32×32 planes. Reads every record of path and appends it
+ * to set (3 × 32 × 32 images; labels from prefix byte label_byte, each checked to lie in
+ * [0, num_classes)). Errors: DT_ERR_DATA naming the file and, for a bad record, its number and
+ * byte offset: not a regular file, empty, not a whole number of records (the truncated last
+ * record), a label out of range, more than 2^20 records. sha256_hex: the file's SHA-256.
+ * Not collective. */
+DT_MUST_USE dt_status dt_cifar_read(const char *path, int prefix, int label_byte, int num_classes, dt_image_set *set,
+                                    char sha256_hex[65]);
 
-/* Builds a normalised float batch: x[b*rows*cols + p] = (pixel/255 - mean) / std for the images
- * idx[0..n), and y[b] = label. x and y are caller-owned; y may be NULL. */
-void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, float mean,
-                    float std, float *x, int32_t *y);
+/* Loads the train and test sets of `kind` from dir.
+ *   MNIST, Fashion-MNIST: the four IDX files (optionally .gz) in dir, or a torchvision-style
+ *     root with them under MNIST/raw/ (FashionMNIST/raw/).
+ *   CIFAR-10: data_batch_1..5.bin and test_batch.bin in dir or in dir/cifar-10-batches-bin/
+ *     (the official archive's folder). CIFAR-100: train.bin and test.bin in dir or in
+ *     dir/cifar-100-binary/; cifar100_fine selects the fine labels (100 classes) over the coarse
+ *     ones (20 superclasses).
+ * On failure the message lists the places searched. Caller frees with dt_dataset_free. */
+DT_MUST_USE dt_status dt_dataset_load(const char *dir, dt_dataset_kind kind, int cifar100_fine, dt_dataset **out);
+void dt_dataset_free(dt_dataset *ds);
+/* The files ds was read from: up to 8 roles (train_images, ..., or train_batch_1, ...) and the
+ * SHA-256 of each as uncompressed bytes (equal to `sha256sum` of the uncompressed file). */
+void dt_dataset_files(const dt_dataset *ds, char role[][32], char sha256[][65], int *n);
+
+/* Builds a normalised float batch for the images idx[0..n): each byte v of channel c becomes
+ * (v/255 − mean[c]) / std[c], written channel-major per sample (x[b·C·rows·cols + c·rows·cols +
+ * p]), and y[b] = label. x and y are caller-owned; y may be NULL. */
+void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, const float *mean, const float *std,
+                    float *x, int32_t *y);
 
 /* ---- samples and splits -------------------------------------------------------------------- */
 
@@ -67,7 +99,7 @@ typedef struct dt_samples {
   const uint8_t *u8;     /* count*dim bytes, or NULL */
   const float *f32;      /* count*dim floats, or NULL */
   const uint8_t *labels; /* count */
-  float mean, std;       /* normalisation of u8 */
+  float mean[DT_MAX_CHANNELS], std[DT_MAX_CHANNELS]; /* per-channel normalisation of u8 (in_c channels) */
   int in_c, in_h, in_w;  /* shape for the model */
   int num_classes;
 } dt_samples;

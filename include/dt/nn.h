@@ -53,6 +53,11 @@ typedef struct dt_model_spec {
 void dt_model_spec_seed_cnn(dt_model_spec *spec, int num_filters, int kernel_size,
                             int linear_width);
 
+/* LeNet-5 as the CIFAR literature uses it: conv(C→6, 5×5) → relu → maxpool 2 → conv(6→16, 5×5)
+ * → relu → maxpool 2 → flatten → linear(→120) → relu → linear(→84) → relu → linear(→classes);
+ * 62,006 parameters on 3×32×32 inputs with 10 classes. */
+void dt_model_spec_lenet5(dt_model_spec *spec, int in_c, int in_h, int in_w, int classes);
+
 typedef struct dt_workspace dt_workspace;
 
 /* One layer as a backend's own executor sees it (a device backend batches nodes per layer). */

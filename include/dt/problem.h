@@ -73,6 +73,8 @@ typedef struct dt_data {
   void (*release)(void *owner);
   /* NULL for generated data; else fills files[0..*n) (at most 8), hashing on demand */
   void (*files)(const void *owner, dt_data_file *files, int *n);
+  /* what each digest covers, for summary.yaml's comment ("uncompressed IDX content", "bytes") */
+  const char *files_digest_of;
 } dt_data;
 
 typedef struct dt_problem_def {

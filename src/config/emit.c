@@ -75,6 +75,14 @@ static void emit_layers(emitter *em, const dt_model_config *m) {
   ev_seq(em, 0, 0);
 }
 
+/* Where the running problem's options sit in an experiment config (base is one when a row is a
+ * problem section): the other problems' sections are not written, as another algorithm's keys
+ * are not. */
+static size_t active_problem_offset(const void *experiment) {
+  const dt_experiment_config *e = experiment;
+  return offsetof(dt_experiment_config, problem_opts) + (size_t)e->problem_index * DT_PROBLEM_OPTS_MAX;
+}
+
 static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
   char buf[DT_PATH_MAX + 64];
   for (int i = 0; keys[i].name != NULL; i++) {
@@ -84,6 +92,7 @@ static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
       continue;
     }
     if ((k->flags & DT_KEY_NO_EMIT) || k->alias_of != NULL || k->type == DT_KEY_SPECIAL) continue;
+    if ((k->flags & DT_KEY_PROBLEM_SECTION) && k->offset != active_problem_offset(base)) continue;
     ev_scalar(em, k->name, 0);
     if (k->type == DT_KEY_SECTION) {
       ev_map(em, 1, 0);

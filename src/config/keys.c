@@ -105,7 +105,7 @@ static const dt_key experiment_keys[] = {
     {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
      .help = "experiment name; part of the output folder name"},
     {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "",
-     .help = "folder with the IDX files, or a torchvision root; empty = data/<dataset> of the working directory"},
+     .help = "folder with the dataset's files (IDX, CIFAR binary), or the folder a torchvision root or the official archive unpacks into; empty = data/<dataset> of the working directory"},
     {.name = "output_metadir", .type = DT_KEY_STRING, .offset = OFF(output_metadir), .size = DT_PATH_MAX, .def = "outputs",
      .help = "where run folders are created"},
     {.name = "writeout", .type = DT_KEY_BOOL, .offset = OFF(writeout), .def = "true", .help = "write result files (false: write nothing)"},
@@ -156,7 +156,7 @@ dt_status config_experiment_table_make(const dt_registry *reg, experiment_table 
       if (pp->section == NULL) continue;
       DT_ASSERT(nr + 1 < (int)(sizeof t->rows / sizeof t->rows[0]));
       t->rows[nr++] = (dt_key){.name = pp->section, .type = DT_KEY_SECTION, .sub = pp->plugin.keys, .help = pp->plugin.summary,
-                               .offset = offsetof(dt_experiment_config, problem_opts) + (size_t)p * DT_PROBLEM_OPTS_MAX};
+                               .flags = DT_KEY_PROBLEM_SECTION, .offset = offsetof(dt_experiment_config, problem_opts) + (size_t)p * DT_PROBLEM_OPTS_MAX};
     }
   }
   for (int p = 0; reg->problems[p] != NULL; p++)

@@ -168,6 +168,7 @@ dt_status dt_image_set_read(const char *images_path, const char *labels_path, in
                   "%s: label %u of sample %u is outside [0, %d)", labels_path, labels[i], i,
                   num_classes);
   set->count = idims[0];
+  set->channels = 1;
   set->rows = (int)idims[1];
   set->cols = (int)idims[2];
   set->pixels = pixels;
@@ -179,16 +180,21 @@ cleanup:
   return st;
 }
 
-void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, float mean,
-                    float std, float *x, int32_t *y) {
-  const size_t d = (size_t)set->rows * (size_t)set->cols;
-  /* (p/255 - mean)/std as one multiply-add, precomputed per byte value: exact and branch-free. */
-  float lut[256];
-  for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - mean) / std;
+void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, const float *mean, const float *std,
+                    float *x, int32_t *y) {
+  const int C = set->channels > 0 ? set->channels : 1;
+  const size_t plane = (size_t)set->rows * (size_t)set->cols, d = (size_t)C * plane;
+  /* (p/255 - mean)/std, precomputed per channel and byte value: exact and branch-free. */
+  float lut[DT_MAX_CHANNELS][256];
+  for (int c = 0; c < C; c++)
+    for (int v = 0; v < 256; v++) lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
   for (size_t b = 0; b < n; b++) {
     const uint8_t *src = set->pixels + (size_t)idx[b] * d;
     float *dst = x + b * d;
-    for (size_t p = 0; p < d; p++) dst[p] = lut[src[p]];
+    for (int c = 0; c < C; c++) {
+      const float *t = lut[c];
+      for (size_t p = 0; p < plane; p++) dst[c * plane + p] = t[src[c * plane + p]];
+    }
     if (y != NULL) y[b] = set->labels[idx[b]];
   }
 }

@@ -51,6 +51,30 @@ void dt_model_spec_seed_cnn(dt_model_spec *s, int num_filters, int kernel_size, 
   s->layers[6] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 10};
 }
 
+void dt_model_spec_lenet5(dt_model_spec *s, int in_c, int in_h, int in_w, int classes) {
+  memset(s, 0, sizeof *s);
+  s->in_channels = in_c;
+  s->in_height = in_h;
+  s->in_width = in_w;
+  s->num_classes = classes;
+  const dt_layer_spec layers[] = {
+      {.kind = DT_LAYER_CONV2D, .out_channels = 6, .kernel_size = 5, .stride = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2, .stride = 2},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 16, .kernel_size = 5, .stride = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2, .stride = 2},
+      {.kind = DT_LAYER_FLATTEN},
+      {.kind = DT_LAYER_LINEAR, .out_features = 120},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_LINEAR, .out_features = 84},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_LINEAR, .out_features = classes},
+  };
+  s->num_layers = (int)(sizeof layers / sizeof layers[0]);
+  memcpy(s->layers, layers, sizeof layers);
+}
+
 /* The activation shape between layers while a model is built: channels, height, width, and
  * whether a flatten came before. */
 typedef struct act_shape {

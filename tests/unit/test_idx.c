@@ -170,7 +170,7 @@ static void test_dataset_layouts(void) {
   write_file("tv/MNIST/raw/t10k-images-idx3-ubyte.gz", img, ni, 1);
   write_file("tv/MNIST/raw/t10k-labels-idx1-ubyte.gz", lab, nl, 1);
   dt_dataset *ds = NULL;
-  CHECK_OK(dt_dataset_load(at("tv"), DT_DATASET_MNIST, &ds));
+  CHECK_OK(dt_dataset_load(at("tv"), DT_DATASET_MNIST, 0, &ds));
   CHECK(ds && ds->train.count == 6 && ds->test.count == 6 && ds->train.rows == 28, "tv layout");
 
   /* Normalisation: (p/255 - mean)/std, computed when the batch is built. */
@@ -191,7 +191,7 @@ static void test_dataset_layouts(void) {
   ds = NULL;
 
   /* Fashion-MNIST looks under FashionMNIST/raw, so the MNIST root must not satisfy it. */
-  CHECK_FAILS(dt_dataset_load(at("tv"), DT_DATASET_FASHION_MNIST, &ds), DT_ERR_CONFIG,
+  CHECK_FAILS(dt_dataset_load(at("tv"), DT_DATASET_FASHION_MNIST, 0, &ds), DT_ERR_CONFIG,
               "FashionMNIST/raw/train-images-idx3-ubyte[.gz]");
 
   /* Flat layout, raw files, with a mismatched test label file. */
@@ -202,10 +202,10 @@ static void test_dataset_layouts(void) {
   write_file("flat/t10k-images-idx3-ubyte", img, ni, 0);
   nl = make_idx(lab, 1, 5, 0, 0, 1);
   write_file("flat/t10k-labels-idx1-ubyte", lab, nl, 0);
-  CHECK_FAILS(dt_dataset_load(at("flat"), DT_DATASET_MNIST, &ds), DT_ERR_DATA,
+  CHECK_FAILS(dt_dataset_load(at("flat"), DT_DATASET_MNIST, 0, &ds), DT_ERR_DATA,
               "t10k-images-idx3-ubyte holds 6 images but");
   CHECK(ds == NULL, "dataset returned on failure");
-  CHECK_FAILS(dt_dataset_load(at("nowhere"), DT_DATASET_MNIST, &ds), DT_ERR_CONFIG, "is not a folder");
+  CHECK_FAILS(dt_dataset_load(at("nowhere"), DT_DATASET_MNIST, 0, &ds), DT_ERR_CONFIG, "is not a folder");
 }
 
 int main(void) {

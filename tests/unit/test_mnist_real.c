@@ -18,7 +18,7 @@ static int load(const char *sub, dt_dataset_kind kind, dt_dataset **ds) {
     fprintf(stderr, "skipping %s: %s is not there (scripts/setup.sh fetches it)\n", sub, dir);
     return 0;
   }
-  CHECK_OK(dt_dataset_load(dir, kind, ds));
+  CHECK_OK(dt_dataset_load(dir, kind, 0, ds));
   return *ds != NULL;
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# CIFAR-10 end to end on small files in the official binary format that this test writes: 5
+# training batches and a test batch of 3×32×32 images whose class sets their colour, so a model
+# that reads the three channels learns them. The run gives the same files at P = 1 and P = 2,
+# learns (final accuracy far above chance), records each file's SHA-256 (equal to sha256sum's)
+# in summary.yaml, and writes only the cifar problem's section into config.yaml; `dtrun check`
+# shows LeNet-5 on 3×32×32; a truncated file stops the run before it starts, with exit 2 and the
+# file, record and byte in the message.
+# usage: cifar.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+dtrun=$(realpath "$1") mpiexec=$2
+cd "$3" || exit 1
+tmp=$(mktemp -d)
+trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+data=$tmp/c10/cifar-10-batches-bin
+mkdir -p "$data"
+python3 - "$data" <<'PY'
+import random, sys
+out = sys.argv[1]
+rng = random.Random(11)
+def batch(name, n):
+    rec = bytearray()
+    for _ in range(n):
+        label = rng.randrange(10)
+        # class k: a colour of its own (red level from k, green and blue from k's parity and
+        # half), with pixel noise
+        means = [30 + 20 * label, 70 + 110 * (label & 1), 70 + 110 * (label >= 5)]
+        rec.append(label)
+        for c in range(3):
+            rec.extend(max(0, min(255, int(rng.gauss(means[c], 25)))) for _ in range(1024))
+    open(f"{out}/{name}", "wb").write(rec)
+for b in range(1, 6):
+    batch(f"data_batch_{b}.bin", 120)
+batch("test_batch.bin", 100)
+PY
+cfg=$tmp/cifar.yaml
+sed "s|data_dir: cifar_data.*|data_dir: $tmp/c10|" tests/e2e/cifar.yaml > "$cfg"
+
+"$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "CIFAR run at P=1 failed: $(tail -3 "$tmp/p1.log")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$cfg" --output-dir "$tmp/p2" --quiet > "$tmp/p2.log" 2>&1 \
+  || bad "CIFAR run at P=2 failed: $(tail -3 "$tmp/p2.log")"
+same_results "$tmp/p1" "$tmp/p2" "CIFAR P=1 vs P=2"
+
+# learns: the last evaluation's mean top-1 over nodes (chance is 0.1)
+acc=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}
+               {last = $1; v[$1] += $a; n[$1]++} END {printf "%.3f", v[last] / n[last]}' "$tmp/p1/dsgd_results.csv")
+echo "final mean top-1 $acc"; awk -v a="$acc" 'BEGIN {exit !(a > 0.9)}' && ok || bad "CIFAR run did not learn: final mean top-1 $acc"
+
+# the data files' digests, as sha256sum computes them
+for f in 1 2 3 4 5; do
+  want=$(sha256sum "$data/data_batch_$f.bin" | cut -d' ' -f1)
+  grep -q "^  train_batch_$f: $want\$" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml lacks train_batch_$f's digest $want"
+done
+grep -q "^  test_batch: $(sha256sum "$data/test_batch.bin" | cut -d' ' -f1)\$" "$tmp/p1/summary.yaml" && ok || bad "test_batch digest"
+grep -q "^data_files: # SHA-256 of each file's bytes" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml's data_files comment"
+# only the running problem's section
+grep -q '^  cifar:' "$tmp/p1/config.yaml" && ! grep -q '^  synthetic:' "$tmp/p1/config.yaml" && ok \
+  || bad "config.yaml should hold the cifar section and no other problem's: $(grep -n '^  [a-z]*:$' "$tmp/p1/config.yaml")"
+
+# check: the model on 3×32×32
+"$dtrun" check "$cfg" > "$tmp/check.log" 2>&1
+grep -q "input 3x32x32" "$tmp/check.log" && grep -q "total 62006 parameters" "$tmp/check.log" && ok \
+  || bad "check should show LeNet-5 on 3x32x32 (62006 parameters): $(cat "$tmp/check.log")"
+
+# a truncated training file: exit 2 before anything runs, the file, record and byte named
+head -c $((3073 * 50 + 7)) "$data/data_batch_3.bin" > "$tmp/short" && mv "$tmp/short" "$data/data_batch_3.bin"
+"$dtrun" "$cfg" --output-dir "$tmp/bad" > "$tmp/bad.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "data_batch_3.bin: 153657 bytes is not a whole number of 3073-byte records: record 50 (from byte 153650) is truncated, 7 of its 3073 bytes present" "$tmp/bad.log" \
+  && [ ! -e "$tmp/bad/dsgd_results.csv" ] && ok || bad "a truncated CIFAR file: exit $rc: $(tail -3 "$tmp/bad.log")"
+
+echo "cifar: $pass passed, $fail failed"
+[ $fail -eq 0 ] && [ $pass -gt 0 ]
