@@ -26,10 +26,8 @@ static const dt_key keys[] = {
 
 typedef struct dsgdm_state {
   double alpha0, mu;
-  float beta;
-  int nesterov;
-  dt_slab mixed, grad; /* scratch, rewritten every round */
-  dt_slab m;           /* the momentum buffers: kept */
+  dt_slab mixed;  /* scratch, rewritten every round */
+  dt_learners sgd; /* the momentum step: PyTorch's SGD (momentum, Nesterov) as the fused local step */
   dt_optimizer_run *run;
 } dsgdm_state;
 
@@ -37,8 +35,7 @@ static void destroy(void *p) {
   dsgdm_state *s = p;
   if (s == NULL) return;
   dt_slab_free(s->run->be, &s->mixed);
-  dt_slab_free(s->run->be, &s->grad);
-  dt_slab_free(s->run->be, &s->m);
+  dt_learners_free(s->run, &s->sgd);
   dt_free(s);
 }
 
@@ -51,12 +48,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->run = run;
   s->alpha0 = o->alpha0;
   s->mu = o->mu;
-  s->beta = (float)o->momentum;
-  s->nesterov = o->nesterov;
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->m)); /* m = 0 */
-  DT_TRY_GOTO(dt_run_keep_slab(run, "momentum", &s->m));
+  dt_local_opt_spec spec = dt_local_opt_spec_default(DT_LOCAL_SGD);
+  spec.momentum = (float)o->momentum;
+  spec.nesterov = o->nesterov;
+  DT_TRY_GOTO(dt_learners_create_spec(run, "sgd", &spec, &s->sgd)); /* keeps the buffer (sgd.m) and the step count */
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
   s = NULL;
@@ -75,12 +71,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const float a = (float)dt_rate_at(s->alpha0, s->mu, k);
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix, s));                  /* z_i = Σ_j W_ij x_j */
-  DT_TRY(dt_run_gradients(run, &s->mixed, &s->grad, NULL));    /* g_i = ∇f_i(z_i) */
-  DT_TRY(dt_slab_axpby(run->be, s->beta, &s->m, 1.0f, &s->grad, &s->m)); /* m_i ← β m_i + g_i */
-  if (s->nesterov) /* x_i ← z_i − α (g_i + β m_i) */
-    DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->grad, s->beta, &s->m, &s->grad));
-  return dt_slab_axpby(run->be, 1.0f, &s->mixed, -a, s->nesterov ? &s->grad : &s->m, &run->theta); /* heavy ball: z_i − α m_i */
+  DT_TRY(dt_run_for_nodes(run, node_mix, s));                   /* z_i = Σ_j W_ij x_j */
+  DT_TRY(dt_run_gradients(run, &s->mixed, &s->sgd.grad, NULL)); /* g_i = ∇f_i(z_i) */
+  /* m_i ← β m_i + g_i;  z_i ← z_i − α m_i (heavy ball) or z_i − α (g_i + β m_i) (Nesterov) */
+  DT_TRY(dt_local_opt_step_all(s->sgd.opt, &s->mixed, &s->sgd.grad, a));
+  return dt_slab_copy(run->be, &s->mixed, &run->theta);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
