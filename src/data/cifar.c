@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <nettle/sha2.h>
 
+#include "data_impl.h"
 #include "dt/data.h"
 
 enum { CIFAR_PLANE = 32 * 32, CIFAR_IMAGE = 3 * CIFAR_PLANE, CIFAR_MAX_RECORDS = 1 << 20 };
@@ -46,15 +46,6 @@ static dt_status read_file(const char *path, size_t record, uint8_t **out, size_
   *out = buf;
   *records = size / record;
   return DT_OK;
-}
-
-static void sha256_hex(const uint8_t *data, size_t n, char hex[65]) {
-  struct sha256_ctx ctx;
-  uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_init(&ctx);
-  sha256_update(&ctx, n, data);
-  sha256_digest(&ctx, sizeof digest, digest);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
 
 dt_status dt_cifar_read(const char *path, int prefix, int label_byte, int num_classes, dt_image_set *set,
@@ -95,7 +86,7 @@ dt_status dt_cifar_read(const char *path, int prefix, int label_byte, int num_cl
   set->count += n;
   set->channels = 3;
   set->rows = set->cols = 32;
-  sha256_hex(buf, n * record, sha256_hex_out);
+  data_sha256_hex(NULL, 0, buf, n * record, sha256_hex_out);
 cleanup:
   free(buf);
   return st;

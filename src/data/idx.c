@@ -9,6 +9,7 @@
 #include <nettle/sha2.h>
 #include <zlib.h>
 
+#include "data_impl.h"
 #include "dt/data.h"
 
 /* Refuse anything larger than this: a corrupt header must not make us allocate terabytes. */
@@ -201,8 +202,7 @@ void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, cons
 
 /* The IDX header of unsigned bytes with these dimensions, then the data, into hex. */
 static void idx_sha256(int ndims, const uint32_t *dims, const uint8_t *data, char hex[65]) {
-  struct sha256_ctx ctx;
-  uint8_t head[4 + 4 * 3] = {0, 0, 0x08, (uint8_t)ndims}, digest[SHA256_DIGEST_SIZE];
+  uint8_t head[4 + 4 * 3] = {0, 0, 0x08, (uint8_t)ndims};
   size_t total = 1;
   for (int i = 0; i < ndims; i++) {
     head[4 + 4 * i] = (uint8_t)(dims[i] >> 24);
@@ -211,9 +211,15 @@ static void idx_sha256(int ndims, const uint32_t *dims, const uint8_t *data, cha
     head[7 + 4 * i] = (uint8_t)dims[i];
     total *= dims[i];
   }
+  data_sha256_hex(head, 4 + 4 * (size_t)ndims, data, total, hex);
+}
+
+void data_sha256_hex(const uint8_t *head, size_t head_n, const uint8_t *data, size_t n, char hex[65]) {
+  struct sha256_ctx ctx;
+  uint8_t digest[SHA256_DIGEST_SIZE];
   sha256_init(&ctx);
-  sha256_update(&ctx, 4 + 4 * (size_t)ndims, head);
-  sha256_update(&ctx, total, data);
+  if (head_n > 0) sha256_update(&ctx, head_n, head);
+  sha256_update(&ctx, n, data);
   sha256_digest(&ctx, sizeof digest, digest);
   for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
