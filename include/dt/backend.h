@@ -37,13 +37,17 @@ typedef struct dt_pool_shape {
 
 /* ---- node-batched model calls -------------------------------------------------------------- */
 
-/* One gradient call for `count` nodes: node l's parameters at theta + l·theta_stride, its
- * batch[l] samples at x + l·x_stride (floats) with labels y + l·y_stride, its gradient written
- * to grad + l·grad_stride and its mean loss to loss[l] (host). batch[l] == 0 skips node l. */
+/* One gradient call for `count` nodes, in train mode: node l's parameters at theta +
+ * l·theta_stride, its buffers (running statistics, moved by the call; NULL for a model without
+ * any) at buffers + l·buffers_stride, its batch[l] samples at x + l·x_stride (floats) with labels
+ * y + l·y_stride, its gradient written to grad + l·grad_stride and its mean loss to loss[l]
+ * (host). batch[l] == 0 skips node l. */
 typedef struct dt_node_batch {
   int count;
   const float *theta;
   size_t theta_stride;
+  float *buffers;
+  size_t buffers_stride;
   float *grad;
   size_t grad_stride;
   const float *x;
@@ -55,12 +59,15 @@ typedef struct dt_node_batch {
   dt_rng *dropout;  /* host, [count]: each node's dropout stream, advanced by the call */
 } dt_node_batch;
 
-/* One evaluation call: every node's parameters on the same n samples (x, y); adds the summed NLL
- * to loss_sum[l] and the top-1 hits to correct[l] (host arrays). */
+/* One evaluation call, in eval mode: every node's parameters (and buffers, NULL for a model
+ * without any) on the same n samples (x, y); adds the summed NLL to loss_sum[l] and the top-1
+ * hits to correct[l] (host arrays). */
 typedef struct dt_node_eval {
   int count;
   const float *theta;
   size_t theta_stride;
+  const float *buffers;
+  size_t buffers_stride;
   const float *x;
   const int32_t *y;
   int n;

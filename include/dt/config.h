@@ -35,6 +35,8 @@ enum {
   DT_KEY_NO_EMIT = 1u << 1,  /* input-only spelling (e.g. a shorthand); not in the resolved YAML */
   DT_KEY_MIN_OPEN = 1u << 2, /* DT_KEY_FLOAT: min itself is excluded, (min, max] */
   DT_KEY_PROBLEM_SECTION = 1u << 3, /* a problem plug-in's section: written out only for the problem that runs */
+  DT_KEY_EMIT_IF_SET = 1u << 4, /* written out only when its value differs from its default (a model layer's
+                                   optional keys, so that configs without them read back byte for byte) */
 };
 
 typedef struct dt_key {

@@ -81,6 +81,20 @@ static DT_HD float dt_f_relu(float x) { return x > 0.0f ? x : 0.0f; }
 /* The gradient through a relu, from its output y. */
 static DT_HD float dt_f_relu_back(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
 
+/* Normalisation (batchnorm2d, groupnorm): an element normalised by its group's mean and inverse
+ * standard deviation, then the affine map. */
+static DT_HD float dt_f_norm_hat(float x, float mean, float invstd) { return (x - mean) * invstd; }
+static DT_HD float dt_f_norm_apply(float xhat, float gamma, float beta) { return xhat * gamma + beta; }
+/* The input gradient of a normalised element from its group's sums Σdy' and Σdy'·x̂ over n
+ * elements (dy' = dy·gamma): invstd·(dy' − Σdy'/n − x̂·Σdy'x̂/n). */
+static DT_HD float dt_f_norm_back(float dyg, float xhat, float invstd, float mean_dyg, float mean_dyg_xhat) {
+  return invstd * (dyg - mean_dyg - xhat * mean_dyg_xhat);
+}
+/* 1/√(var + eps), from a double variance. */
+static DT_HD float dt_f_invstd(double var, float eps) { return (float)(1.0 / sqrt(var + (double)eps)); }
+/* A running statistic moved towards a batch's: PyTorch's (1 − momentum)·r + momentum·v. */
+static DT_HD float dt_f_running(float r, float momentum, double v) { return (1.0f - momentum) * r + momentum * (float)v; }
+
 /* One sample's log-sum-exp of its `classes` logits z, and in *arg the first largest logit's
  * class; its loss is lse − z[label]. Max-shifted, summed in class order in float. */
 static DT_HD float dt_f_log_sum_exp(const float *z, int classes, int *arg) {

@@ -39,40 +39,51 @@ static void ev_seq(emitter *em, int start, int flow) {
   em->ok = yaml_emitter_emit(&em->e, &ev);
 }
 
-static void emit_layers(emitter *em, const dt_model_config *m) {
+/* A layer key flagged DT_KEY_EMIT_IF_SET that holds its default (bias: true, no name, ...). */
+static int at_default(const dt_key *k, const void *base) {
+  const void *v = (const char *)base + k->offset;
+  switch (k->type) {
+    case DT_KEY_ENUM: return *(const int *)v == 0;
+    case DT_KEY_STRING: return ((const char *)v)[0] == '\0';
+    case DT_KEY_INT: return *(const int *)v == atoi(k->def);
+    case DT_KEY_FLOAT: return *(const double *)v == strtod(k->def, NULL);
+    case DT_KEY_BOOL: return *(const bool *)v == (strcmp(k->def, "true") == 0);
+    default: return 0;
+  }
+}
+
+/* Layers [first, end) of m as flow mappings in one sequence (block style at the top, flow
+ * inside a residual's mapping); each type's keys in its definition's order. */
+static void emit_layer_list(emitter *em, const dt_model_config *m, int first, int end, int flow) {
   char buf[64];
-  ev_scalar(em, "layers", 0);
-  ev_seq(em, 1, 0);
-  for (int i = 0; i < m->num_layers; i++) {
+  ev_seq(em, 1, flow);
+  for (int i = first; i < end;) {
     const dt_layer_spec *ls = &m->layers[i];
+    const dt_key *keys = dt_layer_def_of(ls->kind)->keys;
     ev_map(em, 1, 1);
     ev_scalar(em, "type", 0);
     ev_scalar(em, config_layer_names[ls->kind], 0);
-#define FIELD(name, fmt, value)              \
-  do {                                       \
-    ev_scalar(em, name, 0);                  \
-    snprintf(buf, sizeof buf, fmt, value);   \
-    ev_scalar(em, buf, 0);                   \
-  } while (0)
-    switch (ls->kind) {
-      case DT_LAYER_CONV2D:
-        FIELD("out_channels", "%d", ls->out_channels);
-        FIELD("kernel_size", "%d", ls->kernel_size);
-        FIELD("stride", "%d", ls->stride);
-        FIELD("padding", "%d", ls->padding);
-        break;
-      case DT_LAYER_MAXPOOL2D:
-        FIELD("kernel_size", "%d", ls->kernel_size);
-        FIELD("stride", "%d", ls->stride);
-        break;
-      case DT_LAYER_LINEAR: FIELD("out_features", "%d", ls->out_features); break;
-      case DT_LAYER_DROPOUT: FIELD("p", "%.9g", (double)ls->p); break;
-      default: break;
+    for (int r = 0; keys[r].name != NULL; r++) {
+      const dt_key *k = &keys[r];
+      if (k->type == DT_KEY_SPECIAL || ((k->flags & DT_KEY_EMIT_IF_SET) && at_default(k, ls))) continue;
+      ev_scalar(em, k->name, 0);
+      schema_format(k, ls, buf, sizeof buf);
+      ev_scalar(em, buf, k->type == DT_KEY_STRING);
     }
-#undef FIELD
+    const int span = 1 + (ls->kind == DT_LAYER_RESIDUAL ? ls->children : 0);
+    if (ls->kind == DT_LAYER_RESIDUAL) {
+      ev_scalar(em, "layers", 0);
+      emit_layer_list(em, m, i + 1, i + span, 1);
+    }
     ev_map(em, 0, 1);
+    i += span;
   }
-  ev_seq(em, 0, 0);
+  ev_seq(em, 0, flow);
+}
+
+static void emit_layers(emitter *em, const dt_model_config *m) {
+  ev_scalar(em, "layers", 0);
+  emit_layer_list(em, m, 0, m->num_layers, 0);
 }
 
 /* Where the running problem's options sit in an experiment config (base is one when a row is a

@@ -19,7 +19,9 @@ static const char *const split_names[] = {"random", "hetero", "dirichlet", NULL}
 static const char *const backend_names[] = {"cpu", "cuda", "auto", NULL};
 const char *const config_loss_names[] = {"NLL", NULL};
 static const char *const loss_aliases[] = {"nll", "NLL", NULL};
-const char *const config_layer_names[] = {"conv2d", "maxpool2d", "linear", "relu", "flatten", "dropout", NULL};
+#define LAYER_NAME(upper, lower) #lower,
+const char *const config_layer_names[] = {DT_LAYER_CONFIG_LIST(LAYER_NAME) NULL};
+#undef LAYER_NAME
 const char *const config_metric_names[] = {"forward_pass_count", "validation_loss", "consensus_error",
                                            "top1_accuracy", "current_epoch", "consensus_matrix"};
 
@@ -71,7 +73,7 @@ const dt_key config_model_keys[] = {
     {.name = "linear_width", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, linear_width), .def = "64", .min = 1, .max = 1 << 20,
      .help = "seed CNN: hidden linear width"},
     {.name = "layers", .type = DT_KEY_SPECIAL,
-     .help = "list of layers replacing the seed CNN: {type: conv2d|maxpool2d|linear|relu|flatten|dropout, ...}"},
+     .help = "list of layers replacing the seed CNN: {type: conv2d, out_channels: 16, ...}; the types and their keys follow"},
     {0},
 };
 
@@ -201,17 +203,10 @@ const dt_key config_optimizer_common_keys[] = {
     {0},
 };
 
+/* A layer's `type`; the keys of each type are its definition's (src/nn/layers/). */
 const dt_key config_layer_keys[] = {
     {.name = "type", .type = DT_KEY_ENUM, .offset = offsetof(dt_layer_spec, kind), .flags = DT_KEY_REQUIRED, .values = config_layer_names,
-     .help = "conv2d, maxpool2d, linear, relu, flatten, dropout"},
-    {.name = "out_channels", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_channels), .min = 1, .max = 65536, .help = "conv2d: filters"},
-    {.name = "kernel_size", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, kernel_size), .min = 1, .max = 1024,
-     .help = "conv2d, maxpool2d: window size"},
-    {.name = "stride", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, stride), .min = 1, .max = 1024,
-     .help = "conv2d (default 1), maxpool2d (default kernel_size)"},
-    {.name = "padding", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, padding), .min = 0, .max = 1024, .help = "conv2d: zero padding"},
-    {.name = "out_features", .type = DT_KEY_INT, .offset = offsetof(dt_layer_spec, out_features), .min = 1, .max = 1 << 24, .help = "linear: outputs"},
-    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_layer_spec, p), .min = 0, .max = 0.999999, .help = "dropout: probability"},
+     .help = "conv2d, maxpool2d, linear, relu, flatten, dropout, batchnorm2d, groupnorm, avgpool2d, global_avgpool, residual"},
     {0},
 };
 
@@ -256,6 +251,11 @@ void dt_config_visit_keys(const dt_registry *reg, dt_config_key_visitor visit, v
   if (config_experiment_table_make(reg, &t) != DT_OK) return; /* a broken registry fails every load first */
   visit_rows(t.rows, "experiment.", visit, ctx);
   visit_rows(config_layer_keys, "experiment.model.layers[].", visit, ctx);
+  for (int k = 0; config_layer_names[k] != NULL; k++) {
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "experiment.model.layers[].(%s).", config_layer_names[k]);
+    visit_rows(dt_layer_def_of((dt_layer_kind)k)->keys, prefix, visit, ctx);
+  }
   visit_rows(config_problem_keys, "problem_configs.<name>.", visit, ctx);
   static const dt_key mc = {.name = "evaluate_frequency", .type = DT_KEY_INT, .help = "seed spelling of evaluate_frequency"};
   visit("problem_configs.<name>.metrics_config.evaluate_frequency", &mc, ctx);

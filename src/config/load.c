@@ -40,51 +40,63 @@ static dt_status read_metrics(const schema_ctx *ctx, const dt_ynode *n, const ch
   return DT_OK;
 }
 
-static dt_status read_layers(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_model_config *m) {
+/* One layer entry at path: its type, then the type's own keys (the definition's table, with
+ * `type`), keys of other types refused by name; a residual's block follows it in m->layers. */
+static dt_status read_layer_list(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_model_config *m);
+
+static dt_status read_layer(const schema_ctx *ctx, const dt_ynode *it, const char *sub, dt_model_config *m) {
+  if (m->num_layers >= DT_MAX_LAYERS)
+    return schema_error(ctx, it, sub, "more than %d layers, blocks' layers included; at most %d are supported", DT_MAX_LAYERS,
+                        DT_MAX_LAYERS);
+  const int at = m->num_layers++;
+  dt_layer_spec *ls = &m->layers[at];
+  memset(ls, 0, sizeof *ls);
+  const dt_ynode *type = it != NULL && it->kind == DT_YN_MAP ? dt_ynode_get(it, "type") : NULL;
+  if (type == NULL) return schema_read(ctx, config_layer_keys, it, sub, ls); /* not a map, or no type: its error */
+  char ksub[700];
+  snprintf(ksub, sizeof ksub, "%s.type", sub);
+  DT_TRY(schema_parse_scalar(ctx, &config_layer_keys[0], type, ksub, ls));
+  const dt_layer_def *def = dt_layer_def_of(ls->kind);
+  const char *name = config_layer_names[ls->kind];
+  dt_key rows[24] = {config_layer_keys[0]};
+  int nrows = 1;
+  for (int r = 0; def->keys[r].name != NULL && nrows < 23; r++) rows[nrows++] = def->keys[r];
+  for (int k = 0; k < it->n; k++) {
+    const char *key = it->keys[k]->text;
+    int ok = 0;
+    for (int r = 0; r < nrows && !ok; r++) ok = strcmp(rows[r].name, key) == 0;
+    snprintf(ksub, sizeof ksub, "%s.%s", sub, key);
+    if (!ok) return schema_error(ctx, it->keys[k], ksub, "does not apply to a %s layer", name);
+  }
+  for (int r = 1; r < nrows; r++)
+    if ((rows[r].flags & DT_KEY_REQUIRED) && dt_ynode_get(it, rows[r].name) == NULL)
+      return schema_error(ctx, it, sub, "a %s layer needs '%s'", name, rows[r].name);
+  DT_TRY(schema_read(ctx, rows, it, sub, ls));
+  if ((ls->kind == DT_LAYER_MAXPOOL2D || ls->kind == DT_LAYER_AVGPOOL2D) && ls->stride == 0) ls->stride = ls->kernel_size;
+  if (ls->kind == DT_LAYER_RESIDUAL) {
+    snprintf(ksub, sizeof ksub, "%s.layers", sub);
+    DT_TRY(read_layer_list(ctx, dt_ynode_get(it, "layers"), ksub, m));
+    m->layers[at].children = m->num_layers - at - 1;
+  }
+  return DT_OK;
+}
+
+static dt_status read_layer_list(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_model_config *m) {
   char sub[600];
-  if (n == NULL) return DT_OK;
   if (n->kind != DT_YN_SEQ || n->n == 0)
     return schema_error(ctx, n, path, "expected a non-empty list of layers ({type: conv2d, ...})");
   if (n->n > DT_MAX_LAYERS) return schema_error(ctx, n, path, "%d layers; at most %d are supported", n->n, DT_MAX_LAYERS);
-  m->num_layers = n->n;
-  /* which keys each type needs (R) or allows (A) */
-  static const char *const needs[][8] = {
-      [DT_LAYER_CONV2D] = {"R", "out_channels", "kernel_size", "A", "stride", "padding", NULL},
-      [DT_LAYER_MAXPOOL2D] = {"R", "kernel_size", "A", "stride", NULL},
-      [DT_LAYER_LINEAR] = {"R", "out_features", NULL},
-      [DT_LAYER_RELU] = {NULL},
-      [DT_LAYER_FLATTEN] = {NULL},
-      [DT_LAYER_DROPOUT] = {"R", "p", NULL},
-  };
   for (int i = 0; i < n->n; i++) {
-    const dt_ynode *it = n->items[i];
-    dt_layer_spec *ls = &m->layers[i];
-    memset(ls, 0, sizeof *ls);
     snprintf(sub, sizeof sub, "%s[%d]", path, i);
-    DT_TRY(schema_read(ctx, config_layer_keys, it, sub, ls));
-    const char *const *rule = needs[ls->kind];
-    for (int k = 0; k < it->n; k++) {
-      const char *key = it->keys[k]->text;
-      if (strcmp(key, "type") == 0) continue;
-      int ok = 0;
-      for (int r = 0; rule[r] != NULL && !ok; r++) ok = strcmp(rule[r], key) == 0;
-      if (!ok) {
-        char ksub[700];
-        snprintf(ksub, sizeof ksub, "%s.%s", sub, key);
-        return schema_error(ctx, it->keys[k], ksub, "does not apply to a %s layer", config_layer_names[ls->kind]);
-      }
-    }
-    int required = 0;
-    for (int r = 0; rule[r] != NULL; r++) {
-      if (strcmp(rule[r], "R") == 0) required = 1;
-      else if (strcmp(rule[r], "A") == 0) required = 0;
-      else if (required && dt_ynode_get(it, rule[r]) == NULL)
-        return schema_error(ctx, it, sub, "a %s layer needs '%s'", config_layer_names[ls->kind], rule[r]);
-    }
-    if (ls->kind == DT_LAYER_CONV2D && ls->stride == 0) ls->stride = 1;
-    if (ls->kind == DT_LAYER_MAXPOOL2D && ls->stride == 0) ls->stride = ls->kernel_size;
+    DT_TRY(read_layer(ctx, n->items[i], sub, m));
   }
   return DT_OK;
+}
+
+static dt_status read_layers(const schema_ctx *ctx, const dt_ynode *n, const char *path, dt_model_config *m) {
+  m->num_layers = 0;
+  if (n == NULL) return DT_OK;
+  return read_layer_list(ctx, n, path, m);
 }
 
 /* Every algorithm's name and aliases, for messages: the "did you mean" candidates and the list

@@ -81,12 +81,12 @@ static void bench(const char *name, const dt_model_spec *spec, double seconds, d
   dt_model_init_params(m, 0, p);
   float loss;
   /* train: batches cycle through the 1000 samples */
-  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, x, y, 64, g, &loss, NULL));
+  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, NULL, x, y, 64, g, &loss, NULL));
   long steps = 0;
   double t0 = dt_time_now(), t;
   do {
     int off = (int)(steps % 15) * 64;
-    MUST(dt_model_forward_backward(be, m, ws, p, x + (size_t)off * 784, y + off, 64, g, &loss, NULL));
+    MUST(dt_model_forward_backward(be, m, ws, p, NULL, x + (size_t)off * 784, y + off, 64, g, &loss, NULL));
     MUST(dt_local_opt_step(opt, 0, p, g, -1.0f, NULL));
     steps++;
   } while ((t = dt_time_now() - t0) < seconds);
@@ -96,7 +96,7 @@ static void bench(const char *name, const dt_model_spec *spec, double seconds, d
   do {
     double ls = 0;
     long correct = 0;
-    MUST(dt_model_evaluate(be, m, ews, p, x, y, 1000, &ls, &correct));
+    MUST(dt_model_evaluate(be, m, ews, p, NULL, x, y, 1000, &ls, &correct));
     evals++;
   } while ((t = dt_time_now() - t0) < seconds);
   double eval = 1000.0 * evals / t;

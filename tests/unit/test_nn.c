@@ -184,8 +184,18 @@ static void test_linear_pool_loss_ops(void) {
 static double loss_at(const dt_model *m, dt_workspace *ws, const float *p, const float *x, const int32_t *y, int B) {
   double s = 0;
   long c = 0;
-  CHECK_OK(dt_model_evaluate(be, m, ws, p, x, y, B, &s, &c));
+  CHECK_OK(dt_model_evaluate(be, m, ws, p, NULL, x, y, B, &s, &c));
   return s / B;
+}
+
+/* The training loss (batch statistics) of a model with buffers, from fresh running statistics
+ * each time; scratch takes the gradient. */
+static double train_mode_loss(const dt_model *m, dt_workspace *ws, const float *p, const float *x, const int32_t *y, int B,
+                              float *scratch, float *buffers) {
+  float loss = 0;
+  dt_model_init_buffers(m, buffers);
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, buffers, x, y, B, scratch, &loss, NULL));
+  return loss;
 }
 
 /* With dropout (drop != NULL): the training loss under one fixed mask, drawn from a copy of
@@ -194,7 +204,7 @@ static double train_loss_at(const dt_model *m, dt_workspace *ws, const float *p,
                             float *scratch, const dt_rng *drop) {
   dt_rng r = *drop;
   float loss = 0;
-  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, scratch, &loss, &r));
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, NULL, x, y, B, scratch, &loss, &r));
   return loss;
 }
 
@@ -211,18 +221,34 @@ static void gradcheck_rng(const char *name, const dt_model_spec *spec, int sampl
   const int B = 4;
   size_t P = dt_model_num_params(m), D = dt_model_input_size(m);
   CHECK_OK(dt_workspace_create(be, m, B, &ws));
-  float *p = fvec(P), *g = fvec(P), *x = fvec(B * D), *scratch = fvec(P);
+  const size_t NB = dt_model_num_buffers(m);
+  float *p = fvec(P), *g = fvec(P), *x = fvec(B * D), *scratch = fvec(P), *buf = fvec(NB);
   int32_t y[4] = {1, 0, 3, 2};
   dt_model_init_params(m, 5, p);
+  /* normalisation's weights and biases away from 1 and 0, so that their gradients matter */
+  for (int l = 0; l < dt_model_num_layers(m); l++) {
+    const dt_layer_info *li = dt_model_layer(m, l);
+    const dt_norm_shape *ns = &li->norm;
+    if (li->kind != DT_LAYER_BATCHNORM2D && li->kind != DT_LAYER_GROUPNORM && !(li->kind == DT_LAYER_RESIDUAL_END && li->projection &&
+                                                                              ns->kind != DT_LAYER_KIND_COUNT))
+      continue;
+    randu(p + ns->w_off, (size_t)ns->c, 0.5f);
+    randu(p + ns->b_off, (size_t)ns->c, 0.5f);
+    for (int c = 0; c < ns->c; c++) p[ns->w_off + c] += 1.0f;
+  }
   randu(x, B * D, 1.5f);
   float loss;
   dt_rng r;
   if (drop != NULL) r = *drop;
-  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, drop != NULL ? &r : NULL));
-  if (drop == NULL) CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
-  else /* the mask does drop something: the training loss is not the evaluation loss */
+  dt_model_init_buffers(m, buf);
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, NB ? buf : NULL, x, y, B, g, &loss, drop != NULL ? &r : NULL));
+  if (drop == NULL && NB == 0) CHECK_CLOSE(loss, loss_at(m, ws, p, x, y, B), 1e-5, 1e-6);
+  else if (drop != NULL) /* the mask does drop something: the training loss is not the evaluation loss */
     CHECK(fabs(loss - loss_at(m, ws, p, x, y, B)) > 1e-6, "%s: dropout changed nothing", name);
-#define LOSS_AT(q) (drop != NULL ? train_loss_at(m, ws, q, x, y, B, scratch, drop) : loss_at(m, ws, q, x, y, B))
+#define LOSS_AT(q)                                                      \
+  (drop != NULL ? train_loss_at(m, ws, q, x, y, B, scratch, drop)       \
+   : NB > 0     ? train_mode_loss(m, ws, q, x, y, B, scratch, buf)      \
+                : loss_at(m, ws, q, x, y, B))
   int bad = 0, tried = 0;
   for (size_t i = 0; i < P; i += (P / (size_t)samples_per_layer) + 1) {
     const float h = 1e-3f; /* larger steps cross relu kinks too often */
@@ -242,9 +268,69 @@ static void gradcheck_rng(const char *name, const dt_model_spec *spec, int sampl
   /* Kinks of relu/maxpool can spoil a difference now and then; a real bug spoils many. */
 #undef LOSS_AT
   CHECK(bad <= tried / 50, "%s: %d of %d gradient entries disagree with finite differences", name, bad, tried);
-  free(p), free(g), free(x), free(scratch);
+  free(p), free(g), free(x), free(scratch), free(buf);
   dt_workspace_free(be, ws);
   dt_model_free(m);
+}
+
+/* The layers of CIFAR models, each through finite differences: convolutions without bias,
+ * batch and group normalisation (train mode: the batch's statistics), average pooling, global
+ * average pooling, and residual blocks with identity and projection skips, nested too. */
+#define L_(...) ((dt_layer_spec){__VA_ARGS__})
+static void test_layer_gradients(void) {
+  dt_model_spec s = {.in_channels = 3, .in_height = 8, .in_width = 8, .num_classes = 4};
+  const dt_layer_spec bn_net[] = {
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 2, .padding = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU), L_(.kind = DT_LAYER_AVGPOOL2D, .kernel_size = 2),
+      L_(.kind = DT_LAYER_FLATTEN), L_(.kind = DT_LAYER_LINEAR, .out_features = 4),
+  };
+  s.num_layers = 6;
+  memcpy(s.layers, bn_net, sizeof bn_net);
+  gradcheck("conv(no bias)-batchnorm-avgpool", &s, 300);
+  const dt_layer_spec gn_net[] = {
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 6, .kernel_size = 3, .padding = 1, .stride = 1),
+      L_(.kind = DT_LAYER_GROUPNORM, .groups = 3), L_(.kind = DT_LAYER_RELU), L_(.kind = DT_LAYER_AVGPOOL2D, .kernel_size = 3, .stride = 2),
+      L_(.kind = DT_LAYER_GLOBAL_AVGPOOL), L_(.kind = DT_LAYER_LINEAR, .out_features = 4, .no_bias = 1),
+  };
+  memcpy(s.layers, gn_net, sizeof gn_net);
+  gradcheck("conv-groupnorm-overlapping avgpool-global avgpool", &s, 300);
+  /* a ResNet's stem and two basic blocks: identity skip, then a projection (stride 2, 4 → 8).
+   * Without the relus: after a normalisation half of a relu's inputs sit near its kink, and
+   * finite differences across kinks are noise (the PyTorch cross-check, test_torch, runs the
+   * same blocks with them). */
+  const dt_layer_spec res_net[] = {
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D),
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 4),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D),
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 4),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .padding = 1, .stride = 2, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D),
+      L_(.kind = DT_LAYER_GLOBAL_AVGPOOL), L_(.kind = DT_LAYER_LINEAR, .out_features = 4),
+  };
+  s.num_layers = (int)(sizeof res_net / sizeof res_net[0]);
+  memcpy(s.layers, res_net, sizeof res_net);
+  gradcheck("resnet blocks (batchnorm; identity and projection skips)", &s, 600);
+  for (int i = 0; i < s.num_layers; i++)
+    if (s.layers[i].kind == DT_LAYER_BATCHNORM2D) s.layers[i] = L_(.kind = DT_LAYER_GROUPNORM, .groups = 2);
+  gradcheck("resnet blocks (groupnorm)", &s, 600);
+  /* a block inside a block, without norms: the projection is a bare 1×1 convolution */
+  const dt_layer_spec nested[] = {
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 4),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 5, .kernel_size = 3, .padding = 1, .stride = 1),
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 2),
+      L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 5, .kernel_size = 3, .padding = 1, .stride = 1),
+      L_(.kind = DT_LAYER_FLATTEN), L_(.kind = DT_LAYER_LINEAR, .out_features = 4),
+  };
+  s.num_layers = (int)(sizeof nested / sizeof nested[0]);
+  memcpy(s.layers, nested, sizeof nested);
+  gradcheck("nested residual blocks", &s, 600);
 }
 
 static void test_gradients(void) {
@@ -510,6 +596,7 @@ int main(void) {
   test_conv_op(4, 7, 2, 3, 3, 0);
   test_linear_pool_loss_ops();
   test_gradients();
+  test_layer_gradients();
   test_seed_cnn();
   test_optimizers();
   test_vector_ops();

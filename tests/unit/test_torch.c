@@ -62,7 +62,7 @@ static void crosscheck(const char *arch) {
   CHECK(system(cmd) == 0, "%s failed", cmd);
 
   float loss;
-  CHECK_OK(dt_model_forward_backward(be, m, ws, p, x, y, B, g, &loss, NULL));
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, NULL, x, y, B, g, &loss, NULL));
   dt_local_opt_spec os = dt_local_opt_spec_default(DT_LOCAL_ADAM);
   os.lr = (float)lr;
   CHECK_OK(dt_local_opt_create(be, &os, 1, P, &opt));

@@ -157,3 +157,37 @@ double dt_cpu_log_softmax_nll(int batch, int classes, const float *logits, const
   }
   return total;
 }
+
+/* Average pooling: each window's mean (k 0: the whole plane, global_avgpool), summed in window
+ * order; backward spreads dy/k² over the window (windows that overlap add up). */
+void dt_cpu_avgpool_forward(const dt_pool_shape *s, int batch, const float *x, float *y) {
+  const int kh = s->k > 0 ? s->k : s->h, kw = s->k > 0 ? s->k : s->w;
+  const float inv = 1.0f / (float)(kh * kw);
+  const size_t in_plane = (size_t)s->h * s->w, out_plane = (size_t)s->oh * s->ow;
+  for (size_t plane = 0; plane < (size_t)batch * s->c; plane++) {
+    const float *xp = x + plane * in_plane;
+    for (int oh = 0; oh < s->oh; oh++)
+      for (int ow = 0; ow < s->ow; ow++) {
+        float sum = 0.0f;
+        for (int i = 0; i < kh; i++)
+          for (int j = 0; j < kw; j++) sum += xp[(size_t)(oh * s->stride + i) * s->w + (size_t)(ow * s->stride + j)];
+        y[plane * out_plane + (size_t)oh * s->ow + ow] = sum * inv;
+      }
+  }
+}
+
+void dt_cpu_avgpool_backward(const dt_pool_shape *s, int batch, const float *dy, float *dx) {
+  const int kh = s->k > 0 ? s->k : s->h, kw = s->k > 0 ? s->k : s->w;
+  const float inv = 1.0f / (float)(kh * kw);
+  const size_t in_plane = (size_t)s->h * s->w, out_plane = (size_t)s->oh * s->ow;
+  memset(dx, 0, sizeof(float) * (size_t)batch * s->c * in_plane);
+  for (size_t plane = 0; plane < (size_t)batch * s->c; plane++) {
+    float *dp = dx + plane * in_plane;
+    for (int oh = 0; oh < s->oh; oh++)
+      for (int ow = 0; ow < s->ow; ow++) {
+        const float g = dy[plane * out_plane + (size_t)oh * s->ow + ow] * inv;
+        for (int i = 0; i < kh; i++)
+          for (int j = 0; j < kw; j++) dp[(size_t)(oh * s->stride + i) * s->w + (size_t)(ow * s->stride + j)] += g;
+      }
+  }
+}

@@ -59,7 +59,8 @@ static dt_status gradient_node(void *ctx, int l) {
   const dt_node_batch *nb = c->nb;
   if (nb->batch[l] == 0) return DT_OK;
   return dt_model_forward_backward(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()],
-                                   nb->theta + (size_t)l * nb->theta_stride, nb->x + (size_t)l * nb->x_stride,
+                                   nb->theta + (size_t)l * nb->theta_stride,
+                                   nb->buffers != NULL ? nb->buffers + (size_t)l * nb->buffers_stride : NULL, nb->x + (size_t)l * nb->x_stride,
                                    nb->y + (size_t)l * nb->y_stride, nb->batch[l], nb->grad + (size_t)l * nb->grad_stride,
                                    &nb->loss[l], nb->dropout != NULL ? &nb->dropout[l] : NULL);
 }
@@ -68,7 +69,7 @@ static dt_status evaluate_node(void *ctx, int l) {
   const node_call *c = ctx;
   const dt_node_eval *ne = c->ne;
   return dt_model_evaluate(c->be, dt_workspace_model(c->plan->ws[0]), c->plan->ws[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
-                           ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);
+                           ne->buffers != NULL ? ne->buffers + (size_t)l * ne->buffers_stride : NULL, ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);
 }
 
 dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {

@@ -1,23 +1,28 @@
 /* The CPU backend's per-node model executor: forward, backward and evaluation of one node's
- * batch through the layer kernels (conv2d.c, linear.c, layers.c), with every scratch array in a
- * workspace sized once, so a training step allocates nothing. model.c runs it on the backend's
- * threads, one workspace per thread. */
+ * batch, each layer run through its type's entry in the layer table (layer_*.c), with every
+ * scratch array in a workspace sized once, so a training step allocates nothing. model.c runs it
+ * on the backend's threads, one workspace per thread. */
 #include <string.h>
 
 #include "cpu_impl.h"
 #include "dt/nn.h"
+
+static const cpu_layer_ops *const layer_ops[DT_LAYER_KIND_COUNT] = {
+#define CPU_LAYER_ENTRY(upper, lower) [DT_LAYER_##upper] = &dt_cpu_layer_##lower,
+    DT_LAYER_LIST(CPU_LAYER_ENTRY)
+#undef CPU_LAYER_ENTRY
+};
 
 /* Scratch in backend memory; the struct itself is on the host. */
 struct dt_workspace {
   int max_batch;
   const dt_model *m;
   int L, classes;
-  dt_layer_info layers[DT_MAX_LAYERS];
-  float *act[DT_MAX_LAYERS + 1]; /* act[l+1] = output of layer l; act[0] = the input */
-  int owned[DT_MAX_LAYERS + 1];
-  int32_t *argmax[DT_MAX_LAYERS];
-  uint8_t *mask[DT_MAX_LAYERS];
-  float *grad_a, *grad_b; /* ping-pong buffers for activation gradients */
+  const dt_layer_info *layers;       /* the model's compiled list */
+  float *act[DT_MAX_COMPILED + 1];   /* act[l+1] = output of layer l; act[0] = the input */
+  int owned[DT_MAX_COMPILED + 1];
+  void *scratch[DT_MAX_COMPILED];    /* each layer's own (argmax, mask, statistics, ...) */
+  float *grad_a, *grad_b;            /* ping-pong buffers for activation gradients */
   float *col, *dcol;
 };
 
@@ -25,12 +30,9 @@ const dt_model *dt_workspace_model(const dt_workspace *ws) { return ws->m; }
 
 void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
   if (ws == NULL) return;
-  for (int l = 0; l <= DT_MAX_LAYERS; l++)
+  for (int l = 0; l <= DT_MAX_COMPILED; l++)
     if (ws->owned[l]) dt_be_free(be, ws->act[l]);
-  for (int l = 0; l < DT_MAX_LAYERS; l++) {
-    dt_be_free(be, ws->argmax[l]);
-    dt_be_free(be, ws->mask[l]);
-  }
+  for (int l = 0; l < DT_MAX_COMPILED; l++) dt_be_free(be, ws->scratch[l]);
   dt_be_free(be, ws->grad_a);
   dt_be_free(be, ws->grad_b);
   dt_be_free(be, ws->col);
@@ -51,15 +53,16 @@ dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, 
   ws->m = m;
   ws->L = dt_model_num_layers(m);
   ws->classes = dt_model_num_classes(m);
+  ws->layers = dt_model_layer(m, 0);
   const size_t B = (size_t)max_batch;
   for (int l = 0; l < ws->L; l++) {
-    const dt_layer_info *ly = &ws->layers[l];
-    ws->layers[l] = dt_model_layer(m, l);
-    if (ly->kind == DT_LAYER_FLATTEN) continue; /* aliases its input */
-    DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * ly->out_size));
+    const dt_layer_info *li = &ws->layers[l];
+    const cpu_layer_ops *ops = layer_ops[li->kind];
+    if (ops->scratch != NULL && ops->scratch(li, max_batch) > 0)
+      DT_TRY_GOTO(dt_be_alloc(be, ops->scratch(li, max_batch), &ws->scratch[l]));
+    if (ops->forward_alias) continue; /* its output is its input */
+    DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * li->out_size));
     ws->owned[l + 1] = 1;
-    if (ly->kind == DT_LAYER_MAXPOOL2D) DT_TRY_GOTO(BE_ALLOC(ws->argmax[l], B * ly->out_size));
-    if (ly->kind == DT_LAYER_DROPOUT) DT_TRY_GOTO(BE_ALLOC(ws->mask[l], B * ly->out_size));
   }
   DT_TRY_GOTO(BE_ALLOC(ws->grad_a, B * dt_model_max_activation(m)));
   DT_TRY_GOTO(BE_ALLOC(ws->grad_b, B * dt_model_max_activation(m)));
@@ -74,87 +77,76 @@ cleanup:
   return st;
 }
 
-static void forward(dt_workspace *ws, const float *params, const float *x, int batch, dt_rng *dropout_rng, int train) {
+/* A call on layer l with what every layer gets. */
+static cpu_layer_call layer_call(dt_workspace *ws, int l, int batch, int train, const float *params, float *grad,
+                                 float *buffers, dt_rng *rng) {
+  return (cpu_layer_call){.li = &ws->layers[l], .layers = ws->layers, .l = l, .batch = batch, .train = train,
+                          .x = ws->act[l], .y = ws->act[l + 1], .params = params, .grad = grad, .buffers = buffers,
+                          .scratch = ws->scratch[l], .col = ws->col, .dcol = ws->dcol, .rng = rng,
+                          .act = (const float *const *)ws->act, .scratch_of = ws->scratch};
+}
+
+static void forward(dt_workspace *ws, const float *params, float *buffers, const float *x, int batch, dt_rng *dropout_rng,
+                    int train) {
   ws->act[0] = (float *)x; /* read only: no kernel writes its input */
   for (int l = 0; l < ws->L; l++) {
-    const dt_layer_info *ly = &ws->layers[l];
-    const float *in = ws->act[l];
-    float *o = ws->act[l + 1];
-    const float *wt = params + ly->w_off, *bs = params + ly->b_off;
-    const size_t n_out = (size_t)batch * ly->out_size;
-    switch (ly->kind) {
-      case DT_LAYER_CONV2D: dt_cpu_conv2d_forward(&ly->conv, batch, in, wt, bs, o, ws->col); break;
-      case DT_LAYER_MAXPOOL2D: dt_cpu_maxpool_forward(&ly->pool, batch, in, o, ws->argmax[l]); break;
-      case DT_LAYER_LINEAR: dt_cpu_linear_forward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, bs, o); break;
-      case DT_LAYER_RELU: dt_cpu_relu_forward(n_out, in, o); break;
-      case DT_LAYER_FLATTEN: ws->act[l + 1] = (float *)in; break;
-      case DT_LAYER_DROPOUT:
-        if (train && ly->p > 0.0f && dropout_rng != NULL)
-          dt_cpu_dropout_forward(n_out, ly->p, in, o, ws->mask[l], dropout_rng);
-        else
-          memcpy(o, in, sizeof(float) * n_out);
-        break;
-      default: break;
-    }
+    const cpu_layer_ops *ops = layer_ops[ws->layers[l].kind];
+    if (ops->forward_alias) ws->act[l + 1] = ws->act[l];
+    const cpu_layer_call c = layer_call(ws, l, batch, train, params, NULL, buffers, dropout_rng);
+    ops->forward(&c);
   }
 }
 
 dt_status dt_model_forward_backward(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
-                                    const float *x, const int32_t *y, int batch, float *grad,
+                                    float *buffers, const float *x, const int32_t *y, int batch, float *grad,
                                     float *loss, dt_rng *dropout_rng) {
   (void)be;
   DT_CHECK(m == ws->m, DT_ERR_INTERNAL, "a workspace used with another model than its own");
   DT_CHECK(batch >= 1 && batch <= ws->max_batch, DT_ERR_INTERNAL,
            "batch %d outside the workspace's 1..%d", batch, ws->max_batch);
-  forward(ws, params, x, batch, dropout_rng, 1);
+  DT_CHECK(buffers != NULL || dt_model_num_buffers(m) == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
+  forward(ws, params, buffers, x, batch, dropout_rng, 1);
   float *dcur = ws->grad_a, *dnext = ws->grad_b;
   const double total = dt_cpu_log_softmax_nll(batch, ws->classes, ws->act[ws->L], y, dcur, 1.0f / (float)batch, NULL);
   *loss = (float)(total / batch);
   for (int l = ws->L - 1; l >= 0; l--) {
-    const dt_layer_info *ly = &ws->layers[l];
-    const float *in = ws->act[l];
-    const float *wt = params + ly->w_off;
-    float *dw = grad + ly->w_off, *db = grad + ly->b_off;
+    const cpu_layer_ops *ops = layer_ops[ws->layers[l].kind];
+    cpu_layer_call c = layer_call(ws, l, batch, 1, params, grad, buffers, dropout_rng);
+    c.dy = dcur;
     /* The first layer's input gradient is never needed (the input is data). */
-    float *dx = l > 0 ? dnext : NULL;
-    const size_t n_out = (size_t)batch * ly->out_size;
-    switch (ly->kind) {
-      case DT_LAYER_CONV2D: dt_cpu_conv2d_backward(&ly->conv, batch, in, wt, dcur, dw, db, dx, ws->col, ws->dcol); break;
-      case DT_LAYER_LINEAR:
-        dt_cpu_linear_backward(batch, (int)ly->in_size, (int)ly->out_size, in, wt, dcur, dw, db, dx);
-        break;
-      case DT_LAYER_MAXPOOL2D:
-        if (dx != NULL) dt_cpu_maxpool_backward(&ly->pool, batch, dcur, ws->argmax[l], dx);
-        break;
-      case DT_LAYER_RELU:
-        dt_cpu_relu_backward(n_out, ws->act[l + 1], dcur, dcur);
-        dx = dcur; /* in place */
-        break;
-      case DT_LAYER_DROPOUT:
-        if (ly->p > 0.0f && dropout_rng != NULL) dt_cpu_dropout_backward(n_out, ly->p, ws->mask[l], dcur, dcur);
-        dx = dcur;
-        break;
-      case DT_LAYER_FLATTEN: dx = dcur; break;
-      default: break;
-    }
-    if (dx == dnext) {
+    c.dx = ops->backward_in_place ? dcur : l > 0 ? dnext : NULL;
+    ops->backward(&c);
+    if (c.dx == dnext) {
       dnext = dcur;
-      dcur = dx;
+      dcur = c.dx;
     }
   }
   return DT_OK;
 }
 
 dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params,
-                            const float *x, const int32_t *y, int n, double *loss_sum,
+                            const float *buffers, const float *x, const int32_t *y, int n, double *loss_sum,
                             long *correct) {
   (void)be;
   DT_CHECK(m == ws->m, DT_ERR_INTERNAL, "a workspace used with another model than its own");
   const size_t d = dt_model_input_size(m);
   for (int start = 0; start < n; start += ws->max_batch) {
     int b = n - start < ws->max_batch ? n - start : ws->max_batch;
-    forward(ws, params, x + (size_t)start * d, b, NULL, 0);
+    forward(ws, params, (float *)buffers /* eval mode reads them only */, x + (size_t)start * d, b, NULL, 0);
     *loss_sum += dt_cpu_log_softmax_nll(b, ws->classes, ws->act[ws->L], y + start, NULL, 0.0f, correct);
+  }
+  return DT_OK;
+}
+
+dt_status dt_model_logits(dt_backend *be, const dt_model *m, dt_workspace *ws, const float *params, const float *buffers,
+                          const float *x, int n, float *out) {
+  (void)be;
+  DT_CHECK(m == ws->m, DT_ERR_INTERNAL, "a workspace used with another model than its own");
+  const size_t d = dt_model_input_size(m), k = (size_t)ws->classes;
+  for (int start = 0; start < n; start += ws->max_batch) {
+    int b = n - start < ws->max_batch ? n - start : ws->max_batch;
+    forward(ws, params, (float *)buffers, x + (size_t)start * d, b, NULL, 0);
+    memcpy(out + (size_t)start * k, ws->act[ws->L], sizeof(float) * (size_t)b * k);
   }
   return DT_OK;
 }

@@ -63,7 +63,7 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
   pl->in_dim = dt_model_input_size(m);
   size_t maxs = pl->in_dim, cols = 0;
   for (int l = 0; l < pl->L; l++) {
-    const dt_layer_info li = dt_model_layer(m, l);
+    const dt_layer_info li = *dt_model_layer(m, l);
     pl->ly[l] = li;
     if (l == 0) { /* the input: sample-major, split as the first spatial layer sees it */
       pl->chan[0] = li.kind == DT_LAYER_CONV2D ? (size_t)li.conv.c : li.kind == DT_LAYER_MAXPOOL2D ? (size_t)li.pool.c : 1;
@@ -161,11 +161,27 @@ static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int
   return plan_alloc(be, pl);
 }
 
+/* The layers this executor runs: the six of the seed models, with biases. Normalisation, average
+ * pooling and residual blocks run on the CPU backend only, until they have kernels here that a
+ * GPU has tested against the CPU's. */
+static dt_status check_supported(const dt_model *m) {
+  for (int l = 0; l < dt_model_num_layers(m); l++) {
+    const dt_layer_info *li = dt_model_layer(m, l);
+    const int ok = li->kind == DT_LAYER_MAXPOOL2D || li->kind == DT_LAYER_RELU || li->kind == DT_LAYER_FLATTEN ||
+                   li->kind == DT_LAYER_DROPOUT || ((li->kind == DT_LAYER_CONV2D || li->kind == DT_LAYER_LINEAR) && li->n_b > 0);
+    DT_CHECK(ok, DT_ERR_UNSUPPORTED, "the cuda backend does not run %s%s layers yet (%s); use backend: cpu",
+             dt_layer_kind_name(li->kind), li->n_b == 0 && (li->kind == DT_LAYER_CONV2D || li->kind == DT_LAYER_LINEAR) ? " (bias: false)" : "",
+             li->key);
+  }
+  return DT_OK;
+}
+
 dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **out) {
   dt_status st = DT_OK;
   cu_plan *pl = NULL;
   *out = NULL;
   DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
+  DT_TRY(check_supported(m));
   CU_HOST_NEW(pl, "model plan");
   DT_TRY_GOTO(plan_fill(be, m, max_batch, nodes, run_nodes, pl));
   *out = pl;
