@@ -1,6 +1,8 @@
 /* Cross-check against PyTorch 1.13 (Debian python3-torch): the same weights and batch through
  * dtrun's model and PyTorch's give the same loss, gradients and parameters after one Adam step,
- * to 1e-5 relative, for the seed CNN and the larger two-convolution CNN. Skipped (77) when
+ * to 1e-5 relative, for the seed CNN and the larger two-convolution CNN; every local optimizer
+ * against torch.optim; and the layer table (normalisation, pooling, residual blocks) against
+ * torch.nn in train and eval mode, loaded through dtrun's manifest. Skipped (77) when
  * /usr/bin/python3 has no torch. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -151,6 +153,146 @@ static void optimizer_crosscheck(void) {
   dt_backend_free(be);
 }
 
+/* ---- the layer table against torch.nn ------------------------------------------------------- */
+
+/* Spec entries [first, end) as the JSON list torch_layers.py builds modules from. */
+static size_t arch_json(const dt_model_spec *s, int first, int end, char *buf, size_t size) {
+  size_t u = 0;
+#define PUT(...) u += (size_t)snprintf(buf + (u < size ? u : size), u < size ? size - u : 0, __VA_ARGS__)
+  PUT("[");
+  for (int i = first; i < end;) {
+    const dt_layer_spec *l = &s->layers[i];
+    PUT("%s{\"type\": \"%s\"", i > first ? ", " : "", dt_layer_kind_name(l->kind));
+    const struct { const char *k; int v; } ints[] = {{"out_channels", l->out_channels}, {"kernel_size", l->kernel_size},
+        {"stride", l->stride}, {"padding", l->padding}, {"out_features", l->out_features}, {"groups", l->groups}};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+      if (ints[k].v != 0) PUT(", \"%s\": %d", ints[k].k, ints[k].v);
+    if (l->no_bias) PUT(", \"bias\": false");
+    if (l->p > 0) PUT(", \"p\": %.17g", l->p);
+    if (l->eps > 0) PUT(", \"eps\": %.17g", l->eps);
+    if (l->momentum > 0) PUT(", \"momentum\": %.17g", l->momentum);
+    const int span = 1 + (l->kind == DT_LAYER_RESIDUAL ? l->children : 0);
+    if (l->kind == DT_LAYER_RESIDUAL) {
+      PUT(", \"layers\": ");
+      u += arch_json(s, i + 1, i + span, buf + (u < size ? u : size), u < size ? size - u : 0);
+    }
+    PUT("}");
+    i += span;
+  }
+  PUT("]");
+#undef PUT
+  return u;
+}
+
+/* One training step's loss, gradient and running statistics, and the evaluation logits after
+ * it, against torch.nn's modules loaded through dtrun's manifest (whose names must be the
+ * module's state_dict keys, in order). Tolerance 1e-5 relative to each vector's scale (measured:
+ * at most 5e-7). */
+static void layers_crosscheck(const char *name, const dt_model_spec *spec) {
+  dt_model *m = NULL;
+  dt_workspace *ws = NULL;
+  dt_backend *be = NULL;
+  CHECK_OK(dt_backend_cpu_create(1, &be));
+  CHECK_OK(dt_model_create(spec, &m));
+  if (m == NULL) return;
+  const int B = 8;
+  CHECK_OK(dt_workspace_create(be, m, B, &ws));
+  const size_t P = dt_model_num_params(m), NB = dt_model_num_buffers(m), D = dt_model_input_size(m);
+  const int K = dt_model_num_classes(m);
+  float *p = calloc(P, 4), *g = calloc(P, 4), *tg = calloc(P, 4), *bf = calloc(NB + 1, 4), *tb = calloc(NB + 1, 4);
+  float *x = calloc((size_t)B * D, 4), *lg = calloc((size_t)B * K, 4), *tl = calloc((size_t)B * K, 4);
+  int32_t y[8];
+  dt_rng r;
+  dt_rng_init(&r, 4, DT_RNG_TEST, 2);
+  dt_model_init_params(m, 13, p);
+  for (size_t i = 0; i < P; i++) p[i] += 0.05f * (float)dt_rng_normal(&r); /* norms away from 1 and 0 */
+  dt_model_init_buffers(m, bf);
+  for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)dt_rng_normal(&r);
+  for (int i = 0; i < B; i++) y[i] = (int32_t)dt_rng_below(&r, (uint64_t)K);
+  static char arch[1 << 16], man[1 << 16];
+  const size_t al = arch_json(spec, 0, spec->num_layers, arch, sizeof arch), ml = dt_model_manifest(m, man, sizeof man);
+  CHECK(al < sizeof arch && ml < sizeof man, "%s: architecture or manifest too long", name);
+
+  char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
+  int fi = mkstemp(in), fo = mkstemp(out);
+  FILE *f = fdopen(fi, "wb");
+  const int64_t hdr[9] = {(int64_t)P, (int64_t)NB, B, spec->in_channels, spec->in_height, spec->in_width, K, (int64_t)al, (int64_t)ml};
+  fwrite(hdr, 8, 9, f);
+  fwrite(arch, 1, al, f);
+  fwrite(man, 1, ml, f);
+  fwrite(p, 4, P, f);
+  fwrite(bf, 4, NB, f);
+  fwrite(x, 4, (size_t)B * D, f);
+  fwrite(y, 4, (size_t)B, f);
+  fclose(f);
+  close(fo);
+  char cmd[1024];
+  const char *root = getenv("DT_SOURCE_ROOT");
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_layers.py %s %s", root ? root : ".", in, out);
+  CHECK(system(cmd) == 0, "%s: %s failed", name, cmd);
+
+  float loss;
+  CHECK_OK(dt_model_forward_backward(be, m, ws, p, NB ? bf : NULL, x, y, B, g, &loss, NULL));
+  CHECK_OK(dt_model_logits(be, m, ws, p, NB ? bf : NULL, x, B, lg));
+  double tloss = 0;
+  f = fopen(out, "rb");
+  const int ok = f && fread(&tloss, 8, 1, f) == 1 && fread(tg, 4, P, f) == P && fread(tb, 4, NB, f) == NB &&
+                 fread(tl, 4, (size_t)B * K, f) == (size_t)B * K;
+  if (f) fclose(f);
+  CHECK(ok, "%s: could not read PyTorch's results", name);
+  if (ok) {
+    const double eg = rel_err(g, tg, P), eb = NB ? rel_err(bf, tb, NB) : 0, el = rel_err(lg, tl, (size_t)B * K);
+    CHECK(fabs(loss - tloss) <= 1e-5 * fabs(tloss), "%s loss: dtrun %.9g, PyTorch %.9g", name, loss, tloss);
+    CHECK(eg <= 1e-5, "%s gradient: relative error %g", name, eg);
+    CHECK(eb <= 1e-5, "%s running statistics: relative error %g", name, eb);
+    CHECK(el <= 1e-5, "%s evaluation logits: relative error %g", name, el);
+    printf("%-34s %6zu params %4zu buffers: loss %.7f vs %.7f, gradient %.1e, buffers %.1e, eval logits %.1e\n", name, P, NB,
+           loss, tloss, eg, eb, el);
+  }
+  unlink(in);
+  unlink(out);
+  free(p), free(g), free(tg), free(bf), free(tb), free(x), free(lg), free(tl);
+  dt_workspace_free(be, ws);
+  dt_model_free(m);
+  dt_backend_free(be);
+}
+
+#define L_(...) ((dt_layer_spec){__VA_ARGS__})
+static void layer_crosschecks(void) {
+  dt_model_spec s = {.in_channels = 3, .in_height = 8, .in_width = 8, .num_classes = 5};
+  const dt_layer_spec bn_net[] = {
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 2, .padding = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D, .momentum = 0.3), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_AVGPOOL2D, .kernel_size = 2, .stride = 1), L_(.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2, .stride = 1),
+      L_(.kind = DT_LAYER_FLATTEN), L_(.kind = DT_LAYER_LINEAR, .out_features = 5),
+  };
+  s.num_layers = (int)(sizeof bn_net / sizeof bn_net[0]);
+  memcpy(s.layers, bn_net, sizeof bn_net);
+  layers_crosscheck("conv-batchnorm-relu-avgpool-maxpool", &s);
+  /* a ResNet's stem and two basic blocks: identity skip, then a projection (stride 2, 4 → 8) */
+  const dt_layer_spec res_net[] = {
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 5),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_RESIDUAL, .children = 5),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .padding = 1, .stride = 2, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .padding = 1, .stride = 1, .no_bias = 1),
+      L_(.kind = DT_LAYER_BATCHNORM2D), L_(.kind = DT_LAYER_RELU),
+      L_(.kind = DT_LAYER_GLOBAL_AVGPOOL), L_(.kind = DT_LAYER_LINEAR, .out_features = 5),
+  };
+  s.num_layers = (int)(sizeof res_net / sizeof res_net[0]);
+  memcpy(s.layers, res_net, sizeof res_net);
+  layers_crosscheck("resnet blocks, batchnorm", &s);
+  for (int i = 0; i < s.num_layers; i++)
+    if (s.layers[i].kind == DT_LAYER_BATCHNORM2D) s.layers[i] = L_(.kind = DT_LAYER_GROUPNORM, .groups = 2, .eps = 1e-3);
+  layers_crosscheck("resnet blocks, groupnorm", &s);
+}
+
 int main(void) {
   if (!have_torch()) {
     fprintf(stderr, "skipping: /usr/bin/python3 has no torch (scripts/setup.sh --with-torch)\n");
@@ -159,5 +301,6 @@ int main(void) {
   crosscheck("seed");
   crosscheck("large");
   optimizer_crosscheck();
+  layer_crosschecks();
   return check_report("test_torch");
 }
