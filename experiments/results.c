@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dt_config.h"
 #include "dt_vcs.h"
@@ -154,21 +155,40 @@ void runner_record_rows(const runner *r, problem_run *pr, int round, problem_res
 
 DT_MUST_USE static dt_status write_results(runner *r, problem_run *pr);
 
+/* <problem>_models.npy: one row per node, its parameters and then its buffers (running
+ * statistics), float32; and <problem>_models.tsv, the manifest naming every tensor of a row
+ * (name, param or buffer, offset in the row, shape) in PyTorch's state_dict order. */
 static dt_status save_models(runner *r, problem_run *pr) {
-  const size_t d = pr->run.dim;
+  const size_t d = pr->run.dim, nb = dt_task_buffers(pr->run.task)->dim, row = d + nb;
+  const dt_model *m = dt_task_model(pr->run.task);
   const float *const *rows;
-  float *all = NULL;
+  float *all = NULL, *part = NULL;
+  char *manifest = NULL;
   dt_status st = DT_OK;
-  DT_TRY(dt_run_host_rows(&pr->run, &pr->run.theta, &rows));
-  if (r->write) DT_ALLOC_GOTO(all, (size_t)r->n * d, "models");
-  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
+  if (r->write) DT_ALLOC_GOTO(all, (size_t)r->n * row, "models");
+  if (r->write && nb > 0) DT_ALLOC_GOTO(part, (size_t)r->n * (nb > d ? nb : d), "models");
+  DT_TRY_GOTO(dt_run_host_rows(&pr->run, &pr->run.theta, &rows));
+  DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, nb > 0 ? part : all));
+  if (nb > 0) {
+    for (int i = 0; r->write && i < r->n; i++) memcpy(all + (size_t)i * row, part + (size_t)i * d, sizeof(float) * d);
+    DT_TRY_GOTO(dt_run_host_rows(&pr->run, dt_task_buffers(pr->run.task), &rows));
+    DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, nb, part));
+    for (int i = 0; r->write && i < r->n; i++) memcpy(all + (size_t)i * row + d, part + (size_t)i * nb, sizeof(float) * nb);
+  }
   if (r->write) {
     char name[DT_NAME_MAX + 32];
     snprintf(name, sizeof name, "%s_models.npy", pr->pc->problem_name);
-    DT_TRY_GOTO(dt_write_npy(r->outdir, name, all, r->n, d));
+    DT_TRY_GOTO(dt_write_npy(r->outdir, name, all, r->n, row));
+    const size_t len = dt_model_manifest(m, NULL, 0);
+    DT_ALLOC_GOTO(manifest, len + 1, "model manifest");
+    dt_model_manifest(m, manifest, len + 1);
+    snprintf(name, sizeof name, "%s_models.tsv", pr->pc->problem_name);
+    DT_TRY_GOTO(dt_write_atomic(r->outdir, name, manifest, len));
   }
 cleanup:
   dt_free(all);
+  dt_free(part);
+  dt_free(manifest);
   return st;
 }
 

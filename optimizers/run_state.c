@@ -136,7 +136,7 @@ dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size
       DT_TRY(dt_slab_download_node(run->be, it->slab, row + t, (float *)(void *)(run->blob + at) + (size_t)t * run->dim));
   }
   DT_TRY(put_record(run, &used, "task", dt_task_node_state_size(run->task, l), &at));
-  dt_task_node_state_save(run->task, l, run->blob + at);
+  DT_TRY(dt_task_node_state_save(run->task, l, run->blob + at));
   *data = run->blob;
   *size = used;
   return DT_OK;

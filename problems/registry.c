@@ -54,6 +54,9 @@ dt_status dt_problem_model(const dt_config *cfg, const dt_samples *shape, dt_mod
     memset(spec, 0, sizeof *spec);
     spec->num_layers = m->num_layers;
     memcpy(spec->layers, m->layers, sizeof(dt_layer_spec) * (size_t)m->num_layers);
+  } else if (m->name != DT_MODEL_DEFAULT) {
+    dt_model_spec_named(spec, (dt_model_name)m->name, (dt_model_norm)m->norm, m->groups, m->linear_width, shape->in_c, shape->in_h,
+                        shape->in_w, shape->num_classes);
   } else {
     def->default_model(&cfg->experiment, shape, spec);
   }

@@ -38,13 +38,18 @@ struct dt_task {
   int *nb;        /* [count] samples in this call */
   float *nb_loss; /* [count] */
   dt_slab gtmp;   /* full batch: one chunk's gradients */
-  dt_slab obj_theta, obj_grad; /* dt_task_objective's vectors */
+  dt_slab obj_theta, obj_grad, obj_buffers; /* dt_task_objective's vectors */
+  /* each node's model buffers (running statistics; no data without any), moved by training
+   * calls, read by evaluations, restarted from buf0 by begin */
+  dt_slab buffers;
+  float *buf0;
   void *train_plan, *eval_plan;
   float *test_x; /* decoded test set, backend memory */
   int32_t *test_y;
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
+const dt_slab *dt_task_buffers(const dt_task *t) { return &t->buffers; }
 const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }
@@ -84,6 +89,9 @@ void dt_task_free(dt_task *t) {
   free_batches(t);
   dt_slab_free(t->be, &t->obj_theta);
   dt_slab_free(t->be, &t->obj_grad);
+  dt_slab_free(t->be, &t->obj_buffers);
+  dt_slab_free(t->be, &t->buffers);
+  dt_free(t->buf0);
   if (t->eval_plan != NULL) dt_be_plan_free(t->be, t->eval_plan);
   dt_be_free(t->be, t->test_x);
   dt_be_free(t->be, t->test_y);
@@ -144,6 +152,12 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   DT_ALLOC_GOTO(t->nb, count, "task");
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
   DT_TRY_GOTO(dt_be_plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
+  const size_t nb = dt_model_num_buffers(t->model);
+  if (nb > 0) {
+    DT_ALLOC_GOTO(t->buf0, nb, "model buffers");
+    dt_model_init_buffers(t->model, t->buf0);
+    DT_TRY_GOTO(dt_slab_create(be, count, nb, &t->buffers));
+  }
   *out = t;
   t = NULL;
 cleanup:
@@ -185,6 +199,7 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
     dt_rng_init(&t->dropout[l], t->seed, DT_RNG_DROPOUT, (uint64_t)node);
   }
   if (ws_batch != t->ws_batch) DT_TRY(alloc_batches(t, ws_batch));
+  if (t->buf0 != NULL) DT_TRY(dt_slab_broadcast_host(t->be, t->buf0, &t->buffers)); /* every problem starts afresh */
   t->batch = batch_size;
   t->full_batch = full_batch;
   return DT_OK;
@@ -203,10 +218,11 @@ static dt_status upload_batches(dt_task *t) {
 }
 
 /* The batched backend call for the nodes with t->nb[l] > 0: gradients into grad, losses into
- * t->nb_loss. */
-static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad) {
+ * t->nb_loss, running statistics moved in buffers (NULL data: none). */
+static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, dt_slab *buffers) {
   DT_TRY(upload_batches(t));
-  const dt_node_batch nb = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .grad = grad->data,
+  const dt_node_batch nb = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride,
+                            .buffers = buffers->data, .buffers_stride = buffers->stride, .grad = grad->data,
                             .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
                             .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss,
                             .dropout = t->dropout};
@@ -226,7 +242,8 @@ static dt_status add_l2(const dt_task *t, const float *theta, float *grad, doubl
 
 /* Mean loss and gradient over all of each active node's samples, in chunks of ws_batch samples
  * (chunk c of every node in one call); grad overwritten, loss[l] the mean loss. */
-static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, double *loss) {
+static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, dt_slab *buffers, const uint8_t *active,
+                                double *loss) {
   dt_backend *be = t->be;
   const size_t d = dt_task_dim(t);
   size_t most = 0;
@@ -248,7 +265,7 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
       dt_samples_rows(t->train, t->split->idx + t->split->start[node] + s, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
       t->nb[l] = (int)b;
     }
-    DT_TRY(model_gradients(t, theta, &t->gtmp));
+    DT_TRY(model_gradients(t, theta, &t->gtmp, buffers));
     for (int l = 0; l < t->count; l++) {
       if (t->nb[l] == 0) continue;
       const size_t m = dt_split_size(t->split, t->first + l), b = (size_t)t->nb[l];
@@ -288,14 +305,14 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
   if (t->full_batch) {
     for (int l = 0; l < t->count; l++)
       if ((active == NULL || active[l]) && t->node[l].epochs < 0) t->node[l].epochs = 0;
-    DT_TRY(full_gradients(t, theta, grad, active, total));
+    DT_TRY(full_gradients(t, theta, grad, &t->buffers, active, total));
   } else {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
     for (int l = 0; l < t->count; l++) {
       t->nb[l] = 0;
       if (active == NULL || active[l]) next_batch(t, l);
     }
-    DT_TRY(model_gradients(t, theta, grad));
+    DT_TRY(model_gradients(t, theta, grad, &t->buffers));
     for (int l = 0; l < t->count; l++) total[l] = t->nb_loss[l];
   }
   for (int l = 0; l < t->count; l++) {
@@ -313,7 +330,8 @@ dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, double *val_loss, d
   if (t->test_x == NULL) DT_TRY(load_test_set(t));
   DT_ALLOC_GOTO(correct, t->count, "evaluation");
   for (int l = 0; l < t->count; l++) val_loss[l] = 0;
-  const dt_node_eval ne = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride, .x = t->test_x,
+  const dt_node_eval ne = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride,
+                           .buffers = t->buffers.data, .buffers_stride = t->buffers.stride, .x = t->test_x,
                            .y = t->test_y, .n = (int)s->count, .loss_sum = val_loss, .correct = correct};
   DT_TRY_GOTO(dt_be_model_evaluate(t->be, t->eval_plan, &ne));
   for (int l = 0; l < t->count; l++) {
@@ -333,13 +351,16 @@ dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *va
   if (t->obj_theta.data == NULL) {
     DT_TRY(dt_slab_create(t->be, t->count, dt_task_dim(t), &t->obj_theta));
     DT_TRY(dt_slab_create(t->be, t->count, dt_task_dim(t), &t->obj_grad));
+    if (t->buf0 != NULL) DT_TRY(dt_slab_create(t->be, t->count, t->buffers.dim, &t->obj_buffers));
   }
+  /* an objective evaluation is not training: it moves a copy of the running statistics */
+  if (t->buf0 != NULL) DT_TRY(dt_be_copy(t->be, t->buffers.dim, dt_slab_node(&t->buffers, l), dt_slab_node(&t->obj_buffers, l)));
   memset(active, 0, sizeof active);
   active[l] = 1;
   DT_TRY(dt_be_copy(t->be, dt_task_dim(t), theta, dt_slab_node(&t->obj_theta, l)));
   const uint64_t seen = ns->seen;
   const long epochs = ns->epochs;
-  DT_TRY(full_gradients(t, &t->obj_theta, &t->obj_grad, active, loss));
+  DT_TRY(full_gradients(t, &t->obj_theta, &t->obj_grad, &t->obj_buffers, active, loss));
   DT_TRY(add_l2(t, theta, dt_slab_node(&t->obj_grad, l), &loss[l]));
   ns->seen = seen; /* an objective evaluation is not training */
   ns->epochs = epochs;
@@ -359,14 +380,17 @@ double dt_task_epoch(const dt_task *t, int node) {
 
 /* ---- checkpoints: a node's stream state as bytes ------------------------------------------- */
 
-/* rng, cursor, epochs, seen, dropout rng, then this epoch's order (split size uint32s) */
+/* rng, cursor, epochs, seen, dropout rng, then this epoch's order (split size uint32s), then the
+ * node's model buffers (none for a model without running statistics) */
 #define NODE_FIXED (sizeof(dt_rng) + 3 * sizeof(uint64_t) + sizeof(dt_rng))
 
+static size_t buffer_bytes(const dt_task *t) { return t->buf0 != NULL ? sizeof(float) * t->buffers.dim : 0; }
+
 size_t dt_task_node_state_size(const dt_task *t, int l) {
-  return NODE_FIXED + sizeof(uint32_t) * dt_split_size(t->split, t->first + l);
+  return NODE_FIXED + sizeof(uint32_t) * dt_split_size(t->split, t->first + l) + buffer_bytes(t);
 }
 
-void dt_task_node_state_save(const dt_task *t, int l, void *buf) {
+dt_status dt_task_node_state_save(dt_task *t, int l, void *buf) {
   const node_state *ns = &t->node[l];
   unsigned char *p = buf;
   const uint64_t cursor = ns->cursor, epochs = (uint64_t)(int64_t)ns->epochs, seen = ns->seen;
@@ -376,6 +400,9 @@ void dt_task_node_state_save(const dt_task *t, int l, void *buf) {
   memcpy(p, &seen, 8), p += 8;
   memcpy(p, &t->dropout[l], sizeof(dt_rng)), p += sizeof(dt_rng);
   memcpy(p, ns->perm, sizeof(uint32_t) * dt_split_size(t->split, t->first + l));
+  p += sizeof(uint32_t) * dt_split_size(t->split, t->first + l);
+  if (t->buf0 != NULL) DT_TRY(dt_slab_download_node(t->be, &t->buffers, l, (float *)(void *)p));
+  return DT_OK;
 }
 
 dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t size) {
@@ -399,5 +426,12 @@ dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t siz
   ns->cursor = (size_t)cursor;
   ns->epochs = (long)(int64_t)epochs;
   ns->seen = seen;
+  if (t->buf0 != NULL) {
+    const unsigned char *bp = p + sizeof(uint32_t) * m;
+    double norm;
+    DT_TRY(dt_slab_upload_node(t->be, &t->buffers, l, (const float *)(const void *)bp));
+    DT_TRY(dt_be_nrm2(t->be, t->buffers.dim, dt_slab_node(&t->buffers, l), &norm));
+    DT_CHECK(isfinite(norm), DT_ERR_DATA, "node %d: the checkpoint's model buffers are corrupt (not finite)", t->first + l);
+  }
   return DT_OK;
 }

@@ -94,6 +94,7 @@ typedef struct dt_graph_config {
 typedef struct dt_model_config {
   int num_filters, kernel_size, linear_width; /* the seed CNN, used when layers is empty */
   int num_layers;                             /* > 0: the `layers:` list replaces the seed CNN */
+  int name, norm, groups;                     /* a model by name (dt_model_name, dt_model_norm) */
   dt_layer_spec layers[DT_MAX_LAYERS];
 } dt_model_config;
 

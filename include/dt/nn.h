@@ -83,6 +83,15 @@ void dt_model_spec_seed_cnn(dt_model_spec *spec, int num_filters, int kernel_siz
  * 62,006 parameters on 3×32×32 inputs with 10 classes. */
 void dt_model_spec_lenet5(dt_model_spec *spec, int in_c, int in_h, int in_w, int classes);
 
+/* Models by name (src/nn/zoo.c; README "Models"), with the norm after each convolution. */
+typedef enum dt_model_name { DT_MODEL_DEFAULT = 0, DT_MODEL_RESNET20, DT_MODEL_VGG11, DT_MODEL_LENET5, DT_MODEL_MLP } dt_model_name;
+typedef enum dt_model_norm { DT_NORM_BATCH = 0, DT_NORM_GROUP, DT_NORM_NONE } dt_model_norm;
+extern const char *const dt_model_names[]; /* by dt_model_name, NULL-terminated */
+extern const char *const dt_model_norms[]; /* by dt_model_norm */
+/* resnet20, vgg11, lenet5 or mlp (width: its hidden layer) on C×H×W inputs; groups: groupnorm's. */
+void dt_model_spec_named(dt_model_spec *spec, dt_model_name name, dt_model_norm norm, int groups, int width, int in_c, int in_h,
+                         int in_w, int classes);
+
 typedef struct dt_workspace dt_workspace;
 
 /* Normalisation as a layer (batchnorm2d, groupnorm) or a residual projection applies it: kind
@@ -216,8 +225,10 @@ void dt_model_init_params(const dt_model *m, uint64_t seed, float *params);
 void dt_model_init_buffers(const dt_model *m, float *buffers);
 
 /* The saved model's manifest: every tensor, parameters and buffers, in PyTorch's state_dict
- * order for the same architecture, as lines "name role offset shape" (role param or buffer,
- * offset into that vector, shape as d0xd1...). Returns the length it needed (snprintf). */
+ * order for the same architecture, as tab-separated lines "name role offset shape" after a
+ * header line (role param or buffer; offset into a saved row, the parameters followed by the
+ * buffers; shape d0xd1...; batch norm's num_batches_tracked as role count, offset -1, not
+ * stored). Returns the length it needed, as snprintf (buf may be NULL with size 0). */
 size_t dt_model_manifest(const dt_model *m, char *buf, size_t size);
 
 /* Scratch in be's memory for batches of up to max_batch samples. One per thread. */

@@ -25,6 +25,8 @@ DT_MUST_USE dt_status dt_task_create(dt_backend *be, const dt_samples *train, co
                                      const dt_model_spec *spec, int first, int count, uint64_t seed, dt_task **out);
 void dt_task_free(dt_task *t);
 size_t dt_task_dim(const dt_task *t);
+/* Each local node's model buffers (running statistics), dim 0 and no data for a model without. */
+const dt_slab *dt_task_buffers(const dt_task *t);
 const dt_model *dt_task_model(const dt_task *t);
 dt_backend *dt_task_backend(const dt_task *t);
 /* θ0 from the seed into a host vector (identical for every node and every problem). */
@@ -47,10 +49,10 @@ DT_MUST_USE dt_status dt_task_objective(dt_task *t, int node, const float *theta
 uint64_t dt_task_samples_seen(const dt_task *t, int node);
 double dt_task_epoch(const dt_task *t, int node);
 /* Local node l's training-stream state (minibatch order and position, counters, dropout stream)
- * as bytes, and back: what a checkpoint keeps of the task. The size depends on the node's
- * share of the data only, never on the rank count. */
+ * and model buffers as bytes, and back: what a checkpoint keeps of the task. The size depends on
+ * the node's share of the data and the model only, never on the rank count. */
 size_t dt_task_node_state_size(const dt_task *t, int l);
-void dt_task_node_state_save(const dt_task *t, int l, void *buf);
+DT_MUST_USE dt_status dt_task_node_state_save(dt_task *t, int l, void *buf);
 DT_MUST_USE dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t size);
 
 /* ---- problem plug-ins (problems/<name>/) ------------------------------------------------------

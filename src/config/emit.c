@@ -103,6 +103,7 @@ static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
       continue;
     }
     if ((k->flags & DT_KEY_NO_EMIT) || k->alias_of != NULL || k->type == DT_KEY_SPECIAL) continue;
+    if ((k->flags & DT_KEY_EMIT_IF_SET) && at_default(k, base)) continue;
     if ((k->flags & DT_KEY_PROBLEM_SECTION) && k->offset != active_problem_offset(base)) continue;
     ev_scalar(em, k->name, 0);
     if (k->type == DT_KEY_SECTION) {

@@ -65,6 +65,8 @@ static const dt_key graph_keys[] = {
     {0},
 };
 
+static const char *const model_name_excludes[] = {"layers", NULL};
+
 const dt_key config_model_keys[] = {
     {.name = "num_filters", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, num_filters), .def = "3", .min = 1, .max = 4096,
      .help = "seed CNN: convolution filters"},
@@ -74,6 +76,14 @@ const dt_key config_model_keys[] = {
      .help = "seed CNN: hidden linear width"},
     {.name = "layers", .type = DT_KEY_SPECIAL,
      .help = "list of layers replacing the seed CNN: {type: conv2d, out_channels: 16, ...}; the types and their keys follow"},
+    {.name = "name", .type = DT_KEY_ENUM, .offset = offsetof(dt_model_config, name), .def = "default", .values = dt_model_names,
+     .flags = DT_KEY_EMIT_IF_SET, .excludes = model_name_excludes,
+     .help = "a model by name on the data's input shape: resnet20, vgg11 (CIFAR variant), lenet5, mlp (hidden width "
+             "linear_width); default: the problem's own (the seed CNN for mnist, lenet5 for cifar)"},
+    {.name = "norm", .type = DT_KEY_ENUM, .offset = offsetof(dt_model_config, norm), .def = "batch", .values = dt_model_norms,
+     .flags = DT_KEY_EMIT_IF_SET, .help = "resnet20, vgg11: the normalisation after each convolution: batch, group or none"},
+    {.name = "groups", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, groups), .def = "2", .min = 1, .max = 4096,
+     .flags = DT_KEY_EMIT_IF_SET, .help = "norm group: channel groups of each group norm"},
     {0},
 };
 

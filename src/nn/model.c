@@ -187,7 +187,7 @@ void dt_model_describe(const dt_model *m, char *buf, size_t size) {
     if (li->kind == DT_LAYER_RESIDUAL_END) depth--;
     const char *label = li->kind != DT_LAYER_RESIDUAL_END ? dt_layer_kind_name(li->kind) : li->projection ? "+ projection" : "+ identity";
     used += (size_t)snprintf(buf + used, size - used, "%2d %*s%-*s -> %dx%dx%d  %zu params", l, 2 * depth, "",
-                             9 - 2 * depth > 0 ? 9 - 2 * depth : 0, label, li->out_c, li->out_h, li->out_w, layer_params(li));
+                             14 - 2 * depth > 0 ? 14 - 2 * depth : 0, label, li->out_c, li->out_h, li->out_w, layer_params(li));
     if (li->n_buf > 0 && used < size) used += (size_t)snprintf(buf + used, size - used, ", %zu buffer floats", li->n_buf);
     if (used < size) used += (size_t)snprintf(buf + used, size - used, "\n");
     if (li->kind == DT_LAYER_RESIDUAL) depth++;
@@ -229,24 +229,27 @@ void dt_model_init_buffers(const dt_model *m, float *buffers) {
 
 size_t dt_model_manifest(const dt_model *m, char *buf, size_t size) {
   size_t used = 0;
-#define OUT(...)                                                                      \
-  do {                                                                                \
-    int n_ = snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, __VA_ARGS__); \
-    used += n_ > 0 ? (size_t)n_ : 0;                                                 \
+#define OUT(...)                                                                        \
+  do {                                                                                  \
+    const int n_ = snprintf(size > used ? buf + used : NULL, size > used ? size - used : 0, __VA_ARGS__); \
+    used += n_ > 0 ? (size_t)n_ : 0;                                                   \
   } while (0)
+  OUT("name\trole\toffset\tshape\n");
   for (int l = 0; l < m->L; l++) {
     const dt_layer_info *li = &m->layers[l];
     for (int t = 0; t < li->ntensors; t++) {
       const dt_tensor_info *ti = &li->tensors[t];
-      OUT("%s%s%s\t%s\t%zu\t", li->name, li->name[0] ? "." : "", ti->suffix, ti->role == DT_TENSOR_PARAM ? "param" : "buffer",
-          ti->off);
+      const int param = ti->role == DT_TENSOR_PARAM;
+      OUT("%s%s%s\t%s\t%zu\t", li->name, li->name[0] ? "." : "", ti->suffix, param ? "param" : "buffer",
+          param ? ti->off : m->num_params + ti->off);
       for (int d = 0; d < ti->rank; d++) OUT("%s%d", d ? "x" : "", ti->dims[d]);
       OUT("\n");
       /* PyTorch's batch norm keeps a step counter after its running variance; dtrun does not
-       * use it (momentum is fixed), and the manifest lists it so that the names match. */
+       * use it (momentum is fixed), and the manifest lists it (offset -1: not stored) so that
+       * the names match. */
       if (strstr(ti->suffix, "running_var") != NULL) {
         const size_t cut = strlen(ti->suffix) - strlen("running_var");
-        OUT("%s%s%.*snum_batches_tracked\tcount\t0\t\n", li->name, li->name[0] ? "." : "", (int)cut, ti->suffix);
+        OUT("%s%s%.*snum_batches_tracked\tcount\t-1\t\n", li->name, li->name[0] ? "." : "", (int)cut, ti->suffix);
       }
     }
   }

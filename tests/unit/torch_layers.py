@@ -102,7 +102,7 @@ def main():
     with open(src, "rb") as f:
         n_params, n_buf, batch, c, h, w, classes, arch_len, man_len = struct.unpack("<9q", f.read(72))
         arch = json.loads(f.read(arch_len).decode())
-        manifest = [line.split("\t") for line in f.read(man_len).decode().splitlines()]
+        manifest = [line.split("\t") for line in f.read(man_len).decode().splitlines()[1:]]
         params = torch.frombuffer(bytearray(f.read(4 * n_params)), dtype=torch.float32)
         bufs = torch.frombuffer(bytearray(f.read(4 * n_buf)), dtype=torch.float32) if n_buf else torch.zeros(0)
         x = torch.frombuffer(bytearray(f.read(4 * batch * c * h * w)), dtype=torch.float32).reshape(batch, c, h, w)
@@ -113,6 +113,7 @@ def main():
     names = [m[0] for m in manifest]
     if names != list(state.keys()):
         sys.exit("manifest names differ from the state_dict's:\n  dtrun: %s\n  torch: %s" % (names, list(state.keys())))
+    row = torch.cat([params, bufs])  # a saved model's row: parameters, then buffers
     loaded = {}
     for name, role, off, dims in manifest:
         shape = [int(d) for d in dims.split("x")] if dims else []
@@ -122,8 +123,7 @@ def main():
         if role == "count":
             loaded[name] = torch.tensor(0, dtype=torch.long)
             continue
-        vec = params if role == "param" else bufs
-        t = vec[int(off):int(off) + n].reshape(shape)
+        t = row[int(off):int(off) + n].reshape(shape)
         if list(state[name].shape) != shape:
             sys.exit("%s: dtrun shape %s, torch %s" % (name, shape, list(state[name].shape)))
         loaded[name] = t.clone()
@@ -142,7 +142,7 @@ def main():
             grad[o:o + g.numel()] = g
         elif role == "buffer":
             b = after[name].reshape(-1)
-            buf_after[o:o + b.numel()] = b
+            buf_after[o - n_params:o - n_params + b.numel()] = b
     model.eval()
     with torch.no_grad():
         logits = model(x)
