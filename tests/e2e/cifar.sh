@@ -16,25 +16,7 @@ trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 data=$tmp/c10/cifar-10-batches-bin
 mkdir -p "$data"
-python3 - "$data" <<'PY'
-import random, sys
-out = sys.argv[1]
-rng = random.Random(11)
-def batch(name, n):
-    rec = bytearray()
-    for _ in range(n):
-        label = rng.randrange(10)
-        # class k: a colour of its own (red level from k, green and blue from k's parity and
-        # half), with pixel noise
-        means = [30 + 20 * label, 70 + 110 * (label & 1), 70 + 110 * (label >= 5)]
-        rec.append(label)
-        for c in range(3):
-            rec.extend(max(0, min(255, int(rng.gauss(means[c], 25)))) for _ in range(1024))
-    open(f"{out}/{name}", "wb").write(rec)
-for b in range(1, 6):
-    batch(f"data_batch_{b}.bin", 120)
-batch("test_batch.bin", 100)
-PY
+python3 tests/e2e/make_cifar.py "$data"
 cfg=$tmp/cifar.yaml
 sed "s|data_dir: cifar_data.*|data_dir: $tmp/c10|" tests/e2e/cifar.yaml > "$cfg"
 

@@ -42,29 +42,6 @@ every="--set experiment.checkpoint_every=7"
 
 "$dtrun" $config $every --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || { bad "reference run failed: $(tail -3 "$tmp/ref.log")"; }
 
-# Starts a run in the background (the rest of the arguments), waits until its checkpoint is of
-# problem >= $1, sleeps a random 0-0.9 s more and kills every process of it with SIGKILL.
-kill_later() {
-  local at=$1 dir=$2 log=$3
-  shift 3
-  "$@" > "$log" 2>&1 &
-  local pid=$! p=-1
-  for _ in $(seq 600); do
-    p=$(od -An -t u8 -j 16 -N 8 "$dir/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
-    [ -n "$p" ] && [ "$p" -ge "$at" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.05
-  done
-  sleep "0.$((RANDOM % 10))"
-  pkill -9 -f "dtrun.*$dir" 2>/dev/null
-  wait $pid 2>/dev/null
-  # the ranks are mpirun's children, not ours: wait until they are gone (one caught in an fsync
-  # dies when the write ends, and holds the folder's lock until then)
-  for _ in $(seq 300); do pgrep -f "dtrun.*$dir" > /dev/null || break; sleep 0.1; done
-  # an exiting process has no command line for pgrep but still holds its files until its
-  # threads are gone: wait until the folder's lock is free too
-  for _ in $(seq 300); do [ ! -e "$dir/dtrun.lock" ] || flock -n "$dir/dtrun.lock" true && break; sleep 0.1; done
-}
 
 # (1) killed at P = 5, resumed at P = 2
 kill_later $((RANDOM % 4)) "$tmp/a" "$tmp/a.log" "$mpiexec" --oversubscribe -n 5 "$dtrun" $config $every --output-dir "$tmp/a" --quiet

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A residual network with batch norm end to end (tests/e2e/resnet.yaml, on small CIFAR-10-format
+# files written here): the same files at P = 1 and P = 3, saved models included (each row the
+# parameters and then the running statistics, named by the manifest); the archived config re-runs
+# to the same files; a run killed after a checkpoint and resumed at another rank count gives
+# them too (the running statistics travel in the checkpoint); and it learns.
+# usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+dtrun=$(realpath "$1") mpiexec=$2
+cd "$3" || exit 1
+tmp=$(mktemp -d)
+trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+mkdir -p "$tmp/c10/cifar-10-batches-bin"
+python3 tests/e2e/make_cifar.py "$tmp/c10/cifar-10-batches-bin" 60 100
+cfg=$tmp/resnet.yaml
+sed "s|data_dir: cifar_data.*|data_dir: $tmp/c10|" tests/e2e/resnet.yaml > "$cfg"
+
+"$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "run at P=1 failed: $(tail -3 "$tmp/p1.log")"
+"$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --output-dir "$tmp/p3" --quiet > "$tmp/p3.log" 2>&1 \
+  || bad "run at P=3 failed: $(tail -3 "$tmp/p3.log")"
+same_results "$tmp/p1" "$tmp/p3" "resnet P=1 vs P=3"
+"$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/again" --quiet > "$tmp/again.log" 2>&1 \
+  || bad "re-run of the archived config failed: $(tail -3 "$tmp/again.log")"
+same_results "$tmp/p1" "$tmp/again" "resnet archived config re-run"
+
+# the saved rows: parameters, then buffers, as the manifest places them
+params=$("$dtrun" check "$cfg" 2>/dev/null | sed -n 's/^# model: \([0-9]*\) parameters.*/\1/p')
+/usr/bin/python3 - "$tmp/p1" "$params" <<'PY' && ok || bad "saved models and their manifest disagree"
+import csv, sys
+import numpy as np
+run, params = sys.argv[1], int(sys.argv[2])
+rows = np.load(f"{run}/dsgd_models.npy")
+man = list(csv.DictReader(open(f"{run}/dsgd_models.tsv"), delimiter="\t"))
+size = lambda s: int(np.prod([int(d) for d in s.split("x")])) if s else 0
+assert rows.shape[0] == 6, rows.shape
+end = max(int(m["offset"]) + size(m["shape"]) for m in man if m["role"] != "count")
+assert rows.shape[1] == end, (rows.shape, end)
+bufs = [m for m in man if m["role"] == "buffer"]
+assert bufs and all(int(m["offset"]) >= params for m in bufs), "buffers must follow the parameters"
+assert [m["name"] for m in man[:2]] == ["conv1.weight", "bn1.weight"], man[:2]
+assert any(m["name"] == "block2.downsample.1.running_var" for m in man), "the projection's norm"
+var = [m for m in bufs if m["name"].endswith("running_var")][0]
+v = rows[:, int(var["offset"]):int(var["offset"]) + size(var["shape"])]
+assert (v > 0).all() and not np.allclose(v, 1.0), "running variances should have moved from 1"
+PY
+
+# killed after a checkpoint at P = 3, resumed at P = 2: the reference's files
+kill_later 0 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
+  --output-dir "$tmp/k" --quiet
+[ -e "$tmp/k/checkpoint" ] && ok || bad "the run was not killed with a checkpoint: $(ls "$tmp/k")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "resume failed: $(tail -3 "$tmp/k2.log")"
+"$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "reference failed"
+same_results "$tmp/ref" "$tmp/k" "resnet killed at P=3, resumed at P=2"
+
+acc=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}
+               {last = $1; v[$1] += $a; n[$1]++} END {printf "%.3f", v[last] / n[last]}' "$tmp/p1/dsgd_results.csv")
+echo "final mean top-1 $acc"; awk -v a="$acc" 'BEGIN {exit !(a > 0.4)}' && ok || bad "did not learn: final mean top-1 $acc"
+echo "resnet: $pass passed, $fail failed"
+[ $fail -eq 0 ] && [ $pass -gt 0 ]
