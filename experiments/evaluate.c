@@ -48,11 +48,31 @@ cleanup:
   return st;
 }
 
+/* evaluation.nodes mean: the average model x̄ (parameters and buffers averaged over all nodes in
+ * node order), evaluated once on every rank; each local node's row gets its loss and accuracy. */
+static dt_status evaluate_mean(runner *r, problem_run *pr, double *vl, double *acc) {
+  dt_optimizer_run *run = &pr->run;
+  const dt_slab *bufs = dt_task_buffers(r->task);
+  double v, a;
+  DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
+  DT_TRY(dt_be_mean_of_sum(r->be, run->dim, r->mean_raw, (double)r->n, r->mean_model));
+  if (bufs->dim > 0) {
+    DT_TRY(dt_run_sum_nodes(run, bufs, r->mean_buf_sum));
+    DT_TRY(dt_be_mean_of_sum(r->be, bufs->dim, r->mean_buf_sum, (double)r->n, r->mean_buf));
+  }
+  DT_TRY(dt_task_evaluate_model(r->task, r->mean_model, r->mean_buf, pr->pc->evaluation.test_samples, &v, &a));
+  for (int l = 0; l < r->count; l++) vl[l] = v, acc[l] = a;
+  return DT_OK;
+}
+
 /* This rank's rows of the evaluation into r->rows. */
 static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw) {
   const dt_problem_config *pc = pr->pc;
   dt_optimizer_run *run = &pr->run;
-  if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) DT_TRY(dt_task_evaluate(r->task, &run->theta, vl, acc));
+  if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) {
+    if (pc->evaluation.nodes == DT_EVAL_MEAN) DT_TRY(evaluate_mean(r, pr, vl, acc));
+    else DT_TRY(dt_task_evaluate(r->task, &run->theta, pc->evaluation.test_samples, vl, acc));
+  }
   if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX))
     DT_TRY(consensus(r, run, (pc->metrics & DT_METRIC_CONSENSUS_ERROR) != 0, cons, cons_raw));
   for (int l = 0; l < r->count; l++) {

@@ -57,7 +57,7 @@ static dt_status individual_training(runner *r) {
   DT_ALLOC_GOTO(acc, r->count, "solo");
   DT_ALLOC_GOTO(rows, 2 * (size_t)r->count, "solo");
   DT_ALLOC_GOTO(all, 2 * (size_t)r->n, "solo");
-  DT_TRY_GOTO(dt_task_evaluate(r->task, &run.theta, vl, acc));
+  DT_TRY_GOTO(dt_task_evaluate(r->task, &run.theta, 0, vl, acc));
   for (int l = 0; l < r->count; l++) rows[2 * l] = vl[l], rows[2 * l + 1] = acc[l];
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, rows, 2, all));
   if (r->rank == 0) DT_TRY_GOTO(runner_write_solo(r, all));
@@ -208,6 +208,9 @@ static void runner_free(runner *r) {
     dt_slab_free(r->be, &r->normed);
     dt_be_free(r->be, r->mean_raw);
     dt_be_free(r->be, r->mean_norm);
+    dt_be_free(r->be, r->mean_model);
+    dt_be_free(r->be, r->mean_buf_sum);
+    dt_be_free(r->be, r->mean_buf);
   }
   dt_free(r->theta0);
   dt_free(r->rows);
@@ -276,6 +279,12 @@ static dt_status runner_setup(runner *r) {
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");
   DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
   DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
+  DT_TRY(dt_be_alloc(r->be, sizeof(float) * d, (void **)&r->mean_model));
+  const size_t nb = dt_task_buffers(r->task)->dim;
+  if (nb > 0) {
+    DT_TRY(dt_be_alloc(r->be, sizeof(double) * nb, (void **)&r->mean_buf_sum));
+    DT_TRY(dt_be_alloc(r->be, sizeof(float) * nb, (void **)&r->mean_buf));
+  }
   char *text = NULL;
   dt_status st = config_text(cfg, &text, &r->config_hash);
   if (st == DT_OK && cfg->experiment.writeout) st = runner_make_outdir(r);

@@ -55,6 +55,9 @@ typedef struct runner {
   dt_slab normed;          /* θ/‖θ‖ of the local nodes */
   double *rows, *all_rows; /* count × NCOL, n × NCOL */
   double *mean_raw, *mean_norm; /* ordered sums over all nodes (backend memory) */
+  float *mean_model;             /* evaluation.nodes mean: the average parameters, */
+  double *mean_buf_sum;          /* ... the buffers' sum over all nodes */
+  float *mean_buf;               /* ... and their average (backend memory; NULL without buffers) */
   char outdir[DT_PATH_MAX + 64];
   int write; /* rank 0 and writeout */
   int tty;

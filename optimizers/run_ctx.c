@@ -126,12 +126,19 @@ dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, s
 dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows) {
   dt_status st = DT_OK;
   if (run->host_rows == NULL) DT_ALLOC_GOTO(run->host_rows, run->count, "host rows");
+  if (!run->be->host_memory && v->dim > run->host_rows_dim) { /* rows for longer vectors than so far */
+    for (int l = 0; l < run->count; l++) {
+      dt_free(run->host_rows[l]);
+      run->host_rows[l] = NULL;
+    }
+    run->host_rows_dim = v->dim;
+  }
   for (int l = 0; l < run->count; l++) {
     if (run->be->host_memory) {
       run->host_rows[l] = dt_slab_node(v, l);
       continue;
     }
-    if (run->host_rows[l] == NULL) DT_ALLOC_GOTO(run->host_rows[l], run->dim, "host rows");
+    if (run->host_rows[l] == NULL) DT_ALLOC_GOTO(run->host_rows[l], run->host_rows_dim, "host rows");
     DT_TRY_GOTO(dt_slab_download_node(run->be, v, l, run->host_rows[l]));
   }
   *rows = (const float *const *)run->host_rows;
@@ -145,9 +152,9 @@ dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum)
   double *sum_h = NULL;
   DT_TRY(dt_run_host_rows(run, v, &rows));
   sum_h = run->be->host_memory ? sum : NULL;
-  if (sum_h == NULL) DT_ALLOC_GOTO(sum_h, run->dim, "node sum");
-  DT_TRY_GOTO(dt_comm_node_sum(run->comm, run->graph->n, rows, run->dim, sum_h));
-  DT_TRY_GOTO(dt_be_upload(run->be, sum, sum_h, sizeof(double) * run->dim));
+  if (sum_h == NULL) DT_ALLOC_GOTO(sum_h, v->dim, "node sum");
+  DT_TRY_GOTO(dt_comm_node_sum(run->comm, run->graph->n, rows, v->dim, sum_h));
+  DT_TRY_GOTO(dt_be_upload(run->be, sum, sum_h, sizeof(double) * v->dim));
 cleanup:
   if (sum_h != sum) dt_free(sum_h);
   return st;

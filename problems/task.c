@@ -5,6 +5,7 @@
  * from one node-batched backend call. The test set is decoded into backend memory once, and one
  * backend call evaluates every local node on it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dt/problem.h"
@@ -46,6 +47,9 @@ struct dt_task {
   void *train_plan, *eval_plan;
   float *test_x; /* decoded test set, backend memory */
   int32_t *test_y;
+  float *sub_x;   /* a test subset (evaluation.test_samples), backend memory */
+  int32_t *sub_y;
+  size_t sub_n;
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
@@ -95,38 +99,78 @@ void dt_task_free(dt_task *t) {
   if (t->eval_plan != NULL) dt_be_plan_free(t->be, t->eval_plan);
   dt_be_free(t->be, t->test_x);
   dt_be_free(t->be, t->test_y);
+  dt_be_free(t->be, t->sub_x);
+  dt_be_free(t->be, t->sub_y);
   dt_free(t->nb);
   dt_free(t->nb_loss);
   dt_model_free(t->model);
   dt_free(t);
 }
 
-/* The whole test set, decoded once into backend memory. */
-static dt_status load_test_set(dt_task *t) {
+/* Samples idx[0..n) of the test set (all of it when idx is NULL), decoded into backend memory. */
+static dt_status decode_test(dt_task *t, const uint32_t *idx, size_t n, float **x, int32_t **y) {
   const dt_samples *s = t->test;
   dt_backend *be = t->be;
   dt_status st = DT_OK;
   float *xh = NULL;
   int32_t *yh = NULL;
-  uint32_t *idx = NULL;
-  DT_TRY(dt_be_alloc(be, sizeof(float) * s->count * s->dim, (void **)&t->test_x));
-  DT_TRY(dt_be_alloc(be, sizeof(int32_t) * s->count, (void **)&t->test_y));
-  xh = be->host_memory ? t->test_x : NULL;
-  yh = be->host_memory ? t->test_y : NULL;
+  uint32_t *all = NULL;
+  DT_TRY(dt_be_alloc(be, sizeof(float) * n * s->dim, (void **)x));
+  DT_TRY(dt_be_alloc(be, sizeof(int32_t) * n, (void **)y));
+  xh = be->host_memory ? *x : NULL;
+  yh = be->host_memory ? *y : NULL;
   if (!be->host_memory) {
-    DT_ALLOC_GOTO(xh, s->count * s->dim, "test set");
-    DT_ALLOC_GOTO(yh, s->count, "test set");
+    DT_ALLOC_GOTO(xh, n * s->dim, "test set");
+    DT_ALLOC_GOTO(yh, n, "test set");
   }
-  DT_ALLOC_GOTO(idx, s->count, "test set");
-  for (size_t i = 0; i < s->count; i++) idx[i] = (uint32_t)i;
-  dt_samples_rows(s, idx, s->count, xh, yh);
-  DT_TRY_GOTO(dt_be_upload(be, t->test_x, xh, sizeof(float) * s->count * s->dim));
-  DT_TRY_GOTO(dt_be_upload(be, t->test_y, yh, sizeof(int32_t) * s->count));
+  if (idx == NULL) {
+    DT_ALLOC_GOTO(all, n, "test set");
+    for (size_t i = 0; i < n; i++) all[i] = (uint32_t)i;
+    idx = all;
+  }
+  dt_samples_rows(s, idx, n, xh, yh);
+  DT_TRY_GOTO(dt_be_upload(be, *x, xh, sizeof(float) * n * s->dim));
+  DT_TRY_GOTO(dt_be_upload(be, *y, yh, sizeof(int32_t) * n));
 cleanup:
-  if (xh != t->test_x) dt_free(xh);
-  if (yh != t->test_y) dt_free(yh);
-  dt_free(idx);
+  if (xh != *x) dt_free(xh);
+  if (yh != *y) dt_free(yh);
+  dt_free(all);
   return st;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The evaluation's samples: the whole test set, or a seeded subset of n of them (kept until
+ * another size is asked for). */
+static dt_status test_samples(dt_task *t, int want, const float **x, const int32_t **y, size_t *n) {
+  const size_t count = t->test->count;
+  if (want <= 0 || (size_t)want >= count) {
+    if (t->test_x == NULL) DT_TRY(decode_test(t, NULL, count, &t->test_x, &t->test_y));
+    *x = t->test_x, *y = t->test_y, *n = count;
+    return DT_OK;
+  }
+  if (t->sub_n != (size_t)want) {
+    uint32_t *perm = NULL;
+    dt_status st = DT_OK;
+    dt_be_free(t->be, t->sub_x);
+    dt_be_free(t->be, t->sub_y);
+    t->sub_x = NULL, t->sub_y = NULL, t->sub_n = 0;
+    DT_ALLOC(perm, count, "test subset");
+    for (size_t i = 0; i < count; i++) perm[i] = (uint32_t)i;
+    dt_rng r;
+    dt_rng_init(&r, t->seed, DT_RNG_EVAL, 0);
+    dt_rng_shuffle_u32(&r, perm, count);
+    qsort(perm, (size_t)want, sizeof *perm, cmp_u32);
+    st = decode_test(t, perm, (size_t)want, &t->sub_x, &t->sub_y);
+    dt_free(perm);
+    DT_TRY(st);
+    t->sub_n = (size_t)want;
+  }
+  *x = t->sub_x, *y = t->sub_y, *n = t->sub_n;
+  return DT_OK;
 }
 
 dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_samples *test, const dt_split *split,
@@ -323,24 +367,39 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
   return DT_OK;
 }
 
-dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, double *val_loss, double *accuracy) {
-  const dt_samples *s = t->test;
+/* One evaluation call over count models (theta, buffers at their strides; count 1 and stride 0
+ * for a single model). */
+static dt_status evaluate(dt_task *t, int count, const float *theta, size_t theta_stride, const float *buffers,
+                         size_t buffers_stride, int want, double *val_loss, double *accuracy) {
   long *correct = NULL;
+  const float *x;
+  const int32_t *y;
+  size_t n;
   dt_status st = DT_OK;
-  if (t->test_x == NULL) DT_TRY(load_test_set(t));
-  DT_ALLOC_GOTO(correct, t->count, "evaluation");
-  for (int l = 0; l < t->count; l++) val_loss[l] = 0;
-  const dt_node_eval ne = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride,
-                           .buffers = t->buffers.data, .buffers_stride = t->buffers.stride, .x = t->test_x,
-                           .y = t->test_y, .n = (int)s->count, .loss_sum = val_loss, .correct = correct};
+  DT_TRY(test_samples(t, want, &x, &y, &n));
+  DT_ALLOC_GOTO(correct, count, "evaluation");
+  for (int l = 0; l < count; l++) val_loss[l] = 0;
+  const dt_node_eval ne = {.count = count, .theta = theta, .theta_stride = theta_stride, .buffers = buffers,
+                           .buffers_stride = buffers_stride, .x = x, .y = y, .n = (int)n, .loss_sum = val_loss,
+                           .correct = correct};
   DT_TRY_GOTO(dt_be_model_evaluate(t->be, t->eval_plan, &ne));
-  for (int l = 0; l < t->count; l++) {
-    val_loss[l] /= (double)s->count;
-    accuracy[l] = (double)correct[l] / (double)s->count;
+  for (int l = 0; l < count; l++) {
+    val_loss[l] /= (double)n;
+    accuracy[l] = (double)correct[l] / (double)n;
   }
 cleanup:
   dt_free(correct);
   return st;
+}
+
+dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, int test_samples_wanted, double *val_loss, double *accuracy) {
+  return evaluate(t, t->count, theta->data, theta->stride, t->buffers.data, t->buffers.stride, test_samples_wanted, val_loss,
+                  accuracy);
+}
+
+dt_status dt_task_evaluate_model(dt_task *t, const float *theta, const float *buffers, int test_samples_wanted, double *val_loss,
+                                 double *accuracy) {
+  return evaluate(t, 1, theta, 0, t->buf0 != NULL ? buffers : NULL, 0, test_samples_wanted, val_loss, accuracy);
 }
 
 dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *value) {

@@ -134,6 +134,13 @@ typedef struct dt_experiment_config {
   dt_solo_config individual_training;
 } dt_experiment_config;
 
+/* What an evaluation measures (problem_configs.<name>.evaluation). */
+typedef enum dt_eval_nodes { DT_EVAL_ALL = 0, DT_EVAL_MEAN } dt_eval_nodes;
+typedef struct dt_eval_config {
+  int nodes;        /* dt_eval_nodes: every node's model, or the average model x̄ once */
+  int test_samples; /* a fixed seeded subset of the test set; 0 = all of it */
+} dt_eval_config;
+
 typedef struct dt_problem_config {
   char key[DT_NAME_MAX];          /* the entry's name under problem_configs */
   char problem_name[DT_NAME_MAX];
@@ -141,6 +148,7 @@ typedef struct dt_problem_config {
   bool verbose_evals;
   int evaluate_frequency;
   unsigned metrics;               /* dt_metric bits */
+  dt_eval_config evaluation;
   bool full_batch;                /* gradients on the node's whole data set (convex problems) */
   double l2;                      /* λ of the λ/2‖θ‖² term added to every node's loss */
   char alg_name[32];              /* canonical optimizer name (aliases resolved) */

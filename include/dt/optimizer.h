@@ -48,6 +48,7 @@ typedef struct dt_optimizer_run {
   double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
   double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
   float **host_rows;      /* [count] host views for ordered sums, made on first use off the host */
+  size_t host_rows_dim;   /* floats of each such row (the longest vector viewed so far) */
   struct dt_run_item *items; /* the state a checkpoint keeps (dt_run_keep_*) */
   int num_items;
   unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */

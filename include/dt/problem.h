@@ -39,9 +39,16 @@ DT_MUST_USE dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, 
  * of its loss at theta's row l on its next minibatch (or its whole data when full batch) into
  * grad's row l, and the mean loss into loss[l] (host). One backend call per batch. */
 DT_MUST_USE dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss);
-/* Validation loss (mean NLL) and top-1 accuracy on the test set of every local node (theta's
- * rows) in one backend call; the test set is decoded into backend memory on first use. */
-DT_MUST_USE dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, double *val_loss, double *accuracy);
+/* Validation loss (mean NLL) and top-1 accuracy of every local node (theta's rows, with the
+ * task's buffers) in one backend call, in eval mode, on the test set, or on test_samples of it
+ * (0, or not fewer than the set: all): the first test_samples of a permutation drawn from
+ * (seed, DT_RNG_EVAL, 0), taken in the set's order, the same for every node, round and problem.
+ * The samples are decoded into backend memory on first use. */
+DT_MUST_USE dt_status dt_task_evaluate(dt_task *t, const dt_slab *theta, int test_samples, double *val_loss, double *accuracy);
+/* The same for one model: parameters theta and buffers (NULL for a model without) in backend
+ * memory — the average model of evaluation.nodes: mean. */
+DT_MUST_USE dt_status dt_task_evaluate_model(dt_task *t, const float *theta, const float *buffers, int test_samples,
+                                             double *val_loss, double *accuracy);
 /* Full objective of node (mean loss over its own data + l2 term) at theta (backend vector), for
  * convex tests. */
 DT_MUST_USE dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *value);

@@ -39,10 +39,15 @@ static void ev_seq(emitter *em, int start, int flow) {
   em->ok = yaml_emitter_emit(&em->e, &ev);
 }
 
-/* A layer key flagged DT_KEY_EMIT_IF_SET that holds its default (bias: true, no name, ...). */
+/* A key flagged DT_KEY_EMIT_IF_SET that holds its default (bias: true, no name, a section whose
+ * keys all hold theirs, ...). */
 static int at_default(const dt_key *k, const void *base) {
   const void *v = (const char *)base + k->offset;
   switch (k->type) {
+    case DT_KEY_SECTION:
+      for (int r = 0; k->sub[r].name != NULL; r++)
+        if (k->sub[r].def != NULL && !at_default(&k->sub[r], v)) return 0;
+      return 1;
     case DT_KEY_ENUM: return *(const int *)v == 0;
     case DT_KEY_STRING: return ((const char *)v)[0] == '\0';
     case DT_KEY_INT: return *(const int *)v == atoi(k->def);

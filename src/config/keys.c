@@ -182,6 +182,17 @@ dt_status config_experiment_table_make(const dt_registry *reg, experiment_table 
   return DT_OK;
 }
 
+static const char *const eval_nodes_names[] = {"all", "mean", NULL};
+static const dt_key eval_keys[] = {
+    {.name = "nodes", .type = DT_KEY_ENUM, .offset = offsetof(dt_eval_config, nodes), .def = "all", .values = eval_nodes_names,
+     .help = "all: every node's model; mean: the average model (parameters and buffers averaged over all nodes), "
+             "evaluated once and written in every node's row"},
+    {.name = "test_samples", .type = DT_KEY_INT, .offset = offsetof(dt_eval_config, test_samples), .def = "0", .min = 0, .max = 1e9,
+     .help = "evaluate on this many test samples, a subset fixed by the seed (the same for every node, round and problem); "
+             "0 = the whole test set"},
+    {0},
+};
+
 #define POFF(field) offsetof(dt_problem_config, field)
 const dt_key config_problem_keys[] = {
     {.name = "problem_name", .type = DT_KEY_STRING, .offset = POFF(problem_name), .size = DT_NAME_MAX,
@@ -193,6 +204,8 @@ const dt_key config_problem_keys[] = {
     {.name = "verbose_evals", .type = DT_KEY_BOOL, .offset = POFF(verbose_evals), .def = "true", .help = "print a line per evaluation"},
     {.name = "evaluate_frequency", .type = DT_KEY_INT, .offset = POFF(evaluate_frequency), .def = "20", .min = 1, .max = 1e9,
      .help = "evaluate every this many rounds (also at round 0 and after the last)"},
+    {.name = "evaluation", .type = DT_KEY_SECTION, .offset = POFF(evaluation), .sub = eval_keys, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "what an evaluation measures (consensus error is always every node's)"},
     {.name = "metrics_config", .type = DT_KEY_SPECIAL, .help = "seed spelling: {evaluate_frequency: N}"},
     {.name = "metrics", .type = DT_KEY_SPECIAL,
      .help = "list of metrics: forward_pass_count, validation_loss, consensus_error, top1_accuracy, current_epoch, consensus_matrix"},

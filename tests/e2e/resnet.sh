@@ -2,7 +2,7 @@
 # A residual network with batch norm end to end (tests/e2e/resnet.yaml, on small CIFAR-10-format
 # files written here): the same files at P = 1 and P = 3, saved models included (each row the
 # parameters and then the running statistics, named by the manifest); the archived config re-runs
-# to the same files; a run killed after a checkpoint and resumed at another rank count gives
+# to the same files; the average model is evaluated on a test subset when asked; a run killed after a checkpoint and resumed at another rank count gives
 # them too (the running statistics travel in the checkpoint); and it learns.
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
@@ -45,6 +45,15 @@ var = [m for m in bufs if m["name"].endswith("running_var")][0]
 v = rows[:, int(var["offset"]):int(var["offset"]) + size(var["shape"])]
 assert (v > 0).all() and not np.allclose(v, 1.0), "running variances should have moved from 1"
 PY
+
+# evaluation.nodes mean: the average model's loss and accuracy in every node's row (on 50 test
+# samples: accuracies are multiples of 1/50), while consensus stays each node's own
+awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) {if ($i == "top1_accuracy") a = i; if ($i == "validation_loss") v = i
+                                            if ($i == "consensus_error") c = i}; next}
+         {k = $1; if (k in acc && (acc[k] != $a || loss[k] != $v)) bad = 1; acc[k] = $a; loss[k] = $v
+          if ((($a * 50) - int($a * 50 + 0.5)) ^ 2 > 1e-12) bad = 1; if (k > 0) cons[$c] = 1}
+         END {n = 0; for (x in cons) n++; exit bad || n < 2}' "$tmp/p1/mean_model_results.csv" && ok \
+  || bad "mean-model evaluation rows: $(head -4 "$tmp/p1/mean_model_results.csv")"
 
 # killed after a checkpoint at P = 3, resumed at P = 2: the reference's files
 kill_later 0 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
