@@ -3,7 +3,8 @@
 # files written here): the same files at P = 1 and P = 3, saved models included (each row the
 # parameters and then the running statistics, named by the manifest); the archived config re-runs
 # to the same files; the average model is evaluated on a test subset when asked; a run killed after a checkpoint and resumed at another rank count gives
-# them too (the running statistics travel in the checkpoint); and it learns.
+# them too (the running statistics travel in the checkpoint); and it learns. The shipped
+# configs/fashion_resnet.yaml, cut short, gives the same files at P = 1 and P = 4.
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
@@ -62,6 +63,16 @@ kill_later 0 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cf
 "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "resume failed: $(tail -3 "$tmp/k2.log")"
 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "reference failed"
 same_results "$tmp/ref" "$tmp/k" "resnet killed at P=3, resumed at P=2"
+
+# configs/fashion_resnet.yaml (real Fashion-MNIST), cut to 10 rounds and 500 test samples: the
+# same files at P = 1 and P = 4
+cut=(--set 'problem_configs.*.optimizer_config.outer_iterations=10' --set 'problem_configs.*.evaluate_frequency=5'
+     --set 'problem_configs.*.evaluation.test_samples=500')
+"$dtrun" configs/fashion_resnet.yaml "${cut[@]}" --output-dir "$tmp/f1" --quiet > "$tmp/f1.log" 2>&1 \
+  || bad "fashion_resnet at P=1 failed: $(tail -3 "$tmp/f1.log")"
+"$mpiexec" --oversubscribe -n 4 "$dtrun" configs/fashion_resnet.yaml "${cut[@]}" --output-dir "$tmp/f4" --quiet > "$tmp/f4.log" 2>&1 \
+  || bad "fashion_resnet at P=4 failed: $(tail -3 "$tmp/f4.log")"
+same_results "$tmp/f1" "$tmp/f4" "fashion_resnet P=1 vs P=4"
 
 acc=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}
                {last = $1; v[$1] += $a; n[$1]++} END {printf "%.3f", v[last] / n[last]}' "$tmp/p1/dsgd_results.csv")
