@@ -1,6 +1,9 @@
-/* Benchmark of the NN core: training throughput (batch 64, Adam, one thread) and evaluation
- * throughput (forward only, batches of 1000) for the seed CNN and the larger CNN, plus the GEMM
- * floor: the model's training FLOPs at this machine's single-core sgemm rate.
+/* Benchmark of the NN core, one thread: training throughput and evaluation throughput (forward
+ * only, eval mode) for the seed CNN and the larger CNN (1×28×28, batch 64, Adam; evaluation in
+ * batches of 1000) and for ResNet-20 and VGG-11 with batch norm (3×32×32, batch 32, SGD with
+ * momentum 0.9; evaluation in batches of 200), plus the GEMM floor: the model's training FLOPs
+ * (convolutions and linear layers, forward and two backward products) at this machine's
+ * single-core sgemm rate.
  * usage: bench_nn [seconds per measurement]   — prints one "result:" line per model. */
 #include <cblas.h>
 #include <stdio.h>
@@ -13,24 +16,17 @@
 #include "dt/local_opt.h"
 #include "dt/timer.h"
 
-/* Multiply-add FLOPs of one forward pass (conv and linear layers), per sample. */
-static double forward_flops(const dt_model_spec *s) {
-  int c = s->in_channels, h = s->in_height, w = s->in_width;
+/* FLOPs of one forward pass's products (convolutions, projection shortcuts, linear layers), per
+ * sample. */
+static double forward_flops(const dt_model *m) {
   double flops = 0;
-  for (int l = 0; l < s->num_layers; l++) {
-    const dt_layer_spec *ly = &s->layers[l];
-    if (ly->kind == DT_LAYER_CONV2D) {
-      int oh = (h + 2 * ly->padding - ly->kernel_size) / ly->stride + 1, ow = (w + 2 * ly->padding - ly->kernel_size) / ly->stride + 1;
-      flops += 2.0 * oh * ow * ly->out_channels * c * ly->kernel_size * ly->kernel_size;
-      c = ly->out_channels, h = oh, w = ow;
-    } else if (ly->kind == DT_LAYER_MAXPOOL2D) {
-      h /= ly->kernel_size, w /= ly->kernel_size;
-    } else if (ly->kind == DT_LAYER_FLATTEN) {
-      c = c * h * w, h = w = 1;
-    } else if (ly->kind == DT_LAYER_LINEAR) {
-      flops += 2.0 * c * ly->out_features;
-      c = ly->out_features;
-    }
+  for (int l = 0; l < dt_model_num_layers(m); l++) {
+    const dt_layer_info *li = dt_model_layer(m, l);
+    const dt_conv_shape *c = &li->conv;
+    if (li->kind == DT_LAYER_CONV2D || (li->kind == DT_LAYER_RESIDUAL_END && li->projection))
+      flops += 2.0 * c->f * c->c * c->k * c->k * c->oh * c->ow;
+    else if (li->kind == DT_LAYER_LINEAR)
+      flops += 2.0 * (double)li->in_size * (double)li->out_size;
   }
   return flops;
 }
@@ -60,51 +56,63 @@ static dt_backend *be; /* the CPU backend, one thread */
     }                                               \
   } while (0)
 
-static void bench(const char *name, const dt_model_spec *spec, double seconds, double peak_gflops) {
+typedef struct bench_case {
+  const char *name;
+  int batch, eval_batch;
+  dt_local_opt_kind opt;
+} bench_case;
+
+static void bench(const bench_case *bc, const dt_model_spec *spec, double seconds, double peak_gflops) {
+  enum { SAMPLES = 1000 };
   dt_model *m = NULL;
   dt_workspace *ws = NULL, *ews = NULL;
   dt_local_opt *opt = NULL;
-  if (dt_model_create(spec, &m) != DT_OK || dt_workspace_create(be, m, 64, &ws) != DT_OK ||
-      dt_workspace_create(be, m, 1000, &ews) != DT_OK) {
+  const int B = bc->batch, E = bc->eval_batch;
+  if (dt_model_create(spec, &m) != DT_OK || dt_workspace_create(be, m, B, &ws) != DT_OK ||
+      dt_workspace_create(be, m, E, &ews) != DT_OK) {
     fprintf(stderr, "%s\n", dt_error_message());
     exit(1);
   }
-  const size_t P = dt_model_num_params(m);
-  dt_local_opt_spec os = dt_local_opt_spec_default(DT_LOCAL_ADAM);
+  const size_t P = dt_model_num_params(m), NB = dt_model_num_buffers(m), D = dt_model_input_size(m);
+  dt_local_opt_spec os = dt_local_opt_spec_default(bc->opt);
+  if (bc->opt == DT_LOCAL_SGD) os.lr = 0.01f, os.momentum = 0.9f;
   if (dt_local_opt_create(be, &os, 1, P, &opt) != DT_OK) exit(1);
-  float *p = calloc(P, 4), *g = calloc(P, 4), *x = calloc(1000 * 784, 4);
-  int32_t y[1000];
+  float *p = calloc(P, 4), *g = calloc(P, 4), *bf = calloc(NB + 1, 4), *x = calloc((size_t)SAMPLES * D, 4);
+  int32_t y[SAMPLES];
   dt_rng r;
   dt_rng_init(&r, 1, DT_RNG_TEST, 0);
-  for (int i = 0; i < 1000 * 784; i++) x[i] = (float)dt_rng_normal(&r);
-  for (int i = 0; i < 1000; i++) y[i] = (int32_t)dt_rng_below(&r, 10);
+  for (size_t i = 0; i < (size_t)SAMPLES * D; i++) x[i] = (float)dt_rng_normal(&r);
+  for (int i = 0; i < SAMPLES; i++) y[i] = (int32_t)dt_rng_below(&r, 10);
   dt_model_init_params(m, 0, p);
-  float loss;
-  /* train: batches cycle through the 1000 samples */
-  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, NULL, x, y, 64, g, &loss, NULL));
+  dt_model_init_buffers(m, bf);
+  float *buffers = NB > 0 ? bf : NULL, loss;
+  /* train: batches cycle through the samples */
+  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, buffers, x, y, B, g, &loss, NULL));
+  const int cycle = SAMPLES / B;
   long steps = 0;
   double t0 = dt_time_now(), t;
   do {
-    int off = (int)(steps % 15) * 64;
-    MUST(dt_model_forward_backward(be, m, ws, p, NULL, x + (size_t)off * 784, y + off, 64, g, &loss, NULL));
+    int off = (int)(steps % cycle) * B;
+    MUST(dt_model_forward_backward(be, m, ws, p, buffers, x + (size_t)off * D, y + off, B, g, &loss, NULL));
     MUST(dt_local_opt_step(opt, 0, p, g, -1.0f, NULL));
     steps++;
   } while ((t = dt_time_now() - t0) < seconds);
-  double train = 64.0 * steps / t;
+  double train = (double)B * steps / t;
   long evals = 0;
   t0 = dt_time_now();
   do {
     double ls = 0;
     long correct = 0;
-    MUST(dt_model_evaluate(be, m, ews, p, NULL, x, y, 1000, &ls, &correct));
+    MUST(dt_model_evaluate(be, m, ews, p, buffers, x, y, SAMPLES, &ls, &correct));
     evals++;
   } while ((t = dt_time_now() - t0) < seconds);
-  double eval = 1000.0 * evals / t;
-  double train_flops = 3.0 * forward_flops(spec); /* forward + two backward GEMMs */
+  double eval = (double)SAMPLES * evals / t;
+  double train_flops = 3.0 * forward_flops(m); /* forward + two backward GEMMs */
   double floor = peak_gflops * 1e9 / train_flops;
-  printf("result: %s params=%zu train=%.0f eval=%.0f floor=%.0f fraction=%.3f gflops=%.1f\n", name, P, train, eval, floor,
+  printf("result: %s params=%zu train=%.0f eval=%.0f floor=%.0f fraction=%.3f gflops=%.1f\n", bc->name, P, train, eval, floor,
          train / floor, train * train_flops / 1e9);
-  free(p), free(g), free(x);
+  fflush(stdout);
+  free(p), free(g), free(bf), free(x);
   dt_local_opt_free(opt);
   dt_workspace_free(be, ws);
   dt_workspace_free(be, ews);
@@ -119,8 +127,12 @@ int main(int argc, char **argv) {
   printf("result: sgemm_1024 gflops=%.1f kernels=%s\n", peak, dt_cpu_kernel_name());
   dt_model_spec s;
   dt_model_spec_seed_cnn(&s, 3, 5, 64);
-  bench("seed_cnn", &s, seconds, peak);
+  bench(&(bench_case){"seed_cnn", 64, 1000, DT_LOCAL_ADAM}, &s, seconds, peak);
   large_cnn(&s);
-  bench("large_cnn", &s, seconds, peak);
+  bench(&(bench_case){"large_cnn", 64, 1000, DT_LOCAL_ADAM}, &s, seconds, peak);
+  dt_model_spec_named(&s, DT_MODEL_RESNET20, DT_NORM_BATCH, 2, 0, 3, 32, 32, 10);
+  bench(&(bench_case){"resnet20", 32, 200, DT_LOCAL_SGD}, &s, seconds, peak);
+  dt_model_spec_named(&s, DT_MODEL_VGG11, DT_NORM_BATCH, 2, 0, 3, 32, 32, 10);
+  bench(&(bench_case){"vgg11", 32, 200, DT_LOCAL_SGD}, &s, seconds, peak);
   return 0;
 }

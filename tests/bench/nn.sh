@@ -21,7 +21,7 @@ done
 median() { grep "^result: $2 " <<< "$1" | tr ' ' '\n' | grep "^$3=" | cut -d= -f2 | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print 0}'; }
 echo "single-core sgemm (1024^3): $(median "$dt_all" sgemm_1024 gflops) GFLOP/s, OpenBLAS kernels $(grep -o 'kernels=[A-Za-z0-9]*' <<< "$dt_all" | head -1 | cut -d= -f2); medians of $rounds alternated runs"
 printf '%-10s %-6s %12s %12s %8s %12s %9s\n' model mode dtrun/s pytorch/s ratio floor/s of-floor
-for model in seed_cnn large_cnn; do
+for model in seed_cnn large_cnn resnet20 vgg11; do
   for mode in train eval; do
     d=$(median "$dt_all" $model $mode); p=$(median "$pt_all" $model $mode)
     ratio=$( [ "$p" != 0 ] && awk "BEGIN{printf \"%.2fx\", $d/$p}" || echo "-")
