@@ -28,6 +28,8 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   dt_timer_reset(&run->t_compute);
   dt_timer_reset(&run->t_comm);
   DT_TRY_GOTO(dt_slab_create(run->be, count, run->dim, &run->theta));
+  if (pc != NULL && pc->buffers == DT_BUFFERS_MIX && dt_task_buffers(task)->dim > 0)
+    DT_TRY_GOTO(dt_exchange_create(comm, run->be, g, 1, dt_task_buffers(task)->dim, &run->buffer_exchange));
   DT_ALLOC_GOTO(run->loss, count, "run");
   DT_ALLOC_GOTO(run->train_loss_sum, count, "run");
   DT_ALLOC_GOTO(run->train_loss_n, count, "run");
@@ -41,13 +43,44 @@ cleanup:
   return st;
 }
 
+/* buffers: mix (dt_run_round): b_i ← Σ_j W_ij b_j over the round's graph. */
+static dt_status mix_buffers(dt_optimizer_run *run) {
+  const dt_graph *g = run->graph;
+  const dt_round_graph *rg = &run->round;
+  dt_slab *b = dt_task_buffers(run->task), send = dt_exchange_send_slab(run->buffer_exchange, 0);
+  DT_TRY(dt_slab_copy(run->be, b, &send));
+  dt_timer_start(&run->t_comm);
+  const dt_status st = dt_exchange_run(run->buffer_exchange, rg->mask);
+  dt_timer_stop(&run->t_comm);
+  DT_TRY(st);
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l, deg = dt_graph_degree(g, i);
+    const float *x[deg + 1], *self = dt_exchange_send_buffer(run->buffer_exchange, i, 0);
+    float w[deg + 1];
+    int k = 0, self_done = 0;
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+      const int j = g->nbr[e];
+      if (!self_done && j > i) x[k] = self, w[k++] = (float)rg->w_self[i], self_done = 1;
+      const float *xj = dt_exchange_recv(run->buffer_exchange, i, j, 0); /* NULL: j → i idle this round */
+      if (xj != NULL) x[k] = xj, w[k++] = (float)rg->w_nbr[e];
+      if (rg->mask == NULL || rg->mask[e]) run->node_bytes[l] += sizeof(float) * b->dim; /* i → j carried */
+    }
+    if (!self_done) x[k] = self, w[k++] = (float)rg->w_self[i];
+    DT_TRY(dt_be_mix(run->be, b->dim, k, x, w, dt_slab_node(b, l)));
+  }
+  return DT_OK;
+}
+
 dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
   if (run->schedule != NULL) DT_TRY(dt_schedule_round(run->schedule, k, &run->round));
-  return def->round(state, run, k);
+  DT_TRY(def->round(state, run, k));
+  if (run->buffer_exchange != NULL) DT_TRY(mix_buffers(run));
+  return DT_OK;
 }
 
 void dt_run_free(dt_optimizer_run *run) {
   dt_exchange_free(run->exchange);
+  dt_exchange_free(run->buffer_exchange);
   /* host rows are copies only off the host; on it they point into the slabs */
   for (int l = 0; run->host_rows != NULL && run->be != NULL && !run->be->host_memory && l < run->count; l++) dt_free(run->host_rows[l]);
   dt_free(run->host_rows);

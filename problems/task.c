@@ -53,7 +53,7 @@ struct dt_task {
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
-const dt_slab *dt_task_buffers(const dt_task *t) { return &t->buffers; }
+dt_slab *dt_task_buffers(dt_task *t) { return &t->buffers; }
 const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }

@@ -141,6 +141,9 @@ typedef struct dt_eval_config {
   int test_samples; /* a fixed seeded subset of the test set; 0 = all of it */
 } dt_eval_config;
 
+/* How algorithms treat model buffers (problem_configs.<name>.buffers). */
+typedef enum dt_buffers_mode { DT_BUFFERS_LOCAL = 0, DT_BUFFERS_MIX } dt_buffers_mode;
+
 typedef struct dt_problem_config {
   char key[DT_NAME_MAX];          /* the entry's name under problem_configs */
   char problem_name[DT_NAME_MAX];
@@ -149,6 +152,7 @@ typedef struct dt_problem_config {
   int evaluate_frequency;
   unsigned metrics;               /* dt_metric bits */
   dt_eval_config evaluation;
+  int buffers;                    /* dt_buffers_mode */
   bool full_batch;                /* gradients on the node's whole data set (convex problems) */
   double l2;                      /* λ of the λ/2‖θ‖² term added to every node's loss */
   char alg_name[32];              /* canonical optimizer name (aliases resolved) */

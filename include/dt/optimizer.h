@@ -42,6 +42,7 @@ typedef struct dt_optimizer_run {
   uint64_t *node_bytes;   /* [count] bytes each local node sent, exchanges included */
   dt_timer t_compute, t_comm;
   dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
+  dt_exchange *buffer_exchange; /* buffers: mix — the model buffers' own exchange (dt_run_init) */
   int exchange_nvec;
   size_t exchange_len;    /* floats per vector (dim, or a compressed message's capacity) */
   int threads;            /* threads computing local nodes in parallel */
@@ -60,8 +61,10 @@ typedef struct dt_optimizer_run {
 DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
                                   dt_task *task, uint64_t seed, int first, int count);
 void dt_run_free(dt_optimizer_run *run);
-/* Runs round k of def: sets run->round from the schedule, then def->round. What the runner calls
- * for every round. Collective. */
+/* Runs round k of def: sets run->round from the schedule, then def->round, then (buffers: mix)
+ * mixes every node's model buffers with the round's weights: b_i ← Σ_j W_ij b_j in increasing id,
+ * self included, over an exchange of their own whose bytes and time count as the round's. What the
+ * runner calls for every round. Collective. */
 DT_MUST_USE dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k);
 /* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
  * node's training loss is accumulated. */

@@ -26,7 +26,7 @@ DT_MUST_USE dt_status dt_task_create(dt_backend *be, const dt_samples *train, co
 void dt_task_free(dt_task *t);
 size_t dt_task_dim(const dt_task *t);
 /* Each local node's model buffers (running statistics), dim 0 and no data for a model without. */
-const dt_slab *dt_task_buffers(const dt_task *t);
+dt_slab *dt_task_buffers(dt_task *t);
 const dt_model *dt_task_model(const dt_task *t);
 dt_backend *dt_task_backend(const dt_task *t);
 /* θ0 from the seed into a host vector (identical for every node and every problem). */

@@ -193,6 +193,8 @@ static const dt_key eval_keys[] = {
     {0},
 };
 
+static const char *const buffers_names[] = {"local", "mix", NULL};
+
 #define POFF(field) offsetof(dt_problem_config, field)
 const dt_key config_problem_keys[] = {
     {.name = "problem_name", .type = DT_KEY_STRING, .offset = POFF(problem_name), .size = DT_NAME_MAX,
@@ -206,6 +208,10 @@ const dt_key config_problem_keys[] = {
      .help = "evaluate every this many rounds (also at round 0 and after the last)"},
     {.name = "evaluation", .type = DT_KEY_SECTION, .offset = POFF(evaluation), .sub = eval_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "what an evaluation measures (consensus error is always every node's)"},
+    {.name = "buffers", .type = DT_KEY_ENUM, .offset = POFF(buffers), .def = "local", .values = buffers_names,
+     .flags = DT_KEY_EMIT_IF_SET,
+     .help = "model buffers (batch norm's running statistics): local (each node keeps its own) or mix (after every round, "
+             "averaged with the round's mixing weights W, one more exchange, its bytes counted)"},
     {.name = "metrics_config", .type = DT_KEY_SPECIAL, .help = "seed spelling: {evaluate_frequency: N}"},
     {.name = "metrics", .type = DT_KEY_SPECIAL,
      .help = "list of metrics: forward_pass_count, validation_loss, consensus_error, top1_accuracy, current_epoch, consensus_matrix"},

@@ -2,7 +2,8 @@
 # A residual network with batch norm end to end (tests/e2e/resnet.yaml, on small CIFAR-10-format
 # files written here): the same files at P = 1 and P = 3, saved models included (each row the
 # parameters and then the running statistics, named by the manifest); the archived config re-runs
-# to the same files; the average model is evaluated on a test subset when asked; a run killed after a checkpoint and resumed at another rank count gives
+# to the same files; `buffers: mix` brings the nodes' running statistics together, its bytes
+# counted; the average model is evaluated on a test subset when asked; a run killed after a checkpoint and resumed at another rank count gives
 # them too (the running statistics travel in the checkpoint); and it learns. The shipped
 # configs/fashion_resnet.yaml, cut short, gives the same files at P = 1 and P = 4.
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
@@ -45,6 +46,22 @@ assert any(m["name"] == "block2.downsample.1.running_var" for m in man), "the pr
 var = [m for m in bufs if m["name"].endswith("running_var")][0]
 v = rows[:, int(var["offset"]):int(var["offset"]) + size(var["shape"])]
 assert (v > 0).all() and not np.allclose(v, 1.0), "running variances should have moved from 1"
+PY
+
+# buffers: mix (problem mixed_buffers, otherwise problem dsgd): the running statistics are mixed
+# with W after every round, so they differ less between nodes, and their bytes are counted
+/usr/bin/python3 - "$tmp/p1" <<'PY' && ok || bad "buffers: mix did not bring the nodes' running statistics together"
+import csv, sys
+import numpy as np
+run = sys.argv[1]
+man = [m for m in csv.DictReader(open(f"{run}/dsgd_models.tsv"), delimiter="\t") if m["role"] == "buffer"]
+lo, hi = int(man[0]["offset"]), max(int(m["offset"]) + int(m["shape"]) for m in man)
+spread = {p: np.load(f"{run}/{p}_models.npy")[:, lo:hi].std(axis=0).mean() for p in ("dsgd", "mixed_buffers")}
+assert spread["mixed_buffers"] < 0.5 * spread["dsgd"], spread
+last = lambda p: [r for r in csv.DictReader(open(f"{run}/{p}_results.csv"))][-1]
+nb = hi - lo
+extra = int(last("mixed_buffers")["bytes_sent"]) - int(last("dsgd")["bytes_sent"])
+assert extra == 40 * 2 * 4 * nb, (extra, nb)  # 40 rounds, 2 neighbours on the cycle, float32
 PY
 
 # evaluation.nodes mean: the average model's loss and accuracy in every node's row (on 50 test
