@@ -85,11 +85,14 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   memset(&data, 0, sizeof data);
   memset(&split, 0, sizeof split);
   /* everything `run` would reject before training, with the same messages: the graph, the data
-   * files, the split, the model on the data's shape, the output folder */
+   * files, the split, augmentation of data that are not images, the model on the data's shape,
+   * the output folder */
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
   DT_TRY_GOTO(dt_schedule_from_config(cfg, g, &sched));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
+  DT_TRY_GOTO(dt_config_positioned(
+      cfg, dt_augment_check(&data.train, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));
   dt_model_spec ms;
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_problem_model(cfg, &data.train, &ms)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));

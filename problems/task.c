@@ -32,6 +32,11 @@ struct dt_task {
   int batch, full_batch, ws_batch;
   node_state *node;
   dt_rng *dropout; /* [count] each node's dropout stream (seed, dropout, node), restarted by begin */
+  /* augmentation: crop padding and flip, each node's stream (seed, augment, node) restarted by
+   * begin, and a sample's worth of scratch per node; augment NULL when off */
+  int crop_padding, flip;
+  dt_rng *augment;
+  float *aug_tmp, fill[DT_MAX_CHANNELS];
   /* training batches of all local nodes: backend slabs and, off the host, host staging */
   float *x, *xh;
   int32_t *y, *yh;
@@ -90,6 +95,8 @@ void dt_task_free(dt_task *t) {
   for (int l = 0; t->node != NULL && l < t->count; l++) dt_free(t->node[l].perm);
   dt_free(t->node);
   dt_free(t->dropout);
+  dt_free(t->augment);
+  dt_free(t->aug_tmp);
   free_batches(t);
   dt_slab_free(t->be, &t->obj_theta);
   dt_slab_free(t->be, &t->obj_grad);
@@ -241,6 +248,7 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
     ns->epochs = -1;                            /* ... and that first shuffle starts epoch 0 */
     ns->seen = 0;
     dt_rng_init(&t->dropout[l], t->seed, DT_RNG_DROPOUT, (uint64_t)node);
+    if (t->augment != NULL) dt_rng_init(&t->augment[l], t->seed, DT_RNG_AUGMENT, (uint64_t)node);
   }
   if (ws_batch != t->ws_batch) DT_TRY(alloc_batches(t, ws_batch));
   if (t->buf0 != NULL) DT_TRY(dt_slab_broadcast_host(t->be, t->buf0, &t->buffers)); /* every problem starts afresh */
@@ -325,6 +333,42 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
   return DT_OK;
 }
 
+/* Node l's b training images at x (host, normalised), augmented in place: per image, the crop
+ * offsets (i, j uniform in [0, 2·padding], torchvision's order) and then the flip (1 in 2) from
+ * the node's augmentation stream. */
+static void augment_batch(dt_task *t, int l, float *x, size_t b) {
+  const dt_samples *s = t->train;
+  const int p = t->crop_padding;
+  float *tmp = t->aug_tmp + (size_t)l * s->dim;
+  for (size_t k = 0; k < b; k++) {
+    float *img = x + k * s->dim;
+    const int dy = p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0;
+    const int dx = p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0;
+    const int flip = t->flip ? (int)dt_rng_below(&t->augment[l], 2) : 0;
+    dt_augment_image(img, tmp, s->in_c, s->in_h, s->in_w, dx, dy, flip, t->fill);
+    memcpy(img, tmp, sizeof(float) * s->dim);
+  }
+}
+
+dt_status dt_augment_check(const dt_samples *s, int crop_padding, int flip) {
+  if (crop_padding == 0 && !flip) return DT_OK;
+  DT_CHECK_KEY(s->u8 != NULL && s->in_h > 1 && s->in_w > 1, DT_ERR_CONFIG, "experiment.augment",
+               "experiment.augment: augmentation needs images (C×H×W); this dataset's samples are %zu-float vectors", s->dim);
+  return DT_OK;
+}
+
+dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip) {
+  const dt_samples *s = t->train;
+  if (crop_padding == 0 && !flip) return DT_OK;
+  DT_TRY(dt_augment_check(s, crop_padding, flip));
+  t->crop_padding = crop_padding;
+  t->flip = flip;
+  DT_ALLOC(t->augment, t->count > 0 ? t->count : 1, "augmentation streams");
+  DT_ALLOC(t->aug_tmp, (size_t)(t->count > 0 ? t->count : 1) * s->dim, "augmentation");
+  for (int c = 0; c < s->in_c && c < DT_MAX_CHANNELS; c++) t->fill[c] = (0.0f - s->mean[c]) / s->std[c];
+  return DT_OK;
+}
+
 /* The next minibatch of node l into its batch row (host); its size into t->nb[l]. */
 static void next_batch(dt_task *t, int l) {
   node_state *ns = &t->node[l];
@@ -337,7 +381,9 @@ static void next_batch(dt_task *t, int l) {
     ns->epochs++;
   }
   const size_t b = m - ns->cursor < (size_t)t->batch ? m - ns->cursor : (size_t)t->batch;
-  dt_samples_rows(t->train, ns->perm + ns->cursor, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+  float *x = t->xh + (size_t)l * t->x_stride;
+  dt_samples_rows(t->train, ns->perm + ns->cursor, b, x, t->yh + (size_t)l * t->y_stride);
+  if (t->augment != NULL) augment_batch(t, l, x, b);
   ns->cursor += b;
   ns->seen += b;
   t->nb[l] = (int)b;
@@ -444,9 +490,10 @@ double dt_task_epoch(const dt_task *t, int node) {
 #define NODE_FIXED (sizeof(dt_rng) + 3 * sizeof(uint64_t) + sizeof(dt_rng))
 
 static size_t buffer_bytes(const dt_task *t) { return t->buf0 != NULL ? sizeof(float) * t->buffers.dim : 0; }
+static size_t augment_bytes(const dt_task *t) { return t->augment != NULL ? sizeof(dt_rng) : 0; }
 
 size_t dt_task_node_state_size(const dt_task *t, int l) {
-  return NODE_FIXED + sizeof(uint32_t) * dt_split_size(t->split, t->first + l) + buffer_bytes(t);
+  return NODE_FIXED + sizeof(uint32_t) * dt_split_size(t->split, t->first + l) + buffer_bytes(t) + augment_bytes(t);
 }
 
 dt_status dt_task_node_state_save(dt_task *t, int l, void *buf) {
@@ -461,6 +508,8 @@ dt_status dt_task_node_state_save(dt_task *t, int l, void *buf) {
   memcpy(p, ns->perm, sizeof(uint32_t) * dt_split_size(t->split, t->first + l));
   p += sizeof(uint32_t) * dt_split_size(t->split, t->first + l);
   if (t->buf0 != NULL) DT_TRY(dt_slab_download_node(t->be, &t->buffers, l, (float *)(void *)p));
+  p += buffer_bytes(t);
+  if (t->augment != NULL) memcpy(p, &t->augment[l], sizeof(dt_rng));
   return DT_OK;
 }
 
@@ -491,6 +540,11 @@ dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t siz
     DT_TRY(dt_slab_upload_node(t->be, &t->buffers, l, (const float *)(const void *)bp));
     DT_TRY(dt_be_nrm2(t->be, t->buffers.dim, dt_slab_node(&t->buffers, l), &norm));
     DT_CHECK(isfinite(norm), DT_ERR_DATA, "node %d: the checkpoint's model buffers are corrupt (not finite)", t->first + l);
+  }
+  if (t->augment != NULL) {
+    memcpy(&t->augment[l], p + sizeof(uint32_t) * m + buffer_bytes(t), sizeof(dt_rng));
+    DT_CHECK(t->augment[l].used >= 0 && t->augment[l].used <= 4, DT_ERR_DATA,
+             "node %d: the checkpoint's augmentation stream is corrupt", t->first + l);
   }
   return DT_OK;
 }

@@ -91,6 +91,12 @@ typedef struct dt_graph_config {
   int resample_every; /* resample: rounds per graph */
 } dt_graph_config;
 
+/* Training-image augmentation (experiment.augment). */
+typedef struct dt_augment_config {
+  int crop_padding; /* random crop of the zero-padded image; 0: none */
+  bool flip;        /* random horizontal flip */
+} dt_augment_config;
+
 typedef struct dt_model_config {
   int num_filters, kernel_size, linear_width; /* the seed CNN, used when layers is empty */
   int num_layers;                             /* > 0: the `layers:` list replaces the seed CNN */
@@ -124,6 +130,7 @@ typedef struct dt_experiment_config {
   int loss;            /* 0 = NLL, the only loss */
   uint64_t seed;
   bool save_models;
+  dt_augment_config augment;
   int checkpoint_every;      /* rounds; 0: by time only */
   double checkpoint_minutes; /* 0: not by time */
   /* Every registered problem's keys, in registry order (each its plug-in's options struct);

@@ -90,6 +90,13 @@ void dt_dataset_files(const dt_dataset *ds, char role[][32], char sha256[][65], 
 void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, const float *mean, const float *std,
                     float *x, int32_t *y);
 
+/* One image augmented as torchvision's RandomCrop(padding) then RandomHorizontalFlip does it:
+ * in and out hold C×H×W floats (normalised); out[c][y][x] = in[c][y + dy][x' + dx] with
+ * x' = W−1−x when flip, else x, and fill[c] where that falls outside the image (the normalised
+ * value of a zero pixel, −mean/std, as the padding is black before normalisation). dx and dy
+ * lie in [−padding, padding] (a crop at (padding + dy, padding + dx) of the padded image). */
+void dt_augment_image(const float *in, float *out, int c, int h, int w, int dx, int dy, int flip, const float *fill);
+
 /* ---- samples and splits -------------------------------------------------------------------- */
 
 /* Samples: either uint8 images (normalised when batches are built) or float feature rows. */

@@ -34,6 +34,14 @@ void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta);
 /* Starts a problem: batch size, full-batch mode, the L2 weight λ (λ/2‖θ‖² joins every node's
  * loss), and every local node's minibatch stream restarted from (seed, DT_RNG_BATCH, node);
  * counters reset. */
+/* Augments every training minibatch (experiment.augment): a random crop of the image padded by
+ * crop_padding pixels (the normalised value of a black pixel) and a random horizontal flip, drawn
+ * per node and image from (seed, DT_RNG_AUGMENT, node), restarted by begin and kept in
+ * checkpoints. Full-batch gradients are not augmented. Errors: DT_ERR_CONFIG for data that are
+ * not images. */
+DT_MUST_USE dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip);
+/* What dt_task_set_augment refuses, for `dtrun check`. */
+DT_MUST_USE dt_status dt_augment_check(const dt_samples *train, int crop_padding, int flip);
 DT_MUST_USE dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2);
 /* Node-batched gradients: for every local node l with active[l] (active NULL: all), the gradient
  * of its loss at theta's row l on its next minibatch (or its whole data when full batch) into

@@ -67,6 +67,14 @@ static const dt_key graph_keys[] = {
 
 static const char *const model_name_excludes[] = {"layers", NULL};
 
+static const dt_key augment_keys[] = {
+    {.name = "crop_padding", .type = DT_KEY_INT, .offset = offsetof(dt_augment_config, crop_padding), .def = "0", .min = 0, .max = 64,
+     .help = "random crop of the image zero-padded by this many pixels on every side (torchvision's RandomCrop(size, "
+             "padding)); 0: none"},
+    {.name = "flip", .type = DT_KEY_BOOL, .offset = offsetof(dt_augment_config, flip), .def = "false", .help = "random horizontal flip (p = 0.5)"},
+    {0},
+};
+
 const dt_key config_model_keys[] = {
     {.name = "num_filters", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, num_filters), .def = "3", .min = 1, .max = 4096,
      .help = "seed CNN: convolution filters"},
@@ -136,7 +144,10 @@ static const dt_key experiment_keys[] = {
     {.name = "seed", .type = DT_KEY_SEED, .offset = OFF(seed), .def = "0",
      .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
     {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
-     .help = "write each problem's final parameters as <problem_name>_models.npy (N x d float32)"},
+     .help = "write each problem's final models as <problem_name>_models.npy (N rows: parameters, then buffers; float32) "
+             "with the manifest <problem_name>_models.tsv"},
+    {.name = "augment", .type = DT_KEY_SECTION, .offset = OFF(augment), .sub = augment_keys, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "training-image augmentation, drawn per node and sample from the node's own stream"},
     {.name = "checkpoint_every", .type = DT_KEY_INT, .offset = OFF(checkpoint_every), .def = "0", .min = 0, .max = 1e9,
      .help = "checkpoint every node's state every K rounds (0: by time only, see checkpoint_minutes); dtrun resume continues from it"},
     {.name = "checkpoint_minutes", .type = DT_KEY_FLOAT, .offset = OFF(checkpoint_minutes), .def = "5", .min = 0, .max = 1e6,

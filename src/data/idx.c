@@ -229,3 +229,13 @@ void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labe
   idx_sha256(3, idims, set->pixels, images_hex);
   idx_sha256(1, ldims, set->labels, labels_hex);
 }
+
+void dt_augment_image(const float *in, float *out, int c, int h, int w, int dx, int dy, int flip, const float *fill) {
+  for (int ch = 0; ch < c; ch++)
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        const int sy = y + dy, sx = (flip ? w - 1 - x : x) + dx;
+        const int inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+        out[((size_t)ch * h + y) * w + x] = inside ? in[((size_t)ch * h + sy) * w + sx] : fill[ch];
+      }
+}

@@ -63,7 +63,7 @@ grep -q "is neither an experiment file nor a run folder" "$tmp/err" || { echo "F
 check folder "$rc" "$out"
 # what `check` rejects after loading (graph, data, split, model, output folder), `run` rejects
 # before training with the same message and exit 2, also on 2 ranks
-for n in model_kernel_too_big model_last_layer layers_groupnorm_groups layers_residual_flattens graph_degree_too_big split_dirichlet_impossible data_dir_missing \
+for n in model_kernel_too_big model_last_layer layers_groupnorm_groups augment_not_images layers_residual_flattens graph_degree_too_big split_dirichlet_impossible data_dir_missing \
          data_dir_without_files cifar_data_dir_without_files output_metadir_file edge_file_folder; do
   "$dtrun" "tests/config/bad/$n.yaml" --quiet > "$tmp/out" 2> "$tmp/err" < /dev/null
   rc=$?

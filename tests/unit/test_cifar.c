@@ -175,7 +175,27 @@ static void test_bad_files(void) {
   CHECK(ds == NULL, "dataset returned on failure");
 }
 
+/* Augmentation as torchvision's RandomCrop(padding) then RandomHorizontalFlip: a shift with the
+ * fill value where the crop leaves the image, then a mirror. */
+static void test_augment(void) {
+  const float in[2 * 2 * 3] = {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, fill[2] = {-9, -8};
+  float out[12];
+  dt_augment_image(in, out, 2, 2, 3, 1, 0, 0, fill);
+  const float shift[12] = {2, 3, -9, 5, 6, -9, 20, 30, -8, 50, 60, -8};
+  CHECK(memcmp(out, shift, sizeof out) == 0, "crop one pixel right: %g %g %g / %g %g %g", out[0], out[1], out[2], out[3], out[4], out[5]);
+  dt_augment_image(in, out, 2, 2, 3, 0, 0, 1, fill);
+  const float mirror[12] = {3, 2, 1, 6, 5, 4, 30, 20, 10, 60, 50, 40};
+  CHECK(memcmp(out, mirror, sizeof out) == 0, "flip: %g %g %g", out[0], out[1], out[2]);
+  dt_augment_image(in, out, 2, 2, 3, 1, -1, 1, fill);
+  const float both[12] = {-9, -9, -9, -9, 3, 2, -8, -8, -8, -8, 30, 20};
+  CHECK(memcmp(out, both, sizeof out) == 0, "crop up-right then flip: %g %g %g / %g %g %g", out[0], out[1], out[2], out[3], out[4],
+        out[5]);
+  dt_augment_image(in, out, 2, 2, 3, 0, 0, 0, fill);
+  CHECK(memcmp(out, in, sizeof out) == 0, "no crop, no flip: the image itself");
+}
+
 int main(void) {
+  test_augment();
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/dt_cifar_XXXXXX", tmp ? tmp : "/tmp");
   if (mkdtemp(dir) == NULL) {
