@@ -9,9 +9,13 @@
 const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
 
 int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who) {
+  return dt_mix_terms_on(run, run->exchange, i, vec, x, w, who);
+}
+
+int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who) {
   const dt_graph *g = run->graph;
   const dt_round_graph *rg = &run->round;
-  const float *self = dt_exchange_send_buffer(run->exchange, i, vec);
+  const float *self = dt_exchange_send_buffer(ex, i, vec);
   int k = 0, self_done = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int j = g->nbr[e];
@@ -20,7 +24,7 @@ int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *
       x[k] = self, w[k++] = (float)rg->w_self[i];
       self_done = 1;
     }
-    const float *xj = dt_exchange_recv(run->exchange, i, j, vec); /* NULL: j → i idle this round */
+    const float *xj = dt_exchange_recv(ex, i, j, vec); /* NULL: j → i idle this round */
     if (xj == NULL) continue;
     if (who != NULL) who[k] = j;
     x[k] = xj, w[k++] = (float)rg->w_nbr[e];

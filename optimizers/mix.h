@@ -9,6 +9,8 @@
  * and, when who is not NULL, its node who[t]. Neighbours that did not send to i this round are
  * left out. Returns the count, at most 1 + degree. */
 int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who);
+/* The same over exchange ex (the run's own, or another such as the model buffers'). */
+int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who);
 
 /* out = Σ_j W_ij x_j over j ∈ {i} ∪ N(i), in increasing id (self at its place), where x_j is
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "dt/optimizer.h"
+#include "mix.h"
 #include "dt/parallel.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
@@ -43,9 +44,18 @@ cleanup:
   return st;
 }
 
+/* Bytes of one exchange: per_msg for every out-edge of a local node that mask lets carry. */
+static void count_sent(dt_optimizer_run *run, const uint8_t *mask, uint64_t per_msg) {
+  const dt_graph *g = run->graph;
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l;
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
+      if (mask == NULL || mask[e]) run->node_bytes[l] += per_msg;
+  }
+}
+
 /* buffers: mix (dt_run_round): b_i ← Σ_j W_ij b_j over the round's graph. */
 static dt_status mix_buffers(dt_optimizer_run *run) {
-  const dt_graph *g = run->graph;
   const dt_round_graph *rg = &run->round;
   dt_slab *b = dt_task_buffers(run->task), send = dt_exchange_send_slab(run->buffer_exchange, 0);
   DT_TRY(dt_slab_copy(run->be, b, &send));
@@ -53,19 +63,12 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
   const dt_status st = dt_exchange_run(run->buffer_exchange, rg->mask);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
+  count_sent(run, rg->mask, sizeof(float) * b->dim);
   for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l, deg = dt_graph_degree(g, i);
-    const float *x[deg + 1], *self = dt_exchange_send_buffer(run->buffer_exchange, i, 0);
+    const int i = run->first + l, deg = dt_graph_degree(run->graph, i);
+    const float *x[deg + 1];
     float w[deg + 1];
-    int k = 0, self_done = 0;
-    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-      const int j = g->nbr[e];
-      if (!self_done && j > i) x[k] = self, w[k++] = (float)rg->w_self[i], self_done = 1;
-      const float *xj = dt_exchange_recv(run->buffer_exchange, i, j, 0); /* NULL: j → i idle this round */
-      if (xj != NULL) x[k] = xj, w[k++] = (float)rg->w_nbr[e];
-      if (rg->mask == NULL || rg->mask[e]) run->node_bytes[l] += sizeof(float) * b->dim; /* i → j carried */
-    }
-    if (!self_done) x[k] = self, w[k++] = (float)rg->w_self[i];
+    const int k = dt_mix_terms_on(run, run->buffer_exchange, i, 0, x, w, NULL);
     DT_TRY(dt_be_mix(run->be, b->dim, k, x, w, dt_slab_node(b, l)));
   }
   return DT_OK;
@@ -141,18 +144,12 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
 }
 
 dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes) {
-  const dt_graph *g = run->graph;
   if (mask == NULL) mask = run->round.mask;
   dt_timer_start(&run->t_comm);
   dt_status st = dt_exchange_run_sized(run->exchange, mask, bytes);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
-  const uint64_t per_msg = (uint64_t)run->exchange_nvec * bytes;
-  for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l;
-    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
-      if (mask == NULL || mask[e]) run->node_bytes[l] += per_msg;
-  }
+  count_sent(run, mask, (uint64_t)run->exchange_nvec * bytes);
   return DT_OK;
 }
 

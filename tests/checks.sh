@@ -62,3 +62,17 @@ kill_later() {
   # threads are gone: wait until the folder's lock is free too
   for _ in $(seq 300); do [ ! -e "$dir/dtrun.lock" ] || flock -n "$dir/dtrun.lock" true && break; sleep 0.1; done
 }
+
+# final_top1 RESULTS_CSV: the last evaluation's top-1 accuracy, averaged over the nodes (%.3f).
+final_top1() {
+  awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}
+           {last = $1; v[$1] += $a; n[$1]++} END {printf "%.3f", v[last] / n[last]}' "$1"
+}
+
+# cifar_config TEMPLATE OUT DIR [TRAIN_PER_BATCH TEST]: writes small CIFAR-10-format files under
+# DIR (tests/e2e/make_cifar.py) and TEMPLATE with its data_dir pointing at them into OUT.
+cifar_config() {
+  mkdir -p "$3/cifar-10-batches-bin"
+  python3 tests/e2e/make_cifar.py "$3/cifar-10-batches-bin" "${@:4}"
+  sed "s|data_dir: cifar_data.*|data_dir: $3|" "$1" > "$2"
+}

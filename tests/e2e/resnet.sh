@@ -14,10 +14,8 @@ cd "$3" || exit 1
 tmp=$(mktemp -d)
 trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-mkdir -p "$tmp/c10/cifar-10-batches-bin"
-python3 tests/e2e/make_cifar.py "$tmp/c10/cifar-10-batches-bin" 60 100
 cfg=$tmp/resnet.yaml
-sed "s|data_dir: cifar_data.*|data_dir: $tmp/c10|" tests/e2e/resnet.yaml > "$cfg"
+cifar_config tests/e2e/resnet.yaml "$cfg" "$tmp/c10" 60 100
 
 "$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "run at P=1 failed: $(tail -3 "$tmp/p1.log")"
 "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --output-dir "$tmp/p3" --quiet > "$tmp/p3.log" 2>&1 \
@@ -91,8 +89,7 @@ cut=(--set 'problem_configs.*.optimizer_config.outer_iterations=10' --set 'probl
   || bad "fashion_resnet at P=4 failed: $(tail -3 "$tmp/f4.log")"
 same_results "$tmp/f1" "$tmp/f4" "fashion_resnet P=1 vs P=4"
 
-acc=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}
-               {last = $1; v[$1] += $a; n[$1]++} END {printf "%.3f", v[last] / n[last]}' "$tmp/p1/dsgd_results.csv")
+acc=$(final_top1 "$tmp/p1/dsgd_results.csv")
 echo "final mean top-1 $acc"; awk -v a="$acc" 'BEGIN {exit !(a > 0.4)}' && ok || bad "did not learn: final mean top-1 $acc"
 echo "resnet: $pass passed, $fail failed"
 [ $fail -eq 0 ] && [ $pass -gt 0 ]

@@ -25,6 +25,35 @@ static double rel_err(const float *a, const float *b, size_t n) {
   return err / fmax(scale, 1e-30);
 }
 
+/* The two files a PyTorch script of tests/unit reads and writes. */
+typedef struct torch_files {
+  char in[32], out[32];
+} torch_files;
+
+/* Makes both files; returns the input, open for writing. */
+static FILE *torch_open(torch_files *t) {
+  snprintf(t->in, sizeof t->in, "/tmp/dt_torch_in_XXXXXX");
+  snprintf(t->out, sizeof t->out, "/tmp/dt_torch_out_XXXXXX");
+  const int fi = mkstemp(t->in), fo = mkstemp(t->out);
+  if (fo >= 0) close(fo);
+  return fi >= 0 ? fdopen(fi, "wb") : NULL;
+}
+
+/* Closes the input f and runs /usr/bin/python3 tests/unit/SCRIPT IN OUT ARG; a failure is a
+ * failed check naming `what` and the command. The output is then at t->out. */
+static void torch_run(const torch_files *t, FILE *f, const char *script, const char *arg, const char *what) {
+  fclose(f);
+  char cmd[1024];
+  const char *root = getenv("DT_SOURCE_ROOT");
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/%s %s %s %s", root ? root : ".", script, t->in, t->out, arg);
+  CHECK(system(cmd) == 0, "%s: %s failed", what, cmd);
+}
+
+static void torch_done(const torch_files *t) {
+  unlink(t->in);
+  unlink(t->out);
+}
+
 static void crosscheck(const char *arch) {
   dt_model_spec spec;
   if (strcmp(arch, "seed") == 0) dt_model_spec_seed_cnn(&spec, 3, 5, 64);
@@ -47,21 +76,15 @@ static void crosscheck(const char *arch) {
   for (int i = 0; i < B; i++) y[i] = (int32_t)dt_rng_below(&r, 10);
   const double lr = 0.01;
 
-  char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
-  int fi = mkstemp(in), fo = mkstemp(out);
-  FILE *f = fdopen(fi, "wb");
+  torch_files tf;
+  FILE *f = torch_open(&tf);
   int64_t hdr[2] = {(int64_t)P, B};
   fwrite(hdr, 8, 2, f);
   fwrite(&lr, 8, 1, f);
   fwrite(p, 4, P, f);
   fwrite(x, 4, (size_t)B * 784, f);
   fwrite(y, 4, B, f);
-  fclose(f);
-  close(fo);
-  char cmd[1024];
-  const char *root = getenv("DT_SOURCE_ROOT");
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_crosscheck.py %s %s %s", root ? root : ".", in, out, arch);
-  CHECK(system(cmd) == 0, "%s failed", cmd);
+  torch_run(&tf, f, "torch_crosscheck.py", arch, arch);
 
   float loss;
   CHECK_OK(dt_model_forward_backward(be, m, ws, p, NULL, x, y, B, g, &loss, NULL));
@@ -70,7 +93,7 @@ static void crosscheck(const char *arch) {
   CHECK_OK(dt_local_opt_create(be, &os, 1, P, &opt));
 
   double tloss = 0;
-  f = fopen(out, "rb");
+  f = fopen(tf.out, "rb");
   int ok = f && fread(&tloss, 8, 1, f) == 1 && fread(tg, 4, P, f) == P && fread(tp, 4, P, f) == P;
   if (f) fclose(f);
   CHECK(ok, "could not read PyTorch's results");
@@ -85,8 +108,7 @@ static void crosscheck(const char *arch) {
     CHECK(ep <= 1e-5, "%s parameters after one Adam step: relative error %g", arch, ep);
     printf("%s CNN (%zu params): loss %.7f vs %.7f, gradient error %.2e, Adam step error %.2e\n", arch, P, loss, tloss, eg, ep);
   }
-  unlink(in);
-  unlink(out);
+  torch_done(&tf);
   free(p), free(g), free(tg), free(tp), free(x);
   dt_local_opt_free(opt);
   dt_workspace_free(be, ws);
@@ -117,24 +139,17 @@ static void optimizer_crosscheck(void) {
   for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
     for (int i = 0; i < N; i++) x[i] = (float)dt_rng_normal(&r);
     for (int i = 0; i < N * STEPS; i++) g[i] = (float)dt_rng_normal(&r);
-    char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
-    int fi = mkstemp(in), fo = mkstemp(out);
-    FILE *f = fdopen(fi, "wb");
+    torch_files tf;
+    FILE *f = torch_open(&tf);
     const int64_t hdr[2] = {N, STEPS};
     fwrite(hdr, 8, 2, f);
     fwrite(x, 4, N, f);
     fwrite(g, 4, (size_t)N * STEPS, f);
-    fclose(f);
-    close(fo);
-    char cmd[1024];
-    const char *root = getenv("DT_SOURCE_ROOT");
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_optim.py %s %s %s", root ? root : ".", in, out, cases[c].name);
-    CHECK(system(cmd) == 0, "%s failed", cmd);
-    f = fopen(out, "rb");
+    torch_run(&tf, f, "torch_optim.py", cases[c].name, cases[c].name);
+    f = fopen(tf.out, "rb");
     const int ok = f != NULL && fread(tx, 4, N, f) == N;
     if (f) fclose(f);
-    unlink(in);
-    unlink(out);
+    torch_done(&tf);
     CHECK(ok, "could not read PyTorch's %s result", cases[c].name);
     dt_local_opt_spec s = dt_local_opt_spec_default(cases[c].kind);
     if (cases[c].kind == DT_LOCAL_SGD) s.lr = 0.01f;
@@ -213,9 +228,8 @@ static void layers_crosscheck(const char *name, const dt_model_spec *spec) {
   const size_t al = arch_json(spec, 0, spec->num_layers, arch, sizeof arch), ml = dt_model_manifest(m, man, sizeof man);
   CHECK(al < sizeof arch && ml < sizeof man, "%s: architecture or manifest too long", name);
 
-  char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
-  int fi = mkstemp(in), fo = mkstemp(out);
-  FILE *f = fdopen(fi, "wb");
+  torch_files tf;
+  FILE *f = torch_open(&tf);
   const int64_t hdr[9] = {(int64_t)P, (int64_t)NB, B, spec->in_channels, spec->in_height, spec->in_width, K, (int64_t)al, (int64_t)ml};
   fwrite(hdr, 8, 9, f);
   fwrite(arch, 1, al, f);
@@ -224,18 +238,13 @@ static void layers_crosscheck(const char *name, const dt_model_spec *spec) {
   fwrite(bf, 4, NB, f);
   fwrite(x, 4, (size_t)B * D, f);
   fwrite(y, 4, (size_t)B, f);
-  fclose(f);
-  close(fo);
-  char cmd[1024];
-  const char *root = getenv("DT_SOURCE_ROOT");
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_layers.py %s %s", root ? root : ".", in, out);
-  CHECK(system(cmd) == 0, "%s: %s failed", name, cmd);
+  torch_run(&tf, f, "torch_layers.py", "", name);
 
   float loss;
   CHECK_OK(dt_model_forward_backward(be, m, ws, p, NB ? bf : NULL, x, y, B, g, &loss, NULL));
   CHECK_OK(dt_model_logits(be, m, ws, p, NB ? bf : NULL, x, B, lg));
   double tloss = 0;
-  f = fopen(out, "rb");
+  f = fopen(tf.out, "rb");
   const int ok = f && fread(&tloss, 8, 1, f) == 1 && fread(tg, 4, P, f) == P && fread(tb, 4, NB, f) == NB &&
                  fread(tl, 4, (size_t)B * K, f) == (size_t)B * K;
   if (f) fclose(f);
@@ -249,8 +258,7 @@ static void layers_crosscheck(const char *name, const dt_model_spec *spec) {
     printf("%-34s %6zu params %4zu buffers: loss %.7f vs %.7f, gradient %.1e, buffers %.1e, eval logits %.1e\n", name, P, NB,
            loss, tloss, eg, eb, el);
   }
-  unlink(in);
-  unlink(out);
+  torch_done(&tf);
   free(p), free(g), free(tg), free(bf), free(tb), free(x), free(lg), free(tl);
   dt_workspace_free(be, ws);
   dt_model_free(m);
@@ -325,9 +333,8 @@ static void resnet20_crosscheck(dt_model_norm norm) {
   const double hyper[3] = {0.1, 0.9, 5e-4};
   static char man[1 << 16];
   const size_t ml = dt_model_manifest(m, man, sizeof man);
-  char in[] = "/tmp/dt_torch_in_XXXXXX", out[] = "/tmp/dt_torch_out_XXXXXX";
-  int fi = mkstemp(in), fo = mkstemp(out);
-  FILE *f = fdopen(fi, "wb");
+  torch_files tf;
+  FILE *f = torch_open(&tf);
   const int64_t hdr[4] = {(int64_t)P, (int64_t)NB, B, (int64_t)ml};
   fwrite(hdr, 8, 4, f);
   fwrite(hyper, 8, 3, f);
@@ -335,12 +342,7 @@ static void resnet20_crosscheck(dt_model_norm norm) {
   fwrite(row, 4, P + NB, f);
   fwrite(x, 4, (size_t)B * D, f);
   fwrite(y, 4, (size_t)B, f);
-  fclose(f);
-  close(fo);
-  char cmd[1024];
-  const char *root = getenv("DT_SOURCE_ROOT");
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/torch_resnet20.py %s %s %s", root ? root : ".", in, out, kind);
-  CHECK(system(cmd) == 0, "%s failed", cmd);
+  torch_run(&tf, f, "torch_resnet20.py", kind, kind);
 
   float loss;
   CHECK_OK(dt_model_forward_backward(be, m, ws, row, NB ? row + P : NULL, x, y, B, g, &loss, NULL));
@@ -352,7 +354,7 @@ static void resnet20_crosscheck(dt_model_norm norm) {
   if (opt != NULL) CHECK_OK(dt_local_opt_step(opt, 0, row, g, -1.0f, NULL));
   CHECK_OK(dt_model_logits(be, m, ws, row, NB ? row + P : NULL, x, B, lg));
   double tloss = 0;
-  f = fopen(out, "rb");
+  f = fopen(tf.out, "rb");
   const int ok = f && fread(&tloss, 8, 1, f) == 1 && fread(t, 4, P + NB, f) == P + NB && fread(tl, 4, 80, f) == 80;
   if (f) fclose(f);
   CHECK(ok, "could not read PyTorch's ResNet-20 results");
@@ -365,8 +367,7 @@ static void resnet20_crosscheck(dt_model_norm norm) {
     printf("resnet20 (%s norm, %zu params, %zu buffers): loss %.7f vs %.7f, params after SGD step %.1e, buffers %.1e, eval logits %.1e\n",
            kind, P, NB, loss, tloss, ep, eb, el);
   }
-  unlink(in);
-  unlink(out);
+  torch_done(&tf);
   free(row), free(g), free(t), free(x);
   dt_local_opt_free(opt);
   dt_workspace_free(be, ws);

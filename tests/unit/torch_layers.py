@@ -96,6 +96,40 @@ def build(layers, shape):
     return mods, shape
 
 
+def load_by_manifest(model, manifest, row):
+    """Loads a saved dtrun row (parameters, then buffers) into model through the manifest's
+    lines (name, role, offset, shape), after checking that its names are the model's state_dict
+    keys in order and its shapes theirs."""
+    state = model.state_dict()
+    names = [m[0] for m in manifest]
+    if names != list(state.keys()):
+        sys.exit("manifest names differ from the state_dict's:\n  dtrun: %s\n  torch: %s" % (names, list(state.keys())))
+    loaded = {}
+    for name, role, off, dims in manifest:
+        if role == "count":  # batch norm's num_batches_tracked: not stored
+            loaded[name] = torch.tensor(0, dtype=torch.long)
+            continue
+        shape = [int(d) for d in dims.split("x")]
+        if list(state[name].shape) != shape:
+            sys.exit("%s: dtrun shape %s, torch %s" % (name, shape, list(state[name].shape)))
+        n = state[name].numel()
+        loaded[name] = row[int(off):int(off) + n].reshape(shape).clone()
+    model.load_state_dict(loaded)
+
+
+def state_row(model, manifest, size, grads=False):
+    """The model's state in a saved row's layout (size floats): its parameters and buffers, or
+    with grads the parameters' gradients (buffers left 0)."""
+    out = torch.zeros(size)
+    tensors = {n: p.grad for n, p in model.named_parameters()} if grads else model.state_dict()
+    for name, role, off, _ in manifest:
+        if role == "count" or name not in tensors:
+            continue
+        v = tensors[name].reshape(-1)
+        out[int(off):int(off) + v.numel()] = v
+    return out
+
+
 def main():
     src, dst = sys.argv[1:3]
     torch.set_num_threads(1)
@@ -109,40 +143,13 @@ def main():
         y = torch.frombuffer(bytearray(f.read(4 * batch)), dtype=torch.int32).long()
     mods, _ = build(arch, (c, h, w))
     model = nn.Sequential(*mods)
-    state = model.state_dict()
-    names = [m[0] for m in manifest]
-    if names != list(state.keys()):
-        sys.exit("manifest names differ from the state_dict's:\n  dtrun: %s\n  torch: %s" % (names, list(state.keys())))
     row = torch.cat([params, bufs])  # a saved model's row: parameters, then buffers
-    loaded = {}
-    for name, role, off, dims in manifest:
-        shape = [int(d) for d in dims.split("x")] if dims else []
-        n = 1
-        for d in shape:
-            n *= d
-        if role == "count":
-            loaded[name] = torch.tensor(0, dtype=torch.long)
-            continue
-        t = row[int(off):int(off) + n].reshape(shape)
-        if list(state[name].shape) != shape:
-            sys.exit("%s: dtrun shape %s, torch %s" % (name, shape, list(state[name].shape)))
-        loaded[name] = t.clone()
-    model.load_state_dict(loaded)
+    load_by_manifest(model, manifest, row)
     model.train()
     loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
     loss.backward()
-    grad = torch.zeros(n_params)
-    buf_after = torch.zeros(n_buf)
-    pmap = dict(model.named_parameters())
-    after = model.state_dict()
-    for name, role, off, dims in manifest:
-        o = int(off)
-        if role == "param":
-            g = pmap[name].grad.reshape(-1)
-            grad[o:o + g.numel()] = g
-        elif role == "buffer":
-            b = after[name].reshape(-1)
-            buf_after[o - n_params:o - n_params + b.numel()] = b
+    grad = state_row(model, manifest, n_params + n_buf, grads=True)[:n_params]
+    buf_after = state_row(model, manifest, n_params + n_buf)[n_params:]
     model.eval()
     with torch.no_grad():
         logits = model(x)

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from torch_layers import load_by_manifest, state_row
+
 
 def norm(c, kind):
     return nn.BatchNorm2d(c) if kind == "batch" else nn.GroupNorm(2, c)
@@ -67,33 +69,14 @@ def main():
         x = torch.frombuffer(bytearray(f.read(4 * batch * 3072)), dtype=torch.float32).reshape(batch, 3, 32, 32)
         y = torch.frombuffer(bytearray(f.read(4 * batch)), dtype=torch.int32).long()
     model = ResNet20(kind)
-    state = model.state_dict()
-    names = [m[0] for m in manifest]
-    if names != list(state.keys()):
-        sys.exit("manifest names differ from ResNet20's state_dict:\n  dtrun: %s\n  torch: %s" % (names, list(state.keys())))
-    loaded = {}
-    for name, role, off, dims in manifest:
-        if role == "count":
-            loaded[name] = torch.tensor(0, dtype=torch.long)
-            continue
-        shape = [int(d) for d in dims.split("x")]
-        n = 1
-        for d in shape:
-            n *= d
-        loaded[name] = row[int(off):int(off) + n].reshape(shape).clone()
-    model.load_state_dict(loaded)
+    load_by_manifest(model, manifest, row)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=wd)
     model.train()
     opt.zero_grad()
     loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
     loss.backward()
     opt.step()
-    out = torch.zeros(n_params + n_buf)
-    after = model.state_dict()
-    for name, role, off, dims in manifest:
-        if role != "count":
-            v = after[name].reshape(-1)
-            out[int(off):int(off) + v.numel()] = v
+    out = state_row(model, manifest, n_params + n_buf)
     model.eval()
     with torch.no_grad():
         logits = model(x)
