@@ -49,8 +49,13 @@ static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_sche
       DT_TRY(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
       share = g->num_edges > 0 ? active / (2.0 * g->num_edges * pc->outer_iterations) : 1;
     }
-    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
-            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
+    char evals[96] = "";
+    if (pc->evaluation.nodes == DT_EVAL_MEAN) snprintf(evals, sizeof evals, " (the mean model)");
+    else if (pc->evaluation.sample > 0) snprintf(evals, sizeof evals, " (%d sampled nodes)", pc->evaluation.sample);
+    if (pc->evaluation.test_samples > 0)
+      snprintf(evals + strlen(evals), sizeof evals - strlen(evals), " on %d test samples", pc->evaluation.test_samples);
+    fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d%s, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, evals, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
             sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
   }
   return DT_OK;

@@ -178,12 +178,27 @@ static dt_status config_filter(const dt_compare_options *opt, const char *text, 
   return st;
 }
 
+/* Each problem's evaluation.sample from a run's archived config (problems in file order). */
+static dt_status eval_samples(const char *text, const char *path, int *sample) {
+  dt_ynode *root = NULL;
+  memset(sample, 0, sizeof(int) * DT_MAX_PROBLEMS);
+  DT_TRY(dt_yaml_parse(text, strlen(text), path, &root));
+  const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
+  for (int p = 0; pcs != NULL && pcs->kind == DT_YN_MAP && p < pcs->n && p < DT_MAX_PROBLEMS; p++) {
+    const char *v = config_value(pcs->items[p], "evaluation.sample");
+    sample[p] = v != NULL ? atoi(v) : 0;
+  }
+  dt_ynode_free(root);
+  return DT_OK;
+}
+
 /* ---- the database --------------------------------------------------------------------------- */
 
 /* Every evaluation of one problem of a run into c: per round, the node count, the mean forward
  * passes, the bytes of all nodes, the slowest node's seconds, then each metric's count, mean, min
  * and max over the nodes. */
-static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, int problem, curve *c, const char *path) {
+static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, int problem, int sample, curve *c,
+                              const char *path) {
   char sql[2048];
   int used = snprintf(sql, sizeof sql,
                       "SELECT round, count(*), avg(forward_pass_count), sum(bytes_sent), max(coalesce(time_compute, 0) + "
@@ -207,8 +222,11 @@ static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, in
     for (int m = 0; m < t->nm; m++) {
       const int col = 5 + 4 * m, cnt = sqlite3_column_int(s, col);
       if (cnt > 0) c->recorded[m] = 1;
-      /* a node's NaN is NULL in SQL: any missing node makes the evaluation NaN */
-      const int ok = cnt == rows && cnt > 0;
+      /* a node's NaN is NULL in SQL: any missing node makes the evaluation NaN; with
+       * evaluation.sample K, loss and accuracy have K nodes (the others are NULL too) */
+      const int evaluated = strcmp(t->metrics[m], "validation_loss") == 0 || strcmp(t->metrics[m], "top1_accuracy") == 0;
+      const int want = sample > 0 && sample < rows && evaluated ? sample : rows;
+      const int ok = cnt == want && cnt > 0;
       c->mean[m][c->n] = ok ? sqlite3_column_double(s, col + 1) : NAN;
       c->lo[m][c->n] = ok ? sqlite3_column_double(s, col + 2) : NAN;
       c->hi[m][c->n] = ok ? sqlite3_column_double(s, col + 3) : NAN;
@@ -238,6 +256,7 @@ static dt_status new_curve(table *t, curve **out) {
 typedef struct run_info {
   sqlite3_int64 run;
   char label[512], against[64], status[32];
+  int sample[DT_MAX_PROBLEMS]; /* each problem's evaluation.sample (0: every node evaluated) */
 } run_info;
 
 /* A curve per row of the statement probs (the problems of run ri), appended to t. */
@@ -257,7 +276,8 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     c->rounds_done = sqlite3_column_int(probs, 4);
     c->bytes = sqlite3_column_double(probs, 5);
     c->wall = sqlite3_column_double(probs, 6);
-    DT_TRY(load_problem(db, t, ri->run, sqlite3_column_int(probs, 0), c, path));
+    const int p = sqlite3_column_int(probs, 0);
+    DT_TRY(load_problem(db, t, ri->run, p, p >= 0 && p < DT_MAX_PROBLEMS ? ri->sample[p] : 0, c, path));
   }
   return DT_OK;
 }
@@ -277,8 +297,9 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   run_label(db, ri->run, dir, ri->label, sizeof ri->label);
   ri->against[0] = '\0';
   *keep = 1;
-  if (opt->against == NULL && opt->num_where == 0) return DT_OK;
   const char *text = (const char *)sqlite3_column_text(runs, 3);
+  DT_TRY(eval_samples(text != NULL ? text : "", path, ri->sample));
+  if (opt->against == NULL && opt->num_where == 0) return DT_OK;
   return config_filter(opt, text != NULL ? text : "", path, keep, ri->against, sizeof ri->against);
 }
 

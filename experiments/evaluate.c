@@ -3,6 +3,7 @@
  * gathered on rank 0 in node order, so the files do not depend on the rank count. */
 #include <math.h>
 
+#include "dt/rng.h"
 #include "runner_impl.h"
 
 /* Consensus without gathering models: ordered sums of θ and θ/‖θ‖ over all nodes, then each
@@ -65,12 +66,43 @@ static dt_status evaluate_mean(runner *r, problem_run *pr, double *vl, double *a
   return DT_OK;
 }
 
+dt_status runner_eval_draw(runner *r) {
+  uint32_t *order = NULL;
+  DT_ALLOC(r->eval_rank, r->n, "evaluation sample");
+  DT_ALLOC(order, r->n, "evaluation sample");
+  for (int i = 0; i < r->n; i++) order[i] = (uint32_t)i;
+  dt_rng g;
+  dt_rng_init(&g, r->cfg->experiment.seed, DT_RNG_EVAL_NODES, 0);
+  dt_rng_shuffle_u32(&g, order, (size_t)r->n);
+  for (int k = 0; k < r->n; k++) r->eval_rank[order[k]] = (uint32_t)k;
+  dt_free(order);
+  return DT_OK;
+}
+
+int runner_evaluates(const runner *r, const dt_problem_config *pc, int i) {
+  return pc->evaluation.sample == 0 || r->eval_rank[i] < (uint32_t)pc->evaluation.sample;
+}
+
+/* evaluation.sample: each sampled local node's model alone; the others' loss and accuracy NaN
+ * (written as empty fields). */
+static dt_status evaluate_sample(runner *r, problem_run *pr, double *vl, double *acc) {
+  const dt_slab *bufs = dt_task_buffers(r->task);
+  for (int l = 0; l < r->count; l++) {
+    vl[l] = acc[l] = NAN;
+    if (!runner_evaluates(r, pr->pc, r->first + l)) continue;
+    DT_TRY(dt_task_evaluate_model(r->task, dt_slab_node(&pr->run.theta, l), bufs->dim > 0 ? dt_slab_node(bufs, l) : NULL,
+                                  pr->pc->evaluation.test_samples, &vl[l], &acc[l]));
+  }
+  return DT_OK;
+}
+
 /* This rank's rows of the evaluation into r->rows. */
 static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw) {
   const dt_problem_config *pc = pr->pc;
   dt_optimizer_run *run = &pr->run;
   if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) {
     if (pc->evaluation.nodes == DT_EVAL_MEAN) DT_TRY(evaluate_mean(r, pr, vl, acc));
+    else if (pc->evaluation.sample > 0) DT_TRY(evaluate_sample(r, pr, vl, acc));
     else DT_TRY(dt_task_evaluate(r->task, &run->theta, pc->evaluation.test_samples, vl, acc));
   }
   if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX))

@@ -123,31 +123,39 @@ void runner_begin_csv(const runner *r, problem_run *pr) {
   if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) sb_printf(&pr->consensus_csv, "round,i,j,distance\n");
 }
 
+/* Whether column c of node i was measured: loss and accuracy only on the nodes evaluated. */
+static int measured(const runner *r, const problem_run *pr, int i, int c) {
+  return (c != COL_VLOSS && c != COL_ACC) || runner_evaluates(r, pr->pc, i);
+}
+
 void runner_record_rows(const runner *r, problem_run *pr, int round, problem_result *res) {
   for (int i = 0; i < r->n; i++) {
     const double *row = r->all_rows + (size_t)i * NCOL;
     sb_printf(&pr->csv, "%d,%d", round, i);
     for (int c = 0; c < NCOL; c++) {
       if (!pr->cols[c]) continue;
-      if (isnan(row[c])) sb_printf(&pr->csv, ",nan"); /* one spelling for every reader (not -nan) */
+      if (!measured(r, pr, i, c)) sb_printf(&pr->csv, ","); /* not evaluated (evaluation.sample): empty */
+      else if (isnan(row[c])) sb_printf(&pr->csv, ",nan"); /* one spelling for every reader (not -nan) */
       else sb_printf(&pr->csv, c == COL_FPC || c == COL_BYTES ? ",%.0f" : ",%.9g", row[c]);
     }
     sb_printf(&pr->csv, "\n");
   }
   for (int c = 0; c < NCOL; c++) {
     double mn = INFINITY, mx = -INFINITY, sum = 0;
-    int nan = 0;
+    int nan = 0, k = 0;
     for (int i = 0; i < r->n; i++) {
+      if (!measured(r, pr, i, c)) continue;
       double v = r->all_rows[(size_t)i * NCOL + c];
       nan |= isnan(v);
       mn = fmin(mn, v);
       mx = fmax(mx, v);
       sum += v;
+      k++;
     }
     /* a NaN on any node makes every statistic NaN: fmin/fmax would skip it and report a healthy
      * (or an inf/-inf) range for a diverged problem */
     res->final[c][0] = nan ? NAN : mn;
-    res->final[c][1] = nan ? NAN : sum / r->n;
+    res->final[c][1] = nan ? NAN : sum / k;
     res->final[c][2] = nan ? NAN : mx;
   }
   res->rounds_done = round;

@@ -213,6 +213,7 @@ static void runner_free(runner *r) {
     dt_be_free(r->be, r->mean_buf);
   }
   dt_free(r->theta0);
+  dt_free(r->eval_rank);
   dt_free(r->rows);
   dt_free(r->all_rows);
   dt_task_free(r->task);
@@ -278,6 +279,7 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));
   DT_ALLOC(r->rows, (size_t)r->count * NCOL, "metrics");
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");
+  DT_TRY(runner_eval_draw(r));
   DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_raw));
   DT_TRY(dt_be_alloc(r->be, sizeof(double) * d, (void **)&r->mean_norm));
   DT_TRY(dt_be_alloc(r->be, sizeof(float) * d, (void **)&r->mean_model));

@@ -58,6 +58,8 @@ typedef struct runner {
   float *mean_model;             /* evaluation.nodes mean: the average parameters, */
   double *mean_buf_sum;          /* ... the buffers' sum over all nodes */
   float *mean_buf;               /* ... and their average (backend memory; NULL without buffers) */
+  uint32_t *eval_rank;           /* [n] each node's place in the seed's draw: evaluation.sample K evaluates
+                                    the nodes placed below K */
   char outdir[DT_PATH_MAX + 64];
   int write; /* rank 0 and writeout */
   int tty;
@@ -102,6 +104,11 @@ typedef struct resume_point {
   unsigned char *shared;     /* the optimizer's replicated state, every rank */
   size_t shared_size;
 } resume_point;
+
+/* evaluate.c. Whether node i is evaluated by pc (every node, unless evaluation.sample). */
+int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);
+/* Draws r->eval_rank from the experiment's seed. */
+DT_MUST_USE dt_status runner_eval_draw(runner *r);
 
 /* checkpoint.c. A checkpoint after round `round` of problem p (pr = its run; round 0 and pr
  * NULL: the problems before p are done). Collective. */

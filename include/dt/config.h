@@ -146,6 +146,7 @@ typedef enum dt_eval_nodes { DT_EVAL_ALL = 0, DT_EVAL_MEAN } dt_eval_nodes;
 typedef struct dt_eval_config {
   int nodes;        /* dt_eval_nodes: every node's model, or the average model x̄ once */
   int test_samples; /* a fixed seeded subset of the test set; 0 = all of it */
+  int sample;       /* > 0: only this many nodes, drawn once from the seed (dt_eval_sampled) */
 } dt_eval_config;
 
 /* How algorithms treat model buffers (problem_configs.<name>.buffers). */

@@ -201,6 +201,9 @@ static const dt_key eval_keys[] = {
     {.name = "test_samples", .type = DT_KEY_INT, .offset = offsetof(dt_eval_config, test_samples), .def = "0", .min = 0, .max = 1e9,
      .help = "evaluate on this many test samples, a subset fixed by the seed (the same for every node, round and problem); "
              "0 = the whole test set"},
+    {.name = "sample", .type = DT_KEY_INT, .offset = offsetof(dt_eval_config, sample), .def = "0", .min = 0, .max = 1e9,
+     .help = "evaluate only this many nodes' models, drawn once from the seed (the same nodes for every round and problem; "
+             "a smaller sample is part of a larger one); the others' loss and accuracy are left empty. 0 = every node"},
     {0},
 };
 

@@ -93,6 +93,24 @@ static dt_status check_metrics(const schema_ctx *ctx, const dt_ynode *pcs, const
   return DT_OK;
 }
 
+/* evaluation.sample draws nodes of the graph: at most all of them. */
+static dt_status check_evaluation(const schema_ctx *ctx, const dt_ynode *pcs, const dt_config *cfg) {
+  const int n = cfg->experiment.graph.num_nodes;
+  for (int i = 0; i < cfg->num_problems; i++) {
+    const dt_eval_config *ev = &cfg->problems[i].evaluation;
+    if (ev->sample == 0 || (ev->sample <= n && ev->nodes == DT_EVAL_ALL)) continue;
+    char sub[700];
+    snprintf(sub, sizeof sub, "problem_configs.%s.evaluation.sample", cfg->problems[i].key);
+    const dt_ynode *at = dt_ynode_get(dt_ynode_get(pcs->items[i], "evaluation"), "sample");
+    if (ev->nodes != DT_EVAL_ALL)
+      return schema_error(ctx, at != NULL ? at : pcs->items[i], sub, "a sample of nodes, but nodes is mean (the average "
+                          "model, evaluated once); keep one of the two");
+    return schema_error(ctx, at != NULL ? at : pcs->items[i], sub, "expected at most the graph's %d nodes, found %d", n,
+                        ev->sample);
+  }
+  return DT_OK;
+}
+
 dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_config *cfg) {
   const dt_ynode *exp = dt_ynode_get(root, "experiment"), *pcs = dt_ynode_get(root, "problem_configs");
   DT_TRY(check_names(ctx, exp, pcs, cfg));
@@ -102,5 +120,6 @@ dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_
     return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",
                         "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "
                         "(auto picks cuda only where it is built and a GPU is usable)");
+  DT_TRY(check_evaluation(ctx, pcs, cfg));
   return check_metrics(ctx, pcs, cfg);
 }

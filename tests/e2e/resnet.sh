@@ -3,7 +3,7 @@
 # files written here): the same files at P = 1 and P = 3, saved models included (each row the
 # parameters and then the running statistics, named by the manifest); the archived config re-runs
 # to the same files; `buffers: mix` brings the nodes' running statistics together, its bytes
-# counted; the average model is evaluated on a test subset when asked; a run killed after a checkpoint and resumed at another rank count gives
+# counted; the average model is evaluated on a test subset when asked, and a sample of nodes; a run killed after a checkpoint and resumed at another rank count gives
 # them too (the running statistics travel in the checkpoint); and it learns. The shipped
 # configs/fashion_resnet.yaml, cut short, gives the same files at P = 1 and P = 4.
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
@@ -70,6 +70,31 @@ awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) {if ($i == "top1_accuracy") a = i; i
           if ((($a * 50) - int($a * 50 + 0.5)) ^ 2 > 1e-12) bad = 1; if (k > 0) cons[$c] = 1}
          END {n = 0; for (x in cons) n++; exit bad || n < 2}' "$tmp/p1/mean_model_results.csv" && ok \
   || bad "mean-model evaluation rows: $(head -4 "$tmp/p1/mean_model_results.csv")"
+
+# evaluation.sample 3 (problem sampled: dsgd's first 20 rounds): three nodes drawn from the seed
+# carry dsgd's own loss and accuracy, the others empty fields; compare's curve is over the three
+/usr/bin/python3 - "$tmp/p1" <<'PY' && ok || bad "evaluation.sample: rows differ from the all-node evaluation"
+import csv, sys
+run = sys.argv[1]
+rows = lambda p: {(r["round"], r["node"]): r for r in csv.DictReader(open(f"{run}/{p}_results.csv"))}
+full, samp = rows("dsgd"), rows("sampled")
+assert samp and all(k in full for k in samp), "sampled rounds should be dsgd's"
+for rnd in {k[0] for k in samp}:
+    got = [k[1] for k in samp if k[0] == rnd and samp[k]["top1_accuracy"] != ""]
+    assert len(got) == 3, (rnd, got)
+    for k in samp:
+        if k[0] != rnd: continue
+        a, b = samp[k], full[k]
+        assert a["consensus_error"] == b["consensus_error"], (k, "consensus on every node")
+        if a["top1_accuracy"] != "":
+            assert (a["top1_accuracy"], a["validation_loss"]) == (b["top1_accuracy"], b["validation_loss"]), k
+        else:
+            assert a["validation_loss"] == "", k
+nodes = {frozenset(k[1] for k in samp if k[0] == r and samp[k]["top1_accuracy"] != "") for r in {k[0] for k in samp}}
+assert len(nodes) == 1, "the same nodes every evaluation"
+PY
+"$dtrun" compare "$tmp/p1" --csv > "$tmp/cmp.csv" 2>&1 || bad "compare of a sampled run failed: $(tail -3 "$tmp/cmp.csv")"
+awk -F, '$2 == "sampled" && $7 + 0 > 0.1 {found = 1} END {exit !found}' "$tmp/cmp.csv" && ok || bad "compare shows no accuracy for a sampled evaluation: $(cat "$tmp/cmp.csv")"
 
 # killed after a checkpoint at P = 3, resumed at P = 2: the reference's files
 kill_later 0 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
