@@ -32,12 +32,30 @@ dt_status dt_problem_of(const dt_experiment_config *e, const dt_problem_def **de
   return DT_OK;
 }
 
+/* experiment.normalize: the per-channel mean and std that replace the dataset's, one per channel
+ * of images (both or neither given). */
+static dt_status normalize(const dt_experiment_config *e, dt_data *d) {
+  const dt_floats *mean = &e->normalize.mean, *std = &e->normalize.std;
+  if (mean->n == 0 && std->n == 0) return DT_OK;
+  const char *key = mean->n > 0 ? "experiment.normalize.mean" : "experiment.normalize.std";
+  dt_samples *sets[2] = {&d->train, &d->test};
+  DT_CHECK_KEY(d->train.u8 != NULL, DT_ERR_CONFIG, key, "%s: normalisation applies to images; this dataset's samples are "
+               "%zu-float vectors", key, d->train.dim);
+  const int c = d->train.in_c;
+  DT_CHECK_KEY(mean->n == c && std->n == c, DT_ERR_CONFIG, key, "%s: expected %d number%s (one per channel) for mean and for std, "
+               "found %d and %d", key, c, c == 1 ? "" : "s", mean->n, std->n);
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < c; k++) sets[s]->mean[k] = (float)mean->v[k], sets[s]->std[k] = (float)std->v[k];
+  return DT_OK;
+}
+
 dt_status dt_data_load(const dt_experiment_config *e, dt_data *out) {
   const dt_problem_def *def;
   const void *opts;
   memset(out, 0, sizeof *out);
   DT_TRY(dt_problem_of(e, &def, &opts));
-  return def->load(e, opts, out);
+  DT_TRY(def->load(e, opts, out));
+  return normalize(e, out);
 }
 
 void dt_data_free(dt_data *d) {

@@ -28,7 +28,16 @@ typedef enum dt_key_type {
   DT_KEY_ENUM,    /* int index into values[] */
   DT_KEY_SECTION, /* nested mapping described by sub[] (stored at offset) */
   DT_KEY_SPECIAL, /* parsed by the owning module (metrics list, layers, problems, optimizer) */
+  DT_KEY_FLOATS,  /* dt_floats: numbers within [min, max], at most size of them (0: DT_FLOATS_MAX); a
+                     YAML list, or one scalar of comma-separated numbers (what --set and sweeps give);
+                     no default but the empty list */
 } dt_key_type;
+
+enum { DT_FLOATS_MAX = 8 };
+typedef struct dt_floats {
+  int n;
+  double v[DT_FLOATS_MAX];
+} dt_floats;
 
 enum {
   DT_KEY_REQUIRED = 1u << 0, /* no default: must be given */
@@ -43,7 +52,7 @@ typedef struct dt_key {
   const char *name;
   dt_key_type type;
   size_t offset;             /* of the field in the struct the table describes */
-  size_t size;               /* DT_KEY_STRING: capacity including the NUL */
+  size_t size;               /* DT_KEY_STRING: capacity including the NUL; DT_KEY_FLOATS: most values */
   const char *def;           /* default, written as YAML text; NULL with DT_KEY_REQUIRED */
   double min, max;           /* DT_KEY_INT, DT_KEY_FLOAT: inclusive range */
   const char *const *values; /* DT_KEY_ENUM: NULL-terminated names */
@@ -97,6 +106,11 @@ typedef struct dt_augment_config {
   bool flip;        /* random horizontal flip */
 } dt_augment_config;
 
+/* The per-channel normalisation of images (experiment.normalize): empty lists keep the dataset's. */
+typedef struct dt_normalize_config {
+  dt_floats mean, std;
+} dt_normalize_config;
+
 typedef struct dt_model_config {
   int num_filters, kernel_size, linear_width; /* the seed CNN, used when layers is empty */
   int num_layers;                             /* > 0: the `layers:` list replaces the seed CNN */
@@ -131,6 +145,7 @@ typedef struct dt_experiment_config {
   uint64_t seed;
   bool save_models;
   dt_augment_config augment;
+  dt_normalize_config normalize;
   int checkpoint_every;      /* rounds; 0: by time only */
   double checkpoint_minutes; /* 0: not by time */
   /* Every registered problem's keys, in registry order (each its plug-in's options struct);

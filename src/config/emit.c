@@ -46,13 +46,14 @@ static int at_default(const dt_key *k, const void *base) {
   switch (k->type) {
     case DT_KEY_SECTION:
       for (int r = 0; k->sub[r].name != NULL; r++)
-        if (k->sub[r].def != NULL && !at_default(&k->sub[r], v)) return 0;
+        if ((k->sub[r].def != NULL || k->sub[r].type == DT_KEY_FLOATS) && !at_default(&k->sub[r], v)) return 0;
       return 1;
     case DT_KEY_ENUM: return *(const int *)v == 0;
     case DT_KEY_STRING: return ((const char *)v)[0] == '\0';
     case DT_KEY_INT: return *(const int *)v == atoi(k->def);
     case DT_KEY_FLOAT: return *(const double *)v == strtod(k->def, NULL);
     case DT_KEY_BOOL: return *(const bool *)v == (strcmp(k->def, "true") == 0);
+    case DT_KEY_FLOATS: return ((const dt_floats *)v)->n == 0;
     default: return 0;
   }
 }
@@ -115,6 +116,17 @@ static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
       ev_map(em, 1, 0);
       emit_rows(em, k->sub, (const char *)base + k->offset);
       ev_map(em, 0, 0);
+      continue;
+    }
+    if (k->type == DT_KEY_FLOATS) { /* a flow list of the numbers */
+      const dt_floats *f = (const void *)((const char *)base + k->offset);
+      const dt_key item = {.type = DT_KEY_FLOAT};
+      ev_seq(em, 1, 1);
+      for (int j = 0; j < f->n; j++) {
+        schema_format(&item, &f->v[j], buf, sizeof buf);
+        ev_scalar(em, buf, 0);
+      }
+      ev_seq(em, 0, 1);
       continue;
     }
     schema_format(k, base, buf, sizeof buf);

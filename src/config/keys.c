@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config_impl.h"
+#include "dt/data.h"
 #include "dt/local_opt.h"
 #include "dt/schedule.h"
 
@@ -72,6 +73,14 @@ static const dt_key augment_keys[] = {
      .help = "random crop of the image zero-padded by this many pixels on every side (torchvision's RandomCrop(size, "
              "padding)); 0: none"},
     {.name = "flip", .type = DT_KEY_BOOL, .offset = offsetof(dt_augment_config, flip), .def = "false", .help = "random horizontal flip (p = 0.5)"},
+    {0},
+};
+
+static const dt_key normalize_keys[] = {
+    {.name = "mean", .type = DT_KEY_FLOATS, .offset = offsetof(dt_normalize_config, mean), .min = -1e6, .max = 1e6,
+     .size = DT_MAX_CHANNELS, .help = "per-channel mean of pixel values scaled to [0, 1], one per channel"},
+    {.name = "std", .type = DT_KEY_FLOATS, .offset = offsetof(dt_normalize_config, std), .min = 0, .max = 1e6,
+     .flags = DT_KEY_MIN_OPEN, .size = DT_MAX_CHANNELS, .help = "per-channel standard deviation, one per channel (> 0)"},
     {0},
 };
 
@@ -148,6 +157,9 @@ static const dt_key experiment_keys[] = {
              "with the manifest <problem_name>_models.tsv"},
     {.name = "augment", .type = DT_KEY_SECTION, .offset = OFF(augment), .sub = augment_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "training-image augmentation, drawn per node and sample from the node's own stream"},
+    {.name = "normalize", .type = DT_KEY_SECTION, .offset = OFF(normalize), .sub = normalize_keys, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "images are fed as (pixel/255 - mean[c]) / std[c]; both lists empty (default): the dataset's customary statistics "
+             "(MNIST 0.1307/0.3081, Fashion-MNIST 0.2860/0.3530, CIFAR-10 and CIFAR-100 their training sets' per-channel ones)"},
     {.name = "checkpoint_every", .type = DT_KEY_INT, .offset = OFF(checkpoint_every), .def = "0", .min = 0, .max = 1e9,
      .help = "checkpoint every node's state every K rounds (0: by time only, see checkpoint_minutes); dtrun resume continues from it"},
     {.name = "checkpoint_minutes", .type = DT_KEY_FLOAT, .offset = OFF(checkpoint_minutes), .def = "5", .min = 0, .max = 1e6,

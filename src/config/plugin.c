@@ -28,6 +28,7 @@ static dt_status set_default(const dt_key *k, unsigned char *base) {
           return DT_OK;
         }
       return d == NULL ? DT_OK : DT_ERROR(DT_ERR_INTERNAL, "key %s: default '%s' is not one of its values", k->name, d);
+    case DT_KEY_FLOATS: memset(field, 0, sizeof(dt_floats)); return DT_OK; /* the empty list */
     case DT_KEY_SECTION:
       for (const dt_key *s = k->sub; s->name != NULL; s++)
         if (s->alias_of == NULL) DT_TRY(set_default(s, (unsigned char *)field));

@@ -172,6 +172,54 @@ static dt_status parse_enum(const schema_ctx *ctx, const dt_key *k, const dt_yno
   return schema_error(ctx, n, path, "expected one of %s, found %s", list, describe(n, found, sizeof found));
 }
 
+/* One number of a DT_KEY_FLOATS list (item i, 1-based) in range. */
+static dt_status parse_floats_item(const schema_ctx *ctx, const dt_key *k, const dt_ynode *at, const char *path, const char *s,
+                                   int i, double *v) {
+  char range[96], *end;
+  range_text(k, range, sizeof range);
+  errno = 0;
+  *v = strtod(s, &end);
+  if (end == s || *end != '\0' || errno == ERANGE || !isfinite(*v))
+    return schema_error(ctx, at, path, "expected a list of finite numbers%s, found '%.60s' as item %d", range, s, i);
+  if (*v < k->min || *v > k->max || ((k->flags & DT_KEY_MIN_OPEN) && *v == k->min))
+    return schema_error(ctx, at, path, "expected numbers%s, found %g as item %d", range, *v, i);
+  return DT_OK;
+}
+
+/* A DT_KEY_FLOATS value: a list of scalars, or one scalar "a, b, c" (empty: the empty list). */
+static dt_status parse_floats(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, dt_floats *dst) {
+  char found[96], item[64];
+  const int most = k->size > 0 && k->size < DT_FLOATS_MAX ? (int)k->size : DT_FLOATS_MAX;
+  dt_floats out = {0};
+  if (n->kind == DT_YN_MAP) return schema_error(ctx, n, path, "expected a list of numbers, found a mapping");
+  if (n->kind == DT_YN_SEQ) {
+    for (int i = 0; i < n->n; i++) {
+      const dt_ynode *at = n->items[i];
+      if (at->kind != DT_YN_SCALAR)
+        return schema_error(ctx, at, path, "expected a list of numbers, found %s as item %d", describe(at, found, sizeof found), i + 1);
+      if (out.n == most) return schema_error(ctx, at, path, "expected at most %d numbers, found %d", most, n->n);
+      DT_TRY(parse_floats_item(ctx, k, at, path, at->text, i + 1, &out.v[out.n++]));
+    }
+  } else {
+    const char *p = n->text;
+    while (*p == ' ') p++;
+    while (*p != '\0') {
+      const char *comma = strchr(p, ',');
+      size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+      while (len > 0 && p[len - 1] == ' ') len--;
+      if (out.n == most) return schema_error(ctx, n, path, "expected at most %d numbers, found more", most);
+      snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+      DT_TRY(parse_floats_item(ctx, k, n, path, item, out.n + 1, &out.v[out.n]));
+      out.n++;
+      if (comma == NULL) break;
+      for (p = comma + 1; *p == ' ';) p++;
+      if (*p == '\0') return schema_error(ctx, n, path, "expected a number after the last comma, found nothing");
+    }
+  }
+  *dst = out;
+  return DT_OK;
+}
+
 dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, void *base) {
   char found[96];
   void *dst = (char *)base + k->offset;
@@ -221,6 +269,18 @@ void schema_format(const dt_key *k, const void *base, char *buf, size_t size) {
     case DT_KEY_SEED: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)src); break;
     case DT_KEY_STRING: snprintf(buf, size, "%s", (const char *)src); break;
     case DT_KEY_ENUM: snprintf(buf, size, "%s", k->values[*(const int *)src]); break;
+    case DT_KEY_FLOATS: { /* "a, b, c": the item texts the emitter writes as a flow list */
+      const dt_floats *f = src;
+      size_t used = 0;
+      buf[0] = '\0';
+      for (int i = 0; i < f->n && used < size; i++) {
+        char one[40];
+        const dt_key item = {.type = DT_KEY_FLOAT};
+        schema_format(&item, &f->v[i], one, sizeof one);
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", one);
+      }
+      break;
+    }
     default: buf[0] = '\0';
   }
 }
@@ -282,6 +342,11 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode 
       return schema_locate(DT_ERROR(DT_ERR_CONFIG, "%s: %s: missing required key (%s)", where, sub, k->help), ctx, map, sub);
     }
     if (k->type == DT_KEY_SPECIAL) continue;
+    if (k->type == DT_KEY_FLOATS) {
+      if (v == NULL) memset((char *)base + k->offset, 0, sizeof(dt_floats));
+      else DT_TRY(parse_floats(ctx, k, v, sub, (dt_floats *)((char *)base + k->offset)));
+      continue;
+    }
     if (k->type == DT_KEY_SECTION) {
       DT_TRY(schema_read(ctx, k->sub, v, sub, (char *)base + k->offset));
       continue;

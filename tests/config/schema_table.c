@@ -9,9 +9,10 @@
 
 static void row(const char *path, const dt_key *k, void *ctx) {
   (void)ctx;
-  static const char *const types[] = {"bool", "int", "float", "seed", "string", "enum", "section", "special"};
+  static const char *const types[] = {"bool", "int", "float", "seed", "string", "enum", "section", "special",
+                                       "numbers"};
   char range[128] = "";
-  if (k->type == DT_KEY_INT || k->type == DT_KEY_FLOAT) {
+  if (k->type == DT_KEY_INT || k->type == DT_KEY_FLOAT || k->type == DT_KEY_FLOATS) {
     const int open = (k->flags & DT_KEY_MIN_OPEN) != 0;
     if (k->max < 1e300) snprintf(range, sizeof range, "%c%g, %g]", open ? '(' : '[', k->min, k->max);
     else if (k->min > -1e300) snprintf(range, sizeof range, "%s %g", open ? ">" : ">=", k->min);
@@ -22,6 +23,7 @@ static void row(const char *path, const dt_key *k, void *ctx) {
   }
   const char *def = k->def ? k->def : (k->flags & DT_KEY_REQUIRED) ? "required" : "-";
   if (k->type == DT_KEY_SECTION || k->type == DT_KEY_SPECIAL) def = k->flags & DT_KEY_REQUIRED ? "required" : "-";
+  if (k->type == DT_KEY_FLOATS) def = "[]";
   printf("| `%s` | %s | %s%s%s | %s | %s%s%s |\n", path, types[k->type], def[0] ? "" : "", def[0] ? def : "(empty)", "", range,
          k->help ? k->help : "", k->alias_of ? "; alias of " : "", k->alias_of ? k->alias_of : "");
 }

@@ -38,6 +38,22 @@ grep -q "^data_files: # SHA-256 of each file's bytes" "$tmp/p1/summary.yaml" && 
 grep -q '^  cifar:' "$tmp/p1/config.yaml" && ! grep -q '^  synthetic:' "$tmp/p1/config.yaml" && ok \
   || bad "config.yaml should hold the cifar section and no other problem's: $(grep -n '^  [a-z]*:$' "$tmp/p1/config.yaml")"
 
+# experiment.normalize: CIFAR-10's own statistics written out give the same files (the archived
+# config then lists them and re-runs to them too); other statistics change the results; a list of
+# the wrong length is refused with its position before anything runs
+stats=(--set 'experiment.normalize.mean=0.4914, 0.4822, 0.4465' --set 'experiment.normalize.std=0.2470, 0.2435, 0.2616')
+"$dtrun" "$cfg" "${stats[@]}" --output-dir "$tmp/n1" --quiet > "$tmp/n1.log" 2>&1 || bad "normalize run failed: $(tail -3 "$tmp/n1.log")"
+cmp -s <(strip_times "$tmp/p1/dsgd_results.csv") <(strip_times "$tmp/n1/dsgd_results.csv") && ok \
+  || bad "CIFAR with its own statistics written out should give the same results"
+grep -q "^  normalize:" "$tmp/n1/config.yaml" && ok || bad "config.yaml should keep experiment.normalize"
+"$dtrun" "$cfg" --set 'experiment.normalize.mean=0.5,0.5,0.5' --set 'experiment.normalize.std=0.5,0.5,0.5' --output-dir "$tmp/n2" \
+  --quiet > "$tmp/n2.log" 2>&1 || bad "normalize run failed: $(tail -3 "$tmp/n2.log")"
+cmp -s "$tmp/p1/dsgd_results.csv" "$tmp/n2/dsgd_results.csv" && bad "other statistics should change the results" || ok
+"$dtrun" check "$cfg" --set 'experiment.normalize.mean=0.5' --set 'experiment.normalize.std=0.5' > "$tmp/n3.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "experiment.normalize.mean: expected 3 numbers (one per channel) for mean and for std, found 1 and 1" "$tmp/n3.log" \
+  && ok || bad "a one-channel normalisation of CIFAR: exit $rc: $(cat "$tmp/n3.log")"
+
 # check: the model on 3×32×32
 "$dtrun" check "$cfg" > "$tmp/check.log" 2>&1
 grep -q "input 3x32x32" "$tmp/check.log" && grep -q "total 62006 parameters" "$tmp/check.log" && ok \
