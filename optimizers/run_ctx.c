@@ -249,21 +249,29 @@ dt_status dt_learners_create(dt_optimizer_run *run, const char *name, int kind, 
   return dt_learners_create_spec(run, name, &spec, out);
 }
 
-dt_status dt_learners_create_spec(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, dt_learners *out) {
-  dt_status st = DT_OK;
-  memset(out, 0, sizeof *out);
-  DT_TRY_GOTO(dt_local_opt_create(run->be, spec, run->count, run->dim, &out->opt));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &out->grad));
+dt_status dt_run_local_opt(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, dt_local_opt **out) {
+  DT_TRY(dt_local_opt_create(run->be, spec, run->count, run->dim, out));
   dt_slab *m, *v;
   long *steps;
   char item[64];
-  dt_local_opt_state(out->opt, &m, &v, &steps);
+  dt_status st = DT_OK;
+  dt_local_opt_state(*out, &m, &v, &steps);
   snprintf(item, sizeof item, "%s.steps", name);
   DT_TRY_GOTO(dt_run_keep_nodes(run, item, steps, sizeof(long)));
   snprintf(item, sizeof item, "%s.m", name);
   if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_slab(run, item, m));
   snprintf(item, sizeof item, "%s.v", name);
   if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_slab(run, item, v));
+cleanup:
+  if (st != DT_OK) dt_local_opt_free(*out), *out = NULL;
+  return st;
+}
+
+dt_status dt_learners_create_spec(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, dt_learners *out) {
+  dt_status st = DT_OK;
+  memset(out, 0, sizeof *out);
+  DT_TRY_GOTO(dt_run_local_opt(run, name, spec, &out->opt));
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &out->grad));
 cleanup:
   if (st != DT_OK) dt_learners_free(run, out);
   return st;

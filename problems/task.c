@@ -475,6 +475,10 @@ dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *va
 
 uint64_t dt_task_samples_seen(const dt_task *t, int node) { return t->node[node - t->first].seen; }
 
+double dt_task_mean_node_samples(const dt_task *t) {
+  return (double)t->split->start[t->split->num_nodes] / t->split->num_nodes;
+}
+
 double dt_task_epoch(const dt_task *t, int node) {
   const node_state *ns = &t->node[node - t->first];
   if (ns->epochs < 0) return 0.0;

@@ -158,6 +158,10 @@ DT_MUST_USE dt_status dt_learners_create(dt_optimizer_run *run, const char *name
 /* The same from a full spec (momentum, betas, ...). */
 DT_MUST_USE dt_status dt_learners_create_spec(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec,
                                               dt_learners *out);
+/* A local optimizer for the local nodes alone (no gradient slab: for a step along a direction of
+ * the plug-in's own, such as DSGT's tracker), its state kept for checkpoints under `name`. */
+DT_MUST_USE dt_status dt_run_local_opt(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec,
+                                       dt_local_opt **out);
 /* Frees the learners; a zeroed struct is fine. */
 void dt_learners_free(dt_optimizer_run *run, dt_learners *l);
 /* Every active local node (NULL: all): the gradient at its parameters on its next minibatch,

@@ -62,6 +62,9 @@ DT_MUST_USE dt_status dt_task_evaluate_model(dt_task *t, const float *theta, con
 DT_MUST_USE dt_status dt_task_objective(dt_task *t, int node, const float *theta, double *value);
 /* Samples the node has processed since begin, and passes over its data (fractional). */
 uint64_t dt_task_samples_seen(const dt_task *t, int node);
+/* The training samples of the mean node (all nodes', not only the local ones): what an epoch is
+ * for a schedule in epochs. */
+double dt_task_mean_node_samples(const dt_task *t);
 double dt_task_epoch(const dt_task *t, int node);
 /* Local node l's training-stream state (minibatch order and position, counters, dropout stream)
  * and model buffers as bytes, and back: what a checkpoint keeps of the task. The size depends on

@@ -4,6 +4,7 @@
  * and values, or packed bits and a scale). On a time-varying graph every directed edge keeps its
  * own estimate, updated only when the edge is active, so that both ends always agree. Update
  * equations: README.md here. */
+#include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
 #include "dt/codec.h"
@@ -21,6 +22,8 @@ typedef struct dt_choco_opts {
   int local_optimizer; /* dt_local_opt_kind */
   double gamma;        /* consensus step size */
   dt_choco_compression compression;
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
 } dt_choco_opts;
 
 static const dt_key compression_keys[] = {
@@ -44,6 +47,8 @@ static const dt_key keys[] = {
      .flags = DT_KEY_MIN_OPEN, .help = "consensus step size: x_i <- x_i + gamma (s_i - xhat_i)"},
     {.name = "compression", .type = DT_KEY_SECTION, .offset = offsetof(dt_choco_opts, compression), .sub = compression_keys,
      .help = "the compression operator Q of the messages"},
+    DT_SGD_EXTRAS_KEYS(dt_choco_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_choco_opts, schedule),
     {0},
 };
 
@@ -85,7 +90,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->run = run;
   s->o = *(const dt_choco_opts *)opts;
   DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
-  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.local_optimizer, s->o.lr, &s->learners));
+  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
+  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->diff));
   const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float); /* capacity in floats */
   s->per_edge = run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC;
@@ -205,13 +211,13 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   choco_state *s = p;
   s->k = k;
   if (s->per_edge) {
-    DT_TRY(dt_learners_step(run, &s->learners, (float)dt_rate_at(s->o.lr, s->o.mu, k), NULL));
+    DT_TRY(dt_learners_step(run, &s->learners, (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1), NULL));
     DT_TRY(dt_run_for_nodes(run, edge_encode, s));
     DT_TRY(dt_run_exchange_go_sized(run, NULL, s->codec.bytes));
     return dt_run_for_nodes(run, edge_update, s);
   }
   /* x_i^{+½}: one local step on a new minibatch */
-  DT_TRY(dt_learners_step(run, &s->learners, (float)dt_rate_at(s->o.lr, s->o.mu, k), NULL));
+  DT_TRY(dt_learners_step(run, &s->learners, (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1), NULL));
   /* q_i = Q(x_i^{+½} − x̂_i), written straight into the send buffer */
   DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -1.0f, &s->xhat, &s->diff));
   DT_TRY(dt_run_for_nodes(run, node_encode, s));
@@ -233,7 +239,12 @@ static int schedule_ok(const void *opts, char *err, size_t err_size) {
 
 static double gradient_step(const void *opts) {
   const dt_choco_opts *o = opts;
-  return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
+  return dt_local_step_stable(o->lr, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_choco_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_choco = {
@@ -245,6 +256,7 @@ const dt_optimizer_def dt_optimizer_choco = {
             .keys = keys,
             .opts_size = sizeof(dt_choco_opts),
             .schedule_ok = schedule_ok,
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

@@ -2,6 +2,7 @@
  * synchronous. Update equations: README.md here. */
 #include <stdio.h>
 
+#include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
@@ -10,6 +11,9 @@
 typedef struct dt_dsgd_opts {
   double alpha0, mu;
   int update_order;
+  int local_optimizer; /* dt_local_opt_kind */
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
 } dt_dsgd_opts;
 
 static const dt_key keys[] = {
@@ -20,14 +24,19 @@ static const dt_key keys[] = {
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgd_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
      .help = "synchronous, or sequential: the seed reference's in-place sweep in node order"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgd_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "the step at the mixed point: sgd (x - alpha g, the default), or adam, adamw, rmsprop, adadelta, nadam"},
+    DT_SGD_EXTRAS_KEYS(dt_dsgd_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_dsgd_opts, schedule),
     {0},
 };
 
 typedef struct dsgd_state {
-  double alpha0, alpha;
-  double mu;
+  dt_dsgd_opts o;
   int sequential;
   dt_slab mixed, grad; /* local nodes */
+  dt_learners local;   /* a local optimizer other than plain SGD (its own gradient slab) */
   dt_optimizer_run *run;
 } dsgd_state;
 
@@ -36,6 +45,7 @@ static void destroy(void *p) {
   if (s == NULL) return;
   dt_slab_free(s->run->be, &s->mixed);
   dt_slab_free(s->run->be, &s->grad);
+  dt_learners_free(s->run, &s->local);
   dt_free(s);
 }
 
@@ -46,11 +56,15 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   const dt_dsgd_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgd");
   s->run = run;
-  s->alpha0 = s->alpha = o->alpha0;
-  s->mu = o->mu;
+  s->o = *o;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
+  if (dt_local_step_plain(o->local_optimizer, &o->x)) {
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
+  } else {
+    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
+    DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->local)); /* its state kept for checkpoints */
+  }
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
   s = NULL;
@@ -68,8 +82,7 @@ static dt_status node_mix(void *p, int l) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
-  s->alpha = dt_rate_at(s->alpha0, s->mu, k);
-  const float a = (float)s->alpha;
+  const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
   if (s->sequential) {
@@ -82,6 +95,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   }
   /* x_i ← Σ_j W_ij x_j − α ∇f_i(Σ_j W_ij x_j) */
   DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  if (s->local.opt != NULL) { /* the local optimizer's step at the mixed point, at rate α */
+    DT_TRY(dt_run_gradients(run, &s->mixed, &s->local.grad, NULL));
+    DT_TRY(dt_local_opt_step_all(s->local.opt, &s->mixed, &s->local.grad, a));
+    return dt_slab_copy(run->be, &s->mixed, &run->theta);
+  }
   DT_TRY(dt_run_gradients(run, &s->mixed, &s->grad, NULL));
   return dt_slab_axpby(run->be, 1.0f, &s->mixed, -a, &s->grad, &run->theta);
 }
@@ -99,7 +117,18 @@ static int schedule_ok(const void *opts, char *err, size_t err_size) {
 }
 
 static double gradient_step(const void *opts) {
-  return ((const dt_dsgd_opts *)opts)->alpha0; /* the largest: round 0's */
+  const dt_dsgd_opts *o = opts;
+  return dt_local_step_stable(o->alpha0, o->local_optimizer, &o->x); /* the base rate: the largest of plain schedules */
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_dsgd_opts *o = opts;
+  if (o->update_order == DT_ORDER_SEQUENTIAL && !dt_local_step_plain(o->local_optimizer, &o->x)) {
+    snprintf(err, err_size, "update_order sequential (the seed reference's sweep) takes plain SGD steps; use synchronous "
+             "with local_optimizer %s", dt_local_opt_kind_name((dt_local_opt_kind)o->local_optimizer));
+    return 0;
+  }
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_dsgd = {
@@ -110,6 +139,7 @@ const dt_optimizer_def dt_optimizer_dsgd = {
             .keys = keys,
             .opts_size = sizeof(dt_dsgd_opts),
             .schedule_ok = schedule_ok,
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

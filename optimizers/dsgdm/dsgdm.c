@@ -3,6 +3,7 @@
  * mixed point. Update equations: README.md here. */
 #include <stdbool.h>
 
+#include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
@@ -10,6 +11,8 @@
 typedef struct dt_dsgdm_opts {
   double alpha0, mu, momentum;
   bool nesterov;
+  dt_sgd_extras x; /* weight_decay (momentum and nesterov are the keys above) */
+  dt_lr_schedule schedule;
 } dt_dsgdm_opts;
 
 static const dt_key keys[] = {
@@ -21,11 +24,13 @@ static const dt_key keys[] = {
      .help = "beta of the local momentum buffer m <- beta m + g"},
     {.name = "nesterov", .type = DT_KEY_BOOL, .offset = offsetof(dt_dsgdm_opts, nesterov), .def = "false",
      .help = "step along g + beta m (Nesterov) instead of m (heavy ball)"},
+    DT_WEIGHT_DECAY_KEY(dt_dsgdm_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_dsgdm_opts, schedule),
     {0},
 };
 
 typedef struct dsgdm_state {
-  double alpha0, mu;
+  dt_dsgdm_opts o;
   dt_slab mixed;  /* scratch, rewritten every round */
   dt_learners sgd; /* the momentum step: PyTorch's SGD (momentum, Nesterov) as the fused local step */
   dt_optimizer_run *run;
@@ -46,12 +51,12 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   const dt_dsgdm_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgdm");
   s->run = run;
-  s->alpha0 = o->alpha0;
-  s->mu = o->mu;
+  s->o = *o;
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
   dt_local_opt_spec spec = dt_local_opt_spec_default(DT_LOCAL_SGD);
   spec.momentum = (float)o->momentum;
   spec.nesterov = o->nesterov;
+  spec.weight_decay = (float)o->x.weight_decay;
   DT_TRY_GOTO(dt_learners_create_spec(run, "sgd", &spec, &s->sgd)); /* keeps the buffer (sgd.m) and the step count */
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = s;
@@ -68,7 +73,7 @@ static dt_status node_mix(void *p, int l) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgdm_state *s = p;
-  const float a = (float)dt_rate_at(s->alpha0, s->mu, k);
+  const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
   DT_TRY(dt_run_for_nodes(run, node_mix, s));                   /* z_i = Σ_j W_ij x_j */
@@ -96,6 +101,11 @@ static double gradient_step(const void *opts) {
   return o->nesterov ? o->alpha0 * (1 + 2 * b) / (1 + b) : o->alpha0 / (1 + b);
 }
 
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_dsgdm_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, DT_LOCAL_SGD, NULL, rounds, err, err_size);
+}
+
 const dt_optimizer_def dt_optimizer_dsgdm = {
     .plugin =
         {
@@ -104,6 +114,7 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
             .keys = keys,
             .opts_size = sizeof(dt_dsgdm_opts),
             .schedule_ok = schedule_ok,
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

@@ -2,6 +2,7 @@
  * x and y travel in one exchange. Update equations: README.md here. */
 #include <stdio.h>
 
+#include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
@@ -11,6 +12,9 @@ typedef struct dt_dsgt_opts {
   double alpha;
   bool init_grads;
   int update_order;
+  int local_optimizer; /* dt_local_opt_kind */
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
 } dt_dsgt_opts;
 
 static const dt_key keys[] = {
@@ -21,12 +25,20 @@ static const dt_key keys[] = {
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
      .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = W_ii x_i - alpha y_i + sum W_ij x_j"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "the step along the tracker y: sgd (x - alpha y, the default), or adam, adamw, rmsprop, adadelta, nadam fed y "
+             "as their gradient"},
+    DT_SGD_EXTRAS_KEYS(dt_dsgt_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_dsgt_opts, schedule),
     {0},
 };
 
 typedef struct dsgt_state {
-  float alpha;
+  dt_dsgt_opts o;
+  float alpha; /* this round's rate */
   int sequential;
+  dt_local_opt *local; /* a local optimizer other than plain SGD, stepping along y */
   dt_slab y, g;      /* tracker and last gradient of the local nodes */
   dt_slab gnew, tmp; /* scratch */
   dt_optimizer_run *run;
@@ -39,6 +51,7 @@ static void destroy(void *p) {
   dt_slab_free(s->run->be, &s->g);
   dt_slab_free(s->run->be, &s->gnew);
   dt_slab_free(s->run->be, &s->tmp);
+  dt_local_opt_free(s->local);
   dt_free(s);
 }
 
@@ -49,6 +62,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   const dt_dsgt_opts *o = opts;
   DT_ALLOC_GOTO(s, 1, "dsgt");
   s->run = run;
+  s->o = *o;
   s->alpha = (float)o->alpha;
   s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->y));
@@ -57,6 +71,10 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->tmp));
   DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->y));
   DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->g));
+  if (!dt_local_step_plain(o->local_optimizer, &o->x)) {
+    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha, &o->x);
+    DT_TRY_GOTO(dt_run_local_opt(run, "local", &spec, &s->local));
+  }
   if (o->init_grads) { /* y_i = g_i = ∇f_i(x_i⁰) */
     DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->g, NULL));
     DT_TRY_GOTO(dt_slab_copy(run->be, &s->g, &s->y));
@@ -100,11 +118,17 @@ static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
-  (void)k;
+  s->alpha = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha, 0, k, 1);
   if (s->sequential) return sequential_round(s, run);
-  /* send x_j − α y_j (vector 0) and y_j (vector 1): both mixes need only these */
+  /* send x_j − α y_j (vector 0; a local optimizer's step along y) and y_j (vector 1): both
+   * mixes need only these */
   dt_slab v0 = dt_exchange_send_slab(run->exchange, 0);
-  DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -s->alpha, &s->y, &v0));
+  if (s->local != NULL) {
+    DT_TRY(dt_slab_copy(run->be, &run->theta, &v0));
+    DT_TRY(dt_local_opt_step_all(s->local, &v0, &s->y, s->alpha));
+  } else {
+    DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -s->alpha, &s->y, &v0));
+  }
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
   DT_TRY(dt_run_for_nodes(run, node_mix, s));
@@ -128,7 +152,18 @@ static int schedule_ok(const void *opts, char *err, size_t err_size) {
 }
 
 static double gradient_step(const void *opts) {
-  return ((const dt_dsgt_opts *)opts)->alpha;
+  const dt_dsgt_opts *o = opts;
+  return dt_local_step_stable(o->alpha, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_dsgt_opts *o = opts;
+  if (o->update_order == DT_ORDER_SEQUENTIAL && !dt_local_step_plain(o->local_optimizer, &o->x)) {
+    snprintf(err, err_size, "update_order sequential (the seed reference's sweep) takes plain steps along y; use synchronous "
+             "with local_optimizer %s", dt_local_opt_kind_name((dt_local_opt_kind)o->local_optimizer));
+    return 0;
+  }
+  return dt_local_step_check(&o->schedule, 0, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_dsgt = {
@@ -139,6 +174,7 @@ const dt_optimizer_def dt_optimizer_dsgt = {
             .keys = keys,
             .opts_size = sizeof(dt_dsgt_opts),
             .schedule_ok = schedule_ok,
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

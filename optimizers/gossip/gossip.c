@@ -4,6 +4,7 @@
  * used without asking. Update equations: README.md here. */
 #include <string.h>
 
+#include "../local_step.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 #include "dt/rng.h"
@@ -18,6 +19,8 @@ typedef struct dt_gossip_opts {
   int local_optimizer; /* dt_local_opt_kind */
   double lr, mu;       /* round k uses lr_k = lr / (1 + mu k) (dt_rate_at) */
   double p;            /* push mode: probability of pushing in a round */
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
 } dt_gossip_opts;
 
 static const dt_key keys[] = {
@@ -33,6 +36,8 @@ static const dt_key keys[] = {
      .help = "rate decay: round k uses lr_k = lr / (1 + mu k); 0 keeps it constant"},
     {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, p), .def = "0.5", .min = 0, .max = 1,
      .help = "push: probability that a node pushes in a round"},
+    DT_SGD_EXTRAS_KEYS(dt_gossip_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_gossip_opts, schedule),
     {0},
 };
 
@@ -65,7 +70,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "gossip");
   s->run = run;
   s->o = *(const dt_gossip_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.local_optimizer, s->o.lr, &s->learners));
+  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
+  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
   DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->partner, g->n, "gossip");
   DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
@@ -89,7 +95,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const dt_graph *g = run->graph;
   dt_backend *be = run->be;
   const size_t d = run->dim;
-  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  const float lr = (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, s->o.local_steps);
   for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
 
   /* Who talks to whom this round: the same draws on every rank, among the links of this round's
@@ -172,7 +178,12 @@ static int schedule_ok(const void *opts, char *err, size_t err_size) {
 
 static double gradient_step(const void *opts) {
   const dt_gossip_opts *o = opts;
-  return o->local_optimizer == DT_LOCAL_SGD ? o->lr : 0;
+  return dt_local_step_stable(o->lr, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_gossip_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_gossip = {
@@ -183,6 +194,7 @@ const dt_optimizer_def dt_optimizer_gossip = {
             .keys = keys,
             .opts_size = sizeof(dt_gossip_opts),
             .schedule_ok = schedule_ok,
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

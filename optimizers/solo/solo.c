@@ -1,5 +1,6 @@
 /* The solo baseline: every node trains on its own data and never communicates. Update
  * equations: README.md here. */
+#include "../local_step.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 
@@ -7,6 +8,8 @@
 typedef struct dt_solo_opts {
   int optimizer;
   double lr, mu;
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
 } dt_solo_opts;
 
 static const dt_key keys[] = {
@@ -16,6 +19,8 @@ static const dt_key keys[] = {
      .help = "learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_solo_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
      .help = "rate decay: round k uses lr_k = lr / (1 + mu k)"},
+    DT_SGD_EXTRAS_KEYS(dt_solo_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_solo_opts, schedule),
     {0},
 };
 
@@ -40,7 +45,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s, 1, "solo");
   s->run = run;
   s->o = *(const dt_solo_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
+  const dt_local_opt_spec spec = dt_local_step_spec(s->o.optimizer, s->o.lr, &s->o.x);
+  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
   DT_ALLOC_GOTO(s->active, run->count, "solo");
   *out = s;
   s = NULL;
@@ -51,7 +57,7 @@ cleanup:
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
-  const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  const float lr = (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1);
   if (run->max_epochs <= 0) return dt_learners_step(run, &s->learners, lr, NULL);
   /* an epoch budget: a node that has made max_epochs passes over its data stops */
   for (int l = 0; l < run->count; l++) s->active[l] = dt_task_epoch(run->task, run->first + l) < run->max_epochs;
@@ -67,7 +73,12 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 
 static double gradient_step(const void *opts) {
   const dt_solo_opts *o = opts;
-  return o->optimizer == DT_LOCAL_SGD ? o->lr : 0;
+  return dt_local_step_stable(o->lr, o->optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_solo_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->optimizer, &o->x, rounds, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_solo = {
@@ -77,6 +88,7 @@ const dt_optimizer_def dt_optimizer_solo = {
             .summary = "no communication: every node trains alone (the lower baseline)",
             .keys = keys,
             .opts_size = sizeof(dt_solo_opts),
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,

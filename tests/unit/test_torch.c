@@ -12,6 +12,7 @@
 #include "dt/nn.h"
 #include "models.h"
 #include "dt/local_opt.h"
+#include "../../optimizers/local_step.h"
 
 static int have_torch(void) {
   return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
@@ -166,6 +167,48 @@ static void optimizer_crosscheck(void) {
   }
   free(x), free(g), free(tx);
   dt_backend_free(be);
+}
+
+/* The learning-rate schedules of lr_schedule (optimizers/local_step.c) against
+ * torch.optim.lr_scheduler's for 100 steps at base rate 0.1 (torch_schedule.py), to 1e-12 of
+ * the rate: every type, with and without a warm-up. */
+static void schedule_crosscheck(void) {
+  static const struct {
+    const char *name;
+    dt_lr_schedule s;
+    double mu;
+  } cases[] = {
+      {"inverse", {.type = DT_LR_INVERSE}, 0.01},
+      {"multistep", {.type = DT_LR_MULTISTEP, .milestones = {3, {30, 60, 90}}, .gamma = 0.1}, 0},
+      {"multistep-warmup", {.type = DT_LR_MULTISTEP, .milestones = {2, {50, 75}}, .gamma = 0.1, .warmup = 5, .warmup_start = 0.1}, 0},
+      {"cosine", {.type = DT_LR_COSINE, .final_lr = 0.001}, 0},
+      {"cosine-warmup", {.type = DT_LR_COSINE, .warmup = 10, .warmup_start = 0.25}, 0},
+  };
+  for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+    double want[100];
+    torch_files tf;
+    FILE *f = torch_open(&tf);
+    torch_run(&tf, f, "torch_schedule.py", cases[c].name, cases[c].name);
+    f = fopen(tf.out, "rb");
+    const int ok = f != NULL && fread(want, 8, 100, f) == 100;
+    if (f) fclose(f);
+    torch_done(&tf);
+    CHECK(ok, "could not read PyTorch's %s schedule", cases[c].name);
+    double err = 0;
+    for (int k = 0; k < 100 && ok; k++) {
+      /* in rounds, and the same times as fractions of the run */
+      const double got = dt_lr_at(&cases[c].s, 0.1, cases[c].mu, k, 100, 1);
+      err = fmax(err, fabs(got - want[k]) / 0.1);
+      CHECK(fabs(got - want[k]) <= 1e-12, "%s: round %d: rate %.17g, PyTorch %.17g", cases[c].name, k, got, want[k]);
+    }
+    dt_lr_schedule frac = cases[c].s;
+    frac.unit = DT_LR_FRACTION;
+    for (int i = 0; i < frac.milestones.n; i++) frac.milestones.v[i] /= 100;
+    frac.warmup /= 100;
+    for (int k = 0; k < 100 && ok; k++)
+      CHECK(fabs(dt_lr_at(&frac, 0.1, cases[c].mu * 100, k, 100, 1) - want[k]) <= 1e-12, "%s in fractions: round %d", cases[c].name, k);
+    printf("%-17s 100 rounds: max error %.1e of the base rate vs torch.optim.lr_scheduler\n", cases[c].name, err);
+  }
 }
 
 /* ---- the layer table against torch.nn ------------------------------------------------------- */
@@ -383,6 +426,7 @@ int main(void) {
   crosscheck("seed");
   crosscheck("large");
   optimizer_crosscheck();
+  schedule_crosscheck();
   layer_crosschecks();
   resnet20_crosscheck(DT_NORM_BATCH);
   resnet20_crosscheck(DT_NORM_GROUP);
