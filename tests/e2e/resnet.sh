@@ -5,7 +5,8 @@
 # to the same files; `buffers: mix` brings the nodes' running statistics together, its bytes
 # counted; the average model is evaluated on a test subset when asked, and a sample of nodes; a run killed after a checkpoint and resumed at another rank count gives
 # them too (the running statistics travel in the checkpoint); and it learns. The shipped
-# configs/fashion_resnet.yaml, cut short, gives the same files at P = 1 and P = 4.
+# configs/fashion_resnet.yaml, cut short, gives the same files at P = 1 and P = 4, and
+# configs/cifar10_resnet20.yaml on the generated files at P = 1 and P = 2.
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
@@ -113,6 +114,19 @@ cut=(--set 'problem_configs.*.optimizer_config.outer_iterations=10' --set 'probl
 "$mpiexec" --oversubscribe -n 4 "$dtrun" configs/fashion_resnet.yaml "${cut[@]}" --output-dir "$tmp/f4" --quiet > "$tmp/f4.log" 2>&1 \
   || bad "fashion_resnet at P=4 failed: $(tail -3 "$tmp/f4.log")"
 same_results "$tmp/f1" "$tmp/f4" "fashion_resnet P=1 vs P=4"
+
+# configs/cifar10_resnet20.yaml (16 ResNet-20 nodes, Dirichlet 0.1, every algorithm with the
+# recipe) on the generated CIFAR files, cut to 2 rounds and 50 test samples: it runs, with the
+# same files at P = 1 and P = 2 (the generated training set is small: at least 1 sample a node)
+sed "s|^  dataset: cifar10|  dataset: cifar10\n  data_dir: $tmp/c10|" configs/cifar10_resnet20.yaml > "$tmp/c20.yaml"
+cut20=(--set 'problem_configs.*.optimizer_config.outer_iterations=2' --set 'problem_configs.*.evaluate_frequency=2'
+       --set 'problem_configs.*.evaluation.test_samples=50' --set experiment.split.min_per_node=1)
+"$dtrun" "$tmp/c20.yaml" "${cut20[@]}" --output-dir "$tmp/r1" --quiet > "$tmp/r1.log" 2>&1 \
+  || bad "cifar10_resnet20 at P=1 failed: $(tail -3 "$tmp/r1.log")"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/c20.yaml" "${cut20[@]}" --output-dir "$tmp/r2" --quiet > "$tmp/r2.log" 2>&1 \
+  || bad "cifar10_resnet20 at P=2 failed: $(tail -3 "$tmp/r2.log")"
+same_results "$tmp/r1" "$tmp/r2" "cifar10_resnet20 P=1 vs P=2"
+"$dtrun" check "$tmp/c20.yaml" --set experiment.split.min_per_node=1 2>&1 | grep -q "^# model: 272474 parameters" && ok || bad "cifar10_resnet20 should be ResNet-20 (272,474 parameters)"
 
 acc=$(final_top1 "$tmp/p1/dsgd_results.csv")
 echo "final mean top-1 $acc"; awk -v a="$acc" 'BEGIN {exit !(a > 0.4)}' && ok || bad "did not learn: final mean top-1 $acc"
