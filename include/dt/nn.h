@@ -174,7 +174,7 @@ struct dt_layer_build {
   dt_act_shape in, out;
   int index;        /* in the compiled list */
   const char *where; /* its position for messages: "3", or "3.1" inside a block */
-  size_t col_size;  /* floats of the im2col matrix the layer needs (a convolution sets it) */
+  size_t col_size;  /* floats of the im2col scratch the layer needs (a convolution sets it: c·k·k·(oh·ow + f)) */
   size_t *param_off, *buf_off;
   const dt_layer_info *all; /* the compiled list so far (residual_end reads its block) */
 };

@@ -4,7 +4,7 @@
  * momentum 0.9; evaluation in batches of 200), plus the GEMM floor: the model's training FLOPs
  * (convolutions and linear layers, forward and two backward products) at this machine's
  * single-core sgemm rate.
- * usage: bench_nn [seconds per measurement]   — prints one "result:" line per model. */
+ * usage: bench_nn [SECONDS] [MODEL]   — one "result:" line per model (MODEL: that one alone). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +62,11 @@ typedef struct bench_case {
   dt_local_opt_kind opt;
 } bench_case;
 
+static const char *only; /* argv[2]: bench this model alone (for profiling) */
+
 static void bench(const bench_case *bc, const dt_model_spec *spec, double seconds, double peak_gflops) {
   enum { SAMPLES = 1000 };
+  if (only != NULL && strcmp(only, bc->name) != 0) return;
   dt_model *m = NULL;
   dt_workspace *ws = NULL, *ews = NULL;
   dt_local_opt *opt = NULL;
@@ -122,6 +125,7 @@ static void bench(const bench_case *bc, const dt_model_spec *spec, double second
 int main(int argc, char **argv) {
   dt_cpu_select_kernels(argv);
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+  only = argc > 2 ? argv[2] : NULL;
   if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   double peak = sgemm_gflops(seconds);
   printf("result: sgemm_1024 gflops=%.1f kernels=%s\n", peak, dt_cpu_kernel_name());

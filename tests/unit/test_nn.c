@@ -28,7 +28,7 @@ static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
   const int B = 3;
   size_t nin = (size_t)B * c * s.h * s.w, nout = (size_t)B * f * s.oh * s.ow, nw = (size_t)f * c * k * k;
   float *x = fvec(nin), *w = fvec(nw), *b = fvec(f), *y = fvec(nout), *col = fvec((size_t)c * k * k * s.oh * s.ow);
-  float *dcol = fvec((size_t)c * k * k * s.oh * s.ow), *dy = fvec(nout), *dw = fvec(nw), *db = fvec(f), *dx = fvec(nin);
+  float *dcol = fvec((size_t)c * k * k * ((size_t)s.oh * s.ow + f)), *dy = fvec(nout), *dw = fvec(nw), *db = fvec(f), *dx = fvec(nin);
   randu(x, nin, 1);
   randu(w, nw, 1);
   randu(b, f, 1);
@@ -594,6 +594,17 @@ int main(void) {
   test_conv_op(3, 9, 4, 3, 2, 1);
   test_conv_op(2, 6, 5, 2, 1, 2);
   test_conv_op(4, 7, 2, 3, 3, 0);
+  /* the im2col margins: ResNet's 3×3 pad 1 (stride 1 and 2), its 1×1 stride-2 projection, and
+   * padding wider than the kernel reaches (rows and columns of zeros only); on their own stream,
+   * so that the finite-difference checks below draw what they always drew */
+  const dt_rng shared = rng;
+  dt_rng_init(&rng, 3, DT_RNG_TEST, 77);
+  test_conv_op(16, 10, 16, 3, 1, 1);
+  test_conv_op(8, 8, 16, 3, 2, 1);
+  test_conv_op(4, 9, 8, 1, 2, 0);
+  test_conv_op(2, 4, 3, 3, 2, 3);
+  test_conv_op(3, 5, 2, 2, 3, 4);
+  rng = shared;
   test_linear_pool_loss_ops();
   test_gradients();
   test_layer_gradients();

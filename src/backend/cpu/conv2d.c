@@ -183,64 +183,74 @@ static void direct_backward(const dt_conv_shape *s, int batch, const float *rest
 
 /* ---- im2col + GEMM path -------------------------------------------------------------------- */
 
-static void im2col(const dt_conv_shape *s, const float *x, float *col) {
+/* The output columns [lo, hi) whose input column ow·stride − pad + kj lies inside the image:
+ * the rest of a row reads the zero padding. */
+static void valid_cols(const dt_conv_shape *s, int kj, int *lo, int *hi) {
+  const int a = s->pad - kj, b = s->w - 1 + s->pad - kj; /* ow·stride must lie in [a, b] */
+  *lo = a <= 0 ? 0 : (a + s->stride - 1) / s->stride;
+  *hi = b < 0 ? 0 : b / s->stride + 1;
+  if (*hi > s->ow) *hi = s->ow;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* col[(c·k + ki)·k + kj][oh·ow + ow] = x[c][oh·stride − pad + ki][ow·stride − pad + kj], zero
+ * outside the image: each row is a zeroed margin, a copy (stride 1) or a strided gather, and a
+ * zeroed margin. */
+static void im2col(const dt_conv_shape *s, const float *restrict x, float *restrict col) {
   const int ohw = s->oh * s->ow;
   for (int c = 0; c < s->c; c++)
     for (int ki = 0; ki < s->k; ki++)
       for (int kj = 0; kj < s->k; kj++) {
         float *dst = col + (size_t)((c * s->k + ki) * s->k + kj) * ohw;
         const float *src = x + (size_t)c * s->h * s->w;
+        if (s->stride == 1 && s->pad == 0) { /* every row whole */
+          for (int oh = 0; oh < s->oh; oh++) memcpy(dst + oh * s->ow, src + (size_t)(oh + ki) * s->w + kj, sizeof(float) * (size_t)s->ow);
+          continue;
+        }
+        int lo, hi;
+        valid_cols(s, kj, &lo, &hi);
+        const int off = lo * s->stride - s->pad + kj; /* input column of output column lo */
         for (int oh = 0; oh < s->oh; oh++) {
-          int ih = oh * s->stride - s->pad + ki;
+          const int ih = oh * s->stride - s->pad + ki;
           float *row = dst + oh * s->ow;
           if (ih < 0 || ih >= s->h) {
             memset(row, 0, sizeof(float) * (size_t)s->ow);
             continue;
           }
-          const float *srow = src + (size_t)ih * s->w;
-          if (s->stride == 1 && s->pad == 0) {
-            memcpy(row, srow + kj, sizeof(float) * (size_t)s->ow);
-            continue;
-          }
-          for (int ow = 0; ow < s->ow; ow++) {
-            int iw = ow * s->stride - s->pad + kj;
-            row[ow] = (iw >= 0 && iw < s->w) ? srow[iw] : 0.0f;
-          }
+          const float *srow = src + (size_t)ih * s->w + off;
+          /* margins of a pixel or two: loops, not library calls */
+          for (int ow = 0; ow < lo; ow++) row[ow] = 0.0f;
+          if (s->stride == 1) memcpy(row + lo, srow, sizeof(float) * (size_t)(hi - lo));
+          else
+            for (int ow = lo; ow < hi; ow++) row[ow] = srow[(size_t)(ow - lo) * s->stride];
+          for (int ow = hi; ow < s->ow; ow++) row[ow] = 0.0f;
         }
       }
 }
 
+/* x += the columns back in place (the adjoint of im2col); every element of x receives its terms
+ * in (c, ki, kj, oh, ow) order, as a plain loop over them would add them. */
 DT_CLONES
 static void col2im(const dt_conv_shape *s, const float *restrict col, float *restrict x) {
   const int ohw = s->oh * s->ow;
   memset(x, 0, sizeof(float) * (size_t)s->c * s->h * s->w);
-  if (s->stride == 1 && s->pad == 0) { /* no bounds to check: a vectorised row add */
-    for (int c = 0; c < s->c; c++)
-      for (int ki = 0; ki < s->k; ki++)
-        for (int kj = 0; kj < s->k; kj++) {
-          const float *src = col + (size_t)((c * s->k + ki) * s->k + kj) * ohw;
-          for (int oh = 0; oh < s->oh; oh++) {
-            float *drow = x + ((size_t)c * s->h + oh + ki) * s->w + kj;
-            const float *crow = src + (size_t)oh * s->ow;
-            for (int ow = 0; ow < s->ow; ow++) drow[ow] += crow[ow];
-          }
-        }
-    return;
-  }
   for (int c = 0; c < s->c; c++)
     for (int ki = 0; ki < s->k; ki++)
       for (int kj = 0; kj < s->k; kj++) {
         const float *src = col + (size_t)((c * s->k + ki) * s->k + kj) * ohw;
         float *dst = x + (size_t)c * s->h * s->w;
+        int lo, hi;
+        valid_cols(s, kj, &lo, &hi);
+        const int off = lo * s->stride - s->pad + kj;
         for (int oh = 0; oh < s->oh; oh++) {
-          int ih = oh * s->stride - s->pad + ki;
+          const int ih = oh * s->stride - s->pad + ki;
           if (ih < 0 || ih >= s->h) continue;
-          float *drow = dst + (size_t)ih * s->w;
-          const float *crow = src + oh * s->ow;
-          for (int ow = 0; ow < s->ow; ow++) {
-            int iw = ow * s->stride - s->pad + kj;
-            if (iw >= 0 && iw < s->w) drow[iw] += crow[ow];
-          }
+          float *restrict drow = dst + (size_t)ih * s->w + off;
+          const float *restrict crow = src + (size_t)oh * s->ow;
+          if (s->stride == 1)
+            for (int ow = lo; ow < hi; ow++) drow[ow - lo] += crow[ow];
+          else
+            for (int ow = lo; ow < hi; ow++) drow[(size_t)(ow - lo) * s->stride] += crow[ow];
         }
       }
 }
@@ -292,17 +302,23 @@ void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, c
   }
   const int ohw = s->oh * s->ow, ckk = s->c * s->k * s->k;
   const size_t in_size = (size_t)s->c * s->h * s->w, out_size = (size_t)s->f * ohw;
+  /* the weight gradient transposed, dwᵀ (ckk×f) = Σ_n col_n·dy_nᵀ, behind dcol's matrix: with
+   * few filters (ResNet-20's 16) OpenBLAS runs this shape at twice the rate of f×ckk (measured
+   * 73 against 35 GFLOP/s for 144×16 over 1024 on one Cooper Lake core) */
+  float *dwt = dcol + (size_t)ckk * ohw;
   memset(db, 0, sizeof(float) * (size_t)s->f);
   for (int n = 0; n < batch; n++) {
     const float *dyn = dy + n * out_size;
     row_sums_add(s->f, ohw, dyn, db);
     im2col(s, x + n * in_size, col);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->f, ckk, ohw, 1.0f, dyn, ohw, col,
-                ohw, n == 0 ? 0.0f : 1.0f, dw, ckk);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ckk, s->f, ohw, 1.0f, col, ohw, dyn, ohw, n == 0 ? 0.0f : 1.0f,
+                dwt, s->f);
     if (dx != NULL) {
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ckk, ohw, s->f, 1.0f, w, ckk, dyn,
                   ohw, 0.0f, dcol, ohw);
       col2im(s, dcol, dx + n * in_size);
     }
   }
+  for (int f = 0; f < s->f; f++)
+    for (int t = 0; t < ckk; t++) dw[(size_t)f * ckk + t] = dwt[(size_t)t * s->f + f];
 }

@@ -18,7 +18,8 @@
 
 /* The layer kernels on one node's batch (the per-node executor, net.c, calls them).
  * conv2d.c: y (batch×f×oh×ow) = conv(x (batch×c×h×w), w (f×c×k×k)) + b; col: c·k·k·oh·ow
- * scratch. Backward: dw, db overwritten with batch sums; dx unless NULL. */
+ * scratch. Backward: dw, db overwritten with batch sums; dx unless NULL; dcol: c·k·k·(oh·ow + f)
+ * scratch. */
 void dt_cpu_conv2d_forward(const dt_conv_shape *s, int batch, const float *x, const float *w,
                            const float *b, float *y, float *col);
 void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, const float *w,

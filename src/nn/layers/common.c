@@ -70,7 +70,9 @@ dt_status dt_layer_conv_shape(dt_layer_build *b, const dt_act_shape *in, int fil
            "model layer %s (conv2d): kernel %dx%d is larger than its padded input %dx%d", what, k, k, h + 2 * pad, w + 2 * pad);
   *out = (dt_conv_shape){.c = in->c, .h = h, .w = w, .f = filters, .k = k, .stride = stride, .pad = pad,
                          .oh = (h + 2 * pad - k) / stride + 1, .ow = (w + 2 * pad - k) / stride + 1};
-  const size_t col = (size_t)in->c * k * k * out->oh * out->ow;
+  /* the im2col matrix, and after it (in the CPU backend's dcol) the transposed weight gradient
+   * its backward accumulates over the batch */
+  const size_t col = (size_t)in->c * k * k * ((size_t)out->oh * out->ow + (size_t)filters);
   if (col > b->col_size) b->col_size = col;
   return DT_OK;
 }
