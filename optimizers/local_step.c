@@ -102,6 +102,13 @@ int dt_local_step_check(const dt_lr_schedule *s, double mu, int kind, const dt_s
   return 1;
 }
 
+int dt_local_step_sequential_ok(int sequential, int kind, const dt_sgd_extras *x, char *err, size_t err_size) {
+  if (!sequential || dt_local_step_plain(kind, x)) return 1;
+  snprintf(err, err_size, "update_order sequential (the seed reference's sweep) takes plain SGD steps; use synchronous with "
+           "local_optimizer %s", dt_local_opt_kind_name((dt_local_opt_kind)kind));
+  return 0;
+}
+
 dt_local_opt_spec dt_local_step_spec(int kind, double lr, const dt_sgd_extras *x) {
   dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)kind);
   spec.lr = (float)lr;

@@ -65,6 +65,9 @@ double dt_lr_at(const dt_lr_schedule *s, double base, double mu, int k, int roun
  * the reason into err otherwise (for the plug-ins' finalize). */
 int dt_local_step_check(const dt_lr_schedule *s, double mu, int kind, const dt_sgd_extras *x, int rounds, char *err,
                         size_t err_size);
+/* update_order sequential (the seed reference's sweep, DSGD and DSGT) takes plain SGD steps: 0 and
+ * the reason into err for any other local step. */
+int dt_local_step_sequential_ok(int sequential, int kind, const dt_sgd_extras *x, char *err, size_t err_size);
 /* The local optimizer spec of `kind` at rate lr with the extras (NULL: PyTorch's defaults). */
 dt_local_opt_spec dt_local_step_spec(int kind, double lr, const dt_sgd_extras *x);
 /* Whether kind with x is SGD's plain step x - lr g (no momentum, no weight decay). */

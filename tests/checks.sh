@@ -63,6 +63,32 @@ kill_later() {
   for _ in $(seq 300); do [ ! -e "$dir/dtrun.lock" ] || flock -n "$dir/dtrun.lock" true && break; sleep 0.1; done
 }
 
+# ranks_and_rerun CONFIG P WHAT: CONFIG run at P = 1 (into $tmp/p1) and at P ranks (into $tmp/pP),
+# and $tmp/p1's archived config re-run (into $tmp/again), give the same files.
+ranks_and_rerun() {
+  local cfg=$1 np=$2 what=$3
+  "$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "$what at P=1 failed: $(tail -3 "$tmp/p1.log")"
+  "$mpiexec" --oversubscribe -n "$np" "$dtrun" "$cfg" --output-dir "$tmp/p$np" --quiet > "$tmp/p$np.log" 2>&1 \
+    || bad "$what at P=$np failed: $(tail -3 "$tmp/p$np.log")"
+  same_results "$tmp/p1" "$tmp/p$np" "$what P=1 vs P=$np"
+  "$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/again" --quiet > "$tmp/again.log" 2>&1 \
+    || bad "$what: re-run of the archived config failed: $(tail -3 "$tmp/again.log")"
+  same_results "$tmp/p1" "$tmp/again" "$what archived config re-run"
+}
+
+# killed_resumed CONFIG AT WHAT: CONFIG checkpointing every 5 rounds, killed at P = 3 once its
+# checkpoint is of problem >= AT and resumed at P = 2 (in $tmp/k), gives the files of a run that
+# was not interrupted ($tmp/ref).
+killed_resumed() {
+  local cfg=$1 at=$2 what=$3
+  kill_later "$at" "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
+    --output-dir "$tmp/k" --quiet
+  [ -e "$tmp/k/checkpoint" ] && ok || bad "$what: the run was not killed with a checkpoint: $(ls "$tmp/k")"
+  "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "$what: resume failed: $(tail -3 "$tmp/k2.log")"
+  "$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "$what: reference failed"
+  same_results "$tmp/ref" "$tmp/k" "$what killed at P=3, resumed at P=2"
+}
+
 # final_top1 RESULTS_CSV: the last evaluation's top-1 accuracy, averaged over the nodes (%.3f).
 final_top1() {
   awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "top1_accuracy") a = i; next}

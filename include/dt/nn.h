@@ -233,6 +233,9 @@ size_t dt_model_manifest(const dt_model *m, char *buf, size_t size);
 
 /* Scratch in be's memory for batches of up to max_batch samples. One per thread. */
 DT_MUST_USE dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out);
+/* The same for evaluation and logits only (no training step): layers' outputs share buffers once
+ * nothing reads them any more, so it holds a few activations instead of every layer's. */
+DT_MUST_USE dt_status dt_workspace_create_eval(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out);
 void dt_workspace_free(dt_backend *be, dt_workspace *ws);
 const dt_model *dt_workspace_model(const dt_workspace *ws);
 

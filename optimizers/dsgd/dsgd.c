@@ -123,11 +123,8 @@ static double gradient_step(const void *opts) {
 
 static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   const dt_dsgd_opts *o = opts;
-  if (o->update_order == DT_ORDER_SEQUENTIAL && !dt_local_step_plain(o->local_optimizer, &o->x)) {
-    snprintf(err, err_size, "update_order sequential (the seed reference's sweep) takes plain SGD steps; use synchronous "
-             "with local_optimizer %s", dt_local_opt_kind_name((dt_local_opt_kind)o->local_optimizer));
+  if (!dt_local_step_sequential_ok(o->update_order == DT_ORDER_SEQUENTIAL, o->local_optimizer, &o->x, err, err_size))
     return 0;
-  }
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 

@@ -12,13 +12,7 @@ set -u
 e2e_begin "$@"
 cfg=tests/e2e/recipe.yaml
 
-"$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "run at P=1 failed: $(tail -3 "$tmp/p1.log")"
-"$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --output-dir "$tmp/p3" --quiet > "$tmp/p3.log" 2>&1 \
-  || bad "run at P=3 failed: $(tail -3 "$tmp/p3.log")"
-same_results "$tmp/p1" "$tmp/p3" "recipe P=1 vs P=3"
-"$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/again" --quiet > "$tmp/again.log" 2>&1 \
-  || bad "re-run of the archived config failed: $(tail -3 "$tmp/again.log")"
-same_results "$tmp/p1" "$tmp/again" "recipe archived config re-run"
+ranks_and_rerun "$cfg" 3 recipe
 grep -q "lr_schedule:" "$tmp/p1/config.yaml" && grep -q "milestones: \[0.25, 0.5\]" "$tmp/p1/config.yaml" && ok \
   || bad "config.yaml should spell the schedules out: $(grep -n -A8 'lr_schedule' "$tmp/p1/config.yaml" | head -20)"
 
@@ -40,12 +34,7 @@ acc=$(final_top1 "$tmp/p1/dsgt_adam_results.csv")
 awk -v a="$acc" 'BEGIN {exit !(a > 0.6)}' && ok || bad "DSGT with Adam did not learn: final mean top-1 $acc"
 
 # killed after a checkpoint at P = 3, resumed at P = 2: the reference's files
-kill_later 2 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
-  --output-dir "$tmp/k" --quiet
-[ -e "$tmp/k/checkpoint" ] && ok || bad "the run was not killed with a checkpoint: $(ls "$tmp/k")"
-"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "resume failed: $(tail -3 "$tmp/k2.log")"
-"$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "reference failed"
-same_results "$tmp/ref" "$tmp/k" "recipe killed at P=3, resumed at P=2"
+killed_resumed "$cfg" 2 recipe
 
 echo "recipe: $pass passed, $fail failed"
 [ $fail -eq 0 ] && [ $pass -gt 0 ]

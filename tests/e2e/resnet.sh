@@ -18,13 +18,7 @@ trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
 cfg=$tmp/resnet.yaml
 cifar_config tests/e2e/resnet.yaml "$cfg" "$tmp/c10" 60 100
 
-"$dtrun" "$cfg" --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "run at P=1 failed: $(tail -3 "$tmp/p1.log")"
-"$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --output-dir "$tmp/p3" --quiet > "$tmp/p3.log" 2>&1 \
-  || bad "run at P=3 failed: $(tail -3 "$tmp/p3.log")"
-same_results "$tmp/p1" "$tmp/p3" "resnet P=1 vs P=3"
-"$dtrun" "$tmp/p1/config.yaml" --output-dir "$tmp/again" --quiet > "$tmp/again.log" 2>&1 \
-  || bad "re-run of the archived config failed: $(tail -3 "$tmp/again.log")"
-same_results "$tmp/p1" "$tmp/again" "resnet archived config re-run"
+ranks_and_rerun "$cfg" 3 resnet
 
 # the saved rows: parameters, then buffers, as the manifest places them
 params=$("$dtrun" check "$cfg" 2>/dev/null | sed -n 's/^# model: \([0-9]*\) parameters.*/\1/p')
@@ -98,12 +92,7 @@ PY
 awk -F, '$2 == "sampled" && $7 + 0 > 0.1 {found = 1} END {exit !found}' "$tmp/cmp.csv" && ok || bad "compare shows no accuracy for a sampled evaluation: $(cat "$tmp/cmp.csv")"
 
 # killed after a checkpoint at P = 3, resumed at P = 2: the reference's files
-kill_later 0 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
-  --output-dir "$tmp/k" --quiet
-[ -e "$tmp/k/checkpoint" ] && ok || bad "the run was not killed with a checkpoint: $(ls "$tmp/k")"
-"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "resume failed: $(tail -3 "$tmp/k2.log")"
-"$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "reference failed"
-same_results "$tmp/ref" "$tmp/k" "resnet killed at P=3, resumed at P=2"
+killed_resumed "$cfg" 0 resnet
 
 # configs/fashion_resnet.yaml (real Fashion-MNIST), cut to 10 rounds and 500 test samples: the
 # same files at P = 1 and P = 4

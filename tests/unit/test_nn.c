@@ -587,6 +587,51 @@ static void test_slab_step(void) {
   dt_slab_free(be, &tmp);
 }
 
+/* An evaluation workspace (outputs sharing buffers once dead) gives the bits of a training
+ * workspace (every output kept): loss, hits and logits, for the seed CNN, ResNet-20 with batch
+ * and group norm (residual ends read their block's input many layers later) and VGG-11. */
+static void test_eval_workspace(void) {
+  enum { N = 130, B = 50 };
+  dt_model_spec specs[4];
+  dt_model_spec_seed_cnn(&specs[0], 3, 5, 16);
+  dt_model_spec_named(&specs[1], DT_MODEL_RESNET20, DT_NORM_BATCH, 2, 0, 3, 16, 16, 10);
+  dt_model_spec_named(&specs[2], DT_MODEL_RESNET20, DT_NORM_GROUP, 2, 0, 3, 16, 16, 10);
+  dt_model_spec_named(&specs[3], DT_MODEL_VGG11, DT_NORM_BATCH, 2, 0, 3, 32, 32, 10);
+  for (int k = 0; k < 4; k++) {
+    dt_model *m = NULL;
+    dt_workspace *tw = NULL, *ew = NULL;
+    CHECK_OK(dt_model_create(&specs[k], &m));
+    if (m == NULL) continue;
+    CHECK_OK(dt_workspace_create(be, m, B, &tw));
+    CHECK_OK(dt_workspace_create_eval(be, m, B, &ew));
+    const size_t P = dt_model_num_params(m), NB = dt_model_num_buffers(m), D = dt_model_input_size(m), C = 10;
+    float *p = fvec(P), *buf = fvec(NB), *x = fvec((size_t)N * D), *la = fvec((size_t)N * C), *lb = fvec((size_t)N * C);
+    int32_t y[N];
+    dt_model_init_params(m, 7, p);
+    dt_model_init_buffers(m, buf);
+    randu(buf, NB, 0.1f); /* running statistics away from their start */
+    for (size_t i = 0; i < NB; i++) buf[i] = fabsf(buf[i]) + 0.5f;
+    randu(x, (size_t)N * D, 1.0f);
+    for (int i = 0; i < N; i++) y[i] = i % 10;
+    double lt = 0, le = 0;
+    long ht = 0, he = 0;
+    CHECK_OK(dt_model_evaluate(be, m, tw, p, NB ? buf : NULL, x, y, N, &lt, &ht));
+    CHECK_OK(dt_model_evaluate(be, m, ew, p, NB ? buf : NULL, x, y, N, &le, &he));
+    CHECK_OK(dt_model_logits(be, m, tw, p, NB ? buf : NULL, x, N, la));
+    CHECK_OK(dt_model_logits(be, m, ew, p, NB ? buf : NULL, x, N, lb));
+    CHECK(memcmp(&lt, &le, sizeof lt) == 0 && ht == he, "model %d: evaluation workspace loss %.17g, hits %ld; training "
+          "workspace %.17g, %ld", k, le, he, lt, ht);
+    CHECK(memcmp(la, lb, sizeof(float) * (size_t)N * C) == 0, "model %d: logits differ between the workspaces", k);
+    float loss;
+    CHECK(dt_model_forward_backward(be, m, ew, p, NB ? buf : NULL, x, y, B, p, &loss, NULL) == DT_ERR_INTERNAL,
+          "a training step on an evaluation workspace should be refused");
+    free(p), free(buf), free(x), free(la), free(lb);
+    dt_workspace_free(be, tw);
+    dt_workspace_free(be, ew);
+    dt_model_free(m);
+  }
+}
+
 int main(void) {
   dt_rng_init(&rng, 1, DT_RNG_TEST, 42);
   if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
@@ -604,6 +649,7 @@ int main(void) {
   test_conv_op(4, 9, 8, 1, 2, 0);
   test_conv_op(2, 4, 3, 3, 2, 3);
   test_conv_op(3, 5, 2, 2, 3, 4);
+  test_eval_workspace();
   rng = shared;
   test_linear_pool_loss_ops();
   test_gradients();

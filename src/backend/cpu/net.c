@@ -24,6 +24,8 @@ struct dt_workspace {
   void *scratch[DT_MAX_COMPILED];    /* each layer's own (argmax, mask, statistics, ...) */
   float *grad_a, *grad_b;            /* ping-pong buffers for activation gradients */
   float *col, *dcol;
+  int eval;                          /* forward only (dt_workspace_create_eval): outputs share pool */
+  float *pool[DT_MAX_COMPILED];      /* eval: the buffers the layers' outputs take turns in */
 };
 
 const dt_model *dt_workspace_model(const dt_workspace *ws) { return ws->m; }
@@ -32,6 +34,7 @@ void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
   if (ws == NULL) return;
   for (int l = 0; l <= DT_MAX_COMPILED; l++)
     if (ws->owned[l]) dt_be_free(be, ws->act[l]);
+  for (int k = 0; k < DT_MAX_COMPILED; k++) dt_be_free(be, ws->pool[k]);
   for (int l = 0; l < DT_MAX_COMPILED; l++) dt_be_free(be, ws->scratch[l]);
   dt_be_free(be, ws->grad_a);
   dt_be_free(be, ws->grad_b);
@@ -43,7 +46,40 @@ void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
 /* count elements of *p's type in backend memory */
 #define BE_ALLOC(p, count) dt_be_alloc(be, (size_t)(count) * sizeof(*(p)), (void **)&(p))
 
-dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
+/* Forward only, each layer's output lives from the layer that writes it to its last reader: the
+ * next layer, and the residual end that adds its block's input. Outputs whose lives do not
+ * overlap share a buffer (first fit in layer order); an aliasing layer's output is its input's
+ * buffer. For ResNet-20 at 500 samples this is 4 buffers of the largest activation instead of all
+ * 60 layers' outputs (1.2 GB a thread). */
+static dt_status eval_buffers(dt_backend *be, dt_workspace *ws, size_t B) {
+  const int L = ws->L;
+  int root[DT_MAX_COMPILED + 1], last[DT_MAX_COMPILED + 1], buf[DT_MAX_COMPILED + 1], busy[DT_MAX_COMPILED];
+  size_t need[DT_MAX_COMPILED] = {0};
+  for (int i = 0; i <= L; i++) last[i] = i, root[i] = i; /* act[i] is read by layer i (act[L]: by the loss) */
+  for (int l = 0; l < L; l++) {
+    const dt_layer_info *li = &ws->layers[l];
+    if (li->kind == DT_LAYER_RESIDUAL_END && last[li->pair] < l) last[li->pair] = l;
+    if (layer_ops[li->kind]->forward_alias) root[l + 1] = root[l];
+  }
+  for (int i = L; i >= 1; i--)
+    if (root[i] != i && last[root[i]] < last[i]) last[root[i]] = last[i];
+  int n = 0;
+  for (int i = 1; i <= L; i++) {
+    if (root[i] != i) continue;
+    int k = 0;
+    while (k < n && busy[k] >= i - 1) k++; /* free once its last reader ran before layer i - 1 */
+    if (k == n) n++;
+    busy[k] = last[i];
+    buf[i] = k;
+    if (ws->layers[i - 1].out_size > need[k]) need[k] = ws->layers[i - 1].out_size;
+  }
+  for (int k = 0; k < n; k++) DT_TRY(BE_ALLOC(ws->pool[k], B * need[k]));
+  for (int i = 1; i <= L; i++)
+    if (root[i] == i) ws->act[i] = ws->pool[buf[i]];
+  return DT_OK;
+}
+
+static dt_status workspace_make(dt_backend *be, const dt_model *m, int max_batch, int eval, dt_workspace **out) {
   dt_status st = DT_OK;
   dt_workspace *ws = NULL;
   *out = NULL;
@@ -54,27 +90,40 @@ dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, 
   ws->L = dt_model_num_layers(m);
   ws->classes = dt_model_num_classes(m);
   ws->layers = dt_model_layer(m, 0);
+  ws->eval = eval;
   const size_t B = (size_t)max_batch;
   for (int l = 0; l < ws->L; l++) {
     const dt_layer_info *li = &ws->layers[l];
     const cpu_layer_ops *ops = layer_ops[li->kind];
     if (ops->scratch != NULL && ops->scratch(li, max_batch) > 0)
       DT_TRY_GOTO(dt_be_alloc(be, ops->scratch(li, max_batch), &ws->scratch[l]));
-    if (ops->forward_alias) continue; /* its output is its input */
+    if (ops->forward_alias || eval) continue; /* its output is its input; eval: eval_buffers */
     DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * li->out_size));
     ws->owned[l + 1] = 1;
   }
-  DT_TRY_GOTO(BE_ALLOC(ws->grad_a, B * dt_model_max_activation(m)));
-  DT_TRY_GOTO(BE_ALLOC(ws->grad_b, B * dt_model_max_activation(m)));
+  if (eval) {
+    DT_TRY_GOTO(eval_buffers(be, ws, B));
+  } else {
+    DT_TRY_GOTO(BE_ALLOC(ws->grad_a, B * dt_model_max_activation(m)));
+    DT_TRY_GOTO(BE_ALLOC(ws->grad_b, B * dt_model_max_activation(m)));
+  }
   if (dt_model_col_size(m) > 0) {
     DT_TRY_GOTO(BE_ALLOC(ws->col, dt_model_col_size(m)));
-    DT_TRY_GOTO(BE_ALLOC(ws->dcol, dt_model_col_size(m)));
+    if (!eval) DT_TRY_GOTO(BE_ALLOC(ws->dcol, dt_model_col_size(m)));
   }
   *out = ws;
   ws = NULL;
 cleanup:
   dt_workspace_free(be, ws);
   return st;
+}
+
+dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
+  return workspace_make(be, m, max_batch, 0, out);
+}
+
+dt_status dt_workspace_create_eval(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
+  return workspace_make(be, m, max_batch, 1, out);
 }
 
 /* A call on layer l with what every layer gets. */
@@ -102,6 +151,7 @@ dt_status dt_model_forward_backward(dt_backend *be, const dt_model *m, dt_worksp
                                     float *loss, dt_rng *dropout_rng) {
   (void)be;
   DT_CHECK(m == ws->m, DT_ERR_INTERNAL, "a workspace used with another model than its own");
+  DT_CHECK(!ws->eval, DT_ERR_INTERNAL, "a training step on an evaluation workspace (it keeps no activations)");
   DT_CHECK(batch >= 1 && batch <= ws->max_batch, DT_ERR_INTERNAL,
            "batch %d outside the workspace's 1..%d", batch, ws->max_batch);
   DT_CHECK(buffers != NULL || dt_model_num_buffers(m) == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
