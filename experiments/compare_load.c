@@ -148,12 +148,9 @@ static int one_of(const char *v, const char *values) {
 
 /* Whether a run's config passes every --where; *value its --against value. An unknown key is an
  * error with the nearest key path. */
-static dt_status config_filter(const dt_compare_options *opt, const char *text, const char *path, int *keep, char *value,
-                               size_t size) {
-  dt_ynode *root = NULL;
+static dt_status config_filter(const dt_compare_options *opt, const dt_ynode *root, int *keep, char *value, size_t size) {
   *keep = 1;
   value[0] = '\0';
-  DT_TRY(dt_yaml_parse(text, strlen(text), path, &root));
   dt_status st = DT_OK;
   for (int w = 0; w <= opt->num_where; w++) {
     char key[512];
@@ -174,22 +171,17 @@ static dt_status config_filter(const dt_compare_options *opt, const char *text, 
     if (eq == NULL) snprintf(value, size, "%s", v);
     else *keep &= one_of(v, eq + 1);
   }
-  dt_ynode_free(root);
   return st;
 }
 
 /* Each problem's evaluation.sample from a run's archived config (problems in file order). */
-static dt_status eval_samples(const char *text, const char *path, int *sample) {
-  dt_ynode *root = NULL;
+static void eval_samples(const dt_ynode *root, int *sample) {
   memset(sample, 0, sizeof(int) * DT_MAX_PROBLEMS);
-  DT_TRY(dt_yaml_parse(text, strlen(text), path, &root));
   const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
   for (int p = 0; pcs != NULL && pcs->kind == DT_YN_MAP && p < pcs->n && p < DT_MAX_PROBLEMS; p++) {
     const char *v = config_value(pcs->items[p], "evaluation.sample");
     sample[p] = v != NULL ? atoi(v) : 0;
   }
-  dt_ynode_free(root);
-  return DT_OK;
 }
 
 /* ---- the database --------------------------------------------------------------------------- */
@@ -297,10 +289,15 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   run_label(db, ri->run, dir, ri->label, sizeof ri->label);
   ri->against[0] = '\0';
   *keep = 1;
+  /* the archived config, read once: each problem's evaluation.sample, and --where / --against */
   const char *text = (const char *)sqlite3_column_text(runs, 3);
-  DT_TRY(eval_samples(text != NULL ? text : "", path, ri->sample));
-  if (opt->against == NULL && opt->num_where == 0) return DT_OK;
-  return config_filter(opt, text != NULL ? text : "", path, keep, ri->against, sizeof ri->against);
+  dt_ynode *root = NULL;
+  DT_TRY(dt_yaml_parse(text != NULL ? text : "", text != NULL ? strlen(text) : 0, path, &root));
+  eval_samples(root, ri->sample);
+  dt_status st = DT_OK;
+  if (opt->against != NULL || opt->num_where > 0) st = config_filter(opt, root, keep, ri->against, sizeof ri->against);
+  dt_ynode_free(root);
+  return st;
 }
 
 /* dir's results.sqlite, opened to read (path: its name). */

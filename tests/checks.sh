@@ -29,14 +29,20 @@ same_results() {
   ok
 }
 
-# e2e_begin DTRUN MPIEXEC SOURCE_ROOT: sets dtrun and mpiexec, works from the source root, skips
-# (77) without data/mnist, and makes $tmp, removed (its processes killed) when the test ends.
-e2e_begin() {
+# e2e_start DTRUN MPIEXEC SOURCE_ROOT: sets dtrun and mpiexec, works from the source root, and
+# makes $tmp, removed (its processes killed) when the test ends.
+e2e_start() {
   dtrun=$(realpath "$1") mpiexec=$2
   cd "$3" || exit 1
-  [ -f data/mnist/train-images-idx3-ubyte ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
   tmp=$(mktemp -d)
   trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+}
+
+# e2e_begin DTRUN MPIEXEC SOURCE_ROOT: e2e_start, for a test on real MNIST: skips (77) without
+# data/mnist.
+e2e_begin() {
+  [ -f "$3/data/mnist/train-images-idx3-ubyte" ] || { echo "no data/mnist: run scripts/setup.sh"; exit 77; }
+  e2e_start "$@"
 }
 
 # Starts a run in the background (the rest of the arguments), waits until its checkpoint is of

@@ -9,10 +9,7 @@
 # usage: cifar.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-tmp=$(mktemp -d)
-trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+e2e_start "$@"
 
 data=$tmp/c10/cifar-10-batches-bin
 cfg=$tmp/cifar.yaml

@@ -10,10 +10,7 @@
 # usage: resnet.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
-dtrun=$(realpath "$1") mpiexec=$2
-cd "$3" || exit 1
-tmp=$(mktemp -d)
-trap 'pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+e2e_start "$@"
 
 cfg=$tmp/resnet.yaml
 cifar_config tests/e2e/resnet.yaml "$cfg" "$tmp/c10" 60 100
