@@ -21,6 +21,7 @@
 static const char usage_text[] =
     "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]...\n"
     "                    [--sweep key.path=v1,v2,...]... [--quiet] [--progress auto|always|never]\n"
+    "                    [--dump-trace DIR]\n"
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
     "       dtrun check RUN_DIR|SWEEP_DIR\n"
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
@@ -46,6 +47,9 @@ static const char usage_text[] =
     "  --sweep key=v1,v2    run one experiment per value (with the file's sweep: axes, a grid) into\n"
     "                       one sweep folder\n"
     "  --quiet              print only errors and the final summary\n"
+    "  --dump-trace DIR     run: also write what fixes the run's path (minibatches, random draws,\n"
+    "                       every node's parameters after every round) into DIR, for the float64\n"
+    "                       twins of tests/twin/ (small runs: one open file per node)\n"
     "  --progress WHEN      the live progress bar: auto (default: only when the output is a\n"
     "                       terminal, mpirun's own output included), always, never\n"
     "  --metric M,...       compare: the metrics (default top1_accuracy); the first is tabulated\n"
@@ -68,6 +72,7 @@ typedef struct args {
   const char *file;
   const char *argv_dir; /* resume: the run folder as given */
   const char *output_dir;
+  const char *dump_trace;
   const char *sets[MAX_SETS];
   int nsets;
   const char *sweeps[DT_SWEEP_MAX_AXES];
@@ -116,6 +121,11 @@ static dt_status run_option(int argc, char **argv, int *i, args *a, int *used) {
     DT_TRY(parse_progress(argv[++*i], &a->progress));
   } else if (strcmp(s, "--force") == 0) {
     a->force = 1;
+  } else if (strcmp(s, "--dump-trace") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--dump-trace needs a folder");
+    a->dump_trace = argv[++*i];
+  } else if (strncmp(s, "--dump-trace=", 13) == 0) {
+    a->dump_trace = s + 13;
   } else {
     *used = 0;
   }
@@ -195,6 +205,9 @@ static dt_status check_args(const args *a) {
   else if (strcmp(a->cmd, "resume") == 0) DT_CHECK(a->file != NULL, DT_ERR_USAGE, "resume needs a run folder (see dtrun --help)");
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
   DT_CHECK(!a->force || (strcmp(a->cmd, "run") == 0 && a->output_dir != NULL), DT_ERR_USAGE, "--force only goes with run --output-dir DIR");
+  DT_CHECK(a->dump_trace == NULL || (strcmp(a->cmd, "run") == 0 && a->nsweeps == 0), DT_ERR_USAGE,
+           "--dump-trace goes with run (one experiment, not a sweep or a resume)");
+  DT_CHECK(a->dump_trace == NULL || a->dump_trace[0] != '\0', DT_ERR_USAGE, "--dump-trace needs a folder");
   DT_CHECK(a->nsweeps == 0 || strcmp(a->cmd, "run") == 0 || strcmp(a->cmd, "check") == 0, DT_ERR_USAGE,
            "--sweep goes with run or check");
   DT_CHECK(strcmp(a->cmd, "resume") != 0 || (a->nsets == 0 && a->output_dir == NULL), DT_ERR_USAGE,
@@ -348,8 +361,9 @@ static dt_status run_loaded(dt_comm *comm, const args *a, int resume, double mod
   char cmdline[4096];
   command_line(argc, argv, cmdline, sizeof cmdline);
   dt_run_options ro = {.output_dir = a->output_dir, .quiet = a->quiet, .progress = a->progress, .command_line = cmdline, .force = a->force,
-                       .resume = resume};
+                       .resume = resume, .dump_trace = a->dump_trace};
   if (mode == RUN) return dt_experiment_run(comm, cfg, &ro);
+  if (mode == SWEEP && a->dump_trace != NULL) return DT_ERROR(DT_ERR_USAGE, "--dump-trace traces one experiment; this file is a sweep");
   if (mode == SWEEP || mode == SWEEP_RESUME) {
     ro.resume = 0;
     return dt_sweep_run(comm, dt_comm_rank(comm) == 0 ? sweep : NULL, a->sets, a->nsets, &ro, mode == SWEEP_RESUME ? a->argv_dir : NULL);

@@ -2,10 +2,13 @@
  * sees a partial file: config.yaml, graph.yaml and split.csv at the start; each problem's
  * <problem_name>_results.csv (one row per node per evaluation), _consensus.csv and _models.npy
  * when it ends; summary.yaml after every problem; solo_results.csv for individual_training. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dt_config.h"
 #include "dt_vcs.h"
@@ -32,6 +35,42 @@ static dt_status emit_graph(const void *ctx, FILE *f) {
   const runner *r = ctx;
   DT_TRY(dt_graph_write_yaml(r->graph, f));
   return r->schedule != NULL ? dt_schedule_write_yaml(r->schedule, f) : DT_OK;
+}
+
+dt_status runner_write_trace_setup(runner *r, const char *dir) {
+  dt_status st = DT_OK;
+  char *arch = NULL, *man = NULL;
+  strbuf sb = {0};
+  if (r->rank != 0) return DT_OK;
+  DT_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, DT_ERR_IO, "cannot create trace folder %s: %s", dir, strerror(errno));
+  DT_TRY(dt_write_emitted(dir, "config.yaml", runner_emit_config, r->cfg));
+  DT_TRY(dt_write_emitted(dir, "graph.yaml", emit_graph, r));
+  const dt_model *m = dt_task_model(r->task);
+  const size_t al = dt_model_spec_json(dt_model_spec_of(m), NULL, 0), ml = dt_model_manifest(m, NULL, 0);
+  DT_ALLOC_GOTO(arch, al + 1, "model description");
+  DT_ALLOC_GOTO(man, ml + 1, "model manifest");
+  dt_model_spec_json(dt_model_spec_of(m), arch, al + 1);
+  dt_model_manifest(m, man, ml + 1);
+  DT_TRY_GOTO(dt_write_atomic(dir, "model.json", arch, al));
+  DT_TRY_GOTO(dt_write_atomic(dir, "manifest.tsv", man, ml));
+  const dt_model_spec *ms = dt_model_spec_of(m);
+  sb_printf(&sb, "{\"format\": 1, \"nodes\": %d, \"input_shape\": [%d, %d, %d], \"classes\": %d, \"num_params\": %zu, "
+            "\"num_buffers\": %zu, \"problems\": [", r->n, ms->in_channels, ms->in_height, ms->in_width, ms->num_classes,
+            dt_model_num_params(m), dt_model_num_buffers(m));
+  for (int p = 0; p < r->cfg->num_problems; p++) {
+    sb_printf(&sb, "%s", p > 0 ? ", " : "");
+    sb_yaml_string(&sb, r->cfg->problems[p].problem_name);
+  }
+  sb_printf(&sb, "], \"node_samples\": [");
+  for (int i = 0; i < r->n; i++) sb_printf(&sb, "%s%zu", i > 0 ? ", " : "", dt_split_size(&r->split, i));
+  sb_printf(&sb, "]}\n");
+  DT_CHECK_GOTO(!sb.failed, DT_ERR_MEMORY, "out of memory");
+  DT_TRY_GOTO(dt_write_atomic(dir, "trace.json", sb.data, sb.len));
+cleanup:
+  sb_free(&sb);
+  dt_free(arch);
+  dt_free(man);
+  return st;
 }
 
 dt_status runner_write_setup_files(runner *r) {

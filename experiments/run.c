@@ -90,13 +90,29 @@ typedef struct round_flags {
   int checkpoint; /* a checkpoint is due (checkpoint_every, checkpoint_minutes, SIGUSR1) */
 } round_flags;
 
+/* --dump-trace: every local node's parameters (THET) and model buffers (BUFS) after the round
+ * (before the first: round -1). */
+static dt_status trace_state(dt_optimizer_run *run) {
+  if (run->trace == NULL) return DT_OK;
+  const float *const *rows;
+  DT_TRY(dt_run_host_rows(run, &run->theta, &rows));
+  for (int l = 0; l < run->count; l++) DT_TRY(dt_trace_f32(run->trace, l, "THET", rows[l], run->dim));
+  dt_slab *buf = dt_task_buffers(run->task);
+  if (buf->dim == 0) return DT_OK;
+  DT_TRY(dt_run_host_rows(run, buf, &rows));
+  for (int l = 0; l < run->count; l++) DT_TRY(dt_trace_f32(run->trace, l, "BUFS", rows[l], buf->dim));
+  return DT_OK;
+}
+
 /* Runs round k and agrees, across ranks, on what follows it. Compute time = the round's wall
  * time less its communication (timed by the exchange). Collective. */
 static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, problem_run *pr, int k, round_flags *f) {
   dt_optimizer_run *run = &pr->run;
   const double round_start = dt_time_now(), comm_before = run->t_comm.total;
+  dt_trace_set_round(run->trace, k);
   DT_TRY(dt_run_round(def, state, run, k));
   const double wall = dt_time_now() - round_start;
+  DT_TRY(trace_state(run));
   run->t_compute.total += wall - (run->t_comm.total - comm_before);
   if (pr->round_seconds != NULL) pr->round_seconds[k] = wall;
   double flag[2] = {runner_stop_signal() ? 1 : 0, runner_checkpoint_requested() || runner_checkpoint_due(r, k + 1) ? 1 : 0};
@@ -175,6 +191,11 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   /* every problem starts from θ0 with fresh minibatch streams */
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
+  if (r->opt->dump_trace != NULL) { /* from θ0, create's own gradient calls included */
+    DT_TRY_GOTO(dt_trace_open(r->opt->dump_trace, pc->problem_name, r->first, r->count, &run->trace));
+    dt_task_set_trace(r->task, run->trace);
+    DT_TRY_GOTO(trace_state(run));
+  }
   pr.t_start = dt_time_now();
   DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
   if (start > 0) {
@@ -194,6 +215,9 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   if (pc->profile) DT_TRY_GOTO(runner_print_profile(r, &pr, res, start));
 cleanup:
   if (state != NULL) def->destroy(state);
+  dt_task_set_trace(r->task, NULL);
+  const dt_status trace_st = dt_trace_close(run->trace);
+  if (st == DT_OK) st = trace_st;
   dt_run_free(run);
   dt_free(pr.round_seconds);
   sb_free(&pr.csv);
@@ -333,6 +357,10 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   memset(&rp, 0, sizeof rp);
   int done = 0, sig = 0;
   DT_TRY_GOTO(runner_setup(&r));
+  if (opt->dump_trace != NULL) {
+    DT_CHECK_GOTO(r.schedule == NULL, DT_ERR_USAGE, "--dump-trace traces static graphs; this experiment's graph changes every round");
+    DT_TRY_GOTO(runner_write_trace_setup(&r, opt->dump_trace));
+  }
   banner(&r);
   if (opt->resume) DT_TRY_GOTO(runner_checkpoint_load_run(&r, &rp));
   if (!rp.found) {

@@ -105,6 +105,10 @@ typedef struct resume_point {
   size_t shared_size;
 } resume_point;
 
+/* results.c. The experiment's part of a trace into dir (rank 0): the resolved config.yaml,
+ * graph.yaml, the model's layer list (model.json) and manifest (manifest.tsv). */
+DT_MUST_USE dt_status runner_write_trace_setup(runner *r, const char *dir);
+
 /* evaluate.c. Whether node i is evaluated by pc (every node, unless evaluation.sample). */
 int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);
 /* Draws r->eval_rank from the experiment's seed. */

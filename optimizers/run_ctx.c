@@ -110,6 +110,14 @@ dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *gra
   return DT_OK;
 }
 
+dt_status dt_run_trace_i32(dt_optimizer_run *run, int l, const char *tag, const int32_t *v, size_t n) {
+  return dt_trace_i32(run->trace, l, tag, v, n);
+}
+
+dt_status dt_run_trace_f32(dt_optimizer_run *run, int l, const char *tag, const float *v, size_t n) {
+  return dt_trace_f32(run->trace, l, tag, v, n);
+}
+
 dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out) {
   return dt_run_exchange_len(run, nvec, run->dim, out);
 }

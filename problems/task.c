@@ -10,6 +10,7 @@
 
 #include "dt/problem.h"
 #include "dt/rng.h"
+#include "dt/trace.h"
 
 enum { EVAL_CHUNK = 500 };
 
@@ -55,9 +56,11 @@ struct dt_task {
   float *sub_x;   /* a test subset (evaluation.test_samples), backend memory */
   int32_t *sub_y;
   size_t sub_n;
+  dt_trace *trace; /* --dump-trace: every training call's samples and loss (borrowed), or NULL */
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
+void dt_task_set_trace(dt_task *t, dt_trace *trace) { t->trace = trace; }
 dt_slab *dt_task_buffers(dt_task *t) { return &t->buffers; }
 const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
@@ -389,12 +392,46 @@ static void next_batch(dt_task *t, int l) {
   t->nb[l] = (int)b;
 }
 
+/* The trace of node l's call: the samples' indices, labels and inputs as the model sees them
+ * (normalised, augmented). A full-batch call's are the node's data in split order, rebuilt here. */
+static dt_status trace_samples(dt_task *t, int l) {
+  const int node = t->first + l;
+  const uint32_t *idx;
+  size_t b;
+  const float *x = t->xh + (size_t)l * t->x_stride;
+  const int32_t *y = t->yh + (size_t)l * t->y_stride;
+  float *fx = NULL;
+  int32_t *fy = NULL;
+  dt_status st = DT_OK;
+  if (t->full_batch) {
+    b = dt_split_size(t->split, node);
+    idx = t->split->idx + t->split->start[node];
+    DT_ALLOC_GOTO(fx, b * t->train->dim + 1, "trace");
+    DT_ALLOC_GOTO(fy, b + 1, "trace");
+    dt_samples_rows(t->train, idx, b, fx, fy);
+    x = fx, y = fy;
+  } else {
+    b = (size_t)t->nb[l];
+    idx = t->node[l].perm + t->node[l].cursor - b;
+  }
+  _Static_assert(sizeof(uint32_t) == sizeof(int32_t), "indices are written as int32");
+  DT_TRY_GOTO(dt_trace_i32(t->trace, l, "BIDX", (const int32_t *)idx, b));
+  DT_TRY_GOTO(dt_trace_i32(t->trace, l, "BLAB", y, b));
+  DT_TRY_GOTO(dt_trace_f32(t->trace, l, "BXIN", x, b * t->train->dim));
+cleanup:
+  dt_free(fx);
+  dt_free(fy);
+  return st;
+}
+
 dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss) {
   dt_backend *be = t->be;
   double total[t->count > 0 ? t->count : 1];
   if (t->full_batch) {
     for (int l = 0; l < t->count; l++)
       if ((active == NULL || active[l]) && t->node[l].epochs < 0) t->node[l].epochs = 0;
+    for (int l = 0; l < t->count && t->trace != NULL; l++)
+      if (active == NULL || active[l]) DT_TRY(trace_samples(t, l));
     DT_TRY(full_gradients(t, theta, grad, &t->buffers, active, total));
   } else {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
@@ -402,6 +439,8 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
       t->nb[l] = 0;
       if (active == NULL || active[l]) next_batch(t, l);
     }
+    for (int l = 0; l < t->count && t->trace != NULL; l++)
+      if (t->nb[l] > 0) DT_TRY(trace_samples(t, l));
     DT_TRY(model_gradients(t, theta, grad, &t->buffers));
     for (int l = 0; l < t->count; l++) total[l] = t->nb_loss[l];
   }
@@ -409,6 +448,7 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
     if (active != NULL && !active[l]) continue;
     DT_TRY(add_l2(t, dt_slab_node(theta, l), dt_slab_node(grad, l), &total[l]));
     loss[l] = (float)total[l];
+    DT_TRY(dt_trace_f32(t->trace, l, "LOSS", &loss[l], 1));
   }
   return DT_OK;
 }

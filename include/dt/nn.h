@@ -230,6 +230,13 @@ void dt_model_init_buffers(const dt_model *m, float *buffers);
  * buffers; shape d0xd1...; batch norm's num_batches_tracked as role count, offset -1, not
  * stored). Returns the length it needed, as snprintf (buf may be NULL with size 0). */
 size_t dt_model_manifest(const dt_model *m, char *buf, size_t size);
+/* The layer list of spec as JSON: one object per layer with its type and the keys it sets
+ * (out_channels, kernel_size, stride, padding, out_features, groups, bias, p, eps, momentum; a
+ * residual block's own list as "layers"), what tests/unit/torch_layers.py builds torch.nn
+ * modules from. Returns the length it needed, as snprintf. */
+size_t dt_model_spec_json(const dt_model_spec *spec, char *buf, size_t size);
+/* The spec m was made from. */
+const dt_model_spec *dt_model_spec_of(const dt_model *m);
 
 /* Scratch in be's memory for batches of up to max_batch samples. One per thread. */
 DT_MUST_USE dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out);

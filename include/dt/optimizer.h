@@ -54,6 +54,7 @@ typedef struct dt_optimizer_run {
   int num_items;
   unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */
   size_t blob_cap;
+  dt_trace *trace;        /* --dump-trace: the run's trace (borrowed), or NULL */
 } dt_optimizer_run;
 
 /* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
@@ -119,6 +120,10 @@ DT_MUST_USE dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre
 /* The same sum, left in double in sum (backend memory, dim doubles), and not charged as traffic
  * or communication time: for metrics. Collective. */
 DT_MUST_USE dt_status dt_run_sum_nodes(dt_optimizer_run *run, const dt_slab *v, double *sum);
+/* Records the random draws of plug-ins in the run's trace (nothing without one): n values of
+ * local node l under a 4-character tag (tests/twin/README.md lists them). */
+DT_MUST_USE dt_status dt_run_trace_i32(dt_optimizer_run *run, int l, const char *tag, const int32_t *v, size_t n);
+DT_MUST_USE dt_status dt_run_trace_f32(dt_optimizer_run *run, int l, const char *tag, const float *v, size_t n);
 /* Host views of v's rows (the rows themselves on a host-memory backend). */
 DT_MUST_USE dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows);
 

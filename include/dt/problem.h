@@ -14,6 +14,7 @@
 #include "dt/config.h"
 #include "dt/data.h"
 #include "dt/nn.h"
+#include "dt/trace.h"
 
 /* ---- task ----------------------------------------------------------------------------------- */
 
@@ -28,6 +29,10 @@ size_t dt_task_dim(const dt_task *t);
 /* Each local node's model buffers (running statistics), dim 0 and no data for a model without. */
 dt_slab *dt_task_buffers(dt_task *t);
 const dt_model *dt_task_model(const dt_task *t);
+/* Records every later training call of each local node in trace (NULL: stop): the samples'
+ * indices (BIDX), labels (BLAB) and inputs as the model sees them (BXIN), then the loss (LOSS,
+ * the L2 term included). */
+void dt_task_set_trace(dt_task *t, dt_trace *trace);
 dt_backend *dt_task_backend(const dt_task *t);
 /* θ0 from the seed into a host vector (identical for every node and every problem). */
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta);

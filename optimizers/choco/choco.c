@@ -4,6 +4,8 @@
  * and values, or packed bits and a scale). On a time-varying graph every directed edge keeps its
  * own estimate, updated only when the edge is active, so that both ends always agree. Update
  * equations: README.md here. */
+#include <string.h>
+
 #include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
@@ -67,6 +69,8 @@ typedef struct choco_state {
   dt_slab xin;  /* x̂_{j→i}: j's estimate as i knows it */
   int *rev;     /* [local out-edges]: the index of the reverse edge j→i */
   int e0;       /* the first local out-edge, g->nbr_start[first] */
+  float *qtrace; /* --dump-trace: per local node, the decoded message and (off the host) its bytes */
+  size_t qtrace_stride;
 } choco_state;
 
 static void destroy(void *p) {
@@ -79,6 +83,7 @@ static void destroy(void *p) {
   dt_slab_free(s->run->be, &s->xout);
   dt_slab_free(s->run->be, &s->xin);
   dt_free(s->rev);
+  dt_free(s->qtrace);
   dt_free(s);
 }
 
@@ -116,6 +121,10 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
     DT_TRY_GOTO(dt_run_keep_slab(run, "s", &s->s));
     /* one message per node, of which each exchange sends codec.bytes */
     DT_TRY_GOTO(dt_run_exchange_len(run, 1, msg_len, &ex));
+    if (run->trace != NULL) {
+      s->qtrace_stride = run->dim + msg_len;
+      DT_ALLOC_GOTO(s->qtrace, s->qtrace_stride * (size_t)run->count + 1, "choco trace");
+    }
   }
   *out = s;
   s = NULL;
@@ -128,12 +137,26 @@ cleanup:
  * directed edge's index in the union graph per edge. */
 static uint64_t msg_id(int from, int k) { return (uint64_t)(uint32_t)from << 32 | (uint32_t)k; }
 
+/* --dump-trace: node l's message q_i as decoded (QMSG): the outcome of the codec's draws. */
+static dt_status trace_message(choco_state *s, int l, const void *msg) {
+  dt_optimizer_run *run = s->run;
+  float *q = s->qtrace + s->qtrace_stride * (size_t)l, *bytes = q + run->dim;
+  if (!run->be->host_memory) {
+    DT_TRY(dt_be_download(run->be, bytes, msg, s->codec.bytes));
+    msg = bytes;
+  }
+  memset(q, 0, sizeof(float) * run->dim);
+  dt_codec_decode_axpy(&s->codec, msg, run->seed, msg_id(run->first + l, s->k), 1.0f, q);
+  return dt_run_trace_f32(run, l, "QMSG", q, run->dim);
+}
+
 static dt_status node_encode(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
   const int i = run->first + l;
-  return dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k),
-                              dt_exchange_send_buffer(run->exchange, i, 0));
+  void *msg = dt_exchange_send_buffer(run->exchange, i, 0);
+  DT_TRY(dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k), msg));
+  return s->qtrace != NULL ? trace_message(s, l, msg) : DT_OK;
 }
 
 static dt_status node_update(void *p, int l) {

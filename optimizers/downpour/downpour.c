@@ -148,6 +148,10 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   for (int t = 0; t < s->o.sync_every; t++) DT_TRY(dt_learners_step(run, &s->workers, (float)s->o.worker_lr, NULL));
   DT_TRY(dt_slab_axpby(be, 1.0f, slot, -1.0f, &run->theta, slot));
   dt_run_count_to_centre(run); /* the pushes */
+  for (int l = 0; l < run->count; l++) { /* --dump-trace: the round each push reaches the server */
+    const int32_t d = delay(s, run->first + l, k);
+    DT_TRY(dt_run_trace_i32(run, l, "DLAY", &d, 1));
+  }
   /* 2. The server applies what arrives in round k: the pushes of round k − a with delay a,
    *    oldest round first, in node order within a round. */
   dt_status st = DT_OK;

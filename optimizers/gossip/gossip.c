@@ -49,6 +49,7 @@ typedef struct gossip_state {
   int *partner;    /* pairwise: matched node or -1; push: push target or -1 */
   uint32_t *order; /* edge order for the matching */
   double *w;       /* push-sum weights of ALL nodes (every rank tracks all of them) */
+  double *wnew;    /* scratch: the weights after this round's pushes */
 } gossip_state;
 
 static void destroy(void *p) {
@@ -59,6 +60,7 @@ static void destroy(void *p) {
   dt_free(s->partner);
   dt_free(s->order);
   dt_free(s->w);
+  dt_free(s->wnew);
   dt_free(s);
 }
 
@@ -76,6 +78,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s->partner, g->n, "gossip");
   DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
   DT_ALLOC_GOTO(s->w, g->n, "gossip");
+  DT_ALLOC_GOTO(s->wnew, g->n, "gossip");
   for (int i = 0; i < g->n; i++) s->w[i] = 1.0;
   DT_TRY_GOTO(dt_run_keep_shared(run, "push_weights", s->w, sizeof(double) * (size_t)g->n));
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
@@ -126,6 +129,10 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       }
     }
   }
+  for (int l = 0; l < run->count; l++) { /* --dump-trace: each node's partner or push target */
+    const int32_t peer = s->partner[run->first + l];
+    DT_TRY(dt_run_trace_i32(run, l, "PEER", &peer, 1));
+  }
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, s->mask));
 
@@ -157,10 +164,14 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       wj = tot;
     }
   }
-  /* weights of receivers, for every node (all ranks keep the full vector) */
+  /* weights of receivers, for every node (all ranks keep the full vector): each adds the halved
+   * weights its senders had this round, not what they received themselves (that would create
+   * weight: the sum of the weights stays N) */
+  for (int j = 0; j < g->n; j++) s->wnew[j] = s->w[j];
   for (int j = 0; j < g->n; j++)
     for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++)
-      if (s->partner[g->nbr[e]] == j) s->w[j] += s->w[g->nbr[e]];
+      if (s->partner[g->nbr[e]] == j) s->wnew[j] += s->w[g->nbr[e]];
+  for (int j = 0; j < g->n; j++) s->w[j] = s->wnew[j];
   return DT_OK;
 }
 

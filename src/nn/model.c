@@ -227,6 +227,39 @@ void dt_model_init_buffers(const dt_model *m, float *buffers) {
     }
 }
 
+/* Spec entries [first, end) as a JSON list. */
+static size_t spec_json(const dt_model_spec *s, int first, int end, char *buf, size_t size) {
+  size_t u = 0;
+#define PUT(...) u += (size_t)snprintf(buf + (u < size ? u : size), u < size ? size - u : 0, __VA_ARGS__)
+  PUT("[");
+  for (int i = first; i < end;) {
+    const dt_layer_spec *l = &s->layers[i];
+    PUT("%s{\"type\": \"%s\"", i > first ? ", " : "", dt_layer_kind_name(l->kind));
+    const struct { const char *k; int v; } ints[] = {{"out_channels", l->out_channels}, {"kernel_size", l->kernel_size},
+        {"stride", l->stride}, {"padding", l->padding}, {"out_features", l->out_features}, {"groups", l->groups}};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+      if (ints[k].v != 0) PUT(", \"%s\": %d", ints[k].k, ints[k].v);
+    if (l->no_bias) PUT(", \"bias\": false");
+    if (l->p > 0) PUT(", \"p\": %.17g", l->p);
+    if (l->eps > 0) PUT(", \"eps\": %.17g", l->eps);
+    if (l->momentum > 0) PUT(", \"momentum\": %.17g", l->momentum);
+    const int span = 1 + (l->kind == DT_LAYER_RESIDUAL ? l->children : 0);
+    if (l->kind == DT_LAYER_RESIDUAL) {
+      PUT(", \"layers\": ");
+      u += spec_json(s, i + 1, i + span, buf + (u < size ? u : size), u < size ? size - u : 0);
+    }
+    PUT("}");
+    i += span;
+  }
+  PUT("]");
+#undef PUT
+  return u;
+}
+
+const dt_model_spec *dt_model_spec_of(const dt_model *m) { return &m->spec; }
+
+size_t dt_model_spec_json(const dt_model_spec *s, char *buf, size_t size) { return spec_json(s, 0, s->num_layers, buf, size); }
+
 size_t dt_model_manifest(const dt_model *m, char *buf, size_t size) {
   size_t used = 0;
 #define OUT(...)                                                                        \

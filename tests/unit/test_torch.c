@@ -213,35 +213,6 @@ static void schedule_crosscheck(void) {
 
 /* ---- the layer table against torch.nn ------------------------------------------------------- */
 
-/* Spec entries [first, end) as the JSON list torch_layers.py builds modules from. */
-static size_t arch_json(const dt_model_spec *s, int first, int end, char *buf, size_t size) {
-  size_t u = 0;
-#define PUT(...) u += (size_t)snprintf(buf + (u < size ? u : size), u < size ? size - u : 0, __VA_ARGS__)
-  PUT("[");
-  for (int i = first; i < end;) {
-    const dt_layer_spec *l = &s->layers[i];
-    PUT("%s{\"type\": \"%s\"", i > first ? ", " : "", dt_layer_kind_name(l->kind));
-    const struct { const char *k; int v; } ints[] = {{"out_channels", l->out_channels}, {"kernel_size", l->kernel_size},
-        {"stride", l->stride}, {"padding", l->padding}, {"out_features", l->out_features}, {"groups", l->groups}};
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-      if (ints[k].v != 0) PUT(", \"%s\": %d", ints[k].k, ints[k].v);
-    if (l->no_bias) PUT(", \"bias\": false");
-    if (l->p > 0) PUT(", \"p\": %.17g", l->p);
-    if (l->eps > 0) PUT(", \"eps\": %.17g", l->eps);
-    if (l->momentum > 0) PUT(", \"momentum\": %.17g", l->momentum);
-    const int span = 1 + (l->kind == DT_LAYER_RESIDUAL ? l->children : 0);
-    if (l->kind == DT_LAYER_RESIDUAL) {
-      PUT(", \"layers\": ");
-      u += arch_json(s, i + 1, i + span, buf + (u < size ? u : size), u < size ? size - u : 0);
-    }
-    PUT("}");
-    i += span;
-  }
-  PUT("]");
-#undef PUT
-  return u;
-}
-
 /* One training step's loss, gradient and running statistics, and the evaluation logits after
  * it, against torch.nn's modules loaded through dtrun's manifest (whose names must be the
  * module's state_dict keys, in order). Tolerance 1e-5 relative to each vector's scale (measured:
@@ -268,7 +239,7 @@ static void layers_crosscheck(const char *name, const dt_model_spec *spec) {
   for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)dt_rng_normal(&r);
   for (int i = 0; i < B; i++) y[i] = (int32_t)dt_rng_below(&r, (uint64_t)K);
   static char arch[1 << 16], man[1 << 16];
-  const size_t al = arch_json(spec, 0, spec->num_layers, arch, sizeof arch), ml = dt_model_manifest(m, man, sizeof man);
+  const size_t al = dt_model_spec_json(spec, arch, sizeof arch), ml = dt_model_manifest(m, man, sizeof man);
   CHECK(al < sizeof arch && ml < sizeof man, "%s: architecture or manifest too long", name);
 
   torch_files tf;
