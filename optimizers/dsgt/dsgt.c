@@ -24,7 +24,7 @@ static const dt_key keys[] = {
      .help = "start the tracker at the first local gradient (false: at zero)"},
     {.name = "update_order", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, update_order), .def = "synchronous",
      .values = dt_update_orders,
-     .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = W_ii x_i - alpha y_i + sum W_ij x_j"},
+     .help = "synchronous, or sequential: the seed reference's in-place sweep, x_i = sum_j W_ij (x_j - alpha y_j) with lower ids already swept"},
     {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_dsgt_opts, local_optimizer), .def = "sgd",
      .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,
      .help = "the step along the tracker y: sgd (x - alpha y, the default), or adam, adamw, rmsprop, adadelta, nadam fed y "
@@ -95,18 +95,26 @@ static dt_status node_mix(void *p, int l) {
   return dt_mix(s->run, i, 1, dt_slab_node(&s->tmp, l));
 }
 
-static const float *y_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
 static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->run->theta, l); }
 static const float *delta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->tmp, l); }
 static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
 
-/* The seed reference's order: sweep x_i ← W_ii x_i − α y_i + Σ_j W_ij x_j over the nodes in id
- * order; all gradients at the new x; sweep y_i ← W_ii y_i + (g⁺ − g_i) + Σ_j W_ij y_j. */
+/* tmp_i ← Σ_j W_ij y_j over {i} ∪ N(i) at the round-start trackers, local node l */
+static dt_status node_mix_y(void *p, int l) {
+  dsgt_state *s = p;
+  return dt_mix(s->run, s->run->first + l, 1, dt_slab_node(&s->tmp, l));
+}
+
+/* The seed reference's order (its optimizers/dsgt.py since commit e831bf9): sweep
+ * x_i ← W_ii x_i + Σ_j W_ij x_j − α Σ_j W_ij y_j over the nodes in id order (lower ids already
+ * swept, the trackers all at the round start); all gradients at the new x; sweep
+ * y_i ← W_ii y_i + (g⁺ − g_i) + Σ_j W_ij y_j. */
 static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  const dt_sweep_io xs = {.extra = y_of, .out = theta_of, .ctx = s};
+  DT_TRY(dt_run_for_nodes(run, node_mix_y, s));
+  const dt_sweep_io xs = {.extra = delta_of, .out = theta_of, .ctx = s};
   DT_TRY(dt_mix_sweep(run, 0, -s->alpha, &xs));
   /* g⁺ = ∇f_i(x_i) at the swept x; the tracker's correction g⁺ − g_i into tmp; g_i = g⁺ */
   DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));

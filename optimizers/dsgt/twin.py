@@ -3,8 +3,8 @@
 x_i <- sum_j W_ij (x_j - a y_j) (the local optimizer's step from x_j along y_j otherwise);
 g+ = grad f_i(x_i); y_i <- sum_j W_ij y_j + g+ - g_i; g_i <- g+.
 update_order sequential, the reference's sweep: in node order
-x_i <- W_ii x_i - a y_i + sum_{j != i} W_ij x_j with current values; every g+; then in node order
-y_i <- W_ii y_i + (g+ - g_i) + sum_{j != i} W_ij y_j."""
+x_i <- sum_j W_ij x_j - a sum_j W_ij y_j with the current x (lower ids already swept) and the
+round-start y; every g+; then in node order y_i <- W_ii y_i + (g+ - g_i) + sum_{j != i} W_ij y_j."""
 import torch
 
 
@@ -24,7 +24,7 @@ def run(c):
         a = c.rate(o["alpha"], 0.0, k)
         if seq:
             for i in range(N):
-                X[i] = c.W[i] @ X - a * Y[i]
+                X[i] = c.W[i] @ X - a * (c.W[i] @ Y)
             Gp = torch.stack([c.grad(i, X[i])[1] for i in range(N)])
             for i in range(N):
                 Y[i] = c.W[i] @ Y + Gp[i] - G[i]
