@@ -424,6 +424,21 @@ cleanup:
   return st;
 }
 
+/* The trace of node l's gradient as the call returns it (L2 term included): the twins take from it
+ * only which side of a ReLU's kink float32 rounding put a pre-activation near 0 (tests/twin). */
+static dt_status trace_gradient(dt_task *t, const dt_slab *grad, int l) {
+  const size_t d = dt_task_dim(t);
+  if (t->be->host_memory) return dt_trace_f32(t->trace, l, "GRAD", dt_slab_node(grad, l), d);
+  float *host = NULL;
+  dt_status st = DT_OK;
+  DT_ALLOC_GOTO(host, d, "trace");
+  DT_TRY_GOTO(dt_slab_download_node(t->be, grad, l, host));
+  DT_TRY_GOTO(dt_trace_f32(t->trace, l, "GRAD", host, d));
+cleanup:
+  dt_free(host);
+  return st;
+}
+
 dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss) {
   dt_backend *be = t->be;
   double total[t->count > 0 ? t->count : 1];
@@ -449,6 +464,7 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
     DT_TRY(add_l2(t, dt_slab_node(theta, l), dt_slab_node(grad, l), &total[l]));
     loss[l] = (float)total[l];
     DT_TRY(dt_trace_f32(t->trace, l, "LOSS", &loss[l], 1));
+    if (t->trace != NULL) DT_TRY(trace_gradient(t, grad, l));
   }
   return DT_OK;
 }

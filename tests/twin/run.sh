@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/twin/run.sh DTRUN MPIEXEC SOURCE_ROOT: every plug-in against its float64 twin
 # (optimizers/<name>/twin.py) on the traces of tests/twin/logreg.yaml (every plug-in and its
-# variants on the convex problem) and tests/twin/cnn.yaml (the seed CNN on MNIST). Also checks
+# variants on the convex problem), tests/twin/cnn.yaml (the seed CNN on MNIST) and
+# tests/twin/resnet.yaml (residual blocks with batch and group norm). Also checks
 # that a trace is the same at P = 1 and 3 (it fixes the run, so it cannot depend on the ranks),
 # and, as negative controls, that the comparison fails, naming the round, node and tensor, when
 # dtrun's trace comes from a step size 1% off. Skips (77) without PyTorch or data/mnist.
@@ -36,6 +37,11 @@ grep -q "^dinno .*FAILED: round 0, node [0-9]*: parameters differ" "$tmp/off.out
 # 3. the seed CNN on MNIST
 "$dtrun" tests/twin/cnn.yaml --quiet --dump-trace "$tmp/cnn" > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; bad "cnn run"; }
 if twin "$tmp/cnn"; then ok; else bad "a twin disagrees on the seed CNN"; fi
+
+# 4. two residual blocks (batch norm, group norm, a projection shortcut) on augmented images; DSGT
+# mixes the buffers too
+"$dtrun" tests/twin/resnet.yaml --quiet --dump-trace "$tmp/res" > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; bad "resnet run"; }
+if twin "$tmp/res"; then ok; else bad "a twin disagrees on the residual blocks"; fi
 
 echo "twin: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -53,6 +53,51 @@ def read_stream(path):
     return out
 
 
+class _MaskedReLU(torch.autograd.Function):
+    """ReLU whose backward mask is (x > 0) with the entries of flip inverted: the other side of
+    the kink for pre-activations within rounding of 0 (the forward values differ by less than
+    that rounding)."""
+
+    @staticmethod
+    def forward(ctx, x, flip):
+        ctx.save_for_backward((x > 0) ^ flip)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        return g * mask, None
+
+
+class KinkReLU(torch.nn.Module):
+    """nn.ReLU that keeps its last input (to find pre-activations near 0) and can take the other
+    side of the kink on chosen entries (flip: a bool tensor of the input's shape, or None)."""
+
+    def __init__(self):
+        super().__init__()
+        self.flip, self.last = None, None
+
+    def forward(self, x):
+        self.last = x.detach()
+        return F.relu(x) if self.flip is None else _MaskedReLU.apply(x, self.flip)
+
+
+def _kink_relus(module):
+    """Replaces every nn.ReLU under module by a KinkReLU; returns them in forward order."""
+    out = []
+    for name, m in module.named_children():
+        if isinstance(m, torch.nn.ReLU):
+            k = KinkReLU()
+            setattr(module, name, k)
+            out.append(k)
+        else:
+            out += _kink_relus(m)
+    return out
+
+
+MAX_KINKS = 64  # the most pre-activations near 0 one gradient call may examine
+
+
 class Model:
     """dtrun's model in float64: gradients and losses at a flat parameter vector (dtrun's
     layout, read through the manifest), with per-node buffers (running statistics)."""
@@ -69,6 +114,7 @@ class Model:
         if any(isinstance(m, torch.nn.Dropout) for m in mods):
             raise SystemExit("the twins follow models without dropout (its masks are not traced)")
         self.net = torch.nn.Sequential(*mods).double()
+        self.relus = _kink_relus(self.net)
         self.shape = shape
         self.P, self.B = self.info["num_params"], self.info["num_buffers"]
         self.params = {n: p for n, p in self.net.named_parameters()}
@@ -93,8 +139,8 @@ class Model:
             n = int(np.prod(shape))
             buf[off:off + n] = state[name].reshape(-1)
 
-    def loss_grad(self, x, buf, X, y, l2):
-        """Mean NLL (+ l2/2 ||x||^2) on (X, y) in train mode and its gradient; buf moves."""
+    def _pass(self, x, buf, X, y, l2):
+        """One forward and backward from x and buf (buf itself is not changed)."""
         self.load(x, buf)
         self.net.train()
         self.net.zero_grad()
@@ -104,12 +150,48 @@ class Model:
         for name, off, shape in self.tensors:
             n = int(np.prod(shape))
             g[off:off + n] = self.params[name].grad.reshape(-1)
-        self.save_buffers(buf)
         value = loss.item()
         if l2:
             g += l2 * x
             value += 0.5 * l2 * float(x @ x)
         return value, g
+
+    def loss_grad(self, x, buf, X, y, l2, kinks=None):
+        """Mean NLL (+ l2/2 ||x||^2) on (X, y) in train mode and its gradient; buf moves.
+
+        kinks = (dtrun's gradient of the call, tolerance, window): where the gradient is farther
+        than tolerance (relative) from dtrun's, the pre-activations within window (relative to
+        their layer's largest) of a ReLU's kink are candidates for float32 having put them on
+        the other side; each is taken to the other side where that brings the gradient nearer
+        to dtrun's. Returns (loss, gradient, entries taken to the other side)."""
+        for r in self.relus:
+            r.flip = None
+        value, g = self._pass(x, buf, X, y, l2)
+        self.save_buffers(buf)  # the running statistics do not depend on the backward's masks
+        taken = 0
+        if kinks is None or not self.relus:
+            return value, g, taken
+        gd, tol, window = kinks
+        dist = float((g - gd).norm())
+        if dist <= tol * float(gd.norm()):
+            return value, g, taken
+        near = []
+        for r in self.relus:
+            z = r.last
+            r.flip = torch.zeros_like(z, dtype=torch.bool)
+            for e in torch.nonzero(z.abs() <= window * z.abs().max()).tolist():
+                near.append((abs(float(z[tuple(e)])), r, tuple(e)))
+        for _, r, e in sorted(near, key=lambda t: t[0])[:MAX_KINKS]:
+            r.flip[e] = True
+            v, ge = self._pass(x, buf, X, y, l2)
+            de = float((ge - gd).norm())
+            if de < dist:
+                g, dist, taken = ge, de, taken + 1
+            else:
+                r.flip[e] = False
+        for r in self.relus:
+            r.flip = None
+        return value, g, taken
 
     def grad32(self, x, buf, X, y, l2):
         """The same gradient computed in float32 (buffers left as they are): for the size of
@@ -228,6 +310,7 @@ class Context:
         self.worst = (0.0, None)  # (error / bound, where)
         self.worst_err = 0.0
         self.losses = 0
+        self.kinks = 0  # pre-activations taken to dtrun's side of a ReLU's kink
         self.buf = [self.initial("BUFS", i) for i in range(self.N)] if model.B else [None] * self.N
         self.samples = [0] * self.N
         self.unstable = [torch.zeros(model.P, dtype=torch.bool) for _ in range(self.N)]
@@ -273,11 +356,14 @@ class Context:
     def grad(self, i, x):
         """(loss, gradient) of node i at x on its next recorded minibatch, in float64; the loss
         is compared with the one dtrun recorded for that call."""
-        idx, lab, xin, loss_d = self._next(i, ["BIDX", "BLAB", "BXIN", "LOSS"])
+        idx, lab, xin, loss_d, grad_d = self._next(i, ["BIDX", "BLAB", "BXIN", "LOSS", "GRAD"])
         b = len(idx)
         X = torch.tensor(xin, dtype=torch.float64).reshape((b,) + self.model.shape)
         y = torch.tensor(lab, dtype=torch.long)
-        loss, g = self.model.loss_grad(x, self.buf[i], X, y, self.l2)
+        bnd = self.bound(max(self.k, 0))
+        gd = torch.tensor(grad_d, dtype=torch.float64)
+        loss, g, taken = self.model.loss_grad(x, self.buf[i], X, y, self.l2, kinks=(gd, bnd, bnd))
+        self.kinks += taken
         self.gerr[i] = (self.model.grad32(x, self.buf[i], X, y, self.l2) - g).abs()
         self.samples[i] += b
         self.losses += 1
@@ -361,6 +447,8 @@ class Context:
     def end_round(self, k, X):
         """Compares every node's parameters (and buffers) after round k with dtrun's."""
         bnd = self.bound(k)
+        if self.pc.get("buffers") == "mix" and self.model.B:  # every node's b_i <- sum_j W_ij b_j
+            self.buf = list(self.W @ torch.stack(self.buf))
         for i in range(self.N):
             recs = self.streams[i].get(k, [])
             left = [t for t, _ in recs[self.pos[i].get(k, 0):] if t not in ("THET", "BUFS")]
@@ -424,6 +512,8 @@ def check(d, problems=None, bound_c=64.0, out=sys.stdout):
         try:
             twin.run(c)
             adopted = ", %.2f%% of coordinates ill-conditioned" % (100 * c.adopted) if c.adopted else ""
+            if c.kinks:
+                adopted += ", %d ReLU kink%s on dtrun's side" % (c.kinks, "s" if c.kinks > 1 else "")
             out.write("%-17s %-11s %3d rounds, %4d minibatches: worst relative error %.2e, %.0f%% of the bound at %s%s\n"
                       % (p, alg, c.rounds_total, c.losses, c.worst_err, 100 * c.worst[0], c.worst[1], adopted))
         except TwinMismatch as e:
