@@ -20,7 +20,7 @@ static void print_graph(const dt_config *cfg, const dt_graph *g, const dt_schedu
   if (g->fiedler_target > 0.0)
     fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
             g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
-  fprintf(out, ", spectral gap of W %.6g\n", g->spectral_gap);
+  fprintf(out, ", spectral gap of W %.6g, smallest eigenvalue %.6g\n", g->spectral_gap, g->lambda_min);
   if (sched != NULL)
     fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
             dt_schedule_names[cfg->experiment.graph.schedule],
@@ -94,6 +94,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
    * the output folder */
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
   DT_TRY_GOTO(dt_schedule_from_config(cfg, g, &sched));
+  DT_TRY_GOTO(dt_optimizers_graph_check(cfg, g));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
   DT_TRY_GOTO(dt_config_positioned(

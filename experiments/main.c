@@ -292,6 +292,16 @@ static int info_command(int argc, char **argv) {
   }
   if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage_text, stdout);
+    /* the algorithms, from the registry: a new plug-in appears here by itself */
+    printf("\nalgorithms (optimizer_config.alg_name; each explained in optimizers/<name>/README.md):\n");
+    for (int i = 0; dt_optimizer_plugins[i] != NULL; i++) {
+      const dt_plugin *p = dt_optimizer_plugins[i];
+      char name[64];
+      snprintf(name, sizeof name, "%s%s%s%s", p->name, p->aliases != NULL && p->aliases[0] != NULL ? " (" : "",
+               p->aliases != NULL && p->aliases[0] != NULL ? p->aliases[0] : "",
+               p->aliases != NULL && p->aliases[0] != NULL ? ")" : "");
+      printf("  %-20s %s\n", name, p->summary);
+    }
     return 0;
   }
   if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {

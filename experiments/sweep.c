@@ -33,6 +33,7 @@ static dt_status check_points(const dt_sweep *sw, const char *const *sets, int n
     dt_status st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
     dt_graph *g = NULL;
     if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
+    if (st == DT_OK) st = dt_optimizers_graph_check(&cfg, g);
     dt_graph_free(g);
     if (st == DT_OK && p == 0) st = dt_config_positioned(&cfg, dt_output_check(&cfg));
     if (st == DT_OK) continue;

@@ -1,12 +1,18 @@
 /* The optimizer registry: one line per plug-in in DT_OPTIMIZER_LIST. Adding an optimizer = its
  * folder, a line here, a line in meson.build, a test. */
+#include <stdio.h>
+
 #include "dt/optimizer.h"
 
 #define DT_OPTIMIZER_LIST(X) \
   X(cadmm)                   \
   X(dsgd)                    \
   X(dsgdm)                   \
+  X(qg_dsgdm)                \
   X(dsgt)                    \
+  X(extra)                   \
+  X(nids)                    \
+  X(d2)                      \
   X(gossip)                  \
   X(choco)                   \
   X(easgd)                   \
@@ -25,4 +31,16 @@ const dt_optimizer_def *dt_optimizer_find(const char *name) {
   for (int i = 0; dt_optimizers[i] != NULL; i++)
     if (dt_plugin_named(&dt_optimizers[i]->plugin, name)) return dt_optimizers[i];
   return NULL;
+}
+
+dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
+  for (int i = 0; i < cfg->num_problems; i++) {
+    const dt_optimizer_def *def = dt_optimizer_find(cfg->problems[i].alg_name);
+    char err[512] = "", key[256];
+    if (def == NULL || def->graph_ok == NULL || def->graph_ok(cfg->problems[i].alg_opts, g, err, sizeof err)) continue;
+    snprintf(key, sizeof key, "problem_configs.%s.optimizer_config.alg_name", cfg->problems[i].key);
+    const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s", err);
+    return dt_config_error_at(cfg, st, key);
+  }
+  return DT_OK;
 }

@@ -66,6 +66,7 @@ typedef struct dt_graph {
   int attempts;     /* draws used by random types (1 otherwise) */
   double fiedler;   /* algebraic connectivity: 2nd-smallest Laplacian eigenvalue */
   double spectral_gap; /* 1 - max(|λ2(W)|, |λN(W)|); 1 for N = 1 */
+  double lambda_min;   /* λN(W), W's smallest eigenvalue (D² needs it above -1/3); 1 for N = 1 */
   double fiedler_target; /* the spec's fiedler (0: none) */
   double threshold;    /* with a Fiedler target: the p (random) or radius (geometric) found */
   int rows, cols;      /* grid, torus: the shape built (0, 0 otherwise) */

@@ -198,6 +198,10 @@ struct dt_optimizer_def {
    * objectives, for `dtrun check`'s 2/L warning on convex problems; NULL, or 0 for options that
    * take none (adaptive optimizers, penalised primal steps). */
   double (*gradient_step)(const void *opts);
+  /* Whether it can run with these options on g, the run's (union) graph, whose W and spectrum
+   * are known; the reason into err otherwise. NULL: on any graph. Asked by `dtrun check`, by
+   * `run` and by a sweep's check of its points before anything runs. */
+  int (*graph_ok)(const void *opts, const dt_graph *g, char *err, size_t err_size);
 };
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
@@ -206,5 +210,7 @@ extern const dt_plugin *const dt_optimizer_plugins[];
 
 /* The optimizer named (or aliased) `name`, or NULL. */
 const dt_optimizer_def *dt_optimizer_find(const char *name);
+/* Every problem's algorithm accepts the graph g (graph_ok); else a config error at its alg_name. */
+DT_MUST_USE dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g);
 
 #endif

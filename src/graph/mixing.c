@@ -94,6 +94,7 @@ dt_status dt_graph_spectrum_compute(dt_graph *g) {
   if (n == 1) {
     g->fiedler = 0.0;
     g->spectral_gap = 1.0;
+    g->lambda_min = 1.0;
     return DT_OK;
   }
   DT_TRY_GOTO(dt_graph_laplacian_fiedler(n, g->edges, g->num_edges, &g->fiedler));
@@ -106,6 +107,7 @@ dt_status dt_graph_spectrum_compute(dt_graph *g) {
   DT_TRY_GOTO(sym_eigenvalues(n, a, w));
   double second = fabs(w[n - 2]) > fabs(w[0]) ? fabs(w[n - 2]) : fabs(w[0]);
   g->spectral_gap = 1.0 - second;
+  g->lambda_min = w[0];
 cleanup:
   dt_free(a);
   dt_free(w);

@@ -20,7 +20,7 @@ static const char *const base_yaml =
     "  name: convex\n"
     "  dataset: synthetic\n"
     "  synthetic: {samples: 1000, features: 10}\n"
-    "  data_split_type: random\n"
+    "  data_split_type: %s\n"
     "  seed: 3\n"
     "  graph: %s\n"
     "problem_configs:\n"
@@ -31,6 +31,7 @@ static const char *const base_yaml =
 typedef struct algo_case {
   char name[64], opts[512];
   char graph[256]; /* experiment.graph, or empty: the 5-node wheel */
+  int hetero;      /* split: hetero (each node two of the ten classes), not random */
   double gap_bound, cons_bound;
   int must_fail;        /* the control: must stay above gap_bound */
   int declared_traffic; /* the bytes sent are the plug-in's bytes_per_round (not random) */
@@ -68,6 +69,8 @@ static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
     else if (strcmp(k, "consensus") == 0) c->cons_bound = x;
     else if (strcmp(k, "must_fail") == 0) c->must_fail = strcmp(v, "true") == 0;
     else if (strcmp(k, "declared_traffic") == 0) c->declared_traffic = strcmp(v, "false") != 0;
+    else if (strcmp(k, "split") == 0 && (strcmp(v, "random") == 0 || strcmp(v, "hetero") == 0))
+      c->hetero = strcmp(v, "hetero") == 0;
     else {
       fprintf(stderr, "%s:%d:%d: unknown key %s\n", path, item->keys[i]->line, item->keys[i]->col, k);
       return 0;
@@ -114,8 +117,12 @@ typedef struct world {
   dt_config cfg;
   dt_graph *graph;
   dt_data data;
-  dt_split split;
-  dt_task *task;
+  dt_model_spec ms;
+  dt_split splits[2]; /* the random split and the hetero one (made on first use) */
+  dt_task *tasks[2];
+  double fstar[2];    /* the optimum of each split's objective (1/N) Σ_i f_i */
+  float *xstar;       /* scratch for the optimum's search */
+  dt_task *task;      /* the split the current case uses */
   int first, count, n;
   size_t d;
 } world;
@@ -183,9 +190,34 @@ static double optimum(world *w, float *x) {
 /* Each case's worst gap and consensus error, to tell cases apart (gap -1: not run). */
 static double case_gap[MAX_CASES], case_cons[MAX_CASES];
 
+/* Makes w->task the task of the random (hetero 0) or hetero split, creating it and its optimum on
+ * first use; returns that optimum. The hetero split's node objectives have different sample
+ * counts, so (1/N) Σ_i f_i has its own optimum. */
+static double use_split(world *w, int hetero) {
+  if (w->tasks[hetero] == NULL) {
+    char yaml[2048];
+    dt_config cfg;
+    snprintf(yaml, sizeof yaml, base_yaml, hetero ? "hetero" : "random", WHEEL, "{alg_name: solo}");
+    CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &cfg));
+    CHECK_OK(dt_split_make(&w->data.train, &cfg.experiment, &w->splits[hetero]));
+    CHECK_OK(dt_task_create(w->be, &w->data.train, &w->data.test, &w->splits[hetero], &w->ms, w->first, w->count,
+                            cfg.experiment.seed, &w->tasks[hetero]));
+    w->task = w->tasks[hetero];
+    if (check_failures > 0) return NAN;
+    w->d = dt_task_dim(w->task);
+    if (w->xstar == NULL) w->xstar = calloc(w->d, sizeof(float));
+    CHECK_OK(dt_task_begin(w->task, 64, 1, 0.01));
+    w->fstar[hetero] = optimum(w, w->xstar);
+    if (dt_comm_rank(w->comm) == 0)
+      printf("result: optimum F* = %.9f (%zu parameters%s)\n", w->fstar[hetero], w->d, hetero ? ", hetero split" : "");
+  }
+  w->task = w->tasks[hetero];
+  return w->fstar[hetero];
+}
+
 static void run_case(world *w, const algo_case *c, double fstar, double *gap_out, double *cons_out) {
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, c->graph[0] ? c->graph : WHEEL, c->opts);
+  snprintf(yaml, sizeof yaml, base_yaml, c->hetero ? "hetero" : "random", c->graph[0] ? c->graph : WHEEL, c->opts);
   dt_config cfg;
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, &dt_builtin, NULL, 0, &cfg));
   const dt_problem_config *pc = &cfg.problems[0];
@@ -262,7 +294,7 @@ int main(int argc, char **argv) {
   memset(&w, 0, sizeof w);
   if (dt_comm_init(&argc, &argv, &w.comm) != DT_OK) return 1;
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, WHEEL, "{alg_name: solo}");
+  snprintf(yaml, sizeof yaml, base_yaml, "random", WHEEL, "{alg_name: solo}");
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &w.cfg));
   w.n = w.cfg.experiment.graph.num_nodes;
   const int P = dt_comm_size(w.comm), rank = dt_comm_rank(w.comm);
@@ -270,24 +302,23 @@ int main(int argc, char **argv) {
   w.count = dt_placement_count(w.n, P, rank);
   CHECK_OK(dt_graph_from_config(&w.cfg, &w.graph));
   CHECK_OK(dt_data_load(&w.cfg.experiment, &w.data));
-  CHECK_OK(dt_split_make(&w.data.train, &w.cfg.experiment, &w.split));
-  dt_model_spec ms;
-  CHECK_OK(dt_problem_model(&w.cfg, &w.data.train, &ms));
+  CHECK_OK(dt_problem_model(&w.cfg, &w.data.train, &w.ms));
   CHECK_OK(dt_backend_cpu_create(dt_run_threads(w.comm, w.count), &w.be));
-  CHECK_OK(dt_task_create(w.be, &w.data.train, &w.data.test, &w.split, &ms, w.first, w.count, w.cfg.experiment.seed, &w.task));
+  use_split(&w, 0);
   if (check_failures == 0) {
-    w.d = dt_task_dim(w.task);
-    CHECK_OK(dt_task_begin(w.task, 64, 1, 0.01));
-    float *xstar = calloc(w.d, sizeof(float));
-    double fstar = optimum(&w, xstar);
-    if (rank == 0) printf("result: optimum F* = %.9f (%zu parameters)\n", fstar, w.d);
     load_cases();
     for (int c = 0; c < num_cases; c++) {
       int selected = argc < 2;
       for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], cases[c].name) == 0;
       case_gap[c] = -1;
-      if (selected) run_case(&w, &cases[c], fstar, &case_gap[c], &case_cons[c]);
+      if (selected) run_case(&w, &cases[c], use_split(&w, cases[c].hetero), &case_gap[c], &case_cons[c]);
     }
+    /* DSGD's bias on the hetero split grows with its constant step (the exact methods' cases
+     * reach the optimum there) */
+    const int big = case_named("dsgd_hetero_a05"), small = case_named("dsgd_hetero_a01");
+    if (big >= 0 && small >= 0 && case_gap[big] >= 0 && case_gap[small] >= 0)
+      CHECK(case_gap[big] > 2 * case_gap[small], "dsgd's gap with step 0.5 (%.3e) is not above twice its gap with 0.1 (%.3e)",
+            case_gap[big], case_gap[small]);
     /* staleness is at work: the same Downpour with stale pushes ends elsewhere */
     const int fresh = case_named("downpour_stale0"), stale = case_named("downpour_stale4");
     if (fresh >= 0 && stale >= 0 && case_gap[fresh] >= 0 && case_gap[stale] >= 0)
@@ -304,16 +335,18 @@ int main(int argc, char **argv) {
         printf("result: choco per edge vs static: gap %.3e, consensus %.3e relative difference\n",
                fabs(case_gap[plain] - case_gap[edges]) / case_gap[plain], fabs(case_cons[plain] - case_cons[edges]) / case_cons[plain]);
     }
-    free(xstar);
   }
+  free(w.xstar);
   double fails = check_failures;
   if (dt_comm_allreduce_sum_f64(w.comm, &fails, 1) != DT_OK) { /* the other ranks' counts are unknown */
     fprintf(stderr, "summing the failure counts failed: %s\n", dt_error_message());
     fails += 1;
   }
   if (rank == 0) printf("test_convex: %d checks on rank 0, %.0f failed on all ranks\n", check_count, fails);
-  dt_task_free(w.task);
-  dt_split_free(&w.split);
+  for (int h = 0; h < 2; h++) {
+    dt_task_free(w.tasks[h]);
+    dt_split_free(&w.splits[h]);
+  }
   dt_data_free(&w.data);
   dt_graph_free(w.graph);
   dt_backend_free(w.be);

@@ -81,17 +81,56 @@ class KinkReLU(torch.nn.Module):
         self.last = x.detach()
         return F.relu(x) if self.flip is None else _MaskedReLU.apply(x, self.flip)
 
+    def candidates(self, window):
+        """(closeness, entry) of the inputs within window (relative to the largest) of 0."""
+        z = self.last.abs()
+        return [(float(z[tuple(e)]), tuple(e)) for e in torch.nonzero(z <= window * z.max()).tolist()]
 
-def _kink_relus(module):
-    """Replaces every nn.ReLU under module by a KinkReLU; returns them in forward order."""
+
+class KinkMaxPool(torch.nn.Module):
+    """nn.MaxPool2d (no padding) that keeps each window's two largest inputs and can route a
+    window's output (and so its gradient) to the second largest instead (flip: a bool tensor of
+    the output's shape): where the two are within rounding, float32 may have picked either. Exact
+    ties are not candidates (both arithmetics pick the same entry)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.k, self.s = m.kernel_size, m.stride
+        self.flip, self.gap = None, None
+
+    def forward(self, x):
+        k = self.k if isinstance(self.k, int) else self.k[0]
+        st = self.s if isinstance(self.s, int) else self.s[0]
+        p = x.unfold(2, k, st).unfold(3, k, st)
+        p = p.reshape(p.shape[:4] + (k * k,))
+        top = p.topk(2, dim=-1)
+        self.gap = (top.values[..., 0] - top.values[..., 1]).detach()
+        self.scale = float(x.detach().abs().max())
+        idx = top.indices[..., :1]
+        if self.flip is not None:
+            idx = torch.where(self.flip.unsqueeze(-1), top.indices[..., 1:], idx)
+        return p.gather(-1, idx).squeeze(-1)
+
+    def candidates(self, window):
+        g = self.gap
+        near = (g > 0) & (g <= window * self.scale)
+        return [(float(g[tuple(e)]), tuple(e)) for e in torch.nonzero(near).tolist()]
+
+
+def _kink_modules(module):
+    """Replaces every nn.ReLU and nn.MaxPool2d under module by its Kink form; returns them in
+    forward order."""
     out = []
     for name, m in module.named_children():
         if isinstance(m, torch.nn.ReLU):
             k = KinkReLU()
-            setattr(module, name, k)
-            out.append(k)
+        elif isinstance(m, torch.nn.MaxPool2d) and m.padding == 0 and m.dilation == 1 and not m.ceil_mode:
+            k = KinkMaxPool(m)
         else:
-            out += _kink_relus(m)
+            out += _kink_modules(m)
+            continue
+        setattr(module, name, k)
+        out.append(k)
     return out
 
 
@@ -114,7 +153,7 @@ class Model:
         if any(isinstance(m, torch.nn.Dropout) for m in mods):
             raise SystemExit("the twins follow models without dropout (its masks are not traced)")
         self.net = torch.nn.Sequential(*mods).double()
-        self.relus = _kink_relus(self.net)
+        self.kinks = _kink_modules(self.net)
         self.shape = shape
         self.P, self.B = self.info["num_params"], self.info["num_buffers"]
         self.params = {n: p for n, p in self.net.named_parameters()}
@@ -160,37 +199,38 @@ class Model:
         """Mean NLL (+ l2/2 ||x||^2) on (X, y) in train mode and its gradient; buf moves.
 
         kinks = (dtrun's gradient of the call, tolerance, window): where the gradient is farther
-        than tolerance (relative) from dtrun's, the pre-activations within window (relative to
-        their layer's largest) of a ReLU's kink are candidates for float32 having put them on
-        the other side; each is taken to the other side where that brings the gradient nearer
-        to dtrun's. Returns (loss, gradient, entries taken to the other side)."""
-        for r in self.relus:
-            r.flip = None
+        than tolerance (relative) from dtrun's, the entries within window of a kink — a ReLU's
+        input near 0 (relative to the layer's largest), a max-pool window whose two largest
+        inputs are that close — are candidates for float32 having put them on the other side;
+        each is taken there, nearest first, where that brings the gradient nearer to dtrun's.
+        Returns (loss, gradient, entries taken to the other side)."""
+        for m in self.kinks:
+            m.flip = None
         value, g = self._pass(x, buf, X, y, l2)
-        self.save_buffers(buf)  # the running statistics do not depend on the backward's masks
+        self.save_buffers(buf)  # the running statistics do not depend on the kinks' sides
         taken = 0
-        if kinks is None or not self.relus:
+        if kinks is None or not self.kinks:
             return value, g, taken
         gd, tol, window = kinks
         dist = float((g - gd).norm())
         if dist <= tol * float(gd.norm()):
             return value, g, taken
         near = []
-        for r in self.relus:
-            z = r.last
-            r.flip = torch.zeros_like(z, dtype=torch.bool)
-            for e in torch.nonzero(z.abs() <= window * z.abs().max()).tolist():
-                near.append((abs(float(z[tuple(e)])), r, tuple(e)))
-        for _, r, e in sorted(near, key=lambda t: t[0])[:MAX_KINKS]:
-            r.flip[e] = True
+        for m in self.kinks:
+            near += [(d, m, e) for d, e in m.candidates(window)]
+            m.flip = None
+        for _, m, e in sorted(near, key=lambda t: t[0])[:MAX_KINKS]:
+            if m.flip is None:
+                m.flip = torch.zeros_like(m.last if isinstance(m, KinkReLU) else m.gap, dtype=torch.bool)
+            m.flip[e] = True
             v, ge = self._pass(x, buf, X, y, l2)
             de = float((ge - gd).norm())
             if de < dist:
                 g, dist, taken = ge, de, taken + 1
             else:
-                r.flip[e] = False
-        for r in self.relus:
-            r.flip = None
+                m.flip[e] = False
+        for m in self.kinks:
+            m.flip = None
         return value, g, taken
 
     def grad32(self, x, buf, X, y, l2):
@@ -513,7 +553,7 @@ def check(d, problems=None, bound_c=64.0, out=sys.stdout):
             twin.run(c)
             adopted = ", %.2f%% of coordinates ill-conditioned" % (100 * c.adopted) if c.adopted else ""
             if c.kinks:
-                adopted += ", %d ReLU kink%s on dtrun's side" % (c.kinks, "s" if c.kinks > 1 else "")
+                adopted += ", %d kink%s on dtrun's side" % (c.kinks, "s" if c.kinks > 1 else "")
             out.write("%-17s %-11s %3d rounds, %4d minibatches: worst relative error %.2e, %.0f%% of the bound at %s%s\n"
                       % (p, alg, c.rounds_total, c.losses, c.worst_err, 100 * c.worst[0], c.worst[1], adopted))
         except TwinMismatch as e:

@@ -1,0 +1,44 @@
+/* D² (Tang, Lian, Yan, Zhang & Liu, ICML 2018), with any local optimizer:
+ * x⁺ = W (2x − x⁻ − d + d⁻), x¹ = W (x⁰ − d⁰): NIDS's round with c = 1. The round is exact.c's;
+ * README.md here. */
+#include <stdio.h>
+
+#include "../exact.h"
+#include "../options_impl.h"
+
+static const dt_key keys[] = {DT_EXACT_COMMON_KEYS, {0}};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_exact_opts o = *(const dt_exact_opts *)opts;
+  o.c = 1.0;
+  return dt_exact_create(run, &o, DT_EXACT_NIDS, out);
+}
+
+/* D²'s condition (Tang et al. 2018, Assumption 1): λ_min(W) > −1/3. */
+static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
+  (void)opts;
+  if (g->lambda_min > -1.0 / 3.0 + 1e-9) return 1;
+  snprintf(err, err_size,
+           "d2 needs the mixing matrix's smallest eigenvalue above -1/3, and this graph's W has %.6g (D2 does not "
+           "converge on it); use nids, whose c = 0.5 converges on every symmetric doubly stochastic W",
+           g->lambda_min);
+  return 0;
+}
+
+const dt_optimizer_def dt_optimizer_d2 = {
+    .plugin =
+        {
+            .name = "d2",
+            .summary = "D2: DSGD corrected by the previous round's step, for data that differ between nodes",
+            .keys = keys,
+            .opts_size = sizeof(dt_exact_opts),
+            .finalize = dt_exact_finalize,
+        },
+    .create = create,
+    .round = dt_exact_round,
+    .destroy = dt_exact_destroy,
+    .bytes_per_round = dt_exact_bytes_per_round,
+    .traffic_per_edge = 1,
+    .gradient_step = dt_exact_gradient_step,
+    .graph_ok = graph_ok,
+};

@@ -1,0 +1,44 @@
+/* The exact methods EXTRA, NIDS and D² (optimizers/extra, nids, d2), which remove DSGD's bias
+ * under heterogeneous data by correcting each step with the previous round's: one shared round,
+ * the three plug-ins differing in how it mixes (README.md of each; the equations in the code's
+ * order are in exact.c). With stochastic gradients and any local optimizer: the plain step α g
+ * becomes the local optimizer's displacement d = x − step(x, g). */
+#ifndef DT_EXACT_H
+#define DT_EXACT_H
+#include "local_step.h"
+
+typedef enum dt_exact_form {
+  DT_EXACT_EXTRA = 0, /* x⁺ = (I + W) x − ½ (I + W) x⁻ − (d − d⁻); round 0: x¹ = W x⁰ − d⁰ */
+  DT_EXACT_NIDS,      /* x⁺ = W̃ (2x − x⁻ − d + d⁻), W̃ = I − c (I − W); round 0: x¹ = W̃ (x⁰ − d⁰) */
+} dt_exact_form;
+
+/* The options all three fill (each plug-in's key table fills what it has). */
+typedef struct dt_exact_opts {
+  double alpha, mu;
+  double c;            /* NIDS: W̃ = I − c (I − W); D²: 1 */
+  int local_optimizer; /* dt_local_opt_kind */
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
+} dt_exact_opts;
+
+/* The key rows the three share (step, decay, local optimizer, its extras, the schedule). */
+#define DT_EXACT_COMMON_KEYS                                                                                           \
+  {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_exact_opts, alpha), .def = "0.005", .min = 0,         \
+   .max = 1e308, .help = "step size (constant unless mu or lr_schedule say otherwise: the methods are exact with a "   \
+                         "constant step)"},                                                                            \
+      {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_exact_opts, mu), .def = "0.0", .min = 0,             \
+       .max = 1e308, .help = "step decay of the default lr_schedule: round k uses alpha / (1 + mu k)"},               \
+      {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_exact_opts, local_optimizer),            \
+       .def = "sgd", .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,                                        \
+       .help = "the local step whose displacement d = x - step(x, g) replaces alpha g: sgd (the default), or adam, "   \
+               "adamw, rmsprop, adadelta, nadam"},                                                                     \
+      DT_SGD_EXTRAS_KEYS(dt_exact_opts, x), DT_LR_SCHEDULE_KEY(dt_exact_opts, schedule)
+
+DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void **out);
+DT_MUST_USE dt_status dt_exact_round(void *state, dt_optimizer_run *run, int k);
+void dt_exact_destroy(void *state);
+/* One vector per directed edge per round. */
+double dt_exact_bytes_per_round(const dt_graph *g, size_t dim, const void *opts);
+double dt_exact_gradient_step(const void *opts);
+int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size);
+#endif
