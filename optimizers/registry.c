@@ -7,6 +7,7 @@
 #define DT_OPTIMIZER_LIST(X) \
   X(cadmm)                   \
   X(dsgd)                    \
+  X(local_dsgd)              \
   X(dsgdm)                   \
   X(qg_dsgdm)                \
   X(dsgt)                    \

@@ -319,6 +319,11 @@ int main(int argc, char **argv) {
     if (big >= 0 && small >= 0 && case_gap[big] >= 0 && case_gap[small] >= 0)
       CHECK(case_gap[big] > 2 * case_gap[small], "dsgd's gap with step 0.5 (%.3e) is not above twice its gap with 0.1 (%.3e)",
             case_gap[big], case_gap[small]);
+    /* Local-DSGD's drift: more local steps between gossips, further from the optimum */
+    const int tau1 = case_named("local_dsgd_hetero_tau1"), tau4 = case_named("local_dsgd_hetero_tau4");
+    if (tau1 >= 0 && tau4 >= 0 && case_gap[tau1] >= 0 && case_gap[tau4] >= 0)
+      CHECK(case_gap[tau4] > case_gap[tau1], "local_dsgd with 4 local steps (gap %.3e) is not above 1 local step (%.3e)",
+            case_gap[tau4], case_gap[tau1]);
     /* staleness is at work: the same Downpour with stale pushes ends elsewhere */
     const int fresh = case_named("downpour_stale0"), stale = case_named("downpour_stale4");
     if (fresh >= 0 && stale >= 0 && case_gap[fresh] >= 0 && case_gap[stale] >= 0)

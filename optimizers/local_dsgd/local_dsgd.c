@@ -1,0 +1,112 @@
+/* Local-DSGD (Koloskova, Loizou, Boreiri, Jaggi & Stich, ICML 2020, "A unified theory of
+ * decentralized SGD with changing topology and local updates"): tau local steps, then one
+ * gossip with W. Update equations: README.md here. */
+#include "../local_step.h"
+#include "../mix.h"
+#include "../options_impl.h"
+#include "dt/optimizer.h"
+
+typedef struct dt_local_dsgd_opts {
+  double alpha0, mu;
+  int local_steps;
+  int local_optimizer; /* dt_local_opt_kind */
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
+} dt_local_dsgd_opts;
+
+static const dt_key keys[] = {
+    {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_local_dsgd_opts, alpha0), .def = "0.005", .min = 0,
+     .max = DT_INF, .help = "initial step size"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_local_dsgd_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "step decay of the default lr_schedule: round k uses alpha0 / (1 + mu k)"},
+    {.name = "local_steps", .type = DT_KEY_INT, .offset = offsetof(dt_local_dsgd_opts, local_steps), .def = "4", .min = 1,
+     .max = 1e6, .help = "tau: local steps (one minibatch each) between two gossips; 1 is DSGD's step-then-gossip order"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_local_dsgd_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "the local step: sgd (the default), or adam, adamw, rmsprop, adadelta, nadam"},
+    DT_SGD_EXTRAS_KEYS(dt_local_dsgd_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_local_dsgd_opts, schedule),
+    {0},
+};
+
+typedef struct local_dsgd_state {
+  dt_local_dsgd_opts o;
+  dt_learners learners; /* the local optimizer's state and the gradient slab */
+  dt_optimizer_run *run;
+} local_dsgd_state;
+
+static void destroy(void *p) {
+  local_dsgd_state *s = p;
+  if (s == NULL) return;
+  dt_learners_free(s->run, &s->learners);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  local_dsgd_state *s = NULL;
+  dt_exchange *ex;
+  DT_ALLOC_GOTO(s, 1, "local_dsgd");
+  s->run = run;
+  s->o = *(const dt_local_dsgd_opts *)opts;
+  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.alpha0, &s->o.x);
+  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
+  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status node_mix(void *p, int l) {
+  local_dsgd_state *s = p;
+  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->run->theta, l));
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  local_dsgd_state *s = p;
+  const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, s->o.local_steps);
+  for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, a, NULL)); /* x ← step(x, g) */
+  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  return dt_run_for_nodes(run, node_mix, s); /* x_i ← Σ_j W_ij x_j */
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->num_edges * (double)dim * sizeof(float);
+}
+
+static int schedule_ok(const void *opts, char *err, size_t err_size) {
+  (void)opts, (void)err, (void)err_size;
+  return 1; /* every round gossips with that round's weights, as the paper's changing topologies */
+}
+
+static double gradient_step(const void *opts) {
+  const dt_local_dsgd_opts *o = opts;
+  return dt_local_step_stable(o->alpha0, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_local_dsgd_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
+}
+
+const dt_optimizer_def dt_optimizer_local_dsgd = {
+    .plugin =
+        {
+            .name = "local_dsgd",
+            .summary = "Local-DSGD: tau local steps, then one gossip with W",
+            .keys = keys,
+            .opts_size = sizeof(dt_local_dsgd_opts),
+            .schedule_ok = schedule_ok,
+            .finalize = finalize,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
+    .gradient_step = gradient_step,
+};
