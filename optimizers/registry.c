@@ -16,6 +16,7 @@
   X(d2)                      \
   X(gossip)                  \
   X(choco)                   \
+  X(beer)                    \
   X(easgd)                   \
   X(downpour)                \
   X(centralized)             \

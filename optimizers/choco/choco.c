@@ -6,6 +6,7 @@
  * equations: README.md here. */
 #include <string.h>
 
+#include "../compression.h"
 #include "../local_step.h"
 #include "../mix.h"
 #include "../options_impl.h"
@@ -13,30 +14,14 @@
 #include "dt/optimizer.h"
 
 /* The options this plug-in's key table fills (its own: nothing outside this folder sees it). */
-typedef struct dt_choco_compression {
-  int op;       /* dt_codec_op */
-  double ratio; /* top_k, random_k: share of coordinates sent */
-  int levels;   /* qsgd: s */
-} dt_choco_compression;
-
 typedef struct dt_choco_opts {
   double lr, mu;       /* round k's local rate lr / (1 + mu k) */
   int local_optimizer; /* dt_local_opt_kind */
   double gamma;        /* consensus step size */
-  dt_choco_compression compression;
+  dt_compression_opts compression;
   dt_sgd_extras x;
   dt_lr_schedule schedule;
 } dt_choco_opts;
-
-static const dt_key compression_keys[] = {
-    {.name = "operator", .type = DT_KEY_ENUM, .offset = offsetof(dt_choco_compression, op), .def = "top_k",
-     .values = dt_codec_names, .help = "top_k, random_k (seeded), sign (scaled by the mean |x|) or qsgd (levels)"},
-    {.name = "ratio", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_compression, ratio), .def = "0.01", .min = 0, .max = 1,
-     .flags = DT_KEY_MIN_OPEN, .help = "top_k, random_k: share of the coordinates sent (k = ceil(ratio d))"},
-    {.name = "levels", .type = DT_KEY_INT, .offset = offsetof(dt_choco_compression, levels), .def = "16", .min = 1, .max = 1 << 20,
-     .help = "qsgd: quantization levels s"},
-    {0},
-};
 
 static const dt_key keys[] = {
     {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
@@ -47,7 +32,7 @@ static const dt_key keys[] = {
      .values = dt_local_opt_names, .help = "the local step: sgd, adam, adamw, rmsprop, adadelta or nadam"},
     {.name = "gamma", .type = DT_KEY_FLOAT, .offset = offsetof(dt_choco_opts, gamma), .def = "0.05", .min = 0, .max = 1,
      .flags = DT_KEY_MIN_OPEN, .help = "consensus step size: x_i <- x_i + gamma (s_i - xhat_i)"},
-    {.name = "compression", .type = DT_KEY_SECTION, .offset = offsetof(dt_choco_opts, compression), .sub = compression_keys,
+    {.name = "compression", .type = DT_KEY_SECTION, .offset = offsetof(dt_choco_opts, compression), .sub = dt_compression_keys,
      .help = "the compression operator Q of the messages"},
     DT_SGD_EXTRAS_KEYS(dt_choco_opts, x),
     DT_LR_SCHEDULE_KEY(dt_choco_opts, schedule),

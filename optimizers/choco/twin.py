@@ -1,7 +1,8 @@
 """Choco-SGD's float64 twin, from README.md here (Koloskova, Stich & Jaggi 2019, Algorithm 2):
 x_i^{k+1/2} = one local step; q_i = Q(x_i^{k+1/2} - xhat_i); xhat_i += q_i;
 s_i += sum_j W_ij q_j; x_i = x_i^{k+1/2} + gamma (s_i - xhat_i); xhat and s start at 0.
-sign is computed here from the twin's own vector; top_k checks that the coordinates dtrun sent
+sign is computed here from the twin's own vector (dtrun's sign taken where a coordinate is
+within rounding of 0); top_k checks that the coordinates dtrun sent
 (the support of its message QMSG) are k largest of the twin's vector up to rounding and takes
 them (near-ties may fall either way in float32); random_k takes the coordinates dtrun drew; qsgd,
 whose rounding draws are not separable from the values, takes dtrun's decoded message as is."""
@@ -30,8 +31,16 @@ def compress(op, d, ratio, msg):
     if op == "random_k":
         return torch.where(torch.tensor(msg != 0), d, torch.zeros_like(d))
     if op == "sign":
+        # the twin's own signs and scale; where |d_i| is within rounding of 0 (1e-4 of the
+        # largest), float32 may have put it on either side: dtrun's sign is taken there, and
+        # required to agree everywhere else
         scale = d.abs().sum() / n
-        return torch.where(d >= 0, scale, -scale)
+        own = d >= 0
+        theirs = torch.tensor(msg >= 0)
+        near = d.abs() <= 1e-4 * d.abs().max()
+        if bool(((own != theirs) & ~near).any()):
+            raise TwinMismatch("sign: dtrun sent another sign for a coordinate far from 0")
+        return torch.where(torch.where(near, theirs, own), scale, -scale)
     return torch.tensor(msg, dtype=torch.float64)  # qsgd
 
 

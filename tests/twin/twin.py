@@ -25,6 +25,9 @@ import torch
 import torch.nn.functional as F
 import yaml
 
+if __name__ == "__main__":  # twins import "twin": the running script, not a second copy of it
+    sys.modules.setdefault("twin", sys.modules["__main__"])
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unit"))
 import torch_layers  # noqa: E402  (the layer builder the layer cross-check uses)
@@ -557,7 +560,8 @@ def check(d, problems=None, bound_c=64.0, out=sys.stdout):
             out.write("%-17s %-11s %3d rounds, %4d minibatches: worst relative error %.2e, %.0f%% of the bound at %s%s\n"
                       % (p, alg, c.rounds_total, c.losses, c.worst_err, 100 * c.worst[0], c.worst[1], adopted))
         except TwinMismatch as e:
-            out.write("%-17s %-11s FAILED: %s\n" % (p, alg, e))
+            msg = str(e) if str(e).startswith("round") else "round %d: %s" % (c.k, e)
+            out.write("%-17s %-11s FAILED: %s\n" % (p, alg, msg))
             failures.append(p)
     return failures
 

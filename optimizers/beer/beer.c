@@ -1,0 +1,191 @@
+/* BEER (Zhao, Li, Richtárik & Chi, NeurIPS 2022): gradient tracking with compressed messages.
+ * Each node keeps public estimates h_i of its model and g_i of its tracker, which its neighbours
+ * track alike from the compressed differences it sends; mixing uses the estimates. Static
+ * graphs. Update equations: README.md here; the order is the authors' experiments/BEER.py. */
+#include <string.h>
+
+#include "../compression.h"
+#include "../local_step.h"
+#include "../mix.h"
+#include "../options_impl.h"
+#include "dt/codec.h"
+#include "dt/optimizer.h"
+
+typedef struct dt_beer_opts {
+  double alpha, gamma;
+  dt_compression_opts compression;
+  dt_lr_schedule schedule;
+} dt_beer_opts;
+
+static const dt_key keys[] = {
+    {.name = "alpha", .type = DT_KEY_FLOAT, .offset = offsetof(dt_beer_opts, alpha), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "step size eta along the tracker"},
+    {.name = "gamma", .type = DT_KEY_FLOAT, .offset = offsetof(dt_beer_opts, gamma), .def = "0.2", .min = 0, .max = 1,
+     .flags = DT_KEY_MIN_OPEN, .help = "consensus step size: x_i <- x_i + gamma (sum_j W_ij h_j - h_i) - eta v_i"},
+    {.name = "compression", .type = DT_KEY_SECTION, .offset = offsetof(dt_beer_opts, compression), .sub = dt_compression_keys,
+     .help = "the compression operator C of both messages"},
+    DT_LR_SCHEDULE_KEY(dt_beer_opts, schedule),
+    {0},
+};
+
+typedef struct beer_state {
+  dt_beer_opts o;
+  dt_codec codec;
+  int k;
+  dt_slab v, gprev;    /* tracker and last gradient */
+  dt_slab h, sh;       /* model estimate h_i and s^h_i = Σ_j W_ij h_j */
+  dt_slab g, sg;       /* tracker estimate g_i and s^g_i = Σ_j W_ij g_j */
+  dt_slab grad, diff;  /* scratch */
+  float *qtrace;       /* --dump-trace: a decoded message (and, off the host, its bytes) */
+  dt_optimizer_run *run;
+} beer_state;
+
+static void destroy(void *p) {
+  beer_state *s = p;
+  if (s == NULL) return;
+  dt_slab *slabs[] = {&s->v, &s->gprev, &s->h, &s->sh, &s->g, &s->sg, &s->grad, &s->diff};
+  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) dt_slab_free(s->run->be, slabs[t]);
+  dt_free(s->qtrace);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  beer_state *s = NULL;
+  dt_exchange *ex;
+  DT_ALLOC_GOTO(s, 1, "beer");
+  s->run = run;
+  s->o = *(const dt_beer_opts *)opts;
+  DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
+  dt_slab *slabs[] = {&s->v, &s->gprev, &s->h, &s->sh, &s->g, &s->sg, &s->grad, &s->diff};
+  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, slabs[t]));
+  /* H = G = 0 (so their mixes are 0); V = the first local gradient */
+  DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->v, NULL));
+  DT_TRY_GOTO(dt_slab_copy(run->be, &s->v, &s->gprev));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->v));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->gprev));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "h", &s->h));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "mix_h", &s->sh));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "g", &s->g));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "mix_g", &s->sg));
+  const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float);
+  DT_TRY_GOTO(dt_run_exchange_len(run, 2, msg_len, &ex)); /* vector 0: C(x − h), 1: C(v − g) */
+  if (run->trace != NULL) DT_ALLOC_GOTO(s->qtrace, run->dim + msg_len + 1, "beer trace");
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+/* The codec's stream of node `from`'s message `vec` in round k. */
+static uint64_t msg_id(int from, int k, int vec) { return (uint64_t)(uint32_t)from << 32 | (uint32_t)(2 * k + vec); }
+
+/* --dump-trace: node l's message vec as decoded (QMSH: the model's, QMSV: the tracker's). */
+static dt_status trace_message(beer_state *s, int l, int vec, const void *msg) {
+  dt_optimizer_run *run = s->run;
+  float *q = s->qtrace, *bytes = q + run->dim;
+  if (!run->be->host_memory) {
+    DT_TRY(dt_be_download(run->be, bytes, msg, s->codec.bytes));
+    msg = bytes;
+  }
+  memset(q, 0, sizeof(float) * run->dim);
+  dt_codec_decode_axpy(&s->codec, msg, run->seed, msg_id(run->first + l, s->k, vec), 1.0f, q);
+  return dt_run_trace_f32(run, l, vec == 0 ? "QMSH" : "QMSV", q, run->dim);
+}
+
+/* Encodes node l's message vec from diff's row into its send buffer (serial when tracing, whose
+ * scratch is shared). */
+static dt_status encode(beer_state *s, int l, int vec) {
+  dt_optimizer_run *run = s->run;
+  const int i = run->first + l;
+  void *msg = dt_exchange_send_buffer(run->exchange, i, vec);
+  DT_TRY(dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k, vec), msg));
+  return s->qtrace != NULL ? trace_message(s, l, vec, msg) : DT_OK;
+}
+
+static dt_status encode_h(void *p, int l) { return encode(p, l, 0); }
+static dt_status encode_g(void *p, int l) { return encode(p, l, 1); }
+
+/* est += its own message; mix += Σ_j W_ij q_j over {i} ∪ N(i) in increasing id. */
+static dt_status apply(beer_state *s, int l, int vec, dt_slab *est, dt_slab *mix) {
+  dt_optimizer_run *run = s->run;
+  const int i = run->first + l;
+  const int deg = dt_graph_degree(run->graph, i);
+  const float *q[deg + 1];
+  float w[deg + 1];
+  int who[deg + 1];
+  const int terms = dt_mix_terms(run, i, vec, q, w, who);
+  DT_TRY(dt_be_decode_axpy(run->be, &s->codec, dt_exchange_send_buffer(run->exchange, i, vec), run->seed,
+                           msg_id(i, s->k, vec), 1.0f, dt_slab_node(est, l)));
+  for (int t = 0; t < terms; t++)
+    DT_TRY(dt_be_decode_axpy(run->be, &s->codec, q[t], run->seed, msg_id(who[t], s->k, vec), w[t], dt_slab_node(mix, l)));
+  return DT_OK;
+}
+
+static dt_status node_apply(void *p, int l) {
+  beer_state *s = p;
+  DT_TRY(apply(s, l, 0, &s->h, &s->sh));
+  return apply(s, l, 1, &s->g, &s->sg);
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  beer_state *s = p;
+  dt_backend *be = run->be;
+  s->k = k;
+  const float eta = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha, 0, k, 1), gamma = (float)s->o.gamma;
+  /* x ← x + γ (s^h − h) − η v;  q_h = C(x − h) */
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->sh, -1.0f, &s->h, &s->diff));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, gamma, &s->diff, &run->theta));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -eta, &s->v, &run->theta));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->h, &s->diff));
+  if (s->qtrace != NULL) {
+    for (int l = 0; l < run->count; l++) DT_TRY(encode_h(s, l));
+  } else {
+    DT_TRY(dt_run_for_nodes(run, encode_h, s));
+  }
+  /* g⁺ = ∇f_i(x) on a new minibatch;  v ← v + γ (s^g − g) + g⁺ − g⁻;  q_g = C(v − g) */
+  DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->sg, -1.0f, &s->g, &s->diff));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->v, gamma, &s->diff, &s->v));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->v, 1.0f, &s->grad, &s->v));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->v, -1.0f, &s->gprev, &s->v));
+  DT_TRY(dt_slab_copy(be, &s->grad, &s->gprev));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->v, -1.0f, &s->g, &s->diff));
+  if (s->qtrace != NULL) {
+    for (int l = 0; l < run->count; l++) DT_TRY(encode_g(s, l));
+  } else {
+    DT_TRY(dt_run_for_nodes(run, encode_g, s));
+  }
+  /* both messages in one exchange; h += q_h, s^h += Σ W q_h; g += q_g, s^g += Σ W q_g */
+  DT_TRY(dt_run_exchange_go_sized(run, NULL, s->codec.bytes));
+  return dt_run_for_nodes(run, node_apply, s);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  const dt_beer_opts *o = opts;
+  dt_codec c;
+  if (dt_codec_init(&c, o->compression.op, dim, o->compression.ratio, o->compression.levels) != DT_OK) return 0;
+  return 2.0 * 2.0 * g->num_edges * (double)c.bytes; /* two messages to every neighbour */
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_beer_opts *o = opts;
+  return dt_local_step_check(&o->schedule, 0, DT_LOCAL_SGD, NULL, rounds, err, err_size);
+}
+
+const dt_optimizer_def dt_optimizer_beer = {
+    .plugin =
+        {
+            .name = "beer",
+            .summary = "BEER: gradient tracking with compressed messages (top_k, random_k, sign, qsgd)",
+            .keys = keys,
+            .opts_size = sizeof(dt_beer_opts),
+            .finalize = finalize,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
+};
