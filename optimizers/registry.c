@@ -15,6 +15,7 @@
   X(nids)                    \
   X(d2)                      \
   X(gossip)                  \
+  X(relaysgd)                \
   X(choco)                   \
   X(beer)                    \
   X(easgd)                   \
