@@ -1,5 +1,6 @@
 /* The compression section's key rows (compression.h). */
 #include <stddef.h>
+#include <string.h>
 
 #include "compression.h"
 #include "dt/codec.h"
@@ -13,3 +14,15 @@ const dt_key dt_compression_keys[] = {
      .help = "qsgd: quantization levels s"},
     {0},
 };
+
+dt_status dt_compression_trace(dt_optimizer_run *run, const dt_codec *c, int l, const char *tag, const void *msg,
+                               uint64_t id, float *scratch) {
+  float *q = scratch, *bytes = scratch + run->dim;
+  if (!run->be->host_memory) {
+    DT_TRY(dt_be_download(run->be, bytes, msg, c->bytes));
+    msg = bytes;
+  }
+  memset(q, 0, sizeof(float) * run->dim);
+  dt_codec_decode_axpy(c, msg, run->seed, id, 1.0f, q);
+  return dt_run_trace_f32(run, l, tag, q, run->dim);
+}

@@ -2,7 +2,9 @@
  * include/dt/codec.h and its parameters, as key rows. */
 #ifndef DT_COMPRESSION_H
 #define DT_COMPRESSION_H
+#include "dt/codec.h"
 #include "dt/config.h"
+#include "dt/optimizer.h"
 
 typedef struct dt_compression_opts {
   int op;       /* dt_codec_op */
@@ -12,4 +14,9 @@ typedef struct dt_compression_opts {
 
 /* operator, ratio, levels: the rows of a DT_KEY_SECTION filling a dt_compression_opts. */
 extern const dt_key dt_compression_keys[];
+
+/* --dump-trace: local node l's message msg (made with id) as decoded, under tag (Choco's QMSG,
+ * BEER's QMSH and QMSV): the outcome of the codec's draws. scratch: dim + ⌈bytes/4⌉ floats. */
+DT_MUST_USE dt_status dt_compression_trace(dt_optimizer_run *run, const dt_codec *c, int l, const char *tag,
+                                           const void *msg, uint64_t id, float *scratch);
 #endif

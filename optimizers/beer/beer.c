@@ -2,8 +2,6 @@
  * Each node keeps public estimates h_i of its model and g_i of its tracker, which its neighbours
  * track alike from the compressed differences it sends; mixing uses the estimates. Static
  * graphs. Update equations: README.md here; the order is the authors' experiments/BEER.py. */
-#include <string.h>
-
 #include "../compression.h"
 #include "../local_step.h"
 #include "../mix.h"
@@ -81,19 +79,6 @@ cleanup:
 /* The codec's stream of node `from`'s message `vec` in round k. */
 static uint64_t msg_id(int from, int k, int vec) { return (uint64_t)(uint32_t)from << 32 | (uint32_t)(2 * k + vec); }
 
-/* --dump-trace: node l's message vec as decoded (QMSH: the model's, QMSV: the tracker's). */
-static dt_status trace_message(beer_state *s, int l, int vec, const void *msg) {
-  dt_optimizer_run *run = s->run;
-  float *q = s->qtrace, *bytes = q + run->dim;
-  if (!run->be->host_memory) {
-    DT_TRY(dt_be_download(run->be, bytes, msg, s->codec.bytes));
-    msg = bytes;
-  }
-  memset(q, 0, sizeof(float) * run->dim);
-  dt_codec_decode_axpy(&s->codec, msg, run->seed, msg_id(run->first + l, s->k, vec), 1.0f, q);
-  return dt_run_trace_f32(run, l, vec == 0 ? "QMSH" : "QMSV", q, run->dim);
-}
-
 /* Encodes node l's message vec from diff's row into its send buffer (serial when tracing, whose
  * scratch is shared). */
 static dt_status encode(beer_state *s, int l, int vec) {
@@ -101,7 +86,10 @@ static dt_status encode(beer_state *s, int l, int vec) {
   const int i = run->first + l;
   void *msg = dt_exchange_send_buffer(run->exchange, i, vec);
   DT_TRY(dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k, vec), msg));
-  return s->qtrace != NULL ? trace_message(s, l, vec, msg) : DT_OK;
+  /* --dump-trace: the message as decoded (QMSH: the model's, QMSV: the tracker's) */
+  return s->qtrace != NULL ? dt_compression_trace(run, &s->codec, l, vec == 0 ? "QMSH" : "QMSV", msg, msg_id(i, s->k, vec),
+                                                  s->qtrace)
+                           : DT_OK;
 }
 
 static dt_status encode_h(void *p, int l) { return encode(p, l, 0); }

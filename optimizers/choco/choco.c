@@ -4,7 +4,6 @@
  * and values, or packed bits and a scale). On a time-varying graph every directed edge keeps its
  * own estimate, updated only when the edge is active, so that both ends always agree. Update
  * equations: README.md here. */
-#include <string.h>
 
 #include "../compression.h"
 #include "../local_step.h"
@@ -122,26 +121,15 @@ cleanup:
  * directed edge's index in the union graph per edge. */
 static uint64_t msg_id(int from, int k) { return (uint64_t)(uint32_t)from << 32 | (uint32_t)k; }
 
-/* --dump-trace: node l's message q_i as decoded (QMSG): the outcome of the codec's draws. */
-static dt_status trace_message(choco_state *s, int l, const void *msg) {
-  dt_optimizer_run *run = s->run;
-  float *q = s->qtrace + s->qtrace_stride * (size_t)l, *bytes = q + run->dim;
-  if (!run->be->host_memory) {
-    DT_TRY(dt_be_download(run->be, bytes, msg, s->codec.bytes));
-    msg = bytes;
-  }
-  memset(q, 0, sizeof(float) * run->dim);
-  dt_codec_decode_axpy(&s->codec, msg, run->seed, msg_id(run->first + l, s->k), 1.0f, q);
-  return dt_run_trace_f32(run, l, "QMSG", q, run->dim);
-}
-
 static dt_status node_encode(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
   const int i = run->first + l;
   void *msg = dt_exchange_send_buffer(run->exchange, i, 0);
   DT_TRY(dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k), msg));
-  return s->qtrace != NULL ? trace_message(s, l, msg) : DT_OK;
+  return s->qtrace != NULL ? dt_compression_trace(run, &s->codec, l, "QMSG", msg, msg_id(i, s->k),
+                                                  s->qtrace + s->qtrace_stride * (size_t)l)
+                           : DT_OK;
 }
 
 static dt_status node_update(void *p, int l) {

@@ -109,11 +109,12 @@ static int schedule_ok(const void *opts, char *err, size_t err_size) {
   return 1; /* every round gossips with that round's weights */
 }
 
-/* The plain step with the same stability limit on a quadratic of curvature L, as dsgdm's. */
+/* The plain step with the same stability limit on a quadratic of curvature L: SGD's with this
+ * momentum (heavy ball or Nesterov). */
 static double gradient_step(const void *opts) {
   const dt_qg_opts *o = opts;
-  const double b = o->momentum;
-  return o->nesterov ? o->alpha0 * (1 + 2 * b) / (1 + b) : o->alpha0 / (1 + b);
+  const dt_sgd_extras x = {.momentum = o->momentum, .nesterov = o->nesterov};
+  return dt_local_step_stable(o->alpha0, DT_LOCAL_SGD, &x);
 }
 
 static int finalize(void *opts, int rounds, char *err, size_t err_size) {
