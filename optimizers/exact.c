@@ -106,11 +106,6 @@ dt_status dt_exact_round(void *p, dt_optimizer_run *run, int k) {
   return dt_slab_copy(be, &s->d, &s->dprev);
 }
 
-double dt_exact_bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->num_edges * (double)dim * sizeof(float);
-}
-
 double dt_exact_gradient_step(const void *opts) {
   const dt_exact_opts *o = opts;
   return dt_local_step_stable(o->alpha, o->local_optimizer, &o->x);

@@ -37,8 +37,6 @@ typedef struct dt_exact_opts {
 DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void **out);
 DT_MUST_USE dt_status dt_exact_round(void *state, dt_optimizer_run *run, int k);
 void dt_exact_destroy(void *state);
-/* One vector per directed edge per round. */
-double dt_exact_bytes_per_round(const dt_graph *g, size_t dim, const void *opts);
 double dt_exact_gradient_step(const void *opts);
 int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size);
 #endif

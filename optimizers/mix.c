@@ -93,3 +93,13 @@ cleanup:
 double dt_mix_sweep_bytes(const dt_graph *g, size_t dim, int nvec) {
   return (double)g->num_edges * nvec * (double)dim * sizeof(float);
 }
+
+double dt_mix_one_vector_bytes(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  return 2.0 * g->num_edges * (double)dim * sizeof(float);
+}
+
+int dt_mix_any_schedule(const void *opts, char *err, size_t err_size) {
+  (void)opts, (void)err, (void)err_size;
+  return 1; /* every round mixes with that round's weights */
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "../exact.h"
+#include "../mix.h"
 #include "../options_impl.h"
 
 static const dt_key keys[] = {DT_EXACT_COMMON_KEYS, {0}};
@@ -37,7 +38,7 @@ const dt_optimizer_def dt_optimizer_d2 = {
     .create = create,
     .round = dt_exact_round,
     .destroy = dt_exact_destroy,
-    .bytes_per_round = dt_exact_bytes_per_round,
+    .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
     .graph_ok = graph_ok,

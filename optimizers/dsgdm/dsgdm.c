@@ -83,16 +83,6 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return dt_slab_copy(run->be, &s->mixed, &run->theta);
 }
 
-static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->num_edges * (double)dim * sizeof(float);
-}
-
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* every round mixes with that round's weights */
-}
-
 /* The plain step with the same stability limit on a quadratic of curvature L: heavy ball is
  * stable for alpha L < 2 (1 + beta), Nesterov for alpha L < 2 (1 + beta) / (1 + 2 beta). */
 static double gradient_step(const void *opts) {
@@ -113,13 +103,13 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
             .summary = "DSGD with local heavy-ball or Nesterov momentum: mix with W, then a momentum step",
             .keys = keys,
             .opts_size = sizeof(dt_dsgdm_opts),
-            .schedule_ok = schedule_ok,
+            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
     .round = round_k,
     .destroy = destroy,
-    .bytes_per_round = bytes_per_round,
+    .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
 };

@@ -1,6 +1,7 @@
 /* EXTRA (Shi, Ling, Wu & Yin, SIAM J. Optim. 2015), with stochastic gradients and any local
  * optimizer: x⁺ = (I + W) x − ½ (I + W) x⁻ − (d − d⁻). The round is exact.c's; README.md here. */
 #include "../exact.h"
+#include "../mix.h"
 #include "../options_impl.h"
 
 static const dt_key keys[] = {DT_EXACT_COMMON_KEYS, {0}};
@@ -21,7 +22,7 @@ const dt_optimizer_def dt_optimizer_extra = {
     .create = create,
     .round = dt_exact_round,
     .destroy = dt_exact_destroy,
-    .bytes_per_round = dt_exact_bytes_per_round,
+    .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
 };

@@ -73,16 +73,6 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return dt_run_for_nodes(run, node_mix, s); /* x_i ← Σ_j W_ij x_j */
 }
 
-static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->num_edges * (double)dim * sizeof(float);
-}
-
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* every round gossips with that round's weights, as the paper's changing topologies */
-}
-
 static double gradient_step(const void *opts) {
   const dt_local_dsgd_opts *o = opts;
   return dt_local_step_stable(o->alpha0, o->local_optimizer, &o->x);
@@ -100,13 +90,13 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
             .summary = "Local-DSGD: tau local steps, then one gossip with W",
             .keys = keys,
             .opts_size = sizeof(dt_local_dsgd_opts),
-            .schedule_ok = schedule_ok,
+            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
     .round = round_k,
     .destroy = destroy,
-    .bytes_per_round = bytes_per_round,
+    .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
 };

@@ -99,16 +99,6 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   return dt_slab_axpby(be, (float)q, &s->mhat, (float)((1.0 - q) / a), &s->old, &s->mhat);
 }
 
-static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->num_edges * (double)dim * sizeof(float);
-}
-
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* every round gossips with that round's weights */
-}
-
 /* The plain step with the same stability limit on a quadratic of curvature L: SGD's with this
  * momentum (heavy ball or Nesterov). */
 static double gradient_step(const void *opts) {
@@ -129,13 +119,13 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
             .summary = "quasi-global momentum (QG-DSGDm): a momentum step on a buffer that follows the gossiped model, then gossip",
             .keys = keys,
             .opts_size = sizeof(dt_qg_opts),
-            .schedule_ok = schedule_ok,
+            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
     .round = round_k,
     .destroy = destroy,
-    .bytes_per_round = bytes_per_round,
+    .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
 };
