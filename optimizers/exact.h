@@ -38,5 +38,9 @@ DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts
 DT_MUST_USE dt_status dt_exact_round(void *state, dt_optimizer_run *run, int k);
 void dt_exact_destroy(void *state);
 double dt_exact_gradient_step(const void *opts);
+/* NIDS's and D²'s recursion x⁺ = W̃ (2x − x⁻ − …) diverges where an eigenvalue of W̃ = I − c (I − W)
+ * is at or below −1/3 (D²'s condition, Tang et al. 2018, for c = 1): 0 and the reason into err
+ * then, naming the algorithm. */
+int dt_exact_mixing_ok(const char *name, double c, const dt_graph *g, char *err, size_t err_size);
 int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size);
 #endif

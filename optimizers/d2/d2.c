@@ -1,8 +1,6 @@
 /* D² (Tang, Lian, Yan, Zhang & Liu, ICML 2018), with any local optimizer:
  * x⁺ = W (2x − x⁻ − d + d⁻), x¹ = W (x⁰ − d⁰): NIDS's round with c = 1. The round is exact.c's;
  * README.md here. */
-#include <stdio.h>
-
 #include "../exact.h"
 #include "../mix.h"
 #include "../options_impl.h"
@@ -18,12 +16,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
 /* D²'s condition (Tang et al. 2018, Assumption 1): λ_min(W) > −1/3. */
 static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
   (void)opts;
-  if (g->lambda_min > -1.0 / 3.0 + 1e-9) return 1;
-  snprintf(err, err_size,
-           "d2 needs the mixing matrix's smallest eigenvalue above -1/3, and this graph's W has %.6g (D2 does not "
-           "converge on it); use nids, whose c = 0.5 converges on every symmetric doubly stochastic W",
-           g->lambda_min);
-  return 0;
+  return dt_exact_mixing_ok("d2", 1.0, g, err, err_size);
 }
 
 const dt_optimizer_def dt_optimizer_d2 = {

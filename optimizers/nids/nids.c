@@ -27,6 +27,10 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_exact_finalize(opts, rounds, err, err_size);
 }
 
+static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
+  return dt_exact_mixing_ok("nids", ((const dt_exact_opts *)opts)->c, g, err, err_size);
+}
+
 const dt_optimizer_def dt_optimizer_nids = {
     .plugin =
         {
@@ -42,4 +46,5 @@ const dt_optimizer_def dt_optimizer_nids = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
+    .graph_ok = graph_ok,
 };

@@ -198,12 +198,18 @@ static double use_split(world *w, int hetero) {
     char yaml[2048];
     dt_config cfg;
     snprintf(yaml, sizeof yaml, base_yaml, hetero ? "hetero" : "random", WHEEL, "{alg_name: solo}");
-    CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &cfg));
-    CHECK_OK(dt_split_make(&w->data.train, &cfg.experiment, &w->splits[hetero]));
-    CHECK_OK(dt_task_create(w->be, &w->data.train, &w->data.test, &w->splits[hetero], &w->ms, w->first, w->count,
-                            cfg.experiment.seed, &w->tasks[hetero]));
+    int ok = dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &cfg) == DT_OK &&
+             dt_split_make(&w->data.train, &cfg.experiment, &w->splits[hetero]) == DT_OK &&
+             dt_task_create(w->be, &w->data.train, &w->data.test, &w->splits[hetero], &w->ms, w->first, w->count,
+                            cfg.experiment.seed, &w->tasks[hetero]) == DT_OK;
+    CHECK(ok, "the %s split's task: %s", hetero ? "hetero" : "random", dt_error_message());
+    if (!ok) { /* this split's cases fail (their optimum is NaN); the others still run */
+      dt_task_free(w->tasks[hetero]);
+      w->tasks[hetero] = NULL;
+      dt_split_free(&w->splits[hetero]);
+      return NAN;
+    }
     w->task = w->tasks[hetero];
-    if (check_failures > 0) return NAN;
     w->d = dt_task_dim(w->task);
     if (w->xstar == NULL) w->xstar = calloc(w->d, sizeof(float));
     CHECK_OK(dt_task_begin(w->task, 64, 1, 0.01));

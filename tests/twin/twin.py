@@ -85,33 +85,38 @@ class KinkReLU(torch.nn.Module):
         return F.relu(x) if self.flip is None else _MaskedReLU.apply(x, self.flip)
 
     def candidates(self, window):
-        """(closeness, entry) of the inputs within window (relative to the largest) of 0."""
+        """(closeness, entry) of the inputs within window (relative to the largest) of 0; exact
+        zeros are not candidates (both arithmetics block them alike)."""
         z = self.last.abs()
-        return [(float(z[tuple(e)]), tuple(e)) for e in torch.nonzero(z <= window * z.max()).tolist()]
+        near = (z > 0) & (z <= window * z.max())
+        return [(float(z[tuple(e)]), tuple(e)) for e in torch.nonzero(near).tolist()]
 
 
 class KinkMaxPool(torch.nn.Module):
     """nn.MaxPool2d (no padding) that keeps each window's two largest inputs and can route a
     window's output (and so its gradient) to the second largest instead (flip: a bool tensor of
-    the output's shape): where the two are within rounding, float32 may have picked either. Exact
-    ties are not candidates (both arithmetics pick the same entry)."""
+    the output's shape): where the two are within rounding, float32 may have picked either. The
+    largest is the first one in the window, as max_pool2d picks; exact ties are not candidates
+    (both arithmetics pick the same entry)."""
 
     def __init__(self, m):
         super().__init__()
-        self.k, self.s = m.kernel_size, m.stride
+        pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
+        self.k, self.s = pair(m.kernel_size), pair(m.stride if m.stride is not None else m.kernel_size)
         self.flip, self.gap = None, None
 
     def forward(self, x):
-        k = self.k if isinstance(self.k, int) else self.k[0]
-        st = self.s if isinstance(self.s, int) else self.s[0]
-        p = x.unfold(2, k, st).unfold(3, k, st)
-        p = p.reshape(p.shape[:4] + (k * k,))
-        top = p.topk(2, dim=-1)
-        self.gap = (top.values[..., 0] - top.values[..., 1]).detach()
+        (kh, kw), (sh, sw) = self.k, self.s
+        p = x.unfold(2, kh, sh).unfold(3, kw, sw)
+        p = p.reshape(p.shape[:4] + (kh * kw,))
+        v1, i1 = p.max(-1, keepdim=True)  # the first maximum, as max_pool2d
+        if kh * kw > 1:
+            v2, i2 = p.scatter(-1, i1, float("-inf")).max(-1, keepdim=True)
+            self.gap = (v1 - v2).squeeze(-1).detach()
+        else:
+            i2, self.gap = i1, torch.full(v1.shape[:-1], float("inf"))
         self.scale = float(x.detach().abs().max())
-        idx = top.indices[..., :1]
-        if self.flip is not None:
-            idx = torch.where(self.flip.unsqueeze(-1), top.indices[..., 1:], idx)
+        idx = i1 if self.flip is None else torch.where(self.flip.unsqueeze(-1), i2, i1)
         return p.gather(-1, idx).squeeze(-1)
 
     def candidates(self, window):
