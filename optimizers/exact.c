@@ -64,11 +64,6 @@ cleanup:
   return st;
 }
 
-static dt_status node_mix(void *p, int l) {
-  exact_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->mixed, l));
-}
-
 dt_status dt_exact_round(void *p, dt_optimizer_run *run, int k) {
   exact_state *s = p;
   dt_backend *be = run->be;
@@ -93,7 +88,7 @@ dt_status dt_exact_round(void *p, dt_optimizer_run *run, int k) {
     DT_TRY(dt_slab_axpby(be, 1.0f, &v, 1.0f, &s->dprev, &v));
   }
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix, s)); /* mixed_i = Σ_j W_ij v_j */
+  DT_TRY(dt_mix_all(run, 0, &s->mixed)); /* mixed_i = Σ_j W_ij v_j */
   /* 3. x⁻ ← x, then x ← x⁺, d⁻ ← d */
   DT_TRY(dt_slab_copy(be, &run->theta, &s->prev));
   if (s->form == DT_EXACT_EXTRA) {

@@ -103,3 +103,19 @@ int dt_mix_any_schedule(const void *opts, char *err, size_t err_size) {
   (void)opts, (void)err, (void)err_size;
   return 1; /* every round mixes with that round's weights */
 }
+
+typedef struct mix_all_ctx {
+  dt_optimizer_run *run;
+  int vec;
+  dt_slab *out;
+} mix_all_ctx;
+
+static dt_status mix_all_node(void *p, int l) {
+  const mix_all_ctx *c = p;
+  return dt_mix(c->run, c->run->first + l, c->vec, dt_slab_node(c->out, l));
+}
+
+dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out) {
+  mix_all_ctx c = {.run = run, .vec = vec, .out = out};
+  return dt_run_for_nodes(run, mix_all_node, &c);
+}

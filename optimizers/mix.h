@@ -9,6 +9,9 @@
  * and, when who is not NULL, its node who[t]. Neighbours that did not send to i this round are
  * left out. Returns the count, at most 1 + degree. */
 int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *w, int *who);
+/* out's row of every local node l = Σ_j W_ij x_j as dt_mix computes it (vector `vec` of the last
+ * exchange), the nodes in parallel on the run's threads. */
+DT_MUST_USE dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out);
 /* The same over exchange ex (the run's own, or another such as the model buffers'). */
 int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who);
 

@@ -75,11 +75,6 @@ cleanup:
 
 static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgd_state *)ctx)->run->theta, l); }
 
-static dt_status node_mix(void *p, int l) {
-  dsgd_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->mixed, l));
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
@@ -94,7 +89,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     return dt_slab_axpby(run->be, 1.0f, &run->theta, -a, &s->grad, &run->theta);
   }
   /* x_i ← Σ_j W_ij x_j − α ∇f_i(Σ_j W_ij x_j) */
-  DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  DT_TRY(dt_mix_all(run, 0, &s->mixed));
   if (s->local.opt != NULL) { /* the local optimizer's step at the mixed point, at rate α */
     DT_TRY(dt_run_gradients(run, &s->mixed, &s->local.grad, NULL));
     DT_TRY(dt_local_opt_step_all(s->local.opt, &s->mixed, &s->local.grad, a));

@@ -66,17 +66,12 @@ cleanup:
   return st;
 }
 
-static dt_status node_mix(void *p, int l) {
-  dsgdm_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->mixed, l));
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgdm_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix, s));                   /* z_i = Σ_j W_ij x_j */
+  DT_TRY(dt_mix_all(run, 0, &s->mixed));                   /* z_i = Σ_j W_ij x_j */
   DT_TRY(dt_run_gradients(run, &s->mixed, &s->sgd.grad, NULL)); /* g_i = ∇f_i(z_i) */
   /* m_i ← β m_i + g_i;  z_i ← z_i − α m_i (heavy ball) or z_i − α (g_i + β m_i) (Nesterov) */
   DT_TRY(dt_local_opt_step_all(s->sgd.opt, &s->mixed, &s->sgd.grad, a));

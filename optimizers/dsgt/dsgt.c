@@ -99,12 +99,6 @@ static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)c
 static const float *delta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->tmp, l); }
 static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
 
-/* tmp_i ← Σ_j W_ij y_j over {i} ∪ N(i) at the round-start trackers, local node l */
-static dt_status node_mix_y(void *p, int l) {
-  dsgt_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 1, dt_slab_node(&s->tmp, l));
-}
-
 /* The seed reference's order (its optimizers/dsgt.py since commit e831bf9): sweep
  * x_i ← W_ii x_i + Σ_j W_ij x_j − α Σ_j W_ij y_j over the nodes in id order (lower ids already
  * swept, the trackers all at the round start); all gradients at the new x; sweep
@@ -113,7 +107,7 @@ static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix_y, s));
+  DT_TRY(dt_mix_all(run, 1, &s->tmp)); /* tmp_i ← Σ_j W_ij y_j at the round-start trackers */
   const dt_sweep_io xs = {.extra = delta_of, .out = theta_of, .ctx = s};
   DT_TRY(dt_mix_sweep(run, 0, -s->alpha, &xs));
   /* g⁺ = ∇f_i(x_i) at the swept x; the tracker's correction g⁺ − g_i into tmp; g_i = g⁺ */

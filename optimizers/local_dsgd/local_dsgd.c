@@ -59,18 +59,13 @@ cleanup:
   return st;
 }
 
-static dt_status node_mix(void *p, int l) {
-  local_dsgd_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->run->theta, l));
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   local_dsgd_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, s->o.local_steps);
   for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, a, NULL)); /* x ← step(x, g) */
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  return dt_run_for_nodes(run, node_mix, s); /* x_i ← Σ_j W_ij x_j */
+  return dt_mix_all(run, 0, &run->theta); /* x_i ← Σ_j W_ij x_j */
 }
 
 static double gradient_step(const void *opts) {

@@ -71,11 +71,6 @@ cleanup:
   return st;
 }
 
-static dt_status node_mix(void *p, int l) {
-  qg_state *s = p;
-  return dt_mix(s->run, s->run->first + l, 0, dt_slab_node(&s->run->theta, l));
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   qg_state *s = p;
   dt_backend *be = run->be;
@@ -91,7 +86,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dt_slab v = dt_exchange_send_slab(run->exchange, 0);
   DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -a, &s->m, &v));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  DT_TRY(dt_mix_all(run, 0, &run->theta));
   /* d = (x_old − x) / α;  m̂ ← μ m̂ + (1 − μ) d (a rate of 0 moves nothing, and m̂ stays) */
   if (a == 0.0f) return DT_OK;
   const double q = s->o.qg_mu;

@@ -39,10 +39,12 @@ static const dt_key keys[] = {
 typedef struct relay_state {
   dt_relay_opts o;
   dt_learners learners;
-  uint8_t *tree;  /* [2E] directed edges of the union graph that are tree edges */
+  uint8_t *tree;  /* [2E] directed edges of the union graph that are tree edges (the exchange's mask) */
+  int *tstart;    /* [n + 1] node u's tree edges are tedge[tstart[u] .. tstart[u + 1]) */
+  int *tedge;     /* [2(n − 1)] the directed tree edges u→v, by u, in increasing v */
   int *count;     /* [2E] c_e: how many models the message last sent along e sums (replicated) */
   int *next;      /* [2E] scratch: this round's counts */
-  int *rev;       /* [2E] the reverse edge */
+  int *rev;       /* [2E] the reverse of a tree edge */
   float *x0;      /* the shared start (backend memory, kept) */
   dt_slab in;     /* per local out-edge e = (i, j): the last message m_{j→i} (kept) */
   dt_optimizer_run *run;
@@ -55,6 +57,8 @@ static void destroy(void *p) {
   dt_slab_free(s->run->be, &s->in);
   dt_be_free(s->run->be, s->x0);
   dt_free(s->tree);
+  dt_free(s->tstart);
+  dt_free(s->tedge);
   dt_free(s->count);
   dt_free(s->next);
   dt_free(s->rev);
@@ -103,10 +107,18 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_ALLOC_GOTO(s->count, E2 + 1, "relaysgd");
   DT_ALLOC_GOTO(s->next, E2 + 1, "relaysgd");
   DT_ALLOC_GOTO(s->rev, E2 + 1, "relaysgd");
+  DT_ALLOC_GOTO(s->tstart, (size_t)g->n + 1, "relaysgd");
+  DT_ALLOC_GOTO(s->tedge, 2 * (size_t)g->n + 1, "relaysgd");
   DT_TRY_GOTO(make_tree(g, s->o.root, s->tree));
-  for (int u = 0; u < g->n; u++)
+  for (int u = 0, t = 0; u < g->n; u++) { /* only the tree edges: the rounds never look at the others */
+    s->tstart[u] = t;
     for (int e = g->nbr_start[u]; e < g->nbr_start[u + 1]; e++)
-      s->rev[e] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], u);
+      if (s->tree[e]) {
+        s->tedge[t++] = e;
+        s->rev[e] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], u);
+      }
+    s->tstart[u + 1] = t;
+  }
   DT_TRY_GOTO(dt_run_keep_shared(run, "counts", s->count, sizeof(int) * E2));
   /* x0: every node starts at the same θ0, node 0's row as any (the mean costs no traffic) */
   DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->x0));
@@ -130,12 +142,12 @@ static dt_status node_send(void *p, int l) {
   const dt_graph *g = run->graph;
   const int i = run->first + l, e0 = g->nbr_start[run->first];
   const float *x = dt_slab_node(&run->theta, l);
-  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    if (!s->tree[e]) continue;
+  for (int a = s->tstart[i]; a < s->tstart[i + 1]; a++) {
+    const int e = s->tedge[a];
     float *msg = dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]);
     DT_TRY(dt_be_copy(run->be, run->dim, x, msg));
-    for (int f = g->nbr_start[i]; f < g->nbr_start[i + 1]; f++)
-      if (s->tree[f] && f != e) DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, dt_slab_node(&s->in, f - e0), msg));
+    for (int b = s->tstart[i]; b < s->tstart[i + 1]; b++)
+      if (b != a) DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, dt_slab_node(&s->in, s->tedge[b] - e0), msg));
   }
   return DT_OK;
 }
@@ -149,8 +161,8 @@ static dt_status node_average(void *p, int l) {
   const int i = run->first + l, e0 = g->nbr_start[run->first];
   float *x = dt_slab_node(&run->theta, l);
   int arrived = 1;
-  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    if (!s->tree[e]) continue;
+  for (int a = s->tstart[i]; a < s->tstart[i + 1]; a++) {
+    const int e = s->tedge[a];
     float *m = dt_slab_node(&s->in, e - e0);
     DT_TRY(dt_be_copy(run->be, run->dim, dt_exchange_recv(run->exchange, i, g->nbr[e], 0), m));
     DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, m, x));
@@ -168,12 +180,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   /* the counts travel with the messages in the reference; here every rank derives them:
    * c_{i→j} = 1 + Σ_{k ≠ j} c_{k→i} of the previous round */
   for (int u = 0; u < g->n; u++)
-    for (int e = g->nbr_start[u]; e < g->nbr_start[u + 1]; e++) {
-      if (!s->tree[e]) continue;
+    for (int a = s->tstart[u]; a < s->tstart[u + 1]; a++) {
       int c = 1;
-      for (int f = g->nbr_start[u]; f < g->nbr_start[u + 1]; f++)
-        if (s->tree[f] && f != e) c += s->count[s->rev[f]];
-      s->next[e] = c;
+      for (int b = s->tstart[u]; b < s->tstart[u + 1]; b++)
+        if (b != a) c += s->count[s->rev[s->tedge[b]]];
+      s->next[s->tedge[a]] = c;
     }
   DT_TRY(dt_run_exchange_go(run, s->tree));
   DT_TRY(dt_run_for_nodes(run, node_average, s));
