@@ -12,15 +12,27 @@
 static void print_graph(const dt_config *cfg, const dt_graph *g, const dt_schedule *sched, FILE *out) {
   char shape[64] = "";
   if (g->rows > 0) snprintf(shape, sizeof shape, " (%d rows x %d columns)", g->rows, g->cols);
-  fprintf(out, "# graph: %s%s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), shape, g->n, g->num_edges,
-          dt_mixing_name(g->mixing));
+  if (g->directed)
+    fprintf(out, "# graph: directed %s, %d nodes, %d arcs (%d edges in their union), push weights 1/(1 + out-degree)\n",
+            dt_graph_type_name(g->type), g->n, g->num_arcs, g->num_edges);
+  else
+    fprintf(out, "# graph: %s%s, %d nodes, %d edges, mixing %s\n", dt_graph_type_name(g->type), shape, g->n, g->num_edges,
+            dt_mixing_name(g->mixing));
+  if (g->directed) {
+    fprintf(out, "#   out-degrees:");
+    for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_out_degree(g, i));
+    fprintf(out, "%s\n", g->n > 64 ? " ..." : "");
+  }
   fprintf(out, "#   degrees:");
   for (int i = 0; i < g->n && i < 64; i++) fprintf(out, " %d", dt_graph_degree(g, i));
   fprintf(out, "%s\n#   Fiedler value %.6g", g->n > 64 ? " ..." : "", g->fiedler);
   if (g->fiedler_target > 0.0)
     fprintf(out, " (target %g, reached with %s = %.6g on draw %d)", g->fiedler_target,
             g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold, g->attempts);
-  fprintf(out, ", spectral gap of W %.6g, smallest eigenvalue %.6g\n", g->spectral_gap, g->lambda_min);
+  if (g->directed) /* complex spectrum: the gap is 1 - |λ2| */
+    fprintf(out, " (of the union), spectral gap of W %.6g\n", g->spectral_gap);
+  else
+    fprintf(out, ", spectral gap of W %.6g, smallest eigenvalue %.6g\n", g->spectral_gap, g->lambda_min);
   if (sched != NULL)
     fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
             dt_schedule_names[cfg->experiment.graph.schedule],
@@ -36,7 +48,8 @@ static void print_model(const dt_model *m, FILE *out) {
 }
 
 /* Each problem: algorithm, rounds, evaluation, batch, traffic per round (d parameters). */
-static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_schedule *sched, size_t d, FILE *out) {
+static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_schedule *sched, const dt_model *m, FILE *out) {
+  const size_t d = dt_model_num_params(m);
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
@@ -55,7 +68,7 @@ static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_sche
     if (pc->evaluation.test_samples > 0)
       snprintf(evals + strlen(evals), sizeof evals - strlen(evals), " on %d test samples", pc->evaluation.test_samples);
     fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d%s, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
-            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, evals, batch, share * def->bytes_per_round(g, d, pc->alg_opts) / 1e6,
+            pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, evals, batch, share * dt_optimizer_bytes_per_round(def, g, m, d, pc->alg_opts) / 1e6,
             sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
   }
   return DT_OK;
@@ -107,7 +120,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   fprintf(out, "# ---- summary ----\n");
   print_graph(cfg, g, sched, out);
   print_model(m, out);
-  DT_TRY_GOTO(print_problems(cfg, g, sched, dt_model_num_params(m), out));
+  DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);

@@ -294,14 +294,15 @@ static int info_command(int argc, char **argv) {
     fputs(usage_text, stdout);
     /* the algorithms, from the registry: a new plug-in appears here by itself */
     printf("\nalgorithms (optimizer_config.alg_name; each explained in optimizers/<name>/README.md):\n");
-    for (int i = 0; dt_optimizer_plugins[i] != NULL; i++) {
+    char names[64][64];
+    int width = 0, count = 0;
+    for (int i = 0; dt_optimizer_plugins[i] != NULL && count < 64; i++, count++) { /* "name (alias)", column as wide as the widest */
       const dt_plugin *p = dt_optimizer_plugins[i];
-      char name[64];
-      snprintf(name, sizeof name, "%s%s%s%s", p->name, p->aliases != NULL && p->aliases[0] != NULL ? " (" : "",
-               p->aliases != NULL && p->aliases[0] != NULL ? p->aliases[0] : "",
-               p->aliases != NULL && p->aliases[0] != NULL ? ")" : "");
-      printf("  %-20s %s\n", name, p->summary);
+      const int alias = p->aliases != NULL && p->aliases[0] != NULL;
+      snprintf(names[i], sizeof names[i], "%s%s%s%s", p->name, alias ? " (" : "", alias ? p->aliases[0] : "", alias ? ")" : "");
+      width = (int)strlen(names[i]) > width ? (int)strlen(names[i]) : width;
     }
+    for (int i = 0; i < count; i++) printf("  %-*s %s\n", width, names[i], dt_optimizer_plugins[i]->summary);
     return 0;
   }
   if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
@@ -311,8 +312,13 @@ static int info_command(int argc, char **argv) {
       if (dt_optimizer_plugins[i]->schedule_ok != NULL)
         snprintf(varying + strlen(varying), sizeof varying - strlen(varying), "%s%s", varying[0] ? ", " : "",
                  dt_optimizer_plugins[i]->name);
-    printf("dtrun %s\nbackends: %s\nalgorithms: %s\ntime-varying graphs: %s\nBLAS: OpenBLAS (%s kernels)\n", DT_VERSION,
-           dt_backend_list(), algorithms, varying, dt_cpu_kernel_name());
+    char directed[1024] = "";
+    for (int i = 0; dt_optimizers[i] != NULL; i++) /* those that accept experiment.graph.directed */
+      if (dt_optimizers[i]->directed_ok)
+        snprintf(directed + strlen(directed), sizeof directed - strlen(directed), "%s%s", directed[0] ? ", " : "",
+                 dt_optimizers[i]->plugin.name);
+    printf("dtrun %s\nbackends: %s\nalgorithms: %s\ntime-varying graphs: %s\ndirected graphs: %s\nBLAS: OpenBLAS (%s kernels)\n",
+           DT_VERSION, dt_backend_list(), algorithms, varying, directed, dt_cpu_kernel_name());
     return 0;
   }
   return -1;

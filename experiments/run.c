@@ -331,9 +331,12 @@ static void banner(const runner *r) {
   const int hosts = dt_comm_num_hosts(r->comm);
   char where[32] = "";
   if (hosts > 1) snprintf(where, sizeof where, " on %d hosts", hosts);
-  runner_say(r, "dtrun %s: %s, %zu parameters, %d rank%s%s x %d thread%s\ngraph: %d nodes, %s, %d edges, Fiedler value %.4g, "
+  char edges[48];
+  if (r->graph->directed) snprintf(edges, sizeof edges, "directed, %d arcs", r->graph->num_arcs);
+  else snprintf(edges, sizeof edges, "%d edges", r->graph->num_edges);
+  runner_say(r, "dtrun %s: %s, %zu parameters, %d rank%s%s x %d thread%s\ngraph: %d nodes, %s, %s, Fiedler value %.4g, "
              "spectral gap %.4f%s%s\n", DT_VERSION, e->name, dt_task_dim(r->task), r->size, r->size > 1 ? "s" : "", where, threads,
-             threads > 1 ? "s" : "", r->n, dt_graph_type_name(r->graph->type), r->graph->num_edges, r->graph->fiedler,
+             threads > 1 ? "s" : "", r->n, dt_graph_type_name(r->graph->type), edges, r->graph->fiedler,
              r->graph->spectral_gap, r->write ? "\noutput: " : "", r->write ? r->outdir : "");
   char order[1024];
   if (dt_config_order_note(r->cfg, "", order, sizeof order)) runner_say(r, "%s", order);

@@ -16,8 +16,10 @@
   X(d2)                      \
   X(gossip)                  \
   X(relaysgd)                \
+  X(sgp)                     \
   X(choco)                   \
   X(beer)                    \
+  X(powergossip)             \
   X(easgd)                   \
   X(downpour)                \
   X(centralized)             \
@@ -36,11 +38,21 @@ const dt_optimizer_def *dt_optimizer_find(const char *name) {
   return NULL;
 }
 
+double dt_optimizer_bytes_per_round(const dt_optimizer_def *def, const dt_graph *g, const dt_model *m, size_t dim, const void *opts) {
+  if (def->bytes_per_round_model != NULL && m != NULL) return def->bytes_per_round_model(g, m, opts);
+  return def->bytes_per_round(g, dim, opts);
+}
+
 dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
   for (int i = 0; i < cfg->num_problems; i++) {
     const dt_optimizer_def *def = dt_optimizer_find(cfg->problems[i].alg_name);
     char err[512] = "", key[256];
-    if (def == NULL || def->graph_ok == NULL || def->graph_ok(cfg->problems[i].alg_opts, g, err, sizeof err)) continue;
+    if (def == NULL) continue;
+    if (g->directed && !def->directed_ok)
+      snprintf(err, sizeof err,
+               "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph (experiment.graph.directed); "
+               "push-sum (sgp) can", def->plugin.name);
+    else if (def->graph_ok == NULL || def->graph_ok(cfg->problems[i].alg_opts, g, err, sizeof err)) continue;
     snprintf(key, sizeof key, "problem_configs.%s.optimizer_config.alg_name", cfg->problems[i].key);
     const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s", err);
     return dt_config_error_at(cfg, st, key);

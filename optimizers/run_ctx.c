@@ -18,7 +18,7 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   run->comm = comm;
   run->be = dt_task_backend(task);
   run->graph = g;
-  run->round = (dt_round_graph){.mask = NULL, .w_nbr = g->w_nbr, .w_self = g->w_self};
+  run->round = (dt_round_graph){.mask = g->out_mask, .w_nbr = g->w_nbr, .w_self = g->w_self}; /* directed: its arcs */
   run->pc = pc;
   run->task = task;
   run->seed = seed;

@@ -98,6 +98,7 @@ typedef struct dt_graph_config {
   int mixing; /* dt_mixing */
   int schedule;       /* dt_schedule_kind */
   int resample_every; /* resample: rounds per graph */
+  bool directed;      /* arcs, push weights (dt_graph) */
 } dt_graph_config;
 
 /* Training-image augmentation (experiment.augment). */

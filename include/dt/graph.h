@@ -51,6 +51,7 @@ typedef struct dt_graph_spec {
   double fiedler_tolerance; /* accepted |Fiedler value - fiedler| */
   const char *edge_file; /* file: path (borrowed) */
   dt_mixing mixing;
+  int directed;       /* cycle, exponential, random, file: arcs u -> v (push weights, see dt_graph) */
 } dt_graph_spec;
 
 typedef struct dt_graph {
@@ -70,6 +71,16 @@ typedef struct dt_graph {
   double fiedler_target; /* the spec's fiedler (0: none) */
   double threshold;    /* with a Fiedler target: the p (random) or radius (geometric) found */
   int rows, cols;      /* grid, torus: the shape built (0, 0 otherwise) */
+  /* A directed graph keeps the CSR above as the union of its arcs (what the exchange is built
+   * on) and says which way each edge carries messages: out_mask[nbr_start[i] + t] != 0 when i
+   * sends to its t-th neighbour (the layout of a round's mask). Its weights are push weights,
+   * column-stochastic and not symmetric: a node keeps 1/(1 + out-degree) of its own vector and
+   * sends as much to each out-neighbour, so W_ij (i's row, j's column) = 1/(1 + out-degree of j)
+   * when j -> i and 0 otherwise; spectral_gap is 1 - |λ2(W)| of that W's complex spectrum and
+   * lambda_min is NAN. Strongly connected (checked). */
+  int directed;
+  int num_arcs;
+  uint8_t *out_mask;   /* [2E]; NULL for an undirected graph */
 } dt_graph;
 
 /* Builds the graph of spec: topology, connectivity check, mixing weights (checked symmetric and
@@ -90,6 +101,9 @@ DT_MUST_USE dt_status dt_graph_from_config(const struct dt_config *cfg, dt_graph
 static inline int dt_graph_degree(const dt_graph *g, int i) {
   return g->nbr_start[i + 1] - g->nbr_start[i];
 }
+
+/* Nodes i sends to: out-degree (its degree on an undirected graph). */
+int dt_graph_out_degree(const dt_graph *g, int i);
 
 /* Index of j in i's neighbour list, or -1 when j is not a neighbour. */
 int dt_graph_nbr_index(const dt_graph *g, int i, int j);

@@ -191,6 +191,10 @@ struct dt_optimizer_def {
   /* Bytes all nodes together send in one round on graph g with dim-float parameters (the
    * expectation, for randomized algorithms); for `dtrun check` and the docs. */
   double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
+  /* Instead of bytes_per_round where the messages depend on the model's tensor shapes
+   * (PowerGossip: low-rank factors of each weight matrix): the same figure from the model.
+   * Callers use dt_optimizer_bytes_per_round, which picks. */
+  double (*bytes_per_round_model)(const dt_graph *g, const dt_model *m, const void *opts);
   /* Whether that figure is a sum over every directed edge of g (DSGD, DSGT): on a time-varying
    * graph it then scales with the share of edges the rounds use. */
   int traffic_per_edge;
@@ -202,6 +206,10 @@ struct dt_optimizer_def {
    * are known; the reason into err otherwise. NULL: on any graph. Asked by `dtrun check`, by
    * `run` and by a sweep's check of its points before anything runs. */
   int (*graph_ok)(const void *opts, const dt_graph *g, char *err, size_t err_size);
+  /* Whether it runs on a directed graph (dt_graph.directed: arcs, column-stochastic push
+   * weights): push-sum methods, and those that do not use the graph. Otherwise refused before
+   * anything runs, like graph_ok. */
+  int directed_ok;
 };
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
@@ -210,6 +218,9 @@ extern const dt_plugin *const dt_optimizer_plugins[];
 
 /* The optimizer named (or aliased) `name`, or NULL. */
 const dt_optimizer_def *dt_optimizer_find(const char *name);
+/* def's bytes per round on g for a model m of dim parameters (bytes_per_round_model when it has
+ * one, else bytes_per_round). */
+double dt_optimizer_bytes_per_round(const dt_optimizer_def *def, const dt_graph *g, const dt_model *m, size_t dim, const void *opts);
 /* Every problem's algorithm accepts the graph g (graph_ok); else a config error at its alg_name. */
 DT_MUST_USE dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g);
 

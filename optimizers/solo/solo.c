@@ -94,5 +94,6 @@ const dt_optimizer_def dt_optimizer_solo = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .directed_ok = 1, /* the graph carries none of its messages */
     .gradient_step = gradient_step,
 };

@@ -61,6 +61,9 @@ static const dt_key graph_keys[] = {
     {.name = "schedule", .type = DT_KEY_ENUM, .offset = offsetof(dt_graph_config, schedule), .def = "static", .values = dt_schedule_names,
      .help = "time-varying graphs: static, one_peer_exponential (type exponential), random_matching (of the graph's edges) or "
              "resample (a new random/regular/geometric graph every resample_every rounds)"},
+    {.name = "directed", .type = DT_KEY_BOOL, .offset = offsetof(dt_graph_config, directed), .def = "false", .flags = DT_KEY_EMIT_IF_SET,
+     .help = "a directed graph (type cycle, exponential, random or file): messages go one way along each arc, with push weights "
+             "1/(1 + out-degree); for push-sum algorithms (sgp)"},
     {.name = "resample_every", .type = DT_KEY_INT, .offset = offsetof(dt_graph_config, resample_every), .def = "10", .min = 1, .max = 1e9,
      .help = "schedule resample: rounds between new graphs"},
     {0},

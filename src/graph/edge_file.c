@@ -74,7 +74,7 @@ static int edge_at_cmp(const void *x, const void *y) {
   return p->line < q->line ? -1 : p->line > q->line;
 }
 
-dt_status topology_read_edge_file(const char *path, int n, int **edges_out, int *m_out) {
+dt_status topology_read_edge_file(const char *path, int n, int directed, int **edges_out, int *m_out) {
   dt_status st = DT_OK;
   int *edges = NULL, cap = 64, m = 0, lineno = 0, got = 0;
   edge_at *at = NULL;
@@ -111,7 +111,9 @@ dt_status topology_read_edge_file(const char *path, int n, int **edges_out, int 
     }
     edges[2 * m] = (int)u;
     edges[2 * m + 1] = (int)v;
-    at[m] = (edge_at){.a = (int)(u < v ? u : v), .b = (int)(u < v ? v : u), .line = lineno, .index = m};
+    /* an undirected edge is its two ends in either order; a directed one is (from, to) */
+    const int swap = !directed && v < u;
+    at[m] = (edge_at){.a = (int)(swap ? v : u), .b = (int)(swap ? u : v), .line = lineno, .index = m};
     m++;
   }
   DT_CHECK_GOTO(m > 0 || n == 1, DT_ERR_CONFIG, "%s: no edges found (expected lines 'u v')", path);
@@ -125,8 +127,9 @@ dt_status topology_read_edge_file(const char *path, int n, int **edges_out, int 
     }
     if (dup < 0 || at[e].line < at[dup].line) dup = e, first = at[group].line;
   }
-  DT_CHECK_GOTO(dup < 0, DT_ERR_CONFIG, "%s:%d: duplicate edge %d-%d (first given on line %d)", path,
-                dup >= 0 ? at[dup].line : 0, dup >= 0 ? edges[2 * at[dup].index] : 0, dup >= 0 ? edges[2 * at[dup].index + 1] : 0, first);
+  DT_CHECK_GOTO(dup < 0, DT_ERR_CONFIG, "%s:%d: duplicate %s %d%s%d (first given on line %d)", path,
+                dup >= 0 ? at[dup].line : 0, directed ? "arc" : "edge", dup >= 0 ? edges[2 * at[dup].index] : 0, directed ? " -> " : "-",
+                dup >= 0 ? edges[2 * at[dup].index + 1] : 0, first);
   *edges_out = edges;
   *m_out = m;
   edges = NULL;

@@ -26,6 +26,7 @@ static void graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   spec->fiedler = g->fiedler;
   spec->fiedler_tolerance = g->fiedler_tolerance;
   spec->mixing = (dt_mixing)g->mixing;
+  spec->directed = g->directed;
   if (g->edge_file[0] != '\0') {
     /* relative edge files are relative to the config file's folder */
     if (g->edge_file[0] == '/') {

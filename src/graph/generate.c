@@ -123,7 +123,8 @@ dt_status topology_deterministic(const dt_graph_spec *s, int **edges, int *m) {
       break;
     }
     case DT_GRAPH_EXPONENTIAL:
-      /* Static exponential graph (Ying et al., NeurIPS 2021), undirected: i ~ i + 2^k mod n. */
+      /* Static exponential graph (Ying et al., NeurIPS 2021), undirected: i ~ i + 2^k mod n;
+       * directed, the arcs i -> i + 2^k (Assran et al., 2019). A cycle's are i -> i + 1. */
       for (int i = 0; i < n; i++)
         for (int hop = 1; hop < n; hop *= 2) EDGE(i, (i + hop) % n);
       break;
@@ -147,7 +148,8 @@ dt_status topology_random(const dt_graph_spec *s, int attempt, int **edges, int 
   IG_GOTO(igraph_rng_seed(igraph_rng_default(), (igraph_uint_t)dt_rng_u64(&r)));
   switch (s->type) {
     case DT_GRAPH_RANDOM:
-      IG_GOTO(igraph_erdos_renyi_game_gnp(&ig, s->num_nodes, s->p, 0, 0));
+      /* directed: each ordered pair an arc with probability p (igraph lists arcs from, to) */
+      IG_GOTO(igraph_erdos_renyi_game_gnp(&ig, s->num_nodes, s->p, s->directed ? 1 : 0, 0));
       break;
     case DT_GRAPH_REGULAR:
       IG_GOTO(igraph_k_regular_game(&ig, s->num_nodes, s->degree, 0, 0));

@@ -11,6 +11,9 @@
 extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
                    double *w, double *work, const int *lwork, int *info, size_t jobz_len,
                    size_t uplo_len);
+extern void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda, double *wr,
+                   double *wi, double *vl, const int *ldvl, double *vr, const int *ldvr, double *work,
+                   const int *lwork, int *info, size_t jobvl_len, size_t jobvr_len);
 
 static const char *const mixing_names[DT_MIXING_COUNT] = {
     [DT_MIXING_METROPOLIS] = "metropolis",
@@ -21,7 +24,30 @@ const char *dt_mixing_name(dt_mixing m) {
   return (unsigned)m < DT_MIXING_COUNT ? mixing_names[m] : "unknown";
 }
 
+/* Push weights of a directed graph (see dt_graph): W_ij = 1/(1 + out-degree of j) for j -> i,
+ * W_ii = 1/(1 + out-degree of i); each column sums to 1 (checked). */
+static dt_status push_weights(dt_graph *g) {
+  dt_status st = DT_OK;
+  double *col = NULL;
+  DT_ALLOC_GOTO(col, (size_t)g->n, "mixing weights");
+  for (int i = 0; i < g->n; i++) {
+    g->w_self[i] = 1.0 / (1.0 + dt_graph_out_degree(g, i));
+    col[i] += g->w_self[i];
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) {
+      const int j = g->nbr[k], back = dt_graph_nbr_index(g, j, i);
+      DT_ASSERT_GOTO(back >= 0);
+      g->w_nbr[k] = g->out_mask[g->nbr_start[j] + back] ? 1.0 / (1.0 + dt_graph_out_degree(g, j)) : 0.0;
+      col[j] += g->w_nbr[k];
+    }
+  }
+  for (int j = 0; j < g->n; j++) DT_ASSERT_GOTO(fabs(col[j] - 1.0) < 1e-12);
+cleanup:
+  dt_free(col);
+  return st;
+}
+
 dt_status dt_graph_mixing_compute(dt_graph *g) {
+  if (g->directed) return push_weights(g);
   int max_deg = 0;
   for (int i = 0; i < g->n; i++) max_deg = dt_graph_degree(g, i) > max_deg ? dt_graph_degree(g, i) : max_deg;
   for (int i = 0; i < g->n; i++) {
@@ -66,6 +92,35 @@ cleanup:
   return st;
 }
 
+/* 1 - |λ2| of the dense, not symmetric n x n matrix a (overwritten; row-major, which LAPACK
+ * reads as the transpose: the same eigenvalues). The largest modulus is 1 (a stochastic matrix). */
+static dt_status directed_gap(int n, double *a, double *gap) {
+  dt_status st = DT_OK;
+  double *wr = NULL, *wi = NULL, *work = NULL, query = 0.0, dummy = 0.0;
+  int lwork = -1, info = 0, one = 1;
+  DT_ALLOC_GOTO(wr, n, "eigenvalues");
+  DT_ALLOC_GOTO(wi, n, "eigenvalues");
+  dgeev_("N", "N", &n, a, &n, wr, wi, &dummy, &one, &dummy, &one, &query, &lwork, &info, 1, 1);
+  DT_LAPACK_GOTO(info);
+  lwork = (int)query;
+  DT_ALLOC_GOTO(work, lwork, "eigensolver workspace");
+  dgeev_("N", "N", &n, a, &n, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info, 1, 1);
+  DT_LAPACK_GOTO(info);
+  /* moduli, largest first: drop one copy of the largest (the eigenvalue 1) */
+  double first = -1.0, second = 0.0;
+  for (int i = 0; i < n; i++) {
+    const double m = hypot(wr[i], wi[i]);
+    if (m > first) second = first > second ? first : second, first = m;
+    else if (m > second) second = m;
+  }
+  *gap = 1.0 - second;
+cleanup:
+  dt_free(wr);
+  dt_free(wi);
+  dt_free(work);
+  return st;
+}
+
 dt_status dt_graph_laplacian_fiedler(int n, const int *edges, int m, double *out) {
   dt_status st = DT_OK;
   double *a = NULL, *w = NULL;
@@ -104,6 +159,11 @@ dt_status dt_graph_spectrum_compute(dt_graph *g) {
     a[(size_t)i * n + i] = g->w_self[i];
     for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) a[(size_t)i * n + g->nbr[k]] = g->w_nbr[k];
   }
+  if (g->directed) {
+    DT_TRY_GOTO(directed_gap(n, a, &g->spectral_gap));
+    g->lambda_min = NAN;
+    goto cleanup;
+  }
   DT_TRY_GOTO(sym_eigenvalues(n, a, w));
   double second = fabs(w[n - 2]) > fabs(w[0]) ? fabs(w[n - 2]) : fabs(w[0]);
   g->spectral_gap = 1.0 - second;
@@ -126,6 +186,7 @@ uint64_t dt_graph_fingerprint(const dt_graph *g) {
   MIX(g->edges, sizeof(int) * 2 * (size_t)g->num_edges);
   MIX(g->w_nbr, sizeof(double) * 2 * (size_t)g->num_edges);
   MIX(g->w_self, sizeof(double) * (size_t)g->n);
+  if (g->out_mask != NULL) MIX(g->out_mask, 2 * (size_t)g->num_edges); /* undirected graphs hash as before */
 #undef MIX
   return h;
 }
@@ -140,7 +201,16 @@ dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
   fprintf(f, "fiedler_value: %.17g\nspectral_gap: %.17g\ndegrees: [", g->fiedler,
           g->spectral_gap);
   for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_degree(g, i));
-  fprintf(f, "]\nedges:\n");
+  fprintf(f, "]\n");
+  if (g->directed) { /* the arcs, and the union's edges below; weights are push weights (rows: W_ij) */
+    fprintf(f, "directed: true\nnum_arcs: %d\nout_degrees: [", g->num_arcs);
+    for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_out_degree(g, i));
+    fprintf(f, "]\narcs:\n");
+    for (int i = 0; i < g->n; i++)
+      for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
+        if (g->out_mask[k]) fprintf(f, "  - [%d, %d]\n", i, g->nbr[k]);
+  }
+  fprintf(f, "edges:\n");
   for (int e = 0; e < g->num_edges; e++) fprintf(f, "  - [%d, %d]\n", g->edges[2 * e], g->edges[2 * e + 1]);
   fprintf(f, "mixing_weights:\n");
   for (int i = 0; i < g->n; i++) {

@@ -39,6 +39,9 @@ dt_status dt_schedule_create(const dt_graph *g, const dt_graph_spec *spec, int k
   *out = NULL;
   DT_CHECK_KEY(kind >= 0 && kind < DT_SCHEDULE_COUNT, DT_ERR_CONFIG, "experiment.graph.schedule", "graph.schedule: unknown schedule %d",
                kind);
+  DT_CHECK_KEY(!g->directed, DT_ERR_CONFIG, "experiment.graph.schedule",
+               "graph.schedule: a directed graph is static; one_peer_exponential is itself a directed schedule (of an undirected "
+               "exponential graph)");
   DT_CHECK_KEY(kind != DT_SCHEDULE_ONE_PEER_EXPONENTIAL || g->type == DT_GRAPH_EXPONENTIAL, DT_ERR_CONFIG, "experiment.graph.schedule",
                "graph.schedule: one_peer_exponential runs on type exponential (the union of its round graphs), found %s",
                dt_graph_type_name(g->type));

@@ -33,8 +33,12 @@ static int cmp_edge(const void *a, const void *b) {
  * and sets it to NULL, whatever the outcome. */
 static dt_status graph_from_edges(int n, int **edges_io, int m, dt_graph *g) {
   dt_status st = DT_OK;
-  int *edges = *edges_io;
+  int *edges = *edges_io, *arcs = NULL;
   *edges_io = NULL;
+  if (g->directed) { /* the arcs as given, before their union is normalised */
+    DT_ALLOC_GOTO(arcs, 2 * (size_t)m + 2, "graph arcs");
+    memcpy(arcs, edges, sizeof(int) * 2 * (size_t)m);
+  }
   for (int e = 0; e < m; e++) {
     int u = edges[2 * e], v = edges[2 * e + 1];
     edges[2 * e] = u < v ? u : v;
@@ -75,28 +79,47 @@ static dt_status graph_from_edges(int n, int **edges_io, int m, dt_graph *g) {
     g->nbr[g->nbr_start[u] + fill[u]++] = v;
   }
   dt_free(fill);
+  if (arcs != NULL) {
+    DT_ALLOC_GOTO(g->out_mask, 2 * (size_t)k + 1, "graph arcs");
+    for (int e = 0; e < m; e++) {
+      const int u = arcs[2 * e], v = arcs[2 * e + 1];
+      if (u == v) continue;
+      const int t = dt_graph_nbr_index(g, u, v);
+      DT_ASSERT_GOTO(t >= 0);
+      g->out_mask[g->nbr_start[u] + t] = 1;
+    }
+    g->num_arcs = 0;
+    for (int e = 0; e < 2 * k; e++) g->num_arcs += g->out_mask[e] != 0;
+  }
 cleanup:
+  free(arcs);
   return st;
+}
+
+int dt_graph_out_degree(const dt_graph *g, int i) {
+  if (g->out_mask == NULL) return dt_graph_degree(g, i);
+  int d = 0;
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) d += g->out_mask[e] != 0;
+  return d;
 }
 
 /* ---- connectivity ---------------------------------------------------------------------------- */
 
-static int is_connected(const dt_graph *g) {
-  if (g->n <= 1) return 1;
-  int *stack = malloc(sizeof(int) * (size_t)g->n);
-  char *seen = calloc((size_t)g->n, 1);
+/* Nodes reachable from node 0 along out-edges (forward) or against them (backward); every edge
+ * both ways on an undirected graph. seen[] gets 1 for each. */
+static int reach_from_0(const dt_graph *g, int backward, int *stack, char *seen) {
   int top = 0, reached = 1;
-  if (stack == NULL || seen == NULL) {
-    free(stack);
-    free(seen);
-    return -1;
-  }
+  memset(seen, 0, (size_t)g->n);
   stack[top++] = 0;
   seen[0] = 1;
   while (top > 0) {
     int u = stack[--top];
     for (int k = g->nbr_start[u]; k < g->nbr_start[u + 1]; k++) {
-      int v = g->nbr[k];
+      const int v = g->nbr[k];
+      if (g->out_mask != NULL) { /* u -> v forward; v -> u backward */
+        const int back = dt_graph_nbr_index(g, v, u);
+        if (!(backward ? g->out_mask[g->nbr_start[v] + back] : g->out_mask[k])) continue;
+      }
       if (!seen[v]) {
         seen[v] = 1;
         reached++;
@@ -104,29 +127,37 @@ static int is_connected(const dt_graph *g) {
       }
     }
   }
-  free(stack);
-  free(seen);
-  return reached == g->n;
+  return reached;
 }
 
-/* First unreachable nodes from node 0, for error messages. */
-static void describe_unreachable(const dt_graph *g, char *buf, size_t size) {
-  char *seen = calloc((size_t)g->n, 1);
+/* Whether every node reaches every other (strongly, along the arcs of a directed graph); -1
+ * when out of memory. */
+static int is_connected(const dt_graph *g) {
+  if (g->n <= 1) return 1;
   int *stack = malloc(sizeof(int) * (size_t)g->n);
-  int top = 0;
+  char *seen = malloc((size_t)g->n);
+  int ok = -1;
+  if (stack != NULL && seen != NULL)
+    ok = reach_from_0(g, 0, stack, seen) == g->n && (g->out_mask == NULL || reach_from_0(g, 1, stack, seen) == g->n);
+  free(stack);
+  free(seen);
+  return ok;
+}
+
+/* The first nodes node 0 cannot reach, or (directed, when it reaches all) that cannot reach
+ * node 0, for error messages: "nodes 3, 4 cannot be reached from node 0". */
+static void describe_unreachable(const dt_graph *g, char *buf, size_t size) {
+  char *seen = malloc((size_t)g->n);
+  int *stack = malloc(sizeof(int) * (size_t)g->n);
   buf[0] = '\0';
   if (seen == NULL || stack == NULL) goto done;
-  stack[top++] = 0;
-  seen[0] = 1;
-  while (top > 0) {
-    int u = stack[--top];
-    for (int k = g->nbr_start[u]; k < g->nbr_start[u + 1]; k++)
-      if (!seen[g->nbr[k]]) {
-        seen[g->nbr[k]] = 1;
-        stack[top++] = g->nbr[k];
-      }
+  int backward = 0;
+  if (reach_from_0(g, 0, stack, seen) == g->n) {
+    if (g->out_mask == NULL) goto done;
+    backward = 1;
+    reach_from_0(g, 1, stack, seen);
   }
-  size_t used = 0;
+  size_t used = (size_t)snprintf(buf, size, "nodes ");
   int shown = 0, total = 0;
   for (int i = 0; i < g->n; i++) {
     if (seen[i]) continue;
@@ -136,7 +167,8 @@ static void describe_unreachable(const dt_graph *g, char *buf, size_t size) {
       shown++;
     }
   }
-  if (total > shown && used < size) snprintf(buf + used, size - used, ", ... (%d in all)", total);
+  if (total > shown && used < size) used += (size_t)snprintf(buf + used, size - used, ", ... (%d in all)", total);
+  if (used < size) snprintf(buf + used, size - used, backward ? " cannot reach node 0 along the arcs" : " cannot be reached from node 0");
 done:
   free(seen);
   free(stack);
@@ -179,6 +211,14 @@ static dt_status check_spec(const dt_graph_spec *s) {
       break;
     default: break;
   }
+  if (s->directed) {
+    DT_CHECK_KEY(s->type == DT_GRAPH_CYCLE || s->type == DT_GRAPH_EXPONENTIAL || s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_FILE,
+                 DT_ERR_CONFIG, "experiment.graph.directed",
+                 "graph.directed: a directed graph is of type cycle (i -> i+1), exponential (i -> i+2^k), random (each "
+                 "arc with probability p) or file (lines 'u v' are arcs u -> v), found %s", type_names[s->type]);
+    DT_CHECK_KEY(s->fiedler == 0.0, DT_ERR_CONFIG, "experiment.graph.fiedler",
+                 "graph.fiedler targets the Fiedler value of undirected graphs; a directed graph takes p");
+  }
   if (s->fiedler != 0.0) {
     DT_CHECK_KEY(s->type == DT_GRAPH_RANDOM || s->type == DT_GRAPH_GEOMETRIC, DT_ERR_CONFIG, "experiment.graph.fiedler",
                  "graph.fiedler sets the Fiedler value of random and geometric graphs, not of a %s graph",
@@ -207,6 +247,7 @@ int dt_graph_nbr_index(const dt_graph *g, int i, int j) {
 
 void dt_graph_free(dt_graph *g) {
   if (g == NULL) return;
+  dt_free(g->out_mask);
   dt_free(g->edges);
   dt_free(g->nbr_start);
   dt_free(g->nbr);
@@ -217,6 +258,8 @@ void dt_graph_free(dt_graph *g) {
 
 /* Releases the topology arrays of g, keeping the struct (between random attempts). */
 static void clear_topology(dt_graph *g) {
+  dt_free(g->out_mask);
+  g->out_mask = NULL;
   dt_free(g->edges);
   dt_free(g->nbr_start);
   dt_free(g->nbr);
@@ -257,9 +300,9 @@ static dt_status build_random(const dt_graph_spec *spec, dt_graph *g, int **edge
              sqrt(log((double)spec->num_nodes) / (3.14159265358979 * spec->num_nodes)));
   if (spec->type == DT_GRAPH_RANDOM)
     return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph",
-                        "graph: no connected random graph with p = %g on %d nodes in %d attempts "
+                        "graph: no %s random graph with p = %g on %d nodes in %d attempts "
                         "(graph.gen_attempts)%s; raise graph.p or graph.gen_attempts",
-                        spec->p, spec->num_nodes, spec->gen_attempts, hint);
+                        spec->directed ? "strongly connected directed" : "connected", spec->p, spec->num_nodes, spec->gen_attempts, hint);
   return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph",
                       "graph: no connected %s graph on %d nodes in %d attempts "
                       "(graph.gen_attempts)%s",
@@ -270,7 +313,7 @@ static dt_status build_random(const dt_graph_spec *spec, dt_graph *g, int **edge
 static dt_status build_fixed(const dt_graph_spec *spec, dt_graph *g, int **edges) {
   int m = 0;
   if (spec->type == DT_GRAPH_FILE)
-    DT_TRY(topology_read_edge_file(spec->edge_file, spec->num_nodes, edges, &m));
+    DT_TRY(topology_read_edge_file(spec->edge_file, spec->num_nodes, spec->directed, edges, &m));
   else
     DT_TRY(topology_deterministic(spec, edges, &m));
   DT_TRY(graph_from_edges(spec->num_nodes, edges, m, g));
@@ -281,7 +324,7 @@ static dt_status build_fixed(const dt_graph_spec *spec, dt_graph *g, int **edges
   char which[200];
   describe_unreachable(g, which, sizeof which);
   if (spec->type == DT_GRAPH_FILE)
-    return DT_ERROR(DT_ERR_CONFIG, "%s: the graph is not connected: nodes %s cannot be reached from node 0", spec->edge_file, which);
+    return DT_ERROR(DT_ERR_CONFIG, "%s: the graph is not %sconnected: %s", spec->edge_file, spec->directed ? "strongly " : "", which);
   return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph", "graph: the %s graph on %d nodes is not connected", type_names[spec->type],
                       spec->num_nodes);
 }
@@ -295,6 +338,7 @@ dt_status dt_graph_build(const dt_graph_spec *spec, dt_graph **out) {
   DT_ALLOC_GOTO(g, 1, "graph");
   g->type = spec->type;
   g->mixing = spec->mixing;
+  g->directed = spec->directed != 0;
   g->attempts = 1;
   const int random = spec->type == DT_GRAPH_RANDOM || spec->type == DT_GRAPH_REGULAR || spec->type == DT_GRAPH_GEOMETRIC;
   if (spec->fiedler > 0.0) DT_TRY_GOTO(build_targeted(spec, g, &edges));

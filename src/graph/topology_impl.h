@@ -32,7 +32,8 @@ typedef struct topology_draw {
 DT_MUST_USE dt_status topology_targeted(const dt_graph_spec *s, int **edges, int *m, int *attempts, topology_draw *best);
 
 /* The edge list of file `path` for n nodes (free() it); DT_ERR_CONFIG naming the file and line
- * for anything that is not a simple graph's edge list. */
-DT_MUST_USE dt_status topology_read_edge_file(const char *path, int n, int **edges, int *m);
+ * for anything that is not a simple graph's edge list. directed: each line "u v" is the arc
+ * u -> v (so "0 1" and "1 0" are two arcs, not a duplicate). */
+DT_MUST_USE dt_status topology_read_edge_file(const char *path, int n, int directed, int **edges, int *m);
 
 #endif

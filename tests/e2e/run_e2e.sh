@@ -62,6 +62,23 @@ grep -A40 'problem_name: "dsgd"' "$tmp/s1_one_peer_exponential/summary.yaml" | g
 # one-peer exponential: choco sends one top-k message (k = 285 of 28440: 285 indices and values)
 grep -A40 'problem_name: "choco"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * 5 * 285 * 8))$" \
   && ok || bad "one-peer choco bytes: $(grep -A40 'problem_name: "choco"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 bytes_sent)"
+# a directed graph: push-sum gives the same files on 1, 3 and 5 ranks, sends [x, w] (d + 1
+# floats) along each arc once per round, and an algorithm that needs a symmetric W is refused
+"$dtrun" tests/e2e/directed.yaml --output-dir "$tmp/d1" --quiet > "$tmp/d1.log" 2>&1 || bad "directed run failed: $(tail -3 "$tmp/d1.log")"
+for np in 3 5; do
+  "$mpiexec" --oversubscribe -n $np "$dtrun" tests/e2e/directed.yaml --output-dir "$tmp/d$np" --quiet > "$tmp/d$np.log" 2>&1 \
+    || bad "directed run on $np ranks failed: $(tail -3 "$tmp/d$np.log")"
+  same_results "$tmp/d1" "$tmp/d$np" "directed graph, P=1 vs P=$np"
+done
+grep -q "^directed: true" "$tmp/d1/graph.yaml" && ok || bad "graph.yaml does not say directed"
+arcs=$(awk '/^num_arcs:/ {print $2}' "$tmp/d1/graph.yaml")
+grep -A40 'problem_name: "sgp"' "$tmp/d1/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * arcs * 28441 * 4))$" \
+  && ok || bad "directed sgp bytes: $(grep -A40 'problem_name: "sgp"' "$tmp/d1/summary.yaml" | grep -m1 bytes_sent) for $arcs arcs"
+"$dtrun" tests/e2e/directed.yaml --set problem_configs.sgp.optimizer_config.alg_name=dsgd --output-dir "$tmp/dsgd_dir" > "$tmp/dd.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "dsgd mixes with a symmetric, doubly stochastic W and cannot run on a directed graph" "$tmp/dd.log" && [ ! -e "$tmp/dsgd_dir" ] \
+  && ok || bad "dsgd on a directed graph: exit $rc, $(cat "$tmp/dd.log")"
+
 # per-edge messages through host staging (the device backend's path), on 2 ranks
 DT_CPU_STAGED=1 "$mpiexec" --oversubscribe -n 2 "$dtrun" tests/e2e/schedules.yaml --set experiment.graph.schedule=random_matching \
   --set experiment.graph.type=random --set experiment.graph.p=0.6 --output-dir "$tmp/s2_staged" --quiet > "$tmp/s2_staged.log" 2>&1 \

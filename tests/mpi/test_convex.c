@@ -254,7 +254,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   /* (on a time-varying graph: the static figure times the share of edges the rounds used) */
   double active = 2.0 * graph->num_edges * pc->outer_iterations;
   if (sched != NULL) CHECK_OK(dt_schedule_active_edges(sched, pc->outer_iterations, &active));
-  const double declared = def->bytes_per_round(graph, w->d, pc->alg_opts) * pc->outer_iterations * active /
+  const double declared = dt_optimizer_bytes_per_round(def, graph, dt_task_model(w->task), w->d, pc->alg_opts) * pc->outer_iterations * active /
                           (2.0 * graph->num_edges * pc->outer_iterations);
   if (c->declared_traffic)
     CHECK(bytes == declared, "%s: sent %.0f bytes, declared %.0f", c->name, bytes, declared);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/twin/run.sh DTRUN MPIEXEC SOURCE_ROOT: every plug-in against its float64 twin
 # (optimizers/<name>/twin.py) on the traces of tests/twin/logreg.yaml (every plug-in and its
-# variants on the convex problem), tests/twin/cnn.yaml (the seed CNN on MNIST) and
-# tests/twin/resnet.yaml (residual blocks with batch and group norm). Also checks
+# variants on the convex problem), tests/twin/directed.yaml (push-sum on a directed graph),
+# tests/twin/cnn.yaml (the seed CNN on MNIST) and tests/twin/resnet.yaml (residual blocks with
+# batch and group norm). Also checks
 # that a trace is the same at P = 1 and 3 (it fixes the run, so it cannot depend on the ranks),
 # and, as negative controls, that the comparison fails, naming the round, node and tensor, when
 # dtrun's trace comes from a step size 1% off. Skips (77) without PyTorch or data/mnist.
@@ -33,6 +34,14 @@ cp "$tmp/lr1/config.yaml" "$tmp/off/config.yaml" # the twin follows the config a
 if twin "$tmp/off" dsgd dinno > "$tmp/off.out"; then bad "the twins did not notice a 1% change of a step"; else ok; fi
 grep -q "^dsgd .*FAILED: round 0, node [0-9]*: parameters differ by .* worst tensor" "$tmp/off.out" && ok || { cat "$tmp/off.out"; bad "dsgd's report"; }
 grep -q "^dinno .*FAILED: round 0, node [0-9]*: parameters differ" "$tmp/off.out" && ok || { cat "$tmp/off.out"; bad "dinno's report"; }
+
+# 2b. a directed graph: push-sum's weights leave 1 (column- but not row-stochastic W); at P = 1
+# and 3 the same trace
+"$dtrun" tests/twin/directed.yaml --quiet --dump-trace "$tmp/dir1" > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; bad "directed run"; }
+"$mpiexec" --oversubscribe -n 3 "$dtrun" tests/twin/directed.yaml --quiet --dump-trace "$tmp/dir3" > "$tmp/run.log" 2>&1 ||
+  { cat "$tmp/run.log"; bad "directed run at P = 3"; }
+if diff -r "$tmp/dir1" "$tmp/dir3" > /dev/null; then ok; else bad "the directed traces at P = 1 and 3 differ"; fi
+if twin "$tmp/dir1"; then ok; else bad "a twin disagrees on the directed graph"; fi
 
 # 3. the seed CNN on MNIST
 "$dtrun" tests/twin/cnn.yaml --quiet --dump-trace "$tmp/cnn" > "$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; bad "cnn run"; }

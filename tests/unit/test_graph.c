@@ -263,6 +263,72 @@ static void test_placement(void) {
   CHECK_FAILS(dt_placement_check(5, 6), DT_ERR_USAGE, "6 MPI ranks for a graph of 5 nodes");
 }
 
+/* Directed graphs: arcs, push weights (every column sums to 1), strong connectivity, spectra. */
+static void test_directed(void) {
+  dt_graph_spec s = {.type = DT_GRAPH_CYCLE, .num_nodes = 5, .directed = 1};
+  dt_graph *g = NULL;
+  CHECK_OK(dt_graph_build(&s, &g));
+  CHECK(g->directed && g->num_arcs == 5 && g->num_edges == 5, "directed cycle: 5 arcs");
+  for (int i = 0; i < 5; i++) {
+    CHECK(dt_graph_out_degree(g, i) == 1 && w(g, i, i) == 0.5, "directed cycle: out-degree 1, W_ii = 1/2");
+    CHECK(w(g, (i + 1) % 5, i) == 0.5 && w(g, i, (i + 1) % 5) == 0.0, "directed cycle: W_(i+1)i = 1/2, W_i(i+1) = 0");
+  }
+  /* W = (I + S)/2 with S the cyclic shift: eigenvalues (1 + e^(2πik/5))/2, |λ2| = cos(π/5) */
+  CHECK(fabs(g->spectral_gap - (1.0 - cos(M_PI / 5))) < 1e-12, "directed cycle spectral gap %g", g->spectral_gap);
+  CHECK(isnan(g->lambda_min), "directed: no smallest real eigenvalue");
+  dt_graph_free(g);
+
+  s.type = DT_GRAPH_EXPONENTIAL, s.num_nodes = 8;
+  CHECK_OK(dt_graph_build(&s, &g));
+  CHECK(g->num_arcs == 24 && dt_graph_out_degree(g, 3) == 3 && w(g, 4, 3) == 0.25 && w(g, 3, 4) == 0.0,
+        "directed exponential: i -> i+1, i+2, i+4, weights 1/4");
+  dt_graph_free(g);
+
+  s.type = DT_GRAPH_RANDOM, s.num_nodes = 9, s.p = 0.3, s.gen_attempts = 50, s.seed = 4;
+  CHECK_OK(dt_graph_build(&s, &g));
+  int irregular = 0;
+  for (int j = 0; j < 9; j++) {
+    double col = 0.0;
+    for (int i = 0; i < 9; i++) col += w(g, i, j);
+    CHECK(fabs(col - 1.0) < 1e-12, "random directed: column %d sums to %.17g", j, col);
+    irregular |= dt_graph_out_degree(g, j) != dt_graph_out_degree(g, 0);
+  }
+  CHECK(irregular && g->spectral_gap > 0.0 && g->spectral_gap < 1.0, "random directed: uneven out-degrees, gap %g", g->spectral_gap);
+  dt_graph_free(g);
+
+  s.type = DT_GRAPH_WHEEL, s.num_nodes = 5;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.directed: a directed graph is of type cycle");
+  s.type = DT_GRAPH_RANDOM, s.p = 0.02, s.gen_attempts = 3;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "no strongly connected directed random graph with p = 0.02");
+
+  char path[] = "/tmp/dt_arcs_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  struct {
+    const char *text, *needle;
+  } cases[] = {
+      {"0 1\n1 2\n2 3\n3 0\n1 0\n", NULL}, /* a ring and one arc back: "1 0" is no duplicate */
+      {"0 1\n1 0\n1 2\n2 3\n", "the graph is not strongly connected: nodes 2, 3 cannot reach node 0 along the arcs"},
+      {"1 0\n2 0\n3 0\n", "the graph is not strongly connected: nodes 1, 2, 3 cannot be reached from node 0"},
+      {"0 1\n1 2\n0 1\n", ":3: duplicate arc 0 -> 1 (first given on line 1)"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    FILE *f = fopen(path, "w");
+    fputs(cases[c].text, f);
+    fclose(f);
+    dt_graph_spec fs = {.type = DT_GRAPH_FILE, .num_nodes = 4, .edge_file = path, .directed = 1};
+    if (cases[c].needle == NULL) {
+      CHECK_OK(dt_graph_build(&fs, &g));
+      CHECK(g->num_arcs == 5 && g->num_edges == 4 && dt_graph_out_degree(g, 1) == 2 && w(g, 0, 1) == 1.0 / 3,
+            "edge file of arcs: 5 arcs over 4 edges, node 1 pushes a third to node 0");
+      dt_graph_free(g);
+    } else {
+      CHECK_FAILS(dt_graph_build(&fs, &g), DT_ERR_CONFIG, cases[c].needle);
+    }
+  }
+  unlink(path);
+}
+
 int main(void) {
   test_wheel();
   test_closed_forms();
@@ -270,6 +336,7 @@ int main(void) {
   test_random();
   test_fiedler_target();
   test_edge_file();
+  test_directed();
   test_placement();
   return check_report("test_graph");
 }

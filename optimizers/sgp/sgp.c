@@ -1,0 +1,197 @@
+/* Stochastic Gradient Push (Assran, Loizou, Ballas, Rabbat, ICML 2019): push-sum gossip of the
+ * parameters and a weight, so that column-stochastic mixing — a directed graph's push weights,
+ * or any schedule's — still averages. Update equations: README.md here. */
+#include <stdio.h>
+
+#include "../local_step.h"
+#include "../mix.h"
+#include "../options_impl.h"
+#include "dt/optimizer.h"
+
+typedef struct dt_sgp_opts {
+  double alpha0, mu;
+  int local_optimizer; /* dt_local_opt_kind */
+  bool overlap;
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
+} dt_sgp_opts;
+
+static const dt_key keys[] = {
+    {.name = "alpha0", .type = DT_KEY_FLOAT, .offset = offsetof(dt_sgp_opts, alpha0), .def = "0.005", .min = 0, .max = DT_INF,
+     .help = "initial step size"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_sgp_opts, mu), .def = "0.001", .min = 0, .max = DT_INF,
+     .help = "step decay: round k uses alpha_k = alpha0 / (1 + mu k)"},
+    {.name = "overlap", .type = DT_KEY_BOOL, .offset = offsetof(dt_sgp_opts, overlap), .def = "false",
+     .help = "overlap SGP: a round's messages are added one round later (1-step stale), so sending overlaps the next step"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_sgp_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "the step on the de-biased parameters: sgd (the default), or adam, adamw, rmsprop, adadelta, nadam"},
+    DT_SGD_EXTRAS_KEYS(dt_sgp_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_sgp_opts, schedule),
+    {0},
+};
+
+typedef struct sgp_state {
+  dt_sgp_opts o;
+  dt_slab x;       /* numerators (kept); run->theta holds z = x / w */
+  float *w;        /* [count] push-sum weights (kept) */
+  dt_slab inbox;   /* overlap: what arrived this round, added next round (kept) */
+  float *inbox_w;  /* [count] (kept) */
+  dt_slab mixed;   /* dim + 1 floats per node: a mix of messages [x, w] */
+  dt_slab grad, before;
+  dt_learners local; /* a local optimizer other than plain SGD */
+  dt_optimizer_run *run;
+} sgp_state;
+
+static void destroy(void *p) {
+  sgp_state *s = p;
+  if (s == NULL) return;
+  dt_slab_free(s->run->be, &s->x);
+  dt_slab_free(s->run->be, &s->inbox);
+  dt_slab_free(s->run->be, &s->mixed);
+  dt_slab_free(s->run->be, &s->grad);
+  dt_slab_free(s->run->be, &s->before);
+  dt_learners_free(s->run, &s->local);
+  dt_free(s->w);
+  dt_free(s->inbox_w);
+  dt_free(s);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  sgp_state *s = NULL;
+  dt_exchange *ex;
+  const dt_sgp_opts *o = opts;
+  DT_ALLOC_GOTO(s, 1, "sgp");
+  s->run = run;
+  s->o = *o;
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->x));
+  DT_TRY_GOTO(dt_slab_copy(run->be, &run->theta, &s->x)); /* x = θ0, w = 1: z = θ0 */
+  DT_TRY_GOTO(dt_run_keep_slab(run, "x", &s->x));
+  DT_ALLOC_GOTO(s->w, (size_t)run->count, "sgp weights");
+  for (int l = 0; l < run->count; l++) s->w[l] = 1.0f;
+  DT_TRY_GOTO(dt_run_keep_nodes(run, "w", s->w, sizeof(float)));
+  if (o->overlap) {
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->inbox));
+    DT_TRY_GOTO(dt_run_keep_slab(run, "inbox", &s->inbox));
+    DT_ALLOC_GOTO(s->inbox_w, (size_t)run->count, "sgp weights");
+    DT_TRY_GOTO(dt_run_keep_nodes(run, "inbox_w", s->inbox_w, sizeof(float)));
+  }
+  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim + 1, &s->mixed));
+  if (dt_local_step_plain(o->local_optimizer, &o->x)) {
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
+  } else {
+    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
+    DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->local));
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->before));
+  }
+  DT_TRY_GOTO(dt_run_exchange_len(run, 1, run->dim + 1, &ex)); /* one message [x, w] */
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+/* Node l's push-sum step after the exchange: the sum of the messages that count this round,
+ * then z = x / w. */
+static dt_status node_mix(void *p, int l) {
+  sgp_state *s = p;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const size_t d = run->dim;
+  const int i = run->first + l;
+  const int deg = dt_graph_degree(run->graph, i);
+  const float *x[deg + 2];
+  float w[deg + 2];
+  int who[deg + 2];
+  float *mixed = dt_slab_node(&s->mixed, l), *xl = dt_slab_node(&s->x, l);
+  int k = dt_mix_terms(run, i, 0, x, w, who);
+  if (!s->o.overlap) {
+    /* [x_i, w_i] ← Σ_j W_ij [x_j, w_j] over this round's messages, self included, in id order */
+    DT_TRY(dt_be_mix(be, d + 1, k, x, w, mixed));
+    DT_TRY(dt_be_copy(be, d, mixed, xl));
+    DT_TRY(dt_be_download(be, &s->w[l], mixed + d, sizeof(float)));
+  } else {
+    /* [x_i, w_i] ← W_ii [x_i, w_i] + inbox_i (what arrived last round); inbox_i ← Σ_{j≠i} W_ij
+     * [x_j, w_j] of this round's messages */
+    const float *own = dt_exchange_send_buffer(run->exchange, i, 0);
+    const float wii = (float)run->round.w_self[i];
+    const float *terms[2] = {own, dt_slab_node(&s->inbox, l)};
+    const float weights[2] = {wii, 1.0f};
+    DT_TRY(dt_be_mix(be, d, 2, terms, weights, xl));
+    float own_w;
+    DT_TRY(dt_be_download(be, &own_w, own + d, sizeof(float)));
+    s->w[l] = 0.0f + wii * own_w + 1.0f * s->inbox_w[l]; /* dt_be_mix's order */
+    int n = 0;
+    for (int t = 0; t < k; t++)
+      if (who[t] != i) x[n] = x[t], w[n++] = w[t];
+    DT_TRY(dt_be_mix(be, d + 1, n, x, w, mixed));
+    DT_TRY(dt_be_copy(be, d, mixed, dt_slab_node(&s->inbox, l)));
+    DT_TRY(dt_be_download(be, &s->inbox_w[l], mixed + d, sizeof(float)));
+  }
+  return dt_be_div(be, d, xl, (double)s->w[l], dt_slab_node(&run->theta, l));
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  sgp_state *s = p;
+  dt_backend *be = run->be;
+  const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
+  /* the gradient at the de-biased z = x / w, its step applied to the numerator x */
+  if (s->local.opt == NULL) {
+    DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
+    DT_TRY(dt_slab_axpby(be, 1.0f, &s->x, -a, &s->grad, &s->x)); /* x ← x − α ∇f(z) */
+  } else { /* x ← x + (step(z) − z): the local optimizer's displacement */
+    DT_TRY(dt_slab_copy(be, &run->theta, &s->before));
+    DT_TRY(dt_run_gradients(run, &run->theta, &s->local.grad, NULL));
+    DT_TRY(dt_local_opt_step_all(s->local.opt, &run->theta, &s->local.grad, a));
+    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->before, &s->before));
+    DT_TRY(dt_slab_axpby(be, 1.0f, &s->x, 1.0f, &s->before, &s->x));
+  }
+  /* push [x, w] along the round's out-edges */
+  for (int l = 0; l < run->count; l++) {
+    float *msg = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
+    DT_TRY(dt_be_copy(be, run->dim, dt_slab_node(&s->x, l), msg));
+    DT_TRY(dt_be_fill(be, 1, s->w[l], msg + run->dim));
+  }
+  DT_TRY(dt_run_exchange_go(run, NULL));
+  return dt_run_for_nodes(run, node_mix, s);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  (void)opts;
+  const double msgs = g->directed ? g->num_arcs : 2.0 * g->num_edges;
+  return msgs * (double)(dim + 1) * sizeof(float);
+}
+
+static double gradient_step(const void *opts) {
+  const dt_sgp_opts *o = opts;
+  return dt_local_step_stable(o->alpha0, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_sgp_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
+}
+
+static const char *const aliases[] = {"push_sum", NULL};
+
+const dt_optimizer_def dt_optimizer_sgp = {
+    .plugin =
+        {
+            .name = "sgp",
+            .aliases = aliases,
+            .summary = "Stochastic Gradient Push: push-sum gossip on directed graphs and any schedule (overlap: 1-step stale)",
+            .keys = keys,
+            .opts_size = sizeof(dt_sgp_opts),
+            .schedule_ok = dt_mix_any_schedule,
+            .finalize = finalize,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .traffic_per_edge = 1,
+    .gradient_step = gradient_step,
+    .directed_ok = 1,
+};
