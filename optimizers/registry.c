@@ -48,6 +48,12 @@ dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
     const dt_optimizer_def *def = dt_optimizer_find(cfg->problems[i].alg_name);
     char err[512] = "", key[256];
     if (def == NULL) continue;
+    if (g->directed && cfg->problems[i].buffers == DT_BUFFERS_MIX) { /* W b with push weights would scale the statistics */
+      snprintf(key, sizeof key, "problem_configs.%s.buffers", cfg->problems[i].key);
+      const dt_status st = DT_ERROR(DT_ERR_CONFIG, "buffers: mix averages the model buffers with W, whose push weights on a directed "
+                                    "graph are not row-stochastic (the running statistics would drift); use buffers: local");
+      return dt_config_error_at(cfg, st, key);
+    }
     if (g->directed && !def->directed_ok)
       snprintf(err, sizeof err,
                "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph (experiment.graph.directed); "

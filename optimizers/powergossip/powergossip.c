@@ -97,7 +97,7 @@ static dt_status layout_make(const dt_model *m, size_t dim, int rank, pg_layout 
       const dt_tensor_info *ti = &li->tensors[t];
       if (ti->role != DT_TENSOR_PARAM) continue;
       covered += ti->n;
-      if (ti->rank < 2 || ti->dims[0] <= 1 || ti->n / (size_t)ti->dims[0] <= 1) { /* a vector */
+      if (ti->rank < 2) { /* a vector (the authors' OnlyOnLargeParameters: ndim > 1 is a matrix) */
         lay->vec_off[lay->nvec] = ti->off, lay->vec_n[lay->nvec++] = ti->n;
         lay->nv += ti->n;
         continue;
@@ -175,11 +175,18 @@ cleanup:
 }
 
 /* Gram–Schmidt on the r columns of the rows x r row-major matrix a, as the authors'
- * orthogonalize: each column divided by its norm + 1e-8, then removed from the later ones. */
-static void orthogonalize(float *a, int rows, int r) {
+ * orthogonalize: each column divided by its norm + 1e-8, then removed from the later ones. A
+ * column that is exactly 0 (a difference that was 0, as when no node has moved yet) would stay 0
+ * for good, and the matrix never be gossiped again; it is redrawn instead, standard normal from
+ * r (both ends of the edge draw the same). */
+static void orthogonalize(float *a, int rows, int r, dt_rng *redraw) {
   for (int c = 0; c < r; c++) {
     double ss = 0.0;
     for (int q = 0; q < rows; q++) ss += (double)a[(size_t)q * r + c] * a[(size_t)q * r + c];
+    if (ss == 0.0) {
+      for (int q = 0; q < rows; q++) a[(size_t)q * r + c] = (float)dt_rng_normal(redraw);
+      for (int q = 0; q < rows; q++) ss += (double)a[(size_t)q * r + c] * a[(size_t)q * r + c];
+    }
     const float norm = (float)sqrt(ss) + 1e-8f;
     for (int q = 0; q < rows; q++) a[(size_t)q * r + c] /= norm;
     for (int c2 = c + 1; c2 < r; c2++) {
@@ -223,13 +230,16 @@ static dt_status node_send(void *p, int l) {
   const size_t floats = lay->nv + (sd == 0 ? 0 : sd == 1 ? lay->np : lay->nq);
   for (int t = 0; t < dt_graph_degree(g, i); t++) {
     float *pq = edge_pq(s, l, t), *P = pq, *Q = pq + lay->np;
+    const int j = g->nbr[g->nbr_start[i] + t], lo = i < j ? i : j, hi = i < j ? j : i;
+    dt_rng redraw; /* (seed, powergossip, 2^63 + round · 2^24 + lo · 2^12 + hi): the edge's redraws this round */
+    dt_rng_init(&redraw, run->seed, DT_RNG_POWERGOSSIP, (1ull << 63) | ((uint64_t)s->k << 24) | ((uint64_t)lo << 12) | (uint64_t)hi);
     for (int a = 0; a < lay->nmat && sd != 0; a++) {
       const pg_matrix *mx = &lay->mat[a];
       if (sd == 1) {
-        orthogonalize(Q + mx->q_at, mx->n, mx->r);
+        orthogonalize(Q + mx->q_at, mx->n, mx->r, &redraw);
         product(x + mx->off, mx->m, mx->n, mx->r, 0, Q + mx->q_at, P + mx->p_at);
       } else {
-        orthogonalize(P + mx->p_at, mx->m, mx->r);
+        orthogonalize(P + mx->p_at, mx->m, mx->r, &redraw);
         product(x + mx->off, mx->m, mx->n, mx->r, 1, P + mx->p_at, Q + mx->q_at);
       }
     }
@@ -331,7 +341,7 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
 static double bytes_per_round_model(const dt_graph *g, const dt_model *m, const void *opts) {
   const dt_powergossip_opts *o = opts;
   pg_layout lay;
-  if (layout_make(m, dt_model_num_params(m), o->rank, &lay) != DT_OK) return 0;
+  if (layout_make(m, dt_model_num_params(m), o->rank, &lay) != DT_OK) return bytes_per_round(g, dt_model_num_params(m), opts);
   const double floats = (double)lay.nv + 0.5 * ((double)lay.np + (double)lay.nq);
   layout_free(&lay);
   return 2.0 * g->num_edges * floats * sizeof(float);

@@ -34,7 +34,7 @@ def run(c):
         n = 1
         for s in dims:
             n *= s
-        if len(dims) >= 2 and dims[0] > 1 and n // dims[0] > 1:
+        if len(dims) >= 2:
             m, cols = dims[0], n // dims[0]
             r = min(rank, m, cols)
             mats.append((off, m, cols, r, np_, nq))
@@ -76,7 +76,8 @@ def run(c):
                     else:
                         mine = orthogonalize(P[e][pa:pa + m * r].reshape(m, r))
                         theirs = dr[e][0][pa:pa + m * r].reshape(m, r)
-                    if float((mine - theirs).norm()) > 1e-2 * max(float(theirs.norm()), 1e-30):
+                    redrawn = float(mine.norm()) < 1e-6  # a zero factor: dtrun redrew it from the edge's stream
+                    if not redrawn and float((mine - theirs).norm()) > 1e-2 * max(float(theirs.norm()), 1e-30):
                         raise TwinMismatch("round %d, edge %s: dtrun's orthogonalized factor differs from the twin's by %.3g"
                                            % (k, e, float((mine - theirs).norm())))
                     if k % 2 == 1:

@@ -42,7 +42,11 @@ static void graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
 
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {
   dt_graph_spec gs;
+  *out = NULL;
   graph_spec_from_config(cfg, &gs);
+  if (gs.directed && cfg->experiment.graph.schedule != DT_SCHEDULE_STATIC) /* before resample's union is built */
+    return dt_config_positioned(cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph.schedule", "graph.schedule: a directed graph is static; "
+                                                  "one_peer_exponential is itself a directed schedule (of an undirected exponential graph)"));
   dt_status st = dt_graph_build(&gs, out);
   if (st == DT_OK && cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE) {
     /* the configured graph is round 0's (checked above); the exchange runs on the union of

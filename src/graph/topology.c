@@ -36,7 +36,11 @@ static dt_status graph_from_edges(int n, int **edges_io, int m, dt_graph *g) {
   int *edges = *edges_io, *arcs = NULL;
   *edges_io = NULL;
   if (g->directed) { /* the arcs as given, before their union is normalised */
-    DT_ALLOC_GOTO(arcs, 2 * (size_t)m + 2, "graph arcs");
+    arcs = malloc(sizeof(int) * (2 * (size_t)m + 2));
+    if (arcs == NULL) {
+      free(edges);
+      return DT_ERROR(DT_ERR_MEMORY, "out of memory for a graph's %d arcs", m);
+    }
     memcpy(arcs, edges, sizeof(int) * 2 * (size_t)m);
   }
   for (int e = 0; e < m; e++) {
