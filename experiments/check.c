@@ -1,6 +1,7 @@
 /* `dtrun check`: the resolved config plus what it implies — graph figures, the model and its
  * size, rounds and traffic per problem — after building what `run` builds before training (the
  * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
+#include <math.h>
 #include <string.h>
 
 #include "dt/graph.h"
@@ -37,6 +38,36 @@ static void print_graph(const dt_config *cfg, const dt_graph *g, const dt_schedu
     fprintf(out, "#   time-varying: schedule %s over this graph (the union of the rounds' graphs)%s\n",
             dt_schedule_names[cfg->experiment.graph.schedule],
             cfg->experiment.graph.schedule == DT_SCHEDULE_RESAMPLE ? "; each draw is of the configured type" : "");
+}
+
+/* experiment.network: the speeds drawn (stragglers named) and the links' classes. */
+static dt_status print_network(const dt_config *cfg, const dt_model *m, FILE *out) {
+  const dt_network_spec *ns = &cfg->experiment.network;
+  const int n = cfg->experiment.graph.num_nodes;
+  dt_network *net = NULL;
+  if (ns->speed <= 0) return DT_OK;
+  DT_TRY(dt_network_create(ns, n, cfg->experiment.seed, dt_model_flops(m), &net));
+  double lo = INFINITY, hi = 0;
+  int slow = 0;
+  for (int i = 0; i < n; i++) {
+    lo = fmin(lo, dt_network_speed(net, i)), hi = fmax(hi, dt_network_speed(net, i));
+    slow += dt_network_is_straggler(net, i);
+  }
+  const char *unit = ns->unit == DT_NETWORK_FLOPS ? "FLOP/s" : "samples/s";
+  fprintf(out, "# network (simulated clock): node speeds %.4g to %.4g %s", lo, hi, unit);
+  if (ns->jitter > 0) fprintf(out, ", jitter sigma %g per step", ns->jitter);
+  if (slow > 0) {
+    fprintf(out, "; %d straggler%s (%g times slower):", slow, slow > 1 ? "s" : "", ns->slowdown);
+    for (int i = 0, shown = 0; i < n; i++)
+      if (dt_network_is_straggler(net, i) && shown++ < 16) fprintf(out, " %d", i);
+    if (slow > 16) fprintf(out, " ...");
+  }
+  fprintf(out, "\n#   links: %g s latency, %.4g bytes/s%s", ns->latency, ns->bandwidth, ns->link_spread > 0 ? " (spread per link)" : "");
+  if (ns->nodes_per_host > 0)
+    fprintf(out, "; between hosts of %d nodes: %g s, %.4g bytes/s", ns->nodes_per_host, ns->cross_latency, ns->cross_bandwidth);
+  fprintf(out, "\n");
+  dt_network_free(net);
+  return DT_OK;
 }
 
 /* The model: its parameter count and its layers. */
@@ -119,6 +150,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   fprintf(out, "# ---- summary ----\n");
   print_graph(cfg, g, sched, out);
+  DT_TRY_GOTO(print_network(cfg, m, out));
   print_model(m, out);
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));

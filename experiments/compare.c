@@ -3,6 +3,7 @@
  * a table (terminal, CSV, Markdown or LaTeX) and optionally drawn as a figure. This file holds
  * the command's options (--metric, --x) and its steps in order; compare_impl.h lists the files
  * that do each step. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ static dt_status parse_x(const dt_compare_options *opt, int *xk) {
   *xk = 0;
   if (opt->x == NULL) return DT_OK;
   while (*xk < NX && strcmp(compare_x_name(*xk), opt->x) != 0) (*xk)++;
-  DT_CHECK(*xk < NX, DT_ERR_USAGE, "--x %s: expected round, samples, bytes or seconds", opt->x);
+  DT_CHECK(*xk < NX, DT_ERR_USAGE, "--x %s: expected round, samples, bytes, seconds or sim_time", opt->x);
   return DT_OK;
 }
 
@@ -87,6 +88,9 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   DT_CHECK_GOTO((g = calloc((size_t)t.n, sizeof *g)) != NULL, DT_ERR_MEMORY, "out of memory");
   compare_group(&t, g, &ng);
   DT_TRY_GOTO(check_recorded(&t));
+  for (int i = 0; i < t.n && xk == X_SIM_TIME; i++) /* a simulated clock in every run */
+    DT_CHECK_GOTO(t.c[i].n == 0 || !isnan(t.c[i].x[X_SIM_TIME][0]), DT_ERR_USAGE,
+                  "--x sim_time: %s has no simulated clock (its config has no experiment.network)", t.c[i].label);
   if (opt->against != NULL) compare_sort_against(&t, g, ng);
   DT_CHECK_GOTO((sum = calloc((size_t)ng, sizeof *sum)) != NULL, DT_ERR_MEMORY, "out of memory");
   for (int gi = 0; gi < ng; gi++) compare_summarize(&t, &g[gi], xk, opt, &sum[gi]);

@@ -17,15 +17,17 @@ enum {
   MAXM = 8,         /* metrics read per curve: up to 4 requested, then the table's extra columns */
   MAX_SEEDS = 256,  /* members of a group that count; more are left out */
   MAX_TARGETS = 8,  /* dt_compare_options.targets */
-  NX = 4            /* x axes: round, samples, bytes, seconds */
+  NX = 5            /* x axes: round, samples, bytes, seconds, sim_time */
 };
+enum { X_SIM_TIME = 4 }; /* curve.x's simulated seconds (NaN without experiment.network) */
 
 /* One problem of one run: the mean, min and max over its nodes of each metric at each evaluation. */
 typedef struct curve {
   char label[512], problem[DT_NAME_MAX], alg[32], status[32], run_status[32];
   char against[64];                     /* the run's value of --against ("" without it) */
   int n, cap, rounds_done;
-  double *x[NX];                        /* round, samples (per node), bytes (all nodes), seconds */
+  double *x[NX];                        /* round, samples (per node), bytes (all nodes), seconds,
+                                           sim_time (the slowest node's simulated clock) */
   double *mean[MAXM], *lo[MAXM], *hi[MAXM];
   int recorded[MAXM];
   double bytes, wall;
@@ -57,9 +59,9 @@ typedef struct group_summary {
   double reach[MAX_TARGETS][5];     /* compare_stats of their x there (NaN where none does) */
 } group_summary;
 
-/* "round", "samples", "bytes", "seconds": the x axes (--x) in the order of curve.x. */
+/* "round", "samples", "bytes", "seconds", "sim_time": the x axes (--x) in the order of curve.x. */
 static inline const char *compare_x_name(int xk) {
-  static const char *const names[NX] = {"round", "samples", "bytes", "seconds"};
+  static const char *const names[NX] = {"round", "samples", "bytes", "seconds", "sim_time"};
   return names[xk];
 }
 

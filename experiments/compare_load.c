@@ -187,14 +187,20 @@ static void eval_samples(const dt_ynode *root, int *sample) {
 /* ---- the database --------------------------------------------------------------------------- */
 
 /* Every evaluation of one problem of a run into c: per round, the node count, the mean forward
- * passes, the bytes of all nodes, the slowest node's seconds, then each metric's count, mean, min
- * and max over the nodes. */
+ * passes, the bytes of all nodes, the slowest node's seconds and simulated seconds, then each
+ * metric's count, mean, min and max over the nodes. */
 static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, int problem, int sample, curve *c,
                               const char *path) {
   char sql[2048];
+  /* sim_time: the slowest node's simulated clock (NULL without experiment.network, and in
+   * databases from before it, which lack the column) */
+  sqlite3_stmt *probe = NULL;
+  const int has_sim = sqlite3_prepare_v2(db, "SELECT sim_time FROM evaluations LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+  sqlite3_finalize(probe);
   int used = snprintf(sql, sizeof sql,
                       "SELECT round, count(*), avg(forward_pass_count), sum(bytes_sent), max(coalesce(time_compute, 0) + "
-                      "coalesce(time_comm, 0))");
+                      "coalesce(time_comm, 0)), %s",
+                      has_sim ? "max(sim_time)" : "NULL");
   for (int m = 0; m < t->nm; m++)
     used += snprintf(sql + used, sizeof sql - used, ", count(%s), avg(%s), min(%s), max(%s)", t->metrics[m], t->metrics[m], t->metrics[m],
                      t->metrics[m]);
@@ -210,9 +216,10 @@ static dt_status load_problem(sqlite3 *db, const table *t, sqlite3_int64 run, in
       return DT_ERROR(DT_ERR_MEMORY, "out of memory reading %s", path);
     }
     const int rows = sqlite3_column_int(s, 1);
-    for (int k = 0; k < NX; k++) c->x[k][c->n] = sqlite3_column_double(s, k == 0 ? 0 : k + 1);
+    for (int k = 0; k < NX; k++)
+      c->x[k][c->n] = k == X_SIM_TIME && sqlite3_column_type(s, k + 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, k == 0 ? 0 : k + 1);
     for (int m = 0; m < t->nm; m++) {
-      const int col = 5 + 4 * m, cnt = sqlite3_column_int(s, col);
+      const int col = 6 + 4 * m, cnt = sqlite3_column_int(s, col);
       if (cnt > 0) c->recorded[m] = 1;
       /* a node's NaN is NULL in SQL: any missing node makes the evaluation NaN; with
        * evaluation.sample K, loss and accuracy have K nodes (the others are NULL too) */

@@ -154,7 +154,7 @@ static int metric_cells(const group_summary *s, int n, int rec, int csv, cells *
  * terminal when only some do). Returns the next column. */
 static int target_cells(const group_summary *s, int n, int xk, const dt_compare_options *opt, cells *cl, int r, int c) {
   const int csv = opt->format == DT_COMPARE_CSV;
-  const char *fmt = xk == 3 ? "%.2f" : xk == 2 ? "%.4g" : "%.0f";
+  const char *fmt = xk == 3 ? "%.2f" : xk == 2 || xk == X_SIM_TIME ? "%.4g" : "%.0f"; /* seconds, bytes, simulated seconds */
   char a[64];
   for (int ti = 0; ti < opt->num_targets; ti++) {
     const int k = s->nreach[ti];

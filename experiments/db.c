@@ -11,7 +11,7 @@
  *   problems    run, problem (its index), problem_name, alg_name, status, rounds,
  *               rounds_completed, bytes_sent, wall_seconds, time_compute, time_comm, time_eval
  *   evaluations run, problem, round, node, then the results CSV's columns (NULL where a metric
- *               is not recorded)
+ *               is not recorded; sim_time, last, only with experiment.network)
  *
  * A write that fails does not stop the round loop on rank 0 alone (the other ranks would wait in
  * a collective): the first failure is kept and reported when the problem's files are written,
@@ -40,11 +40,11 @@ static const char schema_sql[] =
     "  run INTEGER NOT NULL, problem INTEGER NOT NULL, round INTEGER NOT NULL, node INTEGER NOT NULL,\n"
     "  forward_pass_count REAL, validation_loss REAL, top1_accuracy REAL, consensus_error REAL,\n"
     "  consensus_error_raw REAL, current_epoch REAL, train_loss REAL, bytes_sent REAL, time_compute REAL,\n"
-    "  time_comm REAL, time_eval REAL, PRIMARY KEY (run, problem, round, node),\n"
+    "  time_comm REAL, time_eval REAL, sim_time REAL, PRIMARY KEY (run, problem, round, node),\n"
     "  FOREIGN KEY (run, problem) REFERENCES problems(run, problem));\n";
 
 /* The evaluations columns after (run, problem, round, node) are runner_col_names, in order. */
-_Static_assert(NCOL == 11, "evaluations table and runner_col_names must match");
+_Static_assert(NCOL == 12, "evaluations table and runner_col_names must match");
 
 static void db_fail(runner *r, const char *what) {
   if (r->db_failed) return;
@@ -114,7 +114,13 @@ static dt_status open_db(runner *r) {
   sqlite3_busy_timeout(r->db, 10000);
   /* WAL: readers never block the run; synchronous=NORMAL: a commit survives the process being
    * killed (only a power loss may cost the last commits) */
-  const int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
+  int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
+  /* a database from before the simulated clock (a sweep folder or a run resumed): its
+   * evaluations gain the sim_time column, at the end as in the schema */
+  sqlite3_stmt *probe = NULL;
+  if (ok && sqlite3_prepare_v2(r->db, "SELECT sim_time FROM evaluations LIMIT 0", -1, &probe, NULL) != SQLITE_OK)
+    ok = exec(r, "ALTER TABLE evaluations ADD COLUMN sim_time REAL");
+  sqlite3_finalize(probe);
   return ok ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
 }
 
@@ -194,7 +200,7 @@ dt_status runner_db_open(runner *r, const char *config_text) {
   if (good && r->db_run == 0) good = insert_run(r, old, folder, config_text);
   good = end_tx(r, good);
   if (good) {
-    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     good = r->db_eval != NULL && r->db_problem != NULL;
   }

@@ -121,6 +121,7 @@ static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, do
     row[COL_T_COMPUTE] = run->t_compute.total;
     row[COL_T_COMM] = run->t_comm.total;
     row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
+    row[COL_SIM_TIME] = run->sim_clock != NULL ? run->sim_clock[i] : NAN;
     run->train_loss_sum[l] = 0;
     run->train_loss_n[l] = 0;
   }

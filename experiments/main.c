@@ -25,7 +25,7 @@ static const char usage_text[] =
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
     "       dtrun check RUN_DIR|SWEEP_DIR\n"
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
-    "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X[,X...]] [--x round|samples|bytes|seconds]\n"
+    "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X[,X...]] [--x round|samples|bytes|seconds|sim_time]\n"
     "                    [--against KEY] [--where KEY=V[,V...]]\n"
     "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide]]\n"
     "       dtrun --help | --version\n"
@@ -58,7 +58,7 @@ static const char usage_text[] =
     "  --against KEY        compare: rows by a config key's value (experiment.graph.num_nodes);\n"
     "                       with --plot, each target's --x against that value\n"
     "  --where KEY=V,...    compare: only runs whose config has one of these values of KEY\n"
-    "  --x WHAT             compare: round (default), samples, bytes or seconds\n"
+    "  --x WHAT             compare: round (default), samples, bytes, seconds or sim_time (experiment.network)\n"
     "  --csv, --markdown, --latex   compare: the table in that format\n"
     "  --plot FILE          compare: a figure, one panel per metric (needs gnuplot)\n"
     "  --size paper|slide   compare: a paper column (default) or a 16:9 slide\n"
@@ -173,7 +173,7 @@ static dt_status compare_option(int argc, char **argv, int *i, dt_compare_option
     DT_CHECK(ext && (strcmp(ext, ".png") == 0 || strcmp(ext, ".svg") == 0 || strcmp(ext, ".pdf") == 0), DT_ERR_USAGE,
              "--plot %s: the file name must end in .pdf, .svg or .png", c->plot);
   } else if (strcmp(s, "--x") == 0) {
-    DT_CHECK(has_next, DT_ERR_USAGE, "--x needs round, samples, bytes or seconds");
+    DT_CHECK(has_next, DT_ERR_USAGE, "--x needs round, samples, bytes, seconds or sim_time");
     c->x = argv[++*i];
   } else if (strcmp(s, "--size") == 0) {
     DT_CHECK(has_next && (strcmp(argv[*i + 1], "paper") == 0 || strcmp(argv[*i + 1], "slide") == 0), DT_ERR_USAGE,

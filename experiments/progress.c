@@ -73,6 +73,8 @@ void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int r
     used += snprintf(line + used, sizeof line - used, " | cons %.1e-%.1e", res->final[COL_CONS][0], res->final[COL_CONS][2]);
   if (pc->metrics & DT_METRIC_CURRENT_EPOCH)
     used += snprintf(line + used, sizeof line - used, " | epoch %.1f-%.1f", res->final[COL_EPOCH][0], res->final[COL_EPOCH][2]);
+  if (r->net != NULL) /* the simulated clock: the slowest node's */
+    used += snprintf(line + used, sizeof line - used, " | sim %.4gs", res->final[COL_SIM_TIME][2]);
   runner_say(r, "%s\n", line);
 }
 

@@ -16,7 +16,7 @@
 
 const char *const runner_col_names[NCOL] = {
     "forward_pass_count", "validation_loss", "top1_accuracy", "consensus_error", "consensus_error_raw",
-    "current_epoch", "train_loss", "bytes_sent", "time_compute", "time_comm", "time_eval"};
+    "current_epoch", "train_loss", "bytes_sent", "time_compute", "time_comm", "time_eval", "sim_time"};
 
 int runner_col_enabled(int c, unsigned metrics) {
   switch (c) {
@@ -26,6 +26,7 @@ int runner_col_enabled(int c, unsigned metrics) {
     case COL_CONS:
     case COL_CONS_RAW: return (metrics & DT_METRIC_CONSENSUS_ERROR) != 0;
     case COL_EPOCH: return (metrics & DT_METRIC_CURRENT_EPOCH) != 0;
+    case COL_SIM_TIME: return 0; /* with experiment.network only (runner_begin_csv) */
     default: return 1; /* always recorded */
   }
 }
@@ -144,6 +145,9 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
       }
       sb_printf(&sb, "}\n");
     }
+    if (r->net != NULL) /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
+      sb_printf(&sb, "      sim_time: {min: %.9g, mean: %.9g, max: %.9g}\n", res->final[COL_SIM_TIME][0], res->final[COL_SIM_TIME][1],
+                res->final[COL_SIM_TIME][2]);
   }
   dt_status st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "summary.yaml", sb.data, sb.len);
   sb_free(&sb);
@@ -154,6 +158,7 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
 
 void runner_begin_csv(const runner *r, problem_run *pr) {
   for (int c = 0; c < NCOL; c++) pr->cols[c] = runner_col_enabled(c, pr->pc->metrics);
+  pr->cols[COL_SIM_TIME] = r->net != NULL;
   if (r->rank != 0) return;
   sb_printf(&pr->csv, "round,node");
   for (int c = 0; c < NCOL; c++)

@@ -178,6 +178,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   dt_timer_reset(&pr.t_eval);
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   run->schedule = r->schedule;
+  if (r->net != NULL) DT_TRY_GOTO(dt_run_set_network(run, r->net));
   runner_begin_csv(r, &pr);
   /* the evaluations to keep: up to `start`, and that one only when it was on schedule (an
    * interrupted run evaluated after its checkpoint too, and a run never stopped would not) */
@@ -186,7 +187,8 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
   if (pc->verbose_evals)
-    runner_say(r, "%s: min-max over the nodes of: validation loss | top-1 accuracy | consensus error | epoch\n", pc->problem_name);
+    runner_say(r, "%s: min-max over the nodes of: validation loss | top-1 accuracy | consensus error | epoch%s\n", pc->problem_name,
+               r->net != NULL ? " | simulated seconds (the slowest node)" : "");
   if (pc->profile) DT_ALLOC_GOTO(pr.round_seconds, pc->outer_iterations, "round times");
   /* every problem starts from θ0 with fresh minibatch streams */
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
@@ -246,6 +248,7 @@ static void runner_free(runner *r) {
   dt_split_free(&r->split);
   dt_data_free(&r->data);
   dt_schedule_free(r->schedule);
+  dt_network_free(r->net);
   dt_graph_free(r->graph);
 }
 
@@ -299,6 +302,8 @@ static dt_status runner_setup(runner *r) {
       cfg, dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task)));
   DT_TRY(dt_config_positioned(cfg, dt_task_set_augment(r->task, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));
   const size_t d = dt_task_dim(r->task);
+  if (cfg->experiment.network.speed > 0)
+    DT_TRY(dt_network_create(&cfg->experiment.network, r->n, cfg->experiment.seed, dt_model_flops(dt_task_model(r->task)), &r->net));
   DT_ALLOC(r->theta0, d, "base weights");
   dt_task_init_params(r->task, cfg->experiment.seed, r->theta0);
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));

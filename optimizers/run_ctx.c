@@ -9,6 +9,7 @@
 
 #include "dt/optimizer.h"
 #include "mix.h"
+#include "run_clock.h"
 #include "dt/parallel.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
@@ -64,6 +65,7 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   count_sent(run, rg->mask, sizeof(float) * b->dim);
+  DT_TRY(run_clock_exchange(run, rg->mask, sizeof(float) * (double)b->dim));
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l, deg = dt_graph_degree(run->graph, i);
     const float *x[deg + 1];
@@ -97,11 +99,14 @@ void dt_run_free(dt_optimizer_run *run) {
   dt_free(run->node_bytes);
   dt_free(run->items);
   dt_free(run->blob);
+  run_clock_free(run);
   memset(run, 0, sizeof *run);
 }
 
 dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active) {
+  run_clock_before_step(run, active);
   DT_TRY(dt_task_gradients(run->task, x, grad, active, run->loss));
+  run_clock_after_step(run, active);
   for (int l = 0; l < run->count; l++) {
     if (active != NULL && !active[l]) continue;
     run->train_loss_sum[l] += run->loss[l];
@@ -158,7 +163,7 @@ dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, s
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   count_sent(run, mask, (uint64_t)run->exchange_nvec * bytes);
-  return DT_OK;
+  return run_clock_exchange(run, mask, (double)run->exchange_nvec * (double)bytes);
 }
 
 dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows) {
@@ -210,7 +215,8 @@ dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) 
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   dt_run_count_to_centre(run);
-  return DT_OK;
+  DT_TRY(run_clock_centre(run, NULL, sizeof(float) * (double)run->dim));
+  return run_clock_reply(run, sizeof(float) * (double)run->dim);
 }
 
 void dt_run_count_to_centre(dt_optimizer_run *run) {
@@ -229,7 +235,8 @@ dt_status dt_run_to_centre(dt_optimizer_run *run, const dt_slab *v, const uint8_
   dt_timer_start(&run->t_comm);
   const dt_status st = dt_comm_node_stream(run->comm, run->graph->n, rows, run->dim, arrives, apply, ctx);
   dt_timer_stop(&run->t_comm);
-  return st;
+  const dt_status clock = run_clock_centre(run, arrives, sizeof(float) * (double)run->dim);
+  return st != DT_OK ? st : clock;
 }
 
 dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *host) {
@@ -242,7 +249,7 @@ dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *hos
   DT_TRY(st);
   DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
   dt_run_count_from_centre(run);
-  return DT_OK;
+  return run_clock_reply(run, sizeof(float) * (double)run->dim);
 }
 
 void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dt/network.h"
 #include "dt/nn.h"
 #include "dt/status.h"
 
@@ -146,6 +147,7 @@ typedef struct dt_experiment_config {
   uint64_t seed;
   bool save_models;
   dt_augment_config augment;
+  dt_network_spec network; /* the simulated clock; speed 0 (default): none */
   dt_normalize_config normalize;
   int checkpoint_every;      /* rounds; 0: by time only */
   double checkpoint_minutes; /* 0: not by time */

@@ -50,6 +50,9 @@ DT_MUST_USE dt_status dt_comm_node_gather(dt_comm *c, int num_nodes, const float
 /* Gathers k doubles per node (local[l*k ..]) from every rank to rank 0, in node order, into
  * all (num_nodes * k; read on rank 0 only). Collective. */
 DT_MUST_USE dt_status dt_comm_gather_rows(dt_comm *c, int num_nodes, const double *local, int k, double *all);
+/* Every node's value on every rank: local[l] is local node l's (this rank's block), all gets the
+ * N values in node order (local may be all + first: in place). Collective. */
+DT_MUST_USE dt_status dt_comm_allgather_nodes(dt_comm *c, int num_nodes, const double *local, double *all);
 /* Streams node j's vector to rank 0, in node order, for every node with send[j] != 0 (send
  * identical on every rank; NULL: all nodes): rank 0 calls fn(ctx, j, x), x valid during the call
  * (v[l] is local node l's vector). After a failed fn every transfer still completes, without

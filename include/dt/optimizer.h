@@ -15,6 +15,7 @@
 #include "dt/exchange.h"
 #include "dt/graph.h"
 #include "dt/local_opt.h"
+#include "dt/network.h"
 #include "dt/problem.h"
 #include "dt/schedule.h"
 #include "dt/status.h"
@@ -55,7 +56,20 @@ typedef struct dt_optimizer_run {
   unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */
   size_t blob_cap;
   dt_trace *trace;        /* --dump-trace: the run's trace (borrowed), or NULL */
+  /* experiment.network: the simulated clock (optimizers/run_clock.c), or NULL. Every rank holds
+   * every node's clock (sim_clock[N]; the local ones are kept in checkpoints); a local step adds
+   * its cost to the node's clock, a message arrives at the sender's clock plus its time on the
+   * link, and a node goes on when its last message has arrived. */
+  const dt_network *net;
+  double *sim_clock;      /* [N] seconds */
+  uint64_t *sim_steps;    /* [count] local steps taken (the jitter stream's position) */
+  uint64_t *sim_seen;     /* [count] scratch: samples seen before a gradient call */
+  int sim_hold;           /* > 0: exchanges leave the clocks alone (a sweep clocks itself, run_clock.h) */
 } dt_optimizer_run;
+
+/* Turns the simulated clock of net (borrowed) on for run: made after dt_run_init, before the
+ * plug-in's create. */
+DT_MUST_USE dt_status dt_run_set_network(dt_optimizer_run *run, const dt_network *net);
 
 /* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
  * dt_run_free releases what it made (the exchange included). */

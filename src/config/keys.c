@@ -71,6 +71,38 @@ static const dt_key graph_keys[] = {
 
 static const char *const model_name_excludes[] = {"layers", NULL};
 
+static const char *const network_units[] = {"samples", "flops", NULL};
+#define NET(f) offsetof(dt_network_spec, f)
+static const dt_key network_keys[] = {
+    {.name = "speed", .type = DT_KEY_FLOAT, .offset = NET(speed), .def = "0", .min = 0, .max = 1e30,
+     .help = "a node's speed in samples (or FLOPs, see unit) per simulated second; > 0 turns the simulated clock on (0: off)"},
+    {.name = "unit", .type = DT_KEY_ENUM, .offset = NET(unit), .def = "samples", .values = network_units,
+     .help = "what speed counts: samples, or flops (a step costs 3 x the model's forward FLOPs per sample)"},
+    {.name = "speed_spread", .type = DT_KEY_FLOAT, .offset = NET(speed_spread), .def = "0", .min = 0, .max = 10,
+     .help = "sigma of the lognormal spread of the nodes' speeds around speed (0: all equal)"},
+    {.name = "stragglers", .type = DT_KEY_FLOAT, .offset = NET(stragglers), .def = "0", .min = 0, .max = 1,
+     .help = "share of the nodes that are stragglers (round(share x N) nodes, drawn from the seed)"},
+    {.name = "slowdown", .type = DT_KEY_FLOAT, .offset = NET(slowdown), .def = "10", .min = 1, .max = 1e9,
+     .help = "how many times slower a straggler is"},
+    {.name = "jitter", .type = DT_KEY_FLOAT, .offset = NET(jitter), .def = "0", .min = 0, .max = 10,
+     .help = "sigma of a lognormal factor drawn for every step's cost (0: none)"},
+    {.name = "latency", .type = DT_KEY_FLOAT, .offset = NET(latency), .def = "0.0001", .min = 0, .max = 1e6,
+     .help = "seconds a message takes before its first byte arrives"},
+    {.name = "bandwidth", .type = DT_KEY_FLOAT, .offset = NET(bandwidth), .def = "1.25e9", .min = 0, .max = 1e30,
+     .flags = DT_KEY_MIN_OPEN, .help = "bytes per second of a link (1.25e9: 10 Gbit/s)"},
+    {.name = "link_spread", .type = DT_KEY_FLOAT, .offset = NET(link_spread), .def = "0", .min = 0, .max = 10,
+     .help = "sigma of lognormal factors drawn per link on its latency and bandwidth (0: every link the same)"},
+    {.name = "nodes_per_host", .type = DT_KEY_INT, .offset = NET(nodes_per_host), .def = "0", .min = 0, .max = 1 << 20,
+     .help = "> 0: nodes sit on hosts in blocks of this many (0-based ids), and links between hosts use cross_latency and "
+             "cross_bandwidth"},
+    {.name = "cross_latency", .type = DT_KEY_FLOAT, .offset = NET(cross_latency), .def = "0.001", .min = 0, .max = 1e6,
+     .help = "with nodes_per_host: latency of a link between hosts"},
+    {.name = "cross_bandwidth", .type = DT_KEY_FLOAT, .offset = NET(cross_bandwidth), .def = "1.25e8", .min = 0, .max = 1e30,
+     .flags = DT_KEY_MIN_OPEN, .help = "with nodes_per_host: bytes per second of a link between hosts (1.25e8: 1 Gbit/s)"},
+    {0},
+};
+#undef NET
+
 static const dt_key augment_keys[] = {
     {.name = "crop_padding", .type = DT_KEY_INT, .offset = offsetof(dt_augment_config, crop_padding), .def = "0", .min = 0, .max = 64,
      .help = "random crop of the image zero-padded by this many pixels on every side (torchvision's RandomCrop(size, "
@@ -160,6 +192,9 @@ static const dt_key experiment_keys[] = {
              "with the manifest <problem_name>_models.tsv"},
     {.name = "augment", .type = DT_KEY_SECTION, .offset = OFF(augment), .sub = augment_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "training-image augmentation, drawn per node and sample from the node's own stream"},
+    {.name = "network", .type = DT_KEY_SECTION, .offset = OFF(network), .sub = network_keys, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "the simulated clock: node speeds and link latencies and bandwidths; every evaluation records sim_time (off "
+             "while speed is 0)"},
     {.name = "normalize", .type = DT_KEY_SECTION, .offset = OFF(normalize), .sub = normalize_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "images are fed as (pixel/255 - mean[c]) / std[c]; both lists empty (default): the dataset's customary statistics "
              "(MNIST 0.1307/0.3081, Fashion-MNIST 0.2860/0.3530, CIFAR-10 and CIFAR-100 their training sets' per-channel ones)"},

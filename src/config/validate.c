@@ -111,10 +111,20 @@ static dt_status check_evaluation(const schema_ctx *ctx, const dt_ynode *pcs, co
   return DT_OK;
 }
 
+/* experiment.network: written only to turn the simulated clock on, which speed does. */
+static dt_status check_network(const schema_ctx *ctx, const dt_ynode *exp, const dt_experiment_config *e) {
+  const dt_ynode *net = dt_ynode_get(exp, "network");
+  if (net == NULL || e->network.speed > 0) return DT_OK;
+  return schema_error(ctx, net, "experiment.network.speed",
+                      "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on; without it the "
+                      "other network keys do nothing");
+}
+
 dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_config *cfg) {
   const dt_ynode *exp = dt_ynode_get(root, "experiment"), *pcs = dt_ynode_get(root, "problem_configs");
   DT_TRY(check_names(ctx, exp, pcs, cfg));
   DT_TRY(check_graph(ctx, exp, &cfg->experiment));
+  DT_TRY(check_network(ctx, exp, &cfg->experiment));
   DT_TRY(check_schedules(ctx, pcs, cfg));
   if (cfg->experiment.backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
     return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",

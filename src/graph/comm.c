@@ -205,6 +205,28 @@ cleanup:
   return st;
 }
 
+dt_status dt_comm_allgather_nodes(dt_comm *c, int num_nodes, const double *local, double *all) {
+  dt_status st = DT_OK;
+  int *counts = NULL, *displs = NULL;
+  const int first = dt_placement_first(num_nodes, c->size, c->rank), count = dt_placement_count(num_nodes, c->size, c->rank);
+  if (c->size == 1) {
+    if (all != local) memcpy(all, local, sizeof(double) * (size_t)num_nodes);
+    return DT_OK;
+  }
+  DT_ALLOC_GOTO(counts, c->size, "allgather counts");
+  DT_ALLOC_GOTO(displs, c->size, "allgather displacements");
+  for (int r = 0; r < c->size; r++) {
+    counts[r] = dt_placement_count(num_nodes, c->size, r);
+    displs[r] = dt_placement_first(num_nodes, c->size, r);
+  }
+  if (local == all + first) DT_MPI_GOTO(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, MPI_DOUBLE, c->comm));
+  else DT_MPI_GOTO(MPI_Allgatherv(local, count, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, c->comm));
+cleanup:
+  dt_free(counts);
+  dt_free(displs);
+  return st;
+}
+
 /* A failed give travels as this size, so the receiver knows and the transfer stays matched. */
 #define BLOB_FAILED UINT64_MAX
 enum { BLOB_TAG = 7301 };

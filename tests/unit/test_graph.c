@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "dt/graph.h"
+#include "dt/network.h"
 #include "dt/rng.h"
 
 static dt_graph *build(dt_graph_type type, int n) {
@@ -329,6 +330,44 @@ static void test_directed(void) {
   unlink(path);
 }
 
+/* The simulated network's tables: exact straggler counts, link classes, symmetric links, costs. */
+static void test_network(void) {
+  dt_network_spec ns = {.speed = 100, .stragglers = 0.25, .slowdown = 4, .latency = 0.001, .bandwidth = 1e6, .nodes_per_host = 4,
+                        .cross_latency = 0.01, .cross_bandwidth = 1e5};
+  dt_network *net = NULL, *again = NULL;
+  CHECK_OK(dt_network_create(&ns, 8, 5, 0.0, &net));
+  int slow = 0;
+  for (int i = 0; i < 8; i++) {
+    slow += dt_network_is_straggler(net, i);
+    CHECK(dt_network_speed(net, i) == (dt_network_is_straggler(net, i) ? 25.0 : 100.0), "node %d speed %g", i, dt_network_speed(net, i));
+  }
+  CHECK(slow == 2, "round(0.25 x 8) = 2 stragglers, found %d", slow);
+  CHECK(fabs(dt_network_message_seconds(net, 0, 3, 1000) - (0.001 + 1000 / 1e6)) < 1e-15, "a link inside a host");
+  CHECK(fabs(dt_network_message_seconds(net, 4, 3, 1000) - (0.01 + 1000 / 1e5)) < 1e-15, "a link between hosts");
+  CHECK(dt_network_step_seconds(net, 1, 7, 50) == 50 / dt_network_speed(net, 1), "a step without jitter: samples / speed");
+  dt_network_free(net);
+  ns.stragglers = 0, ns.speed_spread = 0.5, ns.jitter = 0.2, ns.link_spread = 0.3, ns.unit = DT_NETWORK_FLOPS;
+  CHECK_OK(dt_network_create(&ns, 8, 5, 1e6, &net));
+  CHECK_OK(dt_network_create(&ns, 8, 5, 1e6, &again));
+  int spread = 0;
+  for (int i = 0; i < 8; i++) {
+    spread |= dt_network_speed(net, i) != 100;
+    CHECK(dt_network_speed(net, i) == dt_network_speed(again, i), "speeds are a function of the seed");
+    CHECK(dt_network_step_seconds(net, i, 3, 2) == dt_network_step_seconds(again, i, 3, 2) &&
+              dt_network_step_seconds(net, i, 3, 2) != dt_network_step_seconds(net, i, 4, 2),
+          "jitter: the same draw for the same step, another for the next");
+    for (int j = 0; j < 8; j++)
+      CHECK(dt_network_message_seconds(net, i, j, 64) == dt_network_message_seconds(net, j, i, 64), "links are symmetric");
+  }
+  CHECK(spread, "speed_spread spreads the speeds");
+  /* FLOPs: a step of 2 samples costs 2 x 3 x 1e6 FLOPs at the node's speed (jitter aside: its
+   * factor is exp(0.2 z), so within e^(±1.2) for |z| < 6) */
+  const double r = dt_network_step_seconds(net, 0, 0, 2) / (6e6 / dt_network_speed(net, 0));
+  CHECK(r > exp(-1.2) && r < exp(1.2), "a step in FLOPs costs 3 x forward FLOPs per sample: ratio %g", r);
+  dt_network_free(net);
+  dt_network_free(again);
+}
+
 int main(void) {
   test_wheel();
   test_closed_forms();
@@ -337,6 +376,7 @@ int main(void) {
   test_fiedler_target();
   test_edge_file();
   test_directed();
+  test_network();
   test_placement();
   return check_report("test_graph");
 }
