@@ -14,6 +14,7 @@
  * between the two renames, checkpoint.old/. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,12 @@
 
 #include "runner_impl.h"
 
-static const char run_magic[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '1'};
+/* 002: each problem's results carry their column count (sim_time made 12); 001, written before,
+ * had 11 and still resumes. */
+static const char run_magic[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '2'};
+static const char run_magic_v1[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '1'};
+enum { V1_COLS = 11 };
+static int is_run_magic(const void *m) { return memcmp(m, run_magic, 8) == 0 || memcmp(m, run_magic_v1, 8) == 0; }
 
 static const char *const statuses[] = {"completed", "interrupted", "diverged", NULL};
 
@@ -94,6 +100,7 @@ static void encode_run(const runner *r, int p, int round, const problem_run *pr,
     put_u64(sb, (uint64_t)status_index(res->status));
     put_u64(sb, (uint64_t)res->rounds_done);
     put_u64(sb, (uint64_t)res->diverged_round);
+    put_u64(sb, NCOL);
     sb_put(sb, res->final, sizeof res->final);
     put_f64(sb, res->seconds);
     put_f64(sb, res->t_compute);
@@ -173,6 +180,7 @@ int runner_checkpoint_due(const runner *r, int round) {
 typedef struct reader {
   const unsigned char *p, *end;
   const char *path;
+  int v1; /* written by a dtrun of format 001 */
 } reader;
 
 static dt_status get(reader *rd, void *out, size_t n) {
@@ -222,7 +230,8 @@ static dt_status decode_head(reader *rd, const runner *r, uint64_t *p, uint64_t 
   char magic[8];
   uint64_t hash = 0, n = 0;
   DT_TRY(get(rd, magic, 8));
-  DT_CHECK(memcmp(magic, run_magic, 8) == 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
+  DT_CHECK(is_run_magic(magic), DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
+  rd->v1 = memcmp(magic, run_magic_v1, 8) == 0;
   DT_TRY(get_u64(rd, &hash));
   DT_CHECK(hash == r->config_hash, DT_ERR_CONFIG, "%s was written for another config than %s/config.yaml (was the config edited?)", path,
            r->outdir);
@@ -246,7 +255,11 @@ static dt_status decode_result(reader *rd, problem_result *res) {
   res->rounds_done = (int)done;
   DT_TRY(get_u64(rd, &done));
   res->diverged_round = (int)done;
-  DT_TRY(get(rd, res->final, sizeof res->final));
+  uint64_t ncol = V1_COLS;
+  if (!rd->v1) DT_TRY(get_u64(rd, &ncol));
+  DT_CHECK(ncol >= 1 && ncol <= NCOL, DT_ERR_DATA, "%s: corrupt result columns (%llu)", rd->path, (unsigned long long)ncol);
+  for (int c = 0; c < NCOL; c++) res->final[c][0] = res->final[c][1] = res->final[c][2] = NAN; /* columns it did not have */
+  DT_TRY(get(rd, res->final, sizeof res->final[0] * (size_t)ncol));
   DT_TRY(get_f64(rd, &res->seconds));
   DT_TRY(get_f64(rd, &res->t_compute));
   DT_TRY(get_f64(rd, &res->t_comm));
@@ -413,7 +426,7 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
   unsigned char head[8 + 4 * 8];
   const size_t got = fread(head, 1, sizeof head, f);
   fclose(f);
-  if (got != sizeof head || memcmp(head, run_magic, 8) != 0) {
+  if (got != sizeof head || !is_run_magic(head)) {
     snprintf(buf, size, "%s (unreadable)", found);
     return 1;
   }

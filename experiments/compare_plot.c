@@ -109,7 +109,7 @@ static void panel_axes(FILE *f, const table *t, int m, int xk, int slide, double
     fprintf(f, "set origin 0,%g\nset size 1,%g\n", bottom, top - bottom);
   }
   fprintf(f, "set xlabel '%s%s' offset 0,0.5\nset ylabel \"%s\\n(mean over nodes)\"\n", compare_x_name(xk),
-          xk == 1 ? " per node" : xk == 2 ? " sent, all nodes" : "", t->metrics[m]);
+          xk == 1 ? " per node" : xk == 2 ? " sent, all nodes" : xk == X_SIM_TIME ? " (simulated seconds, the slowest node)" : "", t->metrics[m]);
   fprintf(f, "%s\n", logy ? "set logscale y\nset format y '%g'" : "unset logscale y\nset format y '% h'");
   fprintf(f, "%s\n", strcmp(t->metrics[m], "top1_accuracy") == 0 ? "set yrange [0:1]" : "set autoscale y");
   if (xk == 2) fprintf(f, "set logscale x\n");
@@ -210,7 +210,7 @@ dt_status compare_plot_against(const table *t, const group *g, const group_summa
   DT_TRY(gp_begin(opt, slide ? 10.0 : 3.4, slide ? 5.0 : 3.2, dir, &f));
   fprintf(f, "%s\n", slide ? "set key outside right top vertical" : "set key below vertical maxcols 1 samplen 2");
   fprintf(f, "set xlabel '%s'\nset ylabel '%s%s to reach the target'\nset autoscale\nset offsets graph 0.03, graph 0.03, graph 0.05, 0\n",
-          opt->against, compare_x_name(xk), xk == 1 ? "s per node" : xk == 2 ? " sent" : xk == 0 ? "s" : "");
+          opt->against, compare_x_name(xk), xk == 1 ? "s per node" : xk == 2 ? " sent" : xk == 0 ? "s" : xk == X_SIM_TIME ? " (simulated s)" : "");
   fprintf(f, "set yrange [0:*]\nplot ");
   int nplotted = 0;
   /* one series per (problem, target): groups of one problem in --against order */

@@ -117,10 +117,13 @@ static dt_status open_db(runner *r) {
   int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
   /* a database from before the simulated clock (a sweep folder or a run resumed): its
    * evaluations gain the sim_time column, at the end as in the schema */
-  sqlite3_stmt *probe = NULL;
-  if (ok && sqlite3_prepare_v2(r->db, "SELECT sim_time FROM evaluations LIMIT 0", -1, &probe, NULL) != SQLITE_OK)
-    ok = exec(r, "ALTER TABLE evaluations ADD COLUMN sim_time REAL");
-  sqlite3_finalize(probe);
+  if (ok) ok = exec(r, "BEGIN IMMEDIATE"); /* probe and add in one transaction: another writer cannot add it between */
+  if (ok) {
+    sqlite3_stmt *probe = NULL;
+    const int has = sqlite3_prepare_v2(r->db, "SELECT sim_time FROM evaluations LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    ok = end_tx(r, has || exec(r, "ALTER TABLE evaluations ADD COLUMN sim_time REAL"));
+  }
   return ok ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
 }
 
@@ -200,7 +203,10 @@ dt_status runner_db_open(runner *r, const char *config_text) {
   if (good && r->db_run == 0) good = insert_run(r, old, folder, config_text);
   good = end_tx(r, good);
   if (good) {
-    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+    /* columns named: a database a later dtrun migrated still takes these rows */
+    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations (run, problem, round, node, forward_pass_count, validation_loss, "
+                            "top1_accuracy, consensus_error, consensus_error_raw, current_epoch, train_loss, bytes_sent, time_compute, "
+                            "time_comm, time_eval, sim_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     good = r->db_eval != NULL && r->db_problem != NULL;
   }

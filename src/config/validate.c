@@ -114,10 +114,13 @@ static dt_status check_evaluation(const schema_ctx *ctx, const dt_ynode *pcs, co
 /* experiment.network: written only to turn the simulated clock on, which speed does. */
 static dt_status check_network(const schema_ctx *ctx, const dt_ynode *exp, const dt_experiment_config *e) {
   const dt_ynode *net = dt_ynode_get(exp, "network");
-  if (net == NULL || e->network.speed > 0) return DT_OK;
-  return schema_error(ctx, net, "experiment.network.speed",
-                      "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on; without it the "
-                      "other network keys do nothing");
+  if (net == NULL) return DT_OK;
+  /* speed: 0 written out turns the clock off on purpose (a sweep's point without it) */
+  if (e->network.speed <= 0 && dt_ynode_get(net, "speed") == NULL)
+    return schema_error(ctx, net, "experiment.network.speed",
+                        "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on; without it the "
+                        "other network keys do nothing");
+  return DT_OK;
 }
 
 dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_config *cfg) {

@@ -37,16 +37,24 @@ problem_configs:
     optimizer_config: {alg_name: centralized, outer_iterations: 100, lr: 0.1}
 YAML
 "$dtrun" "$tmp/closed.yaml" --output-dir "$tmp/closed" --quiet > "$tmp/closed.log" 2>&1 || bad "closed-form run: $(tail -3 "$tmp/closed.log")"
-# sim_time(node, round k) for each problem; every row must match to 1e-12 relative
-check_closed() { # problem awk-expression-of-k-and-node
-  awk -F, -v what="$1" "NR == 1 {for (i = 1; i <= NF; i++) if (\$i == \"sim_time\") c = i; next}
-       {k = \$1; node = \$2; want = $2; got = \$c; if (want == 0 ? got != 0 : (got - want) / want > 1e-12 || (want - got) / want > 1e-12)
-          {print what \": round \" k \" node \" node \" sim_time \" got \", expected \" want; bad = 1}; rows++}
-       END {exit bad || rows != 25}" "$tmp/closed/$1_results.csv" && ok || bad "$1's simulated clock is not the closed form"
+# sim_time(node, round k) for each problem, from results.sqlite (full doubles; the CSV prints 9
+# digits): every row must match to 1e-12 relative
+check_closed() { # problem python-expression-of-k-and-node
+  python3 - "$tmp/closed/results.sqlite" "$1" "$2" <<'PY' && ok || bad "$1's simulated clock is not the closed form"
+import sqlite3, sys
+db, problem, expr = sys.argv[1:]
+rows = sqlite3.connect(db).execute("SELECT e.round, e.node, e.sim_time FROM evaluations e JOIN problems p "
+                                   "ON e.run = p.run AND e.problem = p.problem WHERE p.problem_name = ?", (problem,)).fetchall()
+assert len(rows) == 25, rows
+for k, node, got in rows:
+    want = eval(expr, {"k": k, "node": node})
+    if abs(got - want) > 1e-12 * max(abs(want), 1e-300):
+        sys.exit("%s: round %d node %d sim_time %.17g, expected %.17g" % (problem, k, node, got, want))
+PY
 }
 check_closed dsgd "k * (0.008 + 0.001 + 176 / 1e6)"
-check_closed dsgt "k == 0 ? 0.008 : 0.008 + k * (0.008 + 0.001 + 352 / 1e6)" # y0 = ∇f(x0) before round 0
-check_closed centralized "k * (0.008 + 2 * (0.001 + 176 / 1e6)) - (node == 0 && k > 0 ? 0.001 + 176 / 1e6 : 0)"
+check_closed dsgt "0.008 + k * (0.008 + 0.001 + 352 / 1e6)" # y0 = ∇f(x0) before round 0
+check_closed centralized "k * (0.008 + 2 * (0.001 + 176 / 1e6)) - (0.001 + 176 / 1e6 if node == 0 and k > 0 else 0)"
 grep -q "sim_time: {min: " "$tmp/closed/summary.yaml" && ok || bad "summary.yaml has no sim_time"
 
 # `dtrun check` says what was drawn
@@ -68,25 +76,53 @@ awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "sim_time") c = i; next}
 grep -v "network:" "$tmp/closed.yaml" > "$tmp/off.yaml"
 "$dtrun" "$tmp/off.yaml" --output-dir "$tmp/off" --quiet > "$tmp/off.log" 2>&1 && ok || bad "a run without network failed: $(tail -3 "$tmp/off.log")"
 ! grep -q sim_time "$tmp/off/dsgd_results.csv" "$tmp/off/summary.yaml" "$tmp/off/config.yaml" && ok || bad "a run without network records sim_time"
+# speed: 0 written out (a sweep's point without the clock) turns it off, other keys and all, and
+# its archived config re-runs
+"$dtrun" "$tmp/closed.yaml" --set experiment.network.speed=0 --set experiment.network.stragglers=0.2 --output-dir "$tmp/zero" --quiet \
+  > "$tmp/zero.log" 2>&1 && ! grep -q sim_time "$tmp/zero/dsgd_results.csv" && ok || bad "speed 0: $(tail -3 "$tmp/zero.log")"
+"$dtrun" "$tmp/zero/config.yaml" --output-dir "$tmp/zero2" --quiet > "$tmp/zero2.log" 2>&1 || bad "speed 0's archive: $(tail -3 "$tmp/zero2.log")"
+cmp -s <(strip_times "$tmp/off/dsgd_results.csv") <(strip_times "$tmp/zero/dsgd_results.csv") && ok || bad "speed 0 changes the results"
+
+# a database from before sim_time (the column dropped) is migrated by the next run into its folder,
+# and compare reads it either way
+cp -r "$tmp/off" "$tmp/old"
+python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('ALTER TABLE evaluations DROP COLUMN sim_time'); db.commit()" \
+  "$tmp/old/results.sqlite" && ok || bad "could not drop sim_time"
+"$dtrun" compare "$tmp/old" > "$tmp/old.cmp" 2>&1 && grep -q dsgd "$tmp/old.cmp" && ok || bad "compare of an old database: $(cat "$tmp/old.cmp")"
+"$dtrun" "$tmp/closed.yaml" --output-dir "$tmp/old" --force --quiet > "$tmp/old.log" 2>&1 || bad "a run into an old database: $(tail -3 "$tmp/old.log")"
+python3 -c "import sqlite3, sys; n = sqlite3.connect(sys.argv[1]).execute('SELECT count(sim_time) FROM evaluations').fetchone()[0]; sys.exit(n != 75)" \
+  "$tmp/old/results.sqlite" && ok || bad "the migrated database lacks the run's sim_time rows"
 
 # (4) every way of sending (tests/e2e/network.yaml), every kind of spread, at P = 1, 2, 3, 5,
 # re-run from its archive
 cp tests/e2e/network.yaml "$tmp/net.yaml"
+# every clock to the last bit (the CSV prints 9 digits)
+same_clocks() { # a b what
+  python3 - "$1/results.sqlite" "$2/results.sqlite" <<'PY' && ok || bad "$3: the clocks differ"
+import sqlite3, sys
+q = "SELECT problem, round, node, sim_time FROM evaluations ORDER BY problem, round, node"
+a, b = (sqlite3.connect(f).execute(q).fetchall() for f in sys.argv[1:])
+sys.exit(0 if a == b and a and all(r[3] is not None for r in a) else 1)
+PY
+}
 ranks_and_rerun "$tmp/net.yaml" 2 "network"
+same_clocks "$tmp/p1" "$tmp/p2" "network P=1 vs P=2"
 for np in 3 5; do
   "$mpiexec" --oversubscribe -n $np "$dtrun" "$tmp/net.yaml" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
     || bad "network at P=$np failed: $(tail -3 "$tmp/q$np.log")"
   same_results "$tmp/p1" "$tmp/q$np" "network P=1 vs P=$np"
+  same_clocks "$tmp/p1" "$tmp/q$np" "network P=1 vs P=$np"
 done
 [ "$(grep -c '      sim_time: {min' "$tmp/p1/summary.yaml")" = "$(grep -c alg_name: "$tmp/net.yaml")" ] && ok || bad "not every problem has its sim_time"
 
 # the seed reference's sequential sweep goes in one stage per rank; its clock must not know
-seq=(--set problem_configs.dsgd.optimizer_config.update_order=sequential --set experiment.network.stragglers=0.2
-     --set experiment.network.link_spread=0.5)
+seq=(--set problem_configs.dsgd.optimizer_config.update_order=sequential --set problem_configs.dsgt.optimizer_config.update_order=sequential
+     --set experiment.network.stragglers=0.2 --set experiment.network.link_spread=0.5)
 "$dtrun" "$tmp/closed.yaml" "${seq[@]}" --output-dir "$tmp/seq1" --quiet > "$tmp/seq1.log" 2>&1 || bad "sequential at P=1: $(tail -3 "$tmp/seq1.log")"
 "$mpiexec" --oversubscribe -n 3 "$dtrun" "$tmp/closed.yaml" "${seq[@]}" --output-dir "$tmp/seq3" --quiet > "$tmp/seq3.log" 2>&1 \
   || bad "sequential at P=3: $(tail -3 "$tmp/seq3.log")"
 same_results "$tmp/seq1" "$tmp/seq3" "network, a sequential sweep, P=1 vs P=3"
+same_clocks "$tmp/seq1" "$tmp/seq3" "a sequential sweep, P=1 vs P=3"
 
 # (5) compare on the simulated clock: targets in simulated seconds; a run without a clock refused
 "$dtrun" compare "$tmp/p1" --x sim_time --target 0.5 > "$tmp/cmp.txt" 2>&1 && grep -q "sim_time@0.5" "$tmp/cmp.txt" && ok \
@@ -97,6 +133,7 @@ same_results "$tmp/seq1" "$tmp/seq3" "network, a sequential sweep, P=1 vs P=3"
 # (6) killed at P = 3 and resumed at P = 2: the clocks are in the checkpoint
 rm -rf "$tmp/ref"
 killed_resumed "$tmp/net.yaml" 3 "network"
+same_clocks "$tmp/ref" "$tmp/k" "network killed at P=3, resumed at P=2"
 
 echo "network: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
