@@ -3,9 +3,12 @@
  * a table (terminal, CSV, Markdown or LaTeX) and optionally drawn as a figure. This file holds
  * the command's options (--metric, --x) and its steps in order; compare_impl.h lists the files
  * that do each step. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "compare_impl.h"
 
@@ -27,6 +30,10 @@ static dt_status parse_x(const dt_compare_options *opt, int *xk) {
 static dt_status parse_metrics(const dt_compare_options *opt, table *t) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s", opt->metric ? opt->metric : "top1_accuracy");
+  const size_t len = strlen(buf);
+  DT_CHECK(len > 0 && buf[0] != ',' && buf[len - 1] != ',' && strstr(buf, ",,") == NULL, DT_ERR_USAGE,
+           "--metric '%s': an empty metric name; the metrics are top1_accuracy, validation_loss, consensus_error, "
+           "consensus_error_raw, train_loss, current_epoch, forward_pass_count", buf);
   char *save = NULL;
   for (char *m = strtok_r(buf, ",", &save); m != NULL; m = strtok_r(NULL, ",", &save)) {
     int k = 0;
@@ -73,6 +80,33 @@ static dt_status draw(const table *t, const group *g, const group_summary *sum, 
   return DT_OK;
 }
 
+/* Each folder once: the same run given twice would count as two seeds of itself. */
+static dt_status check_distinct(const char *const *dirs, int ndirs) {
+  for (int a = 0; a < ndirs; a++) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(dirs[a], ra) == NULL) continue; /* a missing folder is reported when it is read */
+    for (int b = 0; b < a; b++)
+      DT_CHECK(realpath(dirs[b], rb) == NULL || strcmp(ra, rb) != 0, DT_ERR_USAGE,
+               "%s and %s are the same folder: give each run or sweep once (its runs would count as seeds of themselves)",
+               dirs[b], dirs[a]);
+  }
+  return DT_OK;
+}
+
+/* --plot's file can be made: its folder exists and is writable, before anything is read. */
+static dt_status check_plot_path(const char *plot) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", plot);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  struct stat sb;
+  DT_CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode), DT_ERR_USAGE, "--plot %s: the folder %s does not exist", plot, dir);
+  DT_CHECK(access(dir, W_OK) == 0, DT_ERR_USAGE, "--plot %s: the folder %s is not writable", plot, dir);
+  return DT_OK;
+}
+
 dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out) {
   table t;
   memset(&t, 0, sizeof t);
@@ -82,6 +116,8 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   int xk, ng = 0;
   DT_TRY(parse_x(opt, &xk));
   DT_TRY(parse_metrics(opt, &t));
+  DT_TRY(check_distinct(dirs, ndirs));
+  if (opt->plot != NULL) DT_TRY(check_plot_path(opt->plot));
   for (int d = 0; d < ndirs; d++) DT_TRY_GOTO(compare_load_dir(dirs[d], opt, &t));
   DT_CHECK_GOTO(t.n > 0, DT_ERR_DATA, "no problem has results in %s%s%s", dirs[0], ndirs > 1 ? " and the other folders" : "",
                 opt->num_where > 0 ? " that pass --where" : "");

@@ -69,7 +69,7 @@ static dt_status missing_dir(const char *dir) {
     if (e->d_name[0] != '.') store[n] = strdup(e->d_name), names[n] = store[n] ? store[n] : "", n++;
   if (d != NULL) closedir(d);
   const char *near = dt_nearest(want, names, n);
-  dt_status st = DT_ERROR(DT_ERR_IO, "%s: no such run or sweep folder%s%s%s", dir, near ? "; did you mean " : "", near ? near : "",
+  dt_status st = DT_ERROR(DT_ERR_USAGE, "%s: no such run or sweep folder%s%s%s", dir, near ? "; did you mean " : "", near ? near : "",
                           near ? "?" : "");
   for (int i = 0; i < n; i++) free(store[i]);
   return st;
@@ -312,7 +312,8 @@ static dt_status open_results(const char *dir, char *path, size_t size, sqlite3 
   struct stat sb;
   if (stat(dir, &sb) != 0) return missing_dir(dir);
   snprintf(path, size, "%s/results.sqlite", dir);
-  DT_CHECK(access(path, R_OK) == 0, DT_ERR_IO, "%s: no results.sqlite: not a run or sweep folder of this dtrun", dir);
+  DT_CHECK(S_ISDIR(sb.st_mode), DT_ERR_USAGE, "%s: not a folder (compare reads run and sweep folders)", dir);
+  DT_CHECK(access(path, R_OK) == 0, DT_ERR_USAGE, "%s: no results.sqlite: not a run or sweep folder of this dtrun", dir);
   if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
     sqlite3_close(*db);
     *db = NULL;

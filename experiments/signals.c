@@ -1,6 +1,7 @@
-/* SIGINT and SIGTERM set a flag: the round in progress finishes, every rank agrees to stop at its
- * end, the state is checkpointed, what was measured is written (marked interrupted) and dtrun
- * exits 130. SIGUSR2 does the same; unlike SIGTERM and SIGINT, OpenMPI's mpirun forwards it as it
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal) set a flag: the round in progress finishes,
+ * every rank agrees to stop at its end, the state is checkpointed, what was measured is written
+ * (marked interrupted) and dtrun exits 130. SIGPIPE is ignored: output into a closed pipe
+ * (`dtrun run x.yaml | head`) is lost, quietly, and the run goes on writing its files. SIGUSR2 does the same; unlike SIGTERM and SIGINT, OpenMPI's mpirun forwards it as it
  * is, so `kill -USR2 <mpirun>` makes mpirun exit 130 too (on TERM or INT, mpirun 4.1 exits 1 and
  * kills the ranks after odls_base_sigkill_timeout, 1 s by default). SIGUSR1 (what batch systems
  * send ahead of preemption) asks for a checkpoint at the end of the round, and the run goes on. */
@@ -30,9 +31,12 @@ void dt_run_install_signal_handlers(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
   sigaction(SIGUSR2, &sa, NULL); /* what mpirun forwards as it is (it aborts on TERM and INT) */
   sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
 }
 
 int runner_stop_signal(void) { return dt_stop_requested(); }

@@ -166,13 +166,44 @@ rc=$?
 grep -q "status: interrupted" "$tmp/int/summary.yaml" 2>/dev/null && ok || bad "summary.yaml does not say interrupted"
 [ "$(wc -l < "$tmp/int/dinno_results.csv" 2>/dev/null || echo 0)" -gt 5 ] && ok || bad "no results saved after SIGINT"
 
+# SIGHUP (a closed terminal) saves and stops as SIGTERM does; a closed pipe (| head) loses the
+# output quietly and the run goes on to write every file
+"$dtrun" tests/e2e/small.yaml --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
+  --output-dir "$tmp/hup" --quiet > "$tmp/hup.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -f "$tmp/hup/split.csv" ] && break; sleep 0.1; done
+sleep 1
+kill -HUP $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && grep -q "status: interrupted" "$tmp/hup/summary.yaml" 2>/dev/null && [ -d "$tmp/hup/checkpoint" ] && ok \
+  || bad "SIGHUP: exit $rc (expected 130), $(grep -m1 status: "$tmp/hup/summary.yaml" 2>/dev/null), $(ls "$tmp/hup")"
+"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/pipe" | head -1 > /dev/null
+rc=${PIPESTATUS[0]}
+[ "$rc" = 0 ] && [ "$(grep -c '^    status: completed' "$tmp/pipe/summary.yaml")" = "$nprob" ] && ok \
+  || bad "a run piped into head: exit $rc, $(grep -c '^    status: completed' "$tmp/pipe/summary.yaml" 2>/dev/null) of $nprob completed"
+
 # compare: a table (and a plot when gnuplot is there)
 "$dtrun" compare "$tmp/p1" "$tmp/p5" --target 0.3 > "$tmp/cmp.txt" 2>&1 && ok || bad "compare failed: $(cat "$tmp/cmp.txt")"
 [ "$(grep -c "dinno" "$tmp/cmp.txt")" = 2 ] && ok || bad "compare table lacks rows: $(cat "$tmp/cmp.txt")"
 if command -v gnuplot > /dev/null; then
   "$dtrun" compare "$tmp/p1" --plot "$tmp/plot.png" > /dev/null 2>&1 && [ -s "$tmp/plot.png" ] && ok || bad "compare --plot made no PNG"
 fi
-"$dtrun" compare "$tmp/nonexistent" > /dev/null 2>&1; [ $? = 1 ] && ok || bad "compare of a missing folder should exit 1"
+"$dtrun" compare "$tmp/nonexistent" > /dev/null 2>&1; [ $? = 2 ] && ok || bad "compare of a missing folder should exit 2"
+# usage errors exit 2 before anything is read or drawn: a run given twice (it would count as two
+# seeds of itself), an empty metric, a file for a folder, a --plot folder that is not there (and
+# no temporary folder is left behind)
+plots_before=$(ls -d /tmp/dtrun_plot_* 2>/dev/null | wc -l)
+for args in "$tmp/p1 $tmp/p1" "$tmp/p1 $tmp/p1/../p1" "$tmp/p1 --metric top1_accuracy,,validation_loss" \
+            "$tmp/p1/config.yaml" "$tmp/p1 --plot $tmp/no/such/folder/x.png"; do
+  # shellcheck disable=SC2086
+  "$dtrun" compare $args > "$tmp/usage.out" 2> "$tmp/usage.err"
+  rc=$?
+  [ $rc = 2 ] && [ ! -s "$tmp/usage.out" ] && ok || bad "compare $args: exit $rc (expected 2), $(head -2 "$tmp/usage.err")"
+done
+"$dtrun" compare "$tmp/p1" --metric "" > /dev/null 2> "$tmp/usage.err"; rc=$?
+[ $rc = 2 ] && grep -q "an empty metric name" "$tmp/usage.err" && ok || bad "compare --metric '': exit $rc, $(head -2 "$tmp/usage.err")"
+[ "$(ls -d /tmp/dtrun_plot_* 2>/dev/null | wc -l)" = "$plots_before" ] && ok || bad "compare's usage errors left a temporary folder"
 
 # The progress bar and its control codes only on a terminal: mpirun gives its ranks a
 # pseudo-terminal even when its own output goes to a file, so auto looks at mpirun's output.

@@ -84,7 +84,7 @@ PY
 "$dtrun" compare "$tmp/s1" --metric top1_acuracy > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q "did you mean top1_accuracy" "$tmp/err" && ok || bad "an unknown metric: exit $rc: $(cat "$tmp/err")"
 "$dtrun" compare "${tmp}/s" > /dev/null 2> "$tmp/err"; rc=$?
-[ $rc = 1 ] && grep -q "no such run or sweep folder; did you mean" "$tmp/err" && ok || bad "an unknown folder: exit $rc: $(cat "$tmp/err")"
+[ $rc = 2 ] && grep -q "no such run or sweep folder; did you mean" "$tmp/err" && ok || bad "an unknown folder: exit $rc: $(cat "$tmp/err")"
 # figures, each format checked by a real reader
 if command -v gnuplot > /dev/null && command -v pdfinfo > /dev/null; then
   "$dtrun" compare "$tmp/s1" --metric top1_accuracy,consensus_error --plot "$tmp/f.pdf" > /dev/null 2>&1 || bad "--plot pdf failed"
