@@ -232,6 +232,10 @@ static dt_status parse_args(int argc, char **argv, args *a) {
   return check_args(a);
 }
 
+/* `dtrun check RUN_DIR`'s exit code for a folder that loads: 0 completed, 4 not (interrupted,
+ * killed, running, failed, unknown), so scripts can tell. */
+static int run_dir_code = 0;
+
 /* `dtrun check RUN_DIR`: the folder's status, and whether its config still loads. */
 static dt_status check_run_dir(const char *dir, dt_config *cfg) {
   char status[64], holder[512], path[4096 + 16], ckpt[4096 + 128];
@@ -244,6 +248,7 @@ static dt_status check_run_dir(const char *dir, dt_config *cfg) {
   if (dt_run_checkpoint_describe(dir, cfg, ckpt, sizeof ckpt)) printf("  checkpoint: %s\n", ckpt);
   if (strcmp(status, "killed") == 0 || strcmp(status, "interrupted") == 0 || strcmp(status, "failed") == 0)
     printf("  continue with: dtrun resume %s\n", dir);
+  run_dir_code = strcmp(status, "completed") == 0 ? 0 : 4;
   return DT_OK;
 }
 
@@ -265,7 +270,7 @@ static dt_status resumable(const char *dir, const char *config, int quiet, int *
 static int report(dt_status st, int rank) {
   if (st == DT_OK) return 0;
   if (rank == 0) {
-    if (st == DT_ERR_CONFIG || st == DT_ERR_USAGE || st == DT_ERR_INTERRUPTED || dt_log_get_level() < DT_LOG_DEBUG) {
+    if (st == DT_ERR_CONFIG || st == DT_ERR_USAGE || st == DT_ERR_INTERRUPTED || st == DT_ERR_DIVERGED || dt_log_get_level() < DT_LOG_DEBUG) {
       fprintf(stderr, "dtrun: %s\n", dt_error_message());
     } else {
       char buf[8192];
@@ -408,7 +413,7 @@ static int mpi_command(const args *a, int resume, dt_config *cfg, dt_sweep *swee
   if (st == DT_OK) st = run_loaded(comm, a, resume, mode, cfg, sweep, argc, argv);
   dt_sweep_free(sweep);
   int code = report(st, rank);
-  if (st != DT_OK && st != DT_ERR_CONFIG && st != DT_ERR_USAGE && st != DT_ERR_INTERRUPTED && size > 1) {
+  if (st != DT_OK && st != DT_ERR_CONFIG && st != DT_ERR_USAGE && st != DT_ERR_INTERRUPTED && st != DT_ERR_DIVERGED && size > 1) {
     /* a failure on one rank would leave the others waiting in a collective */
     fflush(stdout);
     fflush(stderr);
@@ -431,7 +436,10 @@ int main(int argc, char **argv) {
   if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
   static dt_config cfg;  /* plain data, ~100 KB: not on the stack */
   static dt_sweep sweep; /* rank 0's, when the file or the command line sweeps */
-  if (strcmp(a.cmd, "check") == 0) return report(check_command(&a, &cfg, &sweep), 0);
+  if (strcmp(a.cmd, "check") == 0) {
+    st = check_command(&a, &cfg, &sweep);
+    return st != DT_OK ? report(st, 0) : run_dir_code;
+  }
   char resume_config[4096 + 16];
   const int resume = strcmp(a.cmd, "resume") == 0;
   if (resume && (st = resume_paths(&a, resume_config, sizeof resume_config)) != DT_OK) return report(st, 0);

@@ -400,8 +400,13 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   if (sig)
     st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted by signal %d; results so far are in %s%s%s", sig, r.write ? r.outdir : "(writeout is off)",
                   r.write ? "; continue with: dtrun resume " : "", r.write ? r.outdir : "");
+  int diverged = 0; /* every problem: a run a script should not take for a success (exit 3) */
+  for (int p = 0; !sig && p < done; p++) diverged += strcmp(r.res[p].status, "diverged") == 0;
+  if (!sig && done == cfg->num_problems && done > 0 && diverged == done)
+    st = DT_ERROR(DT_ERR_DIVERGED, "every problem diverged (summary.yaml gives the round each one did)%s%s", r.write ? "; files in " : "",
+                  r.write ? r.outdir : "");
 cleanup:
-  if (st != DT_OK && st != DT_ERR_INTERRUPTED && r.write) {
+  if (st != DT_OK && st != DT_ERR_INTERRUPTED && st != DT_ERR_DIVERGED && r.write) {
     /* the summary tells the truth about a failed run; the failure's own message stays first */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", dt_error_message());

@@ -261,6 +261,7 @@ static dt_status run_point(sweep_run *sr, int p, int action) {
   ro.swept_keys = sr->keys;
   ro.swept_values = sr->values;
   dt_status st = dt_experiment_run(sr->comm, &sr->cfg, &ro);
+  if (st == DT_ERR_DIVERGED) st = DT_OK; /* a point whose problems all diverged is a result of the sweep, marked in its rows */
   if (st == DT_ERR_INTERRUPTED) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", dt_error_message());

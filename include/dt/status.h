@@ -22,6 +22,7 @@ typedef enum dt_status {
   DT_ERR_UNSUPPORTED, /* valid request this build or backend cannot serve */
   DT_ERR_INTERRUPTED, /* SIGINT/SIGTERM received */
   DT_ERR_INTERNAL,    /* a broken invariant: a bug in dtrun */
+  DT_ERR_DIVERGED,    /* the run ended and wrote its files, but every problem diverged (exit 3) */
   DT_STATUS_COUNT
 } dt_status;
 

@@ -39,6 +39,7 @@ static const char *const names[DT_STATUS_COUNT] = {
     [DT_ERR_UNSUPPORTED] = "unsupported",
     [DT_ERR_INTERRUPTED] = "interrupted",
     [DT_ERR_INTERNAL] = "internal error",
+    [DT_ERR_DIVERGED] = "every problem diverged",
 };
 
 const char *dt_status_name(dt_status code) {
@@ -53,6 +54,7 @@ int dt_status_exit_code(dt_status code) {
     case DT_ERR_CONFIG:
     case DT_ERR_DATA: return 2;
     case DT_ERR_INTERRUPTED: return 130;
+    case DT_ERR_DIVERGED: return 3;
     default: return 1;
   }
 }

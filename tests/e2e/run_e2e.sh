@@ -183,6 +183,17 @@ rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] && [ "$(grep -c '^    status: completed' "$tmp/pipe/summary.yaml")" = "$nprob" ] && ok \
   || bad "a run piped into head: exit $rc, $(grep -c '^    status: completed' "$tmp/pipe/summary.yaml" 2>/dev/null) of $nprob completed"
 
+# exit codes a script can trust: every problem diverged → 3 (files written); check RUN_DIR → 0 for
+# a completed run, 4 for one that did not complete (interrupted here)
+printf 'experiment: {name: dv, data_dir: data/mnist, seed: 7, graph: {num_nodes: 5, type: cycle}}\nproblem_configs:\n  dsgd: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgd, outer_iterations: 20, alpha0: 1e30}}\n  dsgt: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgt, outer_iterations: 20, alpha: 1e30}}\n' > "$tmp/dv.yaml"
+"$dtrun" "$tmp/dv.yaml" --output-dir "$tmp/dv" --quiet > /dev/null 2> "$tmp/dv.err"; rc=$?
+[ $rc = 3 ] && grep -q "every problem diverged" "$tmp/dv.err" && [ "$(grep -c '^    status: diverged' "$tmp/dv/summary.yaml")" = 2 ] && ok \
+  || bad "a run whose every problem diverged: exit $rc (expected 3), $(cat "$tmp/dv.err")"
+"$dtrun" check "$tmp/p1" > /dev/null 2>&1; rc=$?
+[ $rc = 0 ] && ok || bad "check of a completed run: exit $rc (expected 0)"
+"$dtrun" check "$tmp/hup" > "$tmp/hup.check" 2>&1; rc=$?
+[ $rc = 4 ] && grep -q ": interrupted" "$tmp/hup.check" && ok || bad "check of an interrupted run: exit $rc (expected 4), $(head -2 "$tmp/hup.check")"
+
 # compare: a table (and a plot when gnuplot is there)
 "$dtrun" compare "$tmp/p1" "$tmp/p5" --target 0.3 > "$tmp/cmp.txt" 2>&1 && ok || bad "compare failed: $(cat "$tmp/cmp.txt")"
 [ "$(grep -c "dinno" "$tmp/cmp.txt")" = 2 ] && ok || bad "compare table lacks rows: $(cat "$tmp/cmp.txt")"
