@@ -186,9 +186,17 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   runner_db_begin_problem(r, p, scheduled ? start : start - 1);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
-  if (pc->verbose_evals)
-    runner_say(r, "%s: min-max over the nodes of: validation loss | top-1 accuracy | consensus error | epoch%s\n", pc->problem_name,
-               r->net != NULL ? " | simulated seconds (the slowest node)" : "");
+  if (pc->verbose_evals) { /* the header names exactly the columns the evaluation lines print */
+    char head[256] = "";
+    size_t used = 0;
+    static const struct { unsigned metric; const char *name; } cols[] = {
+        {DT_METRIC_VALIDATION_LOSS, "validation loss"}, {DT_METRIC_TOP1_ACCURACY, "top-1 accuracy"},
+        {DT_METRIC_CONSENSUS_ERROR, "consensus error"}, {DT_METRIC_CURRENT_EPOCH, "epoch"}};
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+      if (pc->metrics & cols[c].metric) used += (size_t)snprintf(head + used, sizeof head - used, "%s%s", used ? " | " : "", cols[c].name);
+    if (r->net != NULL) snprintf(head + used, sizeof head - used, "%ssimulated seconds (the slowest node)", used ? " | " : "");
+    if (head[0] != '\0') runner_say(r, "%s: min-max over the nodes of: %s\n", pc->problem_name, head);
+  }
   if (pc->profile) DT_ALLOC_GOTO(pr.round_seconds, pc->outer_iterations, "round times");
   /* every problem starts from θ0 with fresh minibatch streams */
   DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));

@@ -62,6 +62,11 @@ grep -q "sim_time: {min: " "$tmp/closed/summary.yaml" && ok || bad "summary.yaml
 grep -q "^# network (simulated clock): node speeds 100 to 1000 samples/s; 1 straggler (10 times slower): [0-4]$" "$tmp/check.txt" \
   && ok || bad "check does not describe the network: $(grep network "$tmp/check.txt")"
 
+# the evaluation lines' header names exactly their columns (the clock's included)
+"$dtrun" "$tmp/closed.yaml" --set 'problem_configs.dsgd.metrics=[top1_accuracy]' --output-dir "$tmp/head" > "$tmp/head.log" 2>&1
+grep -qx "dsgd: min-max over the nodes of: top-1 accuracy | simulated seconds (the slowest node)" "$tmp/head.log" && ok \
+  || bad "the evaluation header: $(grep 'min-max' "$tmp/head.log" | head -1)"
+
 # (2) one straggler (10x slower) paces the whole ring: the slowest clock after 100 rounds lies
 # between its compute alone and its compute plus one message per round, and no node is more than
 # two rounds (its distance from the straggler) behind it
