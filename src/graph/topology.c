@@ -196,9 +196,8 @@ static dt_status check_spec(const dt_graph_spec *s) {
       DT_CHECK_KEY(s->degree >= 1 && s->degree < n, DT_ERR_CONFIG, "experiment.graph.degree",
                    "graph.degree must lie in [1, num_nodes - 1] = [1, %d], found %d", n - 1,
                    s->degree);
-      DT_CHECK((n * s->degree) % 2 == 0, DT_ERR_CONFIG,
-               "a %d-regular graph on %d nodes does not exist (num_nodes * degree must be even)",
-               s->degree, n);
+      DT_CHECK_KEY((n * s->degree) % 2 == 0, DT_ERR_CONFIG, "experiment.graph.degree",
+                   "a %d-regular graph on %d nodes does not exist (num_nodes * degree must be even)", s->degree, n);
       break;
     case DT_GRAPH_GEOMETRIC:
       DT_CHECK_KEY(s->fiedler > 0.0 || s->radius > 0.0, DT_ERR_CONFIG, "experiment.graph.radius", "graph.radius must be positive, found %g",
