@@ -212,6 +212,8 @@ static void product(const float *mat, int m, int n, int r, int transpose, const 
 /* Round k's side: odd rounds send P = M Q̂ (Q orthogonalized), even rounds Q = Mᵀ P̂; round 0
  * none (every node starts at θ0: nothing differs yet). */
 static int side(int k) { return k == 0 ? 0 : (k % 2 == 1 ? 1 : 2); }
+/* Floats of factors a message of side sd carries after the vectors: every P, every Q, or none. */
+static size_t factor_floats(const pg_layout *lay, int sd) { return sd == 0 ? 0 : sd == 1 ? lay->np : lay->nq; }
 
 /* Node l's messages: its vectors, then per edge its half of this round's power step. */
 static dt_status node_send(void *p, int l) {
@@ -227,7 +229,7 @@ static dt_status node_send(void *p, int l) {
     memcpy(msg + at, x + lay->vec_off[v], sizeof(float) * lay->vec_n[v]);
     at += lay->vec_n[v];
   }
-  const size_t floats = lay->nv + (sd == 0 ? 0 : sd == 1 ? lay->np : lay->nq);
+  const size_t floats = lay->nv + factor_floats(lay, sd);
   for (int t = 0; t < dt_graph_degree(g, i); t++) {
     float *pq = edge_pq(s, l, t), *P = pq, *Q = pq + lay->np;
     const int j = g->nbr[g->nbr_start[i] + t], lo = i < j ? i : j, hi = i < j ? j : i;
@@ -265,7 +267,7 @@ static dt_status node_mix(void *p, int l) {
   const pg_layout *lay = &s->lay;
   const int i = run->first + l, sd = side(s->k);
   float *x = s->xh + (size_t)l * run->dim, *own = buf_out(s, l), *in = buf_in(s, l), *mix = buf_mix(s, l);
-  const size_t nf = sd == 0 ? 0 : sd == 1 ? lay->np : lay->nq;
+  const size_t nf = factor_floats(lay, sd);
   memset(mix, 0, sizeof(float) * lay->nv);
   int self_done = 0;
   for (int t = 0; t < dt_graph_degree(g, i); t++) {
@@ -322,7 +324,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
         float *pq = edge_pq(s, l, t);
         DT_TRY(dt_run_trace_f32(run, l, "PGDR", sd == 1 ? pq + lay->np : pq, sd == 1 ? lay->nq : lay->np));
       }
-  const size_t floats = lay->nv + (sd == 0 ? 0 : sd == 1 ? lay->np : lay->nq);
+  const size_t floats = lay->nv + factor_floats(lay, sd);
   if (floats > 0) DT_TRY(dt_run_exchange_go_sized(run, NULL, sizeof(float) * floats));
   DT_TRY(dt_run_for_nodes(run, node_mix, s));
   for (int l = 0; l < run->count; l++) DT_TRY(dt_slab_upload_node(run->be, &run->theta, l, s->xh + (size_t)l * run->dim));

@@ -28,21 +28,24 @@ const char *dt_mixing_name(dt_mixing m) {
  * W_ii = 1/(1 + out-degree of i); each column sums to 1 (checked). */
 static dt_status push_weights(dt_graph *g) {
   dt_status st = DT_OK;
-  double *col = NULL;
+  double *col = NULL, *share = NULL; /* share[j] = 1/(1 + out-degree of j), counted once per node */
   DT_ALLOC_GOTO(col, (size_t)g->n, "mixing weights");
+  DT_ALLOC_GOTO(share, (size_t)g->n, "mixing weights");
+  for (int i = 0; i < g->n; i++) share[i] = 1.0 / (1.0 + dt_graph_out_degree(g, i));
   for (int i = 0; i < g->n; i++) {
-    g->w_self[i] = 1.0 / (1.0 + dt_graph_out_degree(g, i));
+    g->w_self[i] = share[i];
     col[i] += g->w_self[i];
     for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) {
       const int j = g->nbr[k], back = dt_graph_nbr_index(g, j, i);
       DT_ASSERT_GOTO(back >= 0);
-      g->w_nbr[k] = g->out_mask[g->nbr_start[j] + back] ? 1.0 / (1.0 + dt_graph_out_degree(g, j)) : 0.0;
+      g->w_nbr[k] = g->out_mask[g->nbr_start[j] + back] ? share[j] : 0.0;
       col[j] += g->w_nbr[k];
     }
   }
   for (int j = 0; j < g->n; j++) DT_ASSERT_GOTO(fabs(col[j] - 1.0) < 1e-12);
 cleanup:
   dt_free(col);
+  dt_free(share);
   return st;
 }
 

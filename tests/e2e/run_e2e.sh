@@ -153,29 +153,28 @@ mkdir "$tmp/meta"
   --set problem_configs.dinno.optimizer_config.outer_iterations=2 --quiet > /dev/null 2>&1 || bad "writeout false run failed"
 [ -z "$(ls -A "$tmp/meta")" ] && ok || bad "writeout: false wrote $(ls "$tmp/meta")"
 
+# signalled SIGNAL DIR: a long run into DIR, sent SIGNAL a second after it has started; its exit
+# code in rc
+signalled() {
+  "$dtrun" tests/e2e/small.yaml --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
+    --output-dir "$2" --quiet > "$2.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do [ -f "$2/split.csv" ] && break; sleep 0.1; done
+  sleep 1
+  kill -"$1" $pid
+  wait $pid
+  rc=$?
+}
+
 # SIGINT: the current round finishes, results are saved marked interrupted, exit 130
-"$dtrun" tests/e2e/small.yaml --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
-  --output-dir "$tmp/int" --quiet > "$tmp/int.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -f "$tmp/int/split.csv" ] && break; sleep 0.1; done
-sleep 1
-kill -INT $pid
-wait $pid
-rc=$?
+signalled INT "$tmp/int"
 [ $rc = 130 ] && ok || bad "interrupted run exited $rc, expected 130"
 grep -q "status: interrupted" "$tmp/int/summary.yaml" 2>/dev/null && ok || bad "summary.yaml does not say interrupted"
 [ "$(wc -l < "$tmp/int/dinno_results.csv" 2>/dev/null || echo 0)" -gt 5 ] && ok || bad "no results saved after SIGINT"
 
 # SIGHUP (a closed terminal) saves and stops as SIGTERM does; a closed pipe (| head) loses the
 # output quietly and the run goes on to write every file
-"$dtrun" tests/e2e/small.yaml --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
-  --output-dir "$tmp/hup" --quiet > "$tmp/hup.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -f "$tmp/hup/split.csv" ] && break; sleep 0.1; done
-sleep 1
-kill -HUP $pid
-wait $pid
-rc=$?
+signalled HUP "$tmp/hup"
 [ $rc = 130 ] && grep -q "status: interrupted" "$tmp/hup/summary.yaml" 2>/dev/null && [ -d "$tmp/hup/checkpoint" ] && ok \
   || bad "SIGHUP: exit $rc (expected 130), $(grep -m1 status: "$tmp/hup/summary.yaml" 2>/dev/null), $(ls "$tmp/hup")"
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/pipe" | head -1 > /dev/null

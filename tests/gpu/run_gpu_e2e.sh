@@ -11,12 +11,7 @@ cd "$3" || exit 1
 [ -e data/mnist/train-images-idx3-ubyte ] || [ -e data/mnist/train-images-idx3-ubyte.gz ] || { echo "SKIP: no data/mnist: run scripts/setup.sh"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail+1)); }
-strip_times() { # without the time_* columns (wall-clock times)
-  awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) keep[i] = $i !~ /^time_/}
-           {s = ""; for (i = 1; i <= NF; i++) if (keep[i]) s = s (s == "" ? "" : ",") $i; print s}' "$1"
-}
+. "$(dirname "$0")/../checks.sh" # fail, bad, strip_times
 same_results() { # dirA dirB what
   for f in "$1"/*_results.csv; do
     b=$(basename "$f")
