@@ -132,6 +132,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
   dt_status st = DT_OK;
   double *vl = NULL, *acc = NULL, *cons = NULL, *cons_raw = NULL;
   dt_timer_start(&pr->t_eval);
+  DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   DT_ALLOC_GOTO(vl, r->count, "evaluation");
   DT_ALLOC_GOTO(acc, r->count, "evaluation");
   DT_ALLOC_GOTO(cons, r->count, "evaluation");
@@ -144,6 +145,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
     runner_db_evaluation(r, pr->index, pr, round); /* committed before it is printed */
     runner_print_evaluation(r, pr->pc, round, res);
   }
+  DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_EVAL));
 cleanup:
   dt_timer_stop(&pr->t_eval);
   dt_free(vl);

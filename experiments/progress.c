@@ -101,6 +101,27 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A line of the profile's list: label (a new line) or the next item, wrapped under 100 columns
+ * with the items indented under the first. */
+static void list_item(int *col, const char *label, const char *item) {
+  static int first; /* the next item is the line's first after its label */
+  const int n = (int)strlen(item);
+  if (label != NULL) {
+    *col = printf("  %-13s %s", label, item);
+    first = 1;
+    return;
+  }
+  const char *sep = first ? "" : ",";
+  first = 0;
+  if (*col + (int)strlen(sep) + 1 + n > 100) {
+    printf("%s\n%16s", sep, "");
+    *col = 16;
+  } else {
+    *col += printf("%s ", sep);
+  }
+  *col += printf("%s", item);
+}
+
 dt_status runner_print_profile(const runner *r, const problem_run *pr, const problem_result *res, int start) {
   const dt_problem_config *pc = pr->pc;
   const int rounds = pr->rounds_run - start;
@@ -113,6 +134,18 @@ dt_status runner_print_profile(const runner *r, const problem_run *pr, const pro
     DT_TRY(dt_comm_allreduce_max_f64(r->comm, tot, 3));
     DT_TRY(dt_comm_allreduce_min_f64(r->comm, lo, 3));
   }
+  /* the phases: each one the slowest rank's, over this run's rounds */
+  double ph[DT_PHASE_COUNT], ph_sum = 0;
+  for (int q = 0; q < DT_PHASE_COUNT; q++) ph[q] = pr->prof.seconds[q];
+  if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, ph, DT_PHASE_COUNT));
+  for (int q = 0; q < DT_PHASE_COUNT; q++) ph_sum += ph[q];
+  /* and, where the backend times its layers, each layer's forward and backward */
+  const dt_model *m = dt_task_model(r->task);
+  const int L = dt_model_num_layers(m) < DT_PROFILE_LAYERS ? dt_model_num_layers(m) : DT_PROFILE_LAYERS;
+  double lt[2 * DT_PROFILE_LAYERS], lt_sum = 0;
+  for (int l = 0; l < L; l++) lt[l] = pr->prof.layer_seconds[0][l], lt[L + l] = pr->prof.layer_seconds[1][l];
+  if (r->size > 1 && L > 0) DT_TRY(dt_comm_allreduce_max_f64(r->comm, lt, 2 * L));
+  for (int l = 0; l < 2 * L; l++) lt_sum += lt[l];
   if (r->rank != 0 || r->opt->quiet) return DT_OK;
   double *sorted = malloc(sizeof(double) * (size_t)rounds), sum = 0;
   DT_CHECK(sorted != NULL, DT_ERR_MEMORY, "out of memory");
@@ -131,6 +164,26 @@ dt_status runner_print_profile(const runner *r, const problem_run *pr, const pro
     printf("\n  over ranks    compute %.4g-%.4g ms, communication %.4g-%.4g ms per round", lo[0] * ms, tot[0] * ms, lo[1] * ms,
            tot[1] * ms);
   printf("\n  evaluation    %d evaluations, %.4g ms each, %.4g s in all\n", evals, tot[2] * 1e3 / evals, tot[2]);
+  char item[96];
+  int col = 0;
+  if (ph_sum > 0) { /* per round, each phase's work waited for at its end; "other" last */
+    list_item(&col, "phases", "per round:");
+    for (int q = 1; q <= DT_PHASE_COUNT; q++) {
+      const int k = q % DT_PHASE_COUNT;
+      if (ph[k] <= 0) continue;
+      snprintf(item, sizeof item, "%s %.4g ms (%.0f%%)", dt_phase_names[k], ph[k] * 1e3 / rounds, 100.0 * ph[k] / ph_sum);
+      list_item(&col, NULL, item);
+    }
+    printf("\n");
+  }
+  for (int dir = 0; dir < 2 && lt_sum > 0; dir++) { /* the slowest rank's, per training round */
+    list_item(&col, dir == 0 ? "forward" : "backward", "by layer:");
+    for (int l = 0; l < L; l++) {
+      snprintf(item, sizeof item, "%d %s %.3g ms", l, dt_layer_kind_name(dt_model_layer(m, l)->kind), lt[dir * L + l] * 1e3 / rounds);
+      list_item(&col, NULL, item);
+    }
+    printf("\n");
+  }
   printf("  traffic       %.4g MB per round, %.4g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
   const double wall = fmax(res->seconds, 1e-9), pct = 100.0 / wall;
   printf("  wall          %.4g s: compute %.1f%%, communication %.1f%%, evaluation %.1f%%, other %.1f%%\n", res->seconds,

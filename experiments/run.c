@@ -207,12 +207,14 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
     DT_TRY_GOTO(trace_state(run));
   }
   pr.t_start = dt_time_now();
+  if (pc->profile) dt_backend_profile(r->be, &pr.prof);
   DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
   if (start > 0) {
     DT_TRY_GOTO(runner_checkpoint_load_nodes(r, rp, &pr));
     runner_say(r, "   continuing after round %d from %s\n", start, rp->dir);
   }
   DT_TRY_GOTO(round_loop(r, p, &pr, def, state, res, start));
+  DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   res->seconds = dt_time_now() - pr.t_start;
   res->t_compute = run->t_compute.total;
   res->t_comm = run->t_comm.total;
@@ -224,6 +226,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(runner_write_problem_files(r, &pr));
   if (pc->profile) DT_TRY_GOTO(runner_print_profile(r, &pr, res, start));
 cleanup:
+  dt_backend_profile(r->be, NULL);
   if (state != NULL) def->destroy(state);
   dt_task_set_trace(r->task, NULL);
   const dt_status trace_st = dt_trace_close(run->trace);
@@ -268,7 +271,9 @@ static dt_status choose_backend(runner *r) {
   const int threads = dt_run_threads(r->comm, r->count);
   DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), threads, note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
+  r->be->tf32 = e->tf32;
   if (r->rank != 0 || r->opt->quiet) return DT_OK;
+  if (e->tf32 && strcmp(r->be->name, "cpu") == 0) dt_log_warn("experiment.tf32 is true, but the run is on the CPU backend, which computes in float32");
   if (note[0] != '\0') dt_log_warn("%s", note);
   else if (e->use_cuda && strcmp(r->be->name, "cpu") == 0)
     dt_log_warn("experiment.use_cuda is true, but %s; running on the CPU",

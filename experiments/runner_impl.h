@@ -89,6 +89,7 @@ typedef struct problem_run {
   dt_timer t_eval;
   double t_start;
   double *round_seconds; /* profile: each round's wall time on this rank */
+  dt_profile prof;       /* profile: the phases of this problem's rounds on this rank */
   int rounds_run;        /* the rounds finished, counted from 0 (every rank) */
   strbuf csv, consensus_csv;
   int cols[NCOL];

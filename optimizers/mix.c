@@ -110,18 +110,32 @@ int dt_mix_any_schedule(const void *opts, char *err, size_t err_size) {
   return 1; /* every round mixes with that round's weights */
 }
 
-typedef struct mix_all_ctx {
-  dt_optimizer_run *run;
-  int vec;
-  dt_slab *out;
-} mix_all_ctx;
-
-static dt_status mix_all_node(void *p, int l) {
-  const mix_all_ctx *c = p;
-  return dt_mix(c->run, c->run->first + l, c->vec, dt_slab_node(c->out, l));
-}
-
+/* Every local node's mix in one backend call (one launch on a device, not one per node). */
 dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out) {
-  mix_all_ctx c = {.run = run, .vec = vec, .out = out};
-  return dt_run_for_nodes(run, mix_all_node, &c);
+  const dt_graph *g = run->graph;
+  const int count = run->count;
+  dt_status st = DT_OK;
+  int *k = NULL;
+  const float **x = NULL;
+  float *w = NULL, **y = NULL;
+  size_t terms = 0, at = 0;
+  for (int l = 0; l < count; l++) terms += (size_t)dt_graph_degree(g, run->first + l) + 1;
+  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
+  DT_ALLOC_GOTO(k, count > 0 ? count : 1, "mixing");
+  DT_ALLOC_GOTO(y, count > 0 ? count : 1, "mixing");
+  DT_ALLOC_GOTO(x, terms > 0 ? terms : 1, "mixing");
+  DT_ALLOC_GOTO(w, terms > 0 ? terms : 1, "mixing");
+  for (int l = 0; l < count; l++) {
+    k[l] = dt_mix_terms(run, run->first + l, vec, x + at, w + at, NULL);
+    y[l] = dt_slab_node(out, l);
+    at += (size_t)k[l];
+  }
+  DT_TRY_GOTO(dt_be_mix_nodes(run->be, run->dim, count, k, x, w, y));
+  DT_TRY_GOTO(dt_be_profile_mark(run->be, DT_PHASE_MIX));
+cleanup:
+  dt_free(k);
+  dt_free(y);
+  dt_free(x);
+  dt_free(w);
+  return st;
 }

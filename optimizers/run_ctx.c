@@ -158,10 +158,12 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
 
 dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes) {
   if (mask == NULL) mask = run->round.mask;
+  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
   dt_timer_start(&run->t_comm);
   dt_status st = dt_exchange_run_sized(run->exchange, mask, bytes);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
+  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_EXCHANGE));
   count_sent(run, mask, (uint64_t)run->exchange_nvec * bytes);
   return run_clock_exchange(run, mask, (double)run->exchange_nvec * (double)bytes);
 }

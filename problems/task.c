@@ -1,9 +1,10 @@
 /* The learning task shared by the problems: a model on samples split over nodes. Each local
  * node has its own minibatch stream (reshuffled every epoch, like a DataLoader with
- * shuffle=True; the last batch of an epoch may be smaller). Batches are built on the host for
- * all local nodes (in parallel), moved to backend memory, and the gradients of all nodes come
- * from one node-batched backend call. The test set is decoded into backend memory once, and one
- * backend call evaluates every local node on it. */
+ * shuffle=True; the last batch of an epoch may be smaller). The training set is resident in the
+ * backend (a device uploads it once); each call draws every local node's sample indices and
+ * augmentation on the host, one backend call gathers all the batches, and the gradients of all
+ * nodes come from one node-batched backend call. The test set is decoded into backend memory
+ * once, and one backend call evaluates every local node on it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,18 @@ struct dt_task {
   node_state *node;
   dt_rng *dropout; /* [count] each node's dropout stream (seed, dropout, node), restarted by begin */
   /* augmentation: crop padding and flip, each node's stream (seed, augment, node) restarted by
-   * begin, and a sample's worth of scratch per node; augment NULL when off */
+   * begin, and each node's (dy, dx, flip) per sample of this call; augment NULL when off */
   int crop_padding, flip;
   dt_rng *augment;
-  float *aug_tmp, fill[DT_MAX_CHANNELS];
-  /* training batches of all local nodes: backend slabs and, off the host, host staging */
-  float *x, *xh;
-  int32_t *y, *yh;
+  int16_t *aug;
+  const int16_t **aug_of; /* [count] node l's row of aug */
+  float fill[DT_MAX_CHANNELS];
+  /* the training set, resident in the backend, and the batches of all local nodes gathered
+   * from it into backend memory */
+  void *train_res;
+  const uint32_t **idx_of; /* [count] node l's sample indices in this call (host) */
+  float *x;
+  int32_t *y;
   size_t x_stride, y_stride;
   int *nb;        /* [count] samples in this call */
   float *nb_loss; /* [count] */
@@ -66,30 +72,16 @@ const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }
 
-void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
-  if (s->u8 != NULL) {
-    const int C = s->in_c > 0 ? s->in_c : 1;
-    dt_image_set view = {.count = s->count, .channels = C, .rows = 1, .cols = (int)(s->dim / (size_t)C),
-                         .pixels = (uint8_t *)s->u8, .labels = (uint8_t *)s->labels};
-    dt_batch_build(&view, idx, n, s->mean, s->std, x, y);
-    return;
-  }
-  for (size_t b = 0; b < n; b++) {
-    memcpy(x + b * s->dim, s->f32 + (size_t)idx[b] * s->dim, sizeof(float) * s->dim);
-    y[b] = s->labels[idx[b]];
-  }
-}
-
 static void free_batches(dt_task *t) {
   dt_backend *be = t->be;
-  if (t->xh != t->x) dt_free(t->xh);
-  if (t->yh != t->y) dt_free(t->yh);
   dt_be_free(be, t->x);
   dt_be_free(be, t->y);
+  dt_free(t->aug);
   dt_slab_free(be, &t->gtmp);
   if (t->train_plan != NULL) dt_be_plan_free(be, t->train_plan);
-  t->x = t->xh = NULL;
-  t->y = t->yh = NULL;
+  t->x = NULL;
+  t->y = NULL;
+  t->aug = NULL;
   t->train_plan = NULL;
 }
 
@@ -99,8 +91,10 @@ void dt_task_free(dt_task *t) {
   dt_free(t->node);
   dt_free(t->dropout);
   dt_free(t->augment);
-  dt_free(t->aug_tmp);
+  dt_free(t->aug_of);
+  dt_free(t->idx_of);
   free_batches(t);
+  if (t->train_res != NULL) dt_be_samples_free(t->be, t->train_res);
   dt_slab_free(t->be, &t->obj_theta);
   dt_slab_free(t->be, &t->obj_grad);
   dt_slab_free(t->be, &t->obj_buffers);
@@ -205,6 +199,8 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   for (int l = 0; l < count; l++) DT_ALLOC_GOTO(t->node[l].perm, dt_split_size(split, first + l), "minibatch order");
   DT_ALLOC_GOTO(t->nb, count, "task");
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
+  DT_ALLOC_GOTO(t->idx_of, count > 0 ? count : 1, "task");
+  DT_TRY_GOTO(dt_be_samples_create(be, train, &t->train_res));
   DT_TRY_GOTO(dt_be_plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
   const size_t nb = dt_model_num_buffers(t->model);
   if (nb > 0) {
@@ -226,13 +222,9 @@ static dt_status alloc_batches(dt_task *t, int ws_batch) {
   t->y_stride = ((size_t)ws_batch + 15) & ~(size_t)15;
   DT_TRY(dt_be_alloc(be, sizeof(float) * t->x_stride * (size_t)t->count, (void **)&t->x));
   DT_TRY(dt_be_alloc(be, sizeof(int32_t) * t->y_stride * (size_t)t->count, (void **)&t->y));
-  if (be->host_memory) {
-    t->xh = t->x;
-    t->yh = t->y;
-  } else {
-    t->xh = dt_calloc_(t->x_stride * (size_t)t->count, sizeof(float));
-    t->yh = dt_calloc_(t->y_stride * (size_t)t->count, sizeof(int32_t));
-    DT_CHECK(t->xh != NULL && t->yh != NULL, DT_ERR_MEMORY, "out of memory for batch staging");
+  if (t->augment != NULL) {
+    DT_ALLOC(t->aug, 3 * (size_t)ws_batch * (size_t)(t->count > 0 ? t->count : 1), "augmentation");
+    for (int l = 0; l < t->count; l++) t->aug_of[l] = t->aug + 3 * (size_t)ws_batch * (size_t)l;
   }
   DT_TRY(dt_slab_create(be, t->count, dt_task_dim(t), &t->gtmp));
   DT_TRY(dt_be_plan_create(be, t->model, ws_batch, t->count, t->split->num_nodes, &t->train_plan));
@@ -260,28 +252,25 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
   return DT_OK;
 }
 
-/* Moves the host-built batches of the nodes with t->nb[l] > 0 to backend memory. */
-static dt_status upload_batches(dt_task *t) {
-  if (t->be->host_memory) return DT_OK;
-  for (int l = 0; l < t->count; l++) {
-    if (t->nb[l] == 0) continue;
-    DT_TRY(dt_be_upload(t->be, t->x + (size_t)l * t->x_stride, t->xh + (size_t)l * t->x_stride,
-                              sizeof(float) * (size_t)t->nb[l] * t->train->dim));
-    DT_TRY(dt_be_upload(t->be, t->y + (size_t)l * t->y_stride, t->yh + (size_t)l * t->y_stride, sizeof(int32_t) * (size_t)t->nb[l]));
-  }
-  return DT_OK;
+/* Gathers the batches of the nodes with t->nb[l] > 0 (indices t->idx_of[l], augmented when
+ * `augmented`) from the resident training set into backend memory. */
+static dt_status gather_batches(dt_task *t, int augmented) {
+  const dt_gather g = {.count = t->count, .n = t->nb, .idx = t->idx_of, .aug = augmented ? t->aug_of : NULL,
+                       .fill = t->fill, .x = t->x, .x_stride = t->x_stride, .y = t->y, .y_stride = t->y_stride};
+  DT_TRY(dt_be_samples_gather(t->be, t->train_res, &g));
+  return dt_be_profile_mark(t->be, DT_PHASE_BATCH);
 }
 
 /* The batched backend call for the nodes with t->nb[l] > 0: gradients into grad, losses into
  * t->nb_loss, running statistics moved in buffers (NULL data: none). */
 static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, dt_slab *buffers) {
-  DT_TRY(upload_batches(t));
   const dt_node_batch nb = {.count = t->count, .theta = theta->data, .theta_stride = theta->stride,
                             .buffers = buffers->data, .buffers_stride = buffers->stride, .grad = grad->data,
                             .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
                             .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss,
                             .dropout = t->dropout};
-  return dt_be_model_gradients(t->be, t->train_plan, &nb);
+  DT_TRY(dt_be_model_gradients(t->be, t->train_plan, &nb));
+  return dt_be_profile_mark(t->be, DT_PHASE_MODEL);
 }
 
 /* λ/2‖θ‖² of node l: its gradient joins grad, its value *loss. */
@@ -317,9 +306,10 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
       t->nb[l] = 0;
       if ((active != NULL && !active[l]) || s >= m) continue;
       const size_t b = m - s < (size_t)t->ws_batch ? m - s : (size_t)t->ws_batch;
-      dt_samples_rows(t->train, t->split->idx + t->split->start[node] + s, b, t->xh + (size_t)l * t->x_stride, t->yh + (size_t)l * t->y_stride);
+      t->idx_of[l] = t->split->idx + t->split->start[node] + s;
       t->nb[l] = (int)b;
     }
+    DT_TRY(gather_batches(t, 0));
     DT_TRY(model_gradients(t, theta, &t->gtmp, buffers));
     for (int l = 0; l < t->count; l++) {
       if (t->nb[l] == 0) continue;
@@ -336,20 +326,16 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
   return DT_OK;
 }
 
-/* Node l's b training images at x (host, normalised), augmented in place: per image, the crop
- * offsets (i, j uniform in [0, 2·padding], torchvision's order) and then the flip (1 in 2) from
- * the node's augmentation stream. */
-static void augment_batch(dt_task *t, int l, float *x, size_t b) {
-  const dt_samples *s = t->train;
+/* Node l's augmentation of its b images in this call: per image, the crop offsets (i, j uniform
+ * in [0, 2·padding], torchvision's order) and then the flip (1 in 2) from the node's
+ * augmentation stream, as (dy, dx, flip) for the gather. */
+static void draw_augment(dt_task *t, int l, size_t b) {
   const int p = t->crop_padding;
-  float *tmp = t->aug_tmp + (size_t)l * s->dim;
+  int16_t *a = t->aug + 3 * (size_t)t->ws_batch * (size_t)l;
   for (size_t k = 0; k < b; k++) {
-    float *img = x + k * s->dim;
-    const int dy = p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0;
-    const int dx = p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0;
-    const int flip = t->flip ? (int)dt_rng_below(&t->augment[l], 2) : 0;
-    dt_augment_image(img, tmp, s->in_c, s->in_h, s->in_w, dx, dy, flip, t->fill);
-    memcpy(img, tmp, sizeof(float) * s->dim);
+    a[3 * k] = (int16_t)(p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0);
+    a[3 * k + 1] = (int16_t)(p > 0 ? (int)dt_rng_below(&t->augment[l], (uint64_t)(2 * p + 1)) - p : 0);
+    a[3 * k + 2] = (int16_t)(t->flip ? (int)dt_rng_below(&t->augment[l], 2) : 0);
   }
 }
 
@@ -364,15 +350,19 @@ dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip) {
   const dt_samples *s = t->train;
   if (crop_padding == 0 && !flip) return DT_OK;
   DT_TRY(dt_augment_check(s, crop_padding, flip));
+  DT_CHECK_KEY(t->ws_batch == 0, DT_ERR_INTERNAL, "experiment.augment", "augmentation set after the task began");
+  DT_CHECK_KEY(crop_padding <= INT16_MAX, DT_ERR_CONFIG, "experiment.augment", "experiment.augment: crop padding %d is over %d",
+               crop_padding, INT16_MAX);
   t->crop_padding = crop_padding;
   t->flip = flip;
   DT_ALLOC(t->augment, t->count > 0 ? t->count : 1, "augmentation streams");
-  DT_ALLOC(t->aug_tmp, (size_t)(t->count > 0 ? t->count : 1) * s->dim, "augmentation");
+  DT_ALLOC(t->aug_of, t->count > 0 ? t->count : 1, "augmentation");
   for (int c = 0; c < s->in_c && c < DT_MAX_CHANNELS; c++) t->fill[c] = (0.0f - s->mean[c]) / s->std[c];
   return DT_OK;
 }
 
-/* The next minibatch of node l into its batch row (host); its size into t->nb[l]. */
+/* The next minibatch of node l: its sample indices (t->idx_of[l]), augmentation and size
+ * (t->nb[l]). */
 static void next_batch(dt_task *t, int l) {
   node_state *ns = &t->node[l];
   const int node = t->first + l;
@@ -384,9 +374,8 @@ static void next_batch(dt_task *t, int l) {
     ns->epochs++;
   }
   const size_t b = m - ns->cursor < (size_t)t->batch ? m - ns->cursor : (size_t)t->batch;
-  float *x = t->xh + (size_t)l * t->x_stride;
-  dt_samples_rows(t->train, ns->perm + ns->cursor, b, x, t->yh + (size_t)l * t->y_stride);
-  if (t->augment != NULL) augment_batch(t, l, x, b);
+  t->idx_of[l] = ns->perm + ns->cursor;
+  if (t->augment != NULL) draw_augment(t, l, b);
   ns->cursor += b;
   ns->seen += b;
   t->nb[l] = (int)b;
@@ -398,8 +387,8 @@ static dt_status trace_samples(dt_task *t, int l) {
   const int node = t->first + l;
   const uint32_t *idx;
   size_t b;
-  const float *x = t->xh + (size_t)l * t->x_stride;
-  const int32_t *y = t->yh + (size_t)l * t->y_stride;
+  const float *x = t->x + (size_t)l * t->x_stride;
+  const int32_t *y = t->y + (size_t)l * t->y_stride;
   float *fx = NULL;
   int32_t *fy = NULL;
   dt_status st = DT_OK;
@@ -413,6 +402,13 @@ static dt_status trace_samples(dt_task *t, int l) {
   } else {
     b = (size_t)t->nb[l];
     idx = t->node[l].perm + t->node[l].cursor - b;
+    if (!t->be->host_memory) { /* the gathered batch, as the model sees it */
+      DT_ALLOC_GOTO(fx, b * t->train->dim + 1, "trace");
+      DT_ALLOC_GOTO(fy, b + 1, "trace");
+      DT_TRY_GOTO(dt_be_download(t->be, fx, x, sizeof(float) * b * t->train->dim));
+      DT_TRY_GOTO(dt_be_download(t->be, fy, y, sizeof(int32_t) * b));
+      x = fx, y = fy;
+    }
   }
   _Static_assert(sizeof(uint32_t) == sizeof(int32_t), "indices are written as int32");
   DT_TRY_GOTO(dt_trace_i32(t->trace, l, "BIDX", (const int32_t *)idx, b));
@@ -442,6 +438,7 @@ cleanup:
 dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss) {
   dt_backend *be = t->be;
   double total[t->count > 0 ? t->count : 1];
+  DT_TRY(dt_be_profile_mark(be, DT_PHASE_OTHER));
   if (t->full_batch) {
     for (int l = 0; l < t->count; l++)
       if ((active == NULL || active[l]) && t->node[l].epochs < 0) t->node[l].epochs = 0;
@@ -454,6 +451,7 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
       t->nb[l] = 0;
       if (active == NULL || active[l]) next_batch(t, l);
     }
+    DT_TRY(gather_batches(t, t->augment != NULL));
     for (int l = 0; l < t->count && t->trace != NULL; l++)
       if (t->nb[l] > 0) DT_TRY(trace_samples(t, l));
     DT_TRY(model_gradients(t, theta, grad, &t->buffers));

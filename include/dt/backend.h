@@ -75,6 +75,67 @@ typedef struct dt_node_eval {
   long *correct;
 } dt_node_eval;
 
+/* ---- resident sample sets and batch gathering ---------------------------------------------- */
+
+typedef struct dt_samples dt_samples;
+
+/* One gather call over `count` nodes: node l's n[l] samples idx[l][0..n[l]) of a resident set
+ * (samples_create) as normalised float rows at x + l·x_stride and their labels at y + l·y_stride
+ * (backend memory), exactly as dt_samples_rows builds them on the host. With aug, sample s of
+ * node l is then cropped and flipped as dt_augment_image does with (dy, dx, flip) =
+ * aug[l][3s], aug[l][3s+1], aug[l][3s+2], pixels from outside the image taking fill[channel].
+ * n[l] == 0 skips node l; rows past n[l] are left as they were. n, idx, aug and fill are host
+ * arrays, read before the call returns. Augmentation needs a set of images (u8). */
+typedef struct dt_gather {
+  int count;
+  const int *n;
+  const uint32_t *const *idx;
+  const int16_t *const *aug; /* NULL: no augmentation */
+  const float *fill;         /* [channels], with aug */
+  float *x;
+  size_t x_stride;
+  int32_t *y;
+  size_t y_stride;
+} dt_gather;
+
+/* ---- profiling ------------------------------------------------------------------------------
+ * `profile: true` splits a round's time into phases. The code marks where a phase ends
+ * (dt_be_profile_mark(be, phase)): the backend waits for its queued work and charges the time
+ * since the previous mark to that phase, so a device's asynchronous work lands in the phase that
+ * queued it. Time between phases is marked DT_PHASE_OTHER. Without a profile (be->profile NULL)
+ * a mark does nothing. */
+#define DT_PHASES(X)                                                        \
+  X(OTHER, "other", "optimizer steps and everything not in another phase") \
+  X(BATCH, "batch", "minibatch indices, gather and upload")                \
+  X(MODEL, "model", "forward and backward, where the backend does not split them") \
+  X(FORWARD, "forward", "forward passes and the loss")                     \
+  X(BACKWARD, "backward", "backward passes and the gradients' scatter")    \
+  X(MIX, "mix", "the mixing sums of dt_mix_all (other mixing counts as other)") \
+  X(EXCHANGE, "exchange", "the neighbourhood exchange and its staging")    \
+  X(EVAL, "evaluation", "evaluations")
+typedef enum dt_phase {
+#define DT_PHASE_ENUM(id, name, what) DT_PHASE_##id,
+  DT_PHASES(DT_PHASE_ENUM)
+#undef DT_PHASE_ENUM
+  DT_PHASE_COUNT
+} dt_phase;
+extern const char *const dt_phase_names[DT_PHASE_COUNT];
+
+enum { DT_PROFILE_LAYERS = 128 }; /* DT_MAX_LAYERS of dt/nn.h */
+typedef struct dt_profile {
+  double seconds[DT_PHASE_COUNT];
+  double last; /* dt_time_now() at the previous mark */
+  /* training calls' forward ([0]) and backward ([1]) seconds by layer, where the backend times
+   * its layers (the CUDA backend, with events); zero elsewhere */
+  double layer_seconds[2][DT_PROFILE_LAYERS];
+} dt_profile;
+
+/* Starts (or restarts) profile p on be: zeroed, the clock at now. NULL stops profiling. */
+void dt_backend_profile(dt_backend *be, dt_profile *p);
+/* For backends: charges the time since the previous mark to `phase` (after the backend waited
+ * for its queued work). */
+void dt_profile_charge(dt_backend *be, int phase);
+
 /* ---- the op list ---------------------------------------------------------------------------
  * Every op, declared once (PETSc's VecAXPY discipline, ggml's op list): each row gives the op's
  * name, its parameters after the backend, and their names. From it come the table a backend
@@ -111,6 +172,13 @@ typedef struct dt_node_eval {
  *   model_gradients, model_evaluate   node-batched model calls on a plan (dt_node_batch,
  *                dt_node_eval); the CPU computes nodes on its threads, a device backend runs one
  *                batched kernel per layer for a group of nodes.
+ *   mix_nodes    mix for `count` outputs at once: y[c] = the mix of its k[c] terms, which follow
+ *                those of outputs 0..c−1 in x and w (host arrays; x[j] and y[c] backend
+ *                pointers; no y[c] is any output's term): one launch on a device, not one per node
+ *   samples_create  a resident copy of a sample set for gathering (a device uploads it once;
+ *                the CPU keeps a view: s must outlive it); samples_free releases it
+ *   samples_gather  minibatches of many nodes from a resident set (dt_gather)
+ *   profile_mark the end of a profiled phase (see "profiling" above)
  * The two ops that cannot fail, free (accepts NULL) and plan_free, are listed apart. */
 #define DT_BACKEND_OPS(X)                                                                                        \
   X(alloc, (size_t bytes, void **out), (bytes, out))                                                             \
@@ -137,10 +205,16 @@ typedef struct dt_node_eval {
   X(plan_create, (const dt_model *m, int max_batch, int nodes, int run_nodes, void **plan),                      \
     (m, max_batch, nodes, run_nodes, plan))                                                                      \
   X(model_gradients, (void *plan, const dt_node_batch *nb), (plan, nb))                                          \
-  X(model_evaluate, (void *plan, const dt_node_eval *ne), (plan, ne))
-#define DT_BACKEND_VOID_OPS(X) \
-  X(free, (void *p), (p))      \
-  X(plan_free, (void *plan), (plan))
+  X(model_evaluate, (void *plan, const dt_node_eval *ne), (plan, ne))                                            \
+  X(mix_nodes, (size_t n, int count, const int *k, const float *const *x, const float *w, float *const *y),      \
+    (n, count, k, x, w, y))                                                                                      \
+  X(samples_create, (const dt_samples *s, void **res), (s, res))                                                 \
+  X(samples_gather, (const void *res, const dt_gather *g), (res, g))                                             \
+  X(profile_mark, (int phase), (phase))
+#define DT_BACKEND_VOID_OPS(X)           \
+  X(free, (void *p), (p))                \
+  X(plan_free, (void *plan), (plan))     \
+  X(samples_free, (void *res), (res))
 
 /* An op row's parameter and argument lists with the backend put first. */
 #define DT_OP_PARAMS(...) (dt_backend * be, __VA_ARGS__)
@@ -161,7 +235,9 @@ struct dt_backend {
   const char *name;
   int host_memory; /* its pointers are host memory: upload/download to the same address are no-ops */
   int threads;     /* CPU: threads computing local nodes in parallel */
+  int tf32;        /* a device backend's matrix products may round inputs to TF32 (experiment.tf32) */
   void *ctx;       /* the backend's own state */
+  dt_profile *profile; /* profile: true: where phases are charged (dt_backend_profile), else NULL */
 };
 
 /* DT_ERR_UNSUPPORTED: backend be does not have op `op` (its table entry is NULL). */

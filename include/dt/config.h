@@ -136,6 +136,7 @@ typedef struct dt_experiment_config {
   bool writeout;
   bool use_cuda;
   int backend;         /* dt_backend_kind */
+  bool tf32;           /* cuda: TF32 tensor-core GEMMs */
   int dataset;         /* index into the registry's dataset names, as the loader lists them */
   char dataset_name[DT_NAME_MAX]; /* experiment.dataset: mnist, fashion_mnist, synthetic, ... */
   char problem[DT_NAME_MAX];      /* the problem plug-in serving it (mnist, logreg) */

@@ -89,6 +89,9 @@ void dt_dataset_files(const dt_dataset *ds, char role[][32], char sha256[][65], 
  * p]), and y[b] = label. x and y are caller-owned; y may be NULL. */
 void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, const float *mean, const float *std,
                     float *x, int32_t *y);
+/* The table dt_batch_build normalises with: lut[c·256 + v] = (v/255 − mean[c]) / std[c] for
+ * channels c < C (the one formula: a device backend gathers batches with this table too). */
+void dt_norm_lut(int C, const float *mean, const float *std, float *lut);
 
 /* One image augmented as torchvision's RandomCrop(padding) then RandomHorizontalFlip does it:
  * in and out hold C×H×W floats (normalised); out[c][y][x] = in[c][y + dy][x' + dx] with
@@ -110,6 +113,10 @@ typedef struct dt_samples {
   int in_c, in_h, in_w;  /* shape for the model */
   int num_classes;
 } dt_samples;
+
+/* The samples idx[0..n) as float rows (normalised images, or the features) into x (n·dim floats)
+ * and their labels into y: what a batch holds. */
+void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y);
 
 /* ---- splits ------------------------------------------------------------------------------- */
 

@@ -27,6 +27,15 @@
 #define DT_HD inline
 #endif
 
+/* ---- augmentation: the source of output pixel (y, x) of a crop at (dy, dx) of an image of h×w
+ * padded on every side, then flipped (torchvision's RandomCrop + RandomHorizontalFlip): 1 and
+ * (*sy, *sx) when it lies in the image, else 0 (the pixel takes the fill value) ---------------- */
+static DT_HD int dt_f_augment_source(int y, int x, int h, int w, int dy, int dx, int flip, int *sy, int *sx) {
+  *sy = y + dy;
+  *sx = (flip ? w - 1 - x : x) + dx;
+  return *sy >= 0 && *sy < h && *sx >= 0 && *sx < w;
+}
+
 /* ---- Philox4x32-10 (Salmon et al., SC'11): the bijection every random stream draws from ------ */
 
 static DT_HD void dt_philox4x32_10_block(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {

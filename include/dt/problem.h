@@ -130,10 +130,6 @@ DT_MUST_USE dt_status dt_problem_model(const dt_config *cfg, const dt_samples *s
 /* The same without data: the shape from the problem (for `dtrun check`). */
 DT_MUST_USE dt_status dt_problem_model_unloaded(const dt_config *cfg, dt_model_spec *spec);
 
-/* The samples idx[0..n) as float rows (normalised images, or the features) into x (n·dim floats)
- * and their labels into y: what a batch holds. */
-void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y);
-
 /* An upper bound L on the Lipschitz constant of every node's full-batch gradient (without the
  * L2 term: add l2) for a model that is softmax regression ([flatten,] linear): ½λmax(X̃ᵀX̃/n) on
  * the node with the most curvature (problems/curvature.c); 0 for other models, whose curvature

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dt/backend.h"
+#include "dt/timer.h"
 #include "dt_config.h"
 
 extern const dt_backend_def dt_backend_cpu_def;
@@ -52,6 +53,27 @@ dt_status dt_backend_select(const char *name, int threads, char *note, size_t no
   DT_CHECK(def != NULL, DT_ERR_CONFIG, "experiment.backend: %s is not built into this dtrun (built: %s)", name, dt_backend_list());
   DT_CHECK(def->usable(why, sizeof why), DT_ERR_CONFIG, "experiment.backend: %s cannot run here: %s; use backend: cpu or auto", name, why);
   return def->create(threads, out);
+}
+
+const char *const dt_phase_names[DT_PHASE_COUNT] = {
+#define DT_PHASE_NAME(id, name, what) name,
+    DT_PHASES(DT_PHASE_NAME)
+#undef DT_PHASE_NAME
+};
+
+void dt_backend_profile(dt_backend *be, dt_profile *p) {
+  be->profile = p;
+  if (p == NULL) return;
+  memset(p, 0, sizeof *p);
+  p->last = dt_time_now();
+}
+
+void dt_profile_charge(dt_backend *be, int phase) {
+  dt_profile *p = be->profile;
+  if (p == NULL || phase < 0 || phase >= DT_PHASE_COUNT) return;
+  const double now = dt_time_now();
+  p->seconds[phase] += now - p->last;
+  p->last = now;
 }
 
 void dt_backend_free(dt_backend *be) {

@@ -177,6 +177,10 @@ static const dt_key experiment_keys[] = {
      .help = "seed key: true with backend cpu only warns that the run stays on the CPU; choose the device with backend"},
     {.name = "backend", .type = DT_KEY_ENUM, .offset = OFF(backend), .def = "cpu", .values = backend_names,
      .help = "compute backend: cpu, cuda, or auto (the first backend of this build that can run here, else cpu)"},
+    {.name = "tf32", .type = DT_KEY_BOOL, .offset = OFF(tf32), .def = "false", .flags = DT_KEY_EMIT_IF_SET,
+     .help = "cuda backend: matrix products on tensor cores with TF32 inputs (PyTorch's allow_tf32), faster for wide layers "
+             "(1.3x on the larger CNN of tests/bench/gpu.sh); results then agree with float32 to about 1e-3 instead of float "
+             "rounding (still identical for every P and re-run); the cpu backend always computes in float32"},
     /* .values: every problem plug-in's dataset names (experiment_table) */
     {.name = "dataset", .type = DT_KEY_ENUM, .offset = OFF(dataset), .def = "mnist",
      .help = "the data, and so the problem plug-in: mnist, fashion_mnist (problem mnist), synthetic (problem logreg)"},
@@ -292,7 +296,7 @@ const dt_key config_optimizer_common_keys[] = {
      .help = "the algorithm: the name of an optimizer plug-in (their keys follow)"},
     {.name = "outer_iterations", .type = DT_KEY_INT, .offset = POFF(outer_iterations), .def = "100", .min = 1, .max = 1e9,
      .help = "communication rounds"},
-    {.name = "profile", .type = DT_KEY_BOOL, .offset = POFF(profile), .def = "false", .help = "print a per-round time breakdown at the end"},
+    {.name = "profile", .type = DT_KEY_BOOL, .offset = POFF(profile), .def = "false", .help = "print a per-round time breakdown at the end: round times, and the phases (batch, forward, backward, mix, exchange, evaluation, other)"},
     {0},
 };
 

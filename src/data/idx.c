@@ -11,6 +11,7 @@
 
 #include "data_impl.h"
 #include "dt/data.h"
+#include "dt/formulas.h"
 
 /* Refuse anything larger than this: a corrupt header must not make us allocate terabytes. */
 #define IDX_MAX_BYTES ((uint64_t)8 << 30)
@@ -181,14 +182,32 @@ cleanup:
   return st;
 }
 
+void dt_norm_lut(int C, const float *mean, const float *std, float *lut) {
+  for (int c = 0; c < C; c++)
+    for (int v = 0; v < 256; v++) lut[c * 256 + v] = ((float)v / 255.0f - mean[c]) / std[c];
+}
+
+void dt_samples_rows(const dt_samples *s, const uint32_t *idx, size_t n, float *x, int32_t *y) {
+  if (s->u8 != NULL) {
+    const int C = s->in_c > 0 ? s->in_c : 1;
+    dt_image_set view = {.count = s->count, .channels = C, .rows = 1, .cols = (int)(s->dim / (size_t)C),
+                         .pixels = (uint8_t *)s->u8, .labels = (uint8_t *)s->labels};
+    dt_batch_build(&view, idx, n, s->mean, s->std, x, y);
+    return;
+  }
+  for (size_t b = 0; b < n; b++) {
+    memcpy(x + b * s->dim, s->f32 + (size_t)idx[b] * s->dim, sizeof(float) * s->dim);
+    y[b] = s->labels[idx[b]];
+  }
+}
+
 void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, const float *mean, const float *std,
                     float *x, int32_t *y) {
   const int C = set->channels > 0 ? set->channels : 1;
   const size_t plane = (size_t)set->rows * (size_t)set->cols, d = (size_t)C * plane;
   /* (p/255 - mean)/std, precomputed per channel and byte value: exact and branch-free. */
   float lut[DT_MAX_CHANNELS][256];
-  for (int c = 0; c < C; c++)
-    for (int v = 0; v < 256; v++) lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+  dt_norm_lut(C, mean, std, &lut[0][0]);
   for (size_t b = 0; b < n; b++) {
     const uint8_t *src = set->pixels + (size_t)idx[b] * d;
     float *dst = x + b * d;
@@ -234,8 +253,8 @@ void dt_augment_image(const float *in, float *out, int c, int h, int w, int dx, 
   for (int ch = 0; ch < c; ch++)
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++) {
-        const int sy = y + dy, sx = (flip ? w - 1 - x : x) + dx;
-        const int inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+        int sy, sx;
+        const int inside = dt_f_augment_source(y, x, h, w, dy, dx, flip, &sy, &sx);
         out[((size_t)ch * h + y) * w + x] = inside ? in[((size_t)ch * h + sy) * w + sx] : fill[ch];
       }
 }

@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# GPU benchmarks of the CUDA backend (issue "CUDA and cuBLAS backend"), on the machine that runs
-# them, printed as a table at the end:
+# GPU benchmarks of the CUDA backend, each case run by every build given (the first is the
+# baseline, so a change is measured against the commit before it on the same GPU in the same
+# call) and printed as a table with each build's ratio to the first:
 #  1. the paper configuration (configs/dist_mnist_paper.yaml: 10 nodes, cycle, 2000 rounds,
-#     DiNNO + DSGT + DSGD, evaluation every 20) with backend cuda and cpu: wall seconds and each
-#     algorithm's final top-1;
+#     DiNNO + DSGT + DSGD, evaluation every 20) with backend cuda: wall seconds (and, with --cpu,
+#     the CPU backend's, and each algorithm's final top-1 on both);
 #  2. DSGD and DiNNO on 100 and 1,000 nodes of the seed CNN (random split, batch 64, cycle):
-#     rounds per second (training rounds, evaluation at the end only) and peak GPU memory;
+#     training rounds per second (the rounds' compute and communication time, evaluations
+#     apart; they run at the start and the end only, on 1,000 test samples) and peak GPU memory;
 #  3. the larger CNN (tests/unit/models.h), 100 nodes training alone (solo, sgd, batch 64):
-#     training samples/s per node, against PyTorch on the same GPU training the same 100 models
-#     (tests/bench/gpu_torch.py: a loop over models, and torch.func + vmap).
-# usage: tests/bench/gpu.sh [BUILD_DIR] [--quick]
+#     training samples/s per node, in float32 and with experiment.tf32, against PyTorch on the
+#     same GPU training the same 100 models (tests/bench/gpu_torch.py: a loop over models, and
+#     torch.func + vmap; in PyTorch's default math, TF32 convolutions, and in float32);
+#  4. with --profile, the per-round phase breakdown (`profile: true`: phases, and each layer's
+#     forward and backward where the build times them) of DSGD on 1,000 nodes of the seed CNN and
+#     of the larger CNN on 100 nodes, for each build.
+# usage: tests/bench/gpu.sh [--quick] [--cpu] [--profile] [BUILD_DIR...]   (default: build)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build}
-quick=${2:-}
-dtrun=$build/dtrun
+quick= cpu= profile= builds=()
+for a in "$@"; do
+  case $a in
+    --quick) quick=1 ;;
+    --cpu) cpu=1 ;;
+    --profile) profile=1 ;;
+    -*) echo "gpu.sh: unknown option $a" >&2; exit 2 ;;
+    *) builds+=("$(cd "$a" && pwd)") ;;
+  esac
+done
+[ ${#builds[@]} -gt 0 ] || builds=("$root/build")
 cd "$root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 out=$tmp/table
 # peak of nvidia-smi's memory.used while a command runs (MiB; sampled every 50 ms)
 peak_mem() { # command...
-  (while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; sleep 0.05; done) > "$tmp/mem" &
+  (while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; sleep 0.05; done) > "$tmp/mem" 2>/dev/null &
   local sampler=$!
   "$@"
   local rc=$?
@@ -29,20 +43,43 @@ peak_mem() { # command...
   sort -n "$tmp/mem" | tail -1 > "$tmp/peak"
   return $rc
 }
-seconds_of() { awk -v p="$2" '$1 == p {print $NF}' "$1"; }
+seconds_of() { awk -v p="$2" '$1 == p && $3 == "completed" {print $NF}' "$1"; }
+# a run's training seconds: the last round's largest time_compute + time_comm in a results CSV
+train_seconds() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+           { r = $c["round"] + 0; t = $c["time_compute"] + $c["time_comm"]; if (r > last) { last = r; m = 0 } if (r == last && t > m) m = t }
+           END { print m + 0 }' "$1" 2>/dev/null
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else printf "-" }'; }
+label() { echo "$(basename "$(dirname "$1")")/$(basename "$1")"; }
 
 # ---- 1. the paper configuration -------------------------------------------------------------
-for b in cuda cpu; do
+paper_rounds=$([ -n "$quick" ] && echo 200 || echo 2000)
+paper_sets=()
+for p in problem1 problem2 problem3; do paper_sets+=(--set "problem_configs.$p.optimizer_config.outer_iterations=$paper_rounds"); done
+base=
+for b in "${builds[@]}"; do
   t0=$(date +%s.%N)
-  timeout 900 "$dtrun" configs/dist_mnist_paper.yaml --set experiment.backend=$b --output-dir "$tmp/paper_$b" --quiet \
-    > "$tmp/paper_$b.log" 2>&1 || echo "paper run ($b) failed: $(tail -3 "$tmp/paper_$b.log")"
+  timeout 900 "$b/dtrun" configs/dist_mnist_paper.yaml "${paper_sets[@]}" --set experiment.backend=cuda --output-dir "$tmp/paper" \
+    --quiet > "$tmp/paper.log" 2>&1 || echo "paper run ($(label "$b")) failed: $(tail -3 "$tmp/paper.log")"
   t1=$(date +%s.%N)
-  printf 'paper config, backend %-4s  %7.1f s wall   top-1: %s\n' "$b" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" \
-    "$(awk '$3 == "completed" {printf "%s %s  ", $1, $5}' "$tmp/paper_$b.log")" | tee -a "$out"
+  s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
+  base=${base:-$s}
+  printf 'paper config (%d rounds), cuda, %-24s %7.1f s wall (%s of the first)   top-1: %s\n' "$paper_rounds" "$(label "$b")" "$s" \
+    "$(ratio "$s" "$base")" "$(awk '$3 == "completed" {printf "%s %s  ", $1, $5}' "$tmp/paper.log")" | tee -a "$out"
+  rm -rf "$tmp/paper"
 done
+if [ -n "$cpu" ]; then
+  t0=$(date +%s.%N)
+  "${builds[-1]}/dtrun" configs/dist_mnist_paper.yaml "${paper_sets[@]}" --set experiment.backend=cpu --output-dir "$tmp/paper_cpu" --quiet \
+    > "$tmp/paper_cpu.log" 2>&1 || echo "paper run (cpu) failed: $(tail -3 "$tmp/paper_cpu.log")"
+  t1=$(date +%s.%N)
+  printf 'paper config (%d rounds), cpu backend            %7.1f s wall   top-1: %s\n' "$paper_rounds" \
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(awk '$3 == "completed" {printf "%s %s  ", $1, $5}' "$tmp/paper_cpu.log")" | tee -a "$out"
+fi
 
 # ---- 2. many nodes ------------------------------------------------------------------------------
-scale_config() { # nodes rounds -> yaml
+scale_config() { # nodes rounds profile -> yaml
   cat <<YEOF
 experiment:
   name: gpu_scale_$1
@@ -55,28 +92,40 @@ problem_configs:
   dsgd:
     train_batch_size: 64
     evaluate_frequency: $2
-    optimizer_config: {alg_name: dsgd, outer_iterations: $2, alpha0: 0.02}
+    evaluation: {test_samples: 1000}
+    optimizer_config: {alg_name: dsgd, outer_iterations: $2, alpha0: 0.02, profile: $3}
+YEOF
+  [ "$3" = true ] && return
+  cat <<YEOF
   dinno:
     train_batch_size: 64
     evaluate_frequency: $2
+    evaluation: {test_samples: 1000}
     optimizer_config: {alg_name: dinno, outer_iterations: $2, primal_iterations: 2, primal_lr_start: 0.005, primal_lr_finish: 0.001}
 YEOF
 }
 for n in 100 1000; do
-  rounds=$([ "$n" = 100 ] && echo 500 || echo 200)
-  [ -n "$quick" ] && rounds=50
-  scale_config $n $rounds > "$tmp/scale_$n.yaml"
-  peak_mem "$dtrun" "$tmp/scale_$n.yaml" --output-dir "$tmp/scale_$n" --quiet > "$tmp/scale_$n.log" 2>&1 \
-    || echo "scale $n failed: $(tail -3 "$tmp/scale_$n.log")"
-  for p in dsgd dinno; do
-    s=$(seconds_of "$tmp/scale_$n.log" $p)
-    printf '%4d nodes %-5s %5d rounds in %7.2f s: %8.1f rounds/s   (peak GPU memory of the run %s MiB)\n' "$n" "$p" "$rounds" \
-      "$s" "$(awk -v r="$rounds" -v s="$s" 'BEGIN {print (s > 0) ? r / s : 0}')" "$(cat "$tmp/peak")" | tee -a "$out"
+  rounds=$([ "$n" = 100 ] && echo 200 || echo 60)
+  [ -n "$quick" ] && rounds=20
+  scale_config $n $rounds false > "$tmp/scale_$n.yaml"
+  declare -A first=()
+  for b in "${builds[@]}"; do
+    peak_mem "$b/dtrun" "$tmp/scale_$n.yaml" --output-dir "$tmp/scale" --quiet > "$tmp/scale.log" 2>&1 \
+      || echo "scale $n ($(label "$b")) failed: $(tail -3 "$tmp/scale.log")"
+    for p in dsgd dinno; do
+      s=$(train_seconds "$tmp/scale/${p}_results.csv")
+      r=$(awk -v r="$rounds" -v s="$s" 'BEGIN {print (s > 0) ? r / s : 0}')
+      first[$p]=${first[$p]:-$r}
+      printf '%4d nodes %-5s %-24s %4d rounds trained in %7.2f s: %8.1f rounds/s (%s of the first; peak GPU memory %s MiB; wall %s s)\n' \
+        "$n" "$p" "$(label "$b")" "$rounds" "${s:-0}" "$r" "$(ratio "${first[$p]}" "$r")" "$(cat "$tmp/peak")" "$(seconds_of "$tmp/scale.log" $p)" | tee -a "$out"
+    done
+    rm -rf "$tmp/scale"
   done
+  unset first
 done
 
 # ---- 3. the larger CNN on 100 nodes, against PyTorch ---------------------------------------------
-rounds=$([ -n "$quick" ] && echo 20 || echo 100)
+rounds=$([ -n "$quick" ] && echo 10 || echo 40)
 cat > "$tmp/large.yaml" <<YEOF
 experiment:
   name: gpu_large_cnn
@@ -100,13 +149,45 @@ problem_configs:
   solo:
     train_batch_size: 64
     evaluate_frequency: $rounds
+    evaluation: {test_samples: 1000}
     optimizer_config: {alg_name: solo, outer_iterations: $rounds, optimizer: sgd, lr: 0.01}
 YEOF
-"$dtrun" "$tmp/large.yaml" --output-dir "$tmp/large" --quiet > "$tmp/large.log" 2>&1 || echo "large CNN failed: $(tail -3 "$tmp/large.log")"
-s=$(seconds_of "$tmp/large.log" solo)
-printf 'large CNN, 100 nodes, dtrun cuda:        %9.0f training samples/s per node (%d rounds in %.2f s, evaluation included)\n' \
-  "$(awk -v r="$rounds" -v s="$s" 'BEGIN {print (s > 0) ? r * 64 / s : 0}')" "$rounds" "$s" | tee -a "$out"
-python3 tests/bench/gpu_torch.py --models 100 --steps "$rounds" | tee -a "$out"
+base=
+for b in "${builds[@]}"; do
+  "$b/dtrun" "$tmp/large.yaml" --output-dir "$tmp/large" --quiet > "$tmp/large.log" 2>&1 || echo "large CNN ($(label "$b")) failed: $(tail -3 "$tmp/large.log")"
+  s=$(train_seconds "$tmp/large/solo_results.csv")
+  r=$(awk -v r="$rounds" -v s="$s" 'BEGIN {print (s > 0) ? r * 64 / s : 0}')
+  base=${base:-$r}
+  printf 'large CNN, 100 nodes, %-24s %9.0f training samples/s per node (%s of the first; %d rounds trained in %.2f s)\n' "$(label "$b")" "$r" \
+    "$(ratio "$base" "$r")" "$rounds" "${s:-0}" | tee -a "$out"
+  rm -rf "$tmp/large"
+done
+# with experiment.tf32 (builds that know the key), against PyTorch's default math, which runs
+# convolutions in TF32 too
+for b in "${builds[@]}"; do
+  "$b/dtrun" "$tmp/large.yaml" --set experiment.tf32=true --output-dir "$tmp/large" --quiet > "$tmp/large.log" 2>&1 || continue
+  s=$(train_seconds "$tmp/large/solo_results.csv")
+  printf 'large CNN, 100 nodes, %-24s %9.0f training samples/s per node with experiment.tf32 (%d rounds trained in %.2f s)\n' \
+    "$(label "$b")" "$(awk -v r="$rounds" -v s="$s" 'BEGIN {print (s > 0) ? r * 64 / s : 0}')" "$rounds" "${s:-0}" | tee -a "$out"
+  rm -rf "$tmp/large"
+done
+# PyTorch with its own libraries (the caller may have put other builds' first on the path)
+env -u LD_LIBRARY_PATH python3 tests/bench/gpu_torch.py --models 100 --steps "$rounds" | tee -a "$out"
+env -u LD_LIBRARY_PATH python3 tests/bench/gpu_torch.py --models 100 --steps "$rounds" --fp32 --no-loop | tee -a "$out"
+
+# ---- 4. where a round's time goes ------------------------------------------------------------
+if [ -n "$profile" ]; then
+  scale_config 1000 30 true > "$tmp/profile.yaml"
+  sed 's/lr: 0.01}/lr: 0.01, profile: true}/' "$tmp/large.yaml" > "$tmp/profile_large.yaml"
+  for b in "${builds[@]}"; do
+    for c in profile profile_large; do
+      "$b/dtrun" "$tmp/$c.yaml" --output-dir "$tmp/profile" > "$tmp/profile.log" 2>&1 || echo "profile run $c ($(label "$b")) failed"
+      echo "---- $([ $c = profile ] && echo "DSGD, 1000 nodes of the seed CNN, 30 rounds" || echo "the larger CNN, 100 nodes, $rounds rounds"), $(label "$b"):" | tee -a "$out"
+      sed -n '/profile, /,/wall /p' "$tmp/profile.log" | tee -a "$out"
+      rm -rf "$tmp/profile"
+    done
+  done
+fi
 echo
-echo "==== summary ===="
+echo "==== summary ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)) ===="
 cat "$out"

@@ -22,6 +22,7 @@
 #include "../unit/check.h"
 #include "../unit/models.h"
 #include "dt/backend.h"
+#include "dt/data.h"
 #include "dt/local_opt.h"
 #include "dt/nn.h"
 #include "dt/rng.h"
@@ -258,6 +259,140 @@ static void case_mix(void) {
   }
 }
 
+/* many nodes in one call, nodes with 0 to 20 terms (more than one k_mix launch takes), called
+ * twice with the same table (the second reuses the uploaded one) and once with another */
+static void case_mix_nodes(void) {
+  enum { NODES = 40, K = 20 };
+  const size_t m = 3001;
+  float *hx[K], *gx[K], *hy[NODES], *gy[NODES];
+  const float *tx[NODES * K], *tgx[NODES * K];
+  float tw[NODES * K];
+  int k[NODES];
+  for (int j = 0; j < K; j++) {
+    hx[j] = malloc(sizeof(float) * m);
+    fill_random(hx[j], m, 1.0f);
+    gx[j] = dev(hx[j], sizeof(float) * m);
+  }
+  for (int round = 0; round < 3; round++) {
+    int at = 0;
+    for (int c = 0; c < NODES; c++) {
+      k[c] = round < 2 ? c % (K + 1) : (c * 7 + round) % (K + 1);
+      for (int j = 0; j < k[c]; j++) {
+        const int v = (c + 3 * j) % K;
+        tx[at] = hx[v], tgx[at] = gx[v], tw[at++] = dt_rng_float(&rng) - 0.3f;
+      }
+      if (round == 0) {
+        hy[c] = malloc(sizeof(float) * m);
+        gy[c] = dev(NULL, sizeof(float) * m);
+      }
+    }
+    CHECK_OK(dt_be_mix_nodes(cpu, m, NODES, k, tx, tw, hy));
+    CHECK_OK(dt_be_mix_nodes(gpu, m, NODES, k, tgx, tw, gy));
+    for (int c = 0; c < NODES; c++) {
+      char what[48];
+      snprintf(what, sizeof what, "mix_nodes call %d, node %d (%d terms)", round, c, k[c]);
+      check_exact(what, hy[c], gy[c], m);
+    }
+  }
+  for (int j = 0; j < K; j++) {
+    free(hx[j]);
+    dt_be_free(gpu, gx[j]);
+  }
+  for (int c = 0; c < NODES; c++) {
+    free(hy[c]);
+    dt_be_free(gpu, gy[c]);
+  }
+}
+
+/* ---- resident samples and gathering: the CPU's rows bit for bit, augmentation included ------- */
+
+static void gather_case(const char *name, const dt_samples *s, int augment) {
+  enum { NODES = 5, B = 9 };
+  void *cres = NULL, *gres = NULL;
+  CHECK_OK(dt_be_samples_create(cpu, s, &cres));
+  CHECK_OK(dt_be_samples_create(gpu, s, &gres));
+  const size_t xs = dt_slab_stride((size_t)B * s->dim), ys = 16;
+  float *hx = calloc(xs * NODES, sizeof(float)), *gx = dev(NULL, sizeof(float) * xs * NODES);
+  int32_t *hy = calloc(ys * NODES, sizeof(int32_t)), *gy = dev(NULL, sizeof(int32_t) * ys * NODES), *gyh = calloc(ys * NODES, sizeof(int32_t));
+  uint32_t idx[NODES][B];
+  int16_t aug[NODES][3 * B];
+  const uint32_t *idx_of[NODES];
+  const int16_t *aug_of[NODES];
+  float fill[DT_MAX_CHANNELS];
+  int n[NODES];
+  for (int c = 0; c < s->in_c && c < DT_MAX_CHANNELS; c++) fill[c] = -0.25f - (float)c;
+  for (int call = 0; call < 2; call++) {
+    for (int l = 0; l < NODES; l++) {
+      n[l] = (l + call) % 3 == 0 ? 0 : 1 + (int)dt_rng_below(&rng, B);
+      for (int b = 0; b < B; b++) {
+        idx[l][b] = (uint32_t)dt_rng_below(&rng, s->count);
+        aug[l][3 * b] = (int16_t)((int)dt_rng_below(&rng, 9) - 4);
+        aug[l][3 * b + 1] = (int16_t)((int)dt_rng_below(&rng, 9) - 4);
+        aug[l][3 * b + 2] = (int16_t)dt_rng_below(&rng, 2);
+      }
+      idx_of[l] = idx[l], aug_of[l] = aug[l];
+    }
+    const dt_gather gc = {.count = NODES, .n = n, .idx = idx_of, .aug = augment ? aug_of : NULL, .fill = fill,
+                          .x = hx, .x_stride = xs, .y = hy, .y_stride = ys};
+    dt_gather gg = gc;
+    gg.x = gx, gg.y = gy;
+    CHECK_OK(dt_be_samples_gather(cpu, cres, &gc));
+    CHECK_OK(dt_be_samples_gather(gpu, gres, &gg));
+    CHECK_OK(dt_be_download(gpu, gyh, gy, sizeof(int32_t) * ys * NODES));
+    for (int l = 0; l < NODES; l++) {
+      char what[96];
+      snprintf(what, sizeof what, "%s gather call %d node %d (%d samples)", name, call, l, n[l]);
+      if (n[l] == 0) continue;
+      check_exact(what, hx + (size_t)l * xs, gx + (size_t)l * xs, (size_t)n[l] * s->dim);
+      CHECK(memcmp(hy + (size_t)l * ys, gyh + (size_t)l * ys, sizeof(int32_t) * (size_t)n[l]) == 0, "%s: labels differ", what);
+    }
+  }
+  free(hx);
+  free(hy);
+  free(gyh);
+  dt_be_free(gpu, gx);
+  dt_be_free(gpu, gy);
+  dt_be_samples_free(cpu, cres);
+  dt_be_samples_free(gpu, gres);
+}
+
+/* 3-channel 6×5 images (u8, per-channel normalisation) and float feature rows */
+static void each_sample_set(void (*fn)(const char *, const dt_samples *, int)) {
+  enum { COUNT = 37 };
+  uint8_t *px = malloc(COUNT * 90), *lab = malloc(COUNT);
+  float *f = malloc(sizeof(float) * COUNT * 11);
+  for (int i = 0; i < COUNT * 90; i++) px[i] = (uint8_t)dt_rng_below(&rng, 256);
+  for (int i = 0; i < COUNT; i++) lab[i] = (uint8_t)dt_rng_below(&rng, 10);
+  fill_random(f, COUNT * 11, 2.0f);
+  dt_samples img = {.count = COUNT, .dim = 90, .u8 = px, .labels = lab, .in_c = 3, .in_h = 6, .in_w = 5, .num_classes = 10};
+  for (int c = 0; c < 3; c++) img.mean[c] = 0.1f + 0.2f * (float)c, img.std[c] = 0.3f + 0.05f * (float)c;
+  dt_samples rows = {.count = COUNT, .dim = 11, .f32 = f, .labels = lab, .in_c = 1, .in_h = 1, .in_w = 11, .num_classes = 10};
+  fn("images", &img, 0);
+  fn("augmented images", &img, 1);
+  fn("feature rows", &rows, 0);
+  free(px);
+  free(lab);
+  free(f);
+}
+
+static void case_samples_create(void) { each_sample_set(gather_case); }
+static void case_samples_gather(void) { each_sample_set(gather_case); }
+static void case_samples_free(void) { dt_be_samples_free(gpu, NULL); }
+
+/* a mark charges the time since the last one to its phase, after the device's queued work */
+static void case_profile_mark(void) {
+  dt_profile p;
+  CHECK_OK(dt_be_profile_mark(gpu, DT_PHASE_MIX)); /* no profile: nothing */
+  dt_backend_profile(gpu, &p);
+  CHECK_OK(dt_be_fill(gpu, 5003, 1.0f, gvz));
+  CHECK_OK(dt_be_profile_mark(gpu, DT_PHASE_MIX));
+  CHECK_OK(dt_be_profile_mark(gpu, DT_PHASE_EVAL));
+  dt_backend_profile(gpu, NULL);
+  CHECK(p.seconds[DT_PHASE_MIX] > 0 && p.seconds[DT_PHASE_EVAL] >= 0 && p.seconds[DT_PHASE_BATCH] == 0,
+        "profile marks: mix %g s, evaluation %g s, batch %g s", p.seconds[DT_PHASE_MIX], p.seconds[DT_PHASE_EVAL],
+        p.seconds[DT_PHASE_BATCH]);
+}
+
 /* ---- the fused local step: five steps of every local optimizer, every state array compared ----- */
 
 typedef struct step_variant {
@@ -395,6 +530,19 @@ static void mixed_model(dt_model_spec *s) {
   s->layers[8] = (dt_layer_spec){.kind = DT_LAYER_RELU};
   s->layers[9] = (dt_layer_spec){.kind = DT_LAYER_DROPOUT, .p = 0.5f};
   s->layers[10] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 5};
+}
+
+/* convolutions through im2col + GEMM (more than 16 filters of more than 32 taps), with padding
+ * and stride, the second needing its input's gradient */
+static void gemm_conv_model(dt_model_spec *s) {
+  memset(s, 0, sizeof *s);
+  *s = (dt_model_spec){.in_channels = 4, .in_height = 9, .in_width = 9, .num_classes = 3, .num_layers = 6};
+  s->layers[0] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 20, .kernel_size = 3, .stride = 1, .padding = 1};
+  s->layers[1] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[2] = (dt_layer_spec){.kind = DT_LAYER_CONV2D, .out_channels = 18, .kernel_size = 2, .stride = 2, .padding = 1};
+  s->layers[3] = (dt_layer_spec){.kind = DT_LAYER_RELU};
+  s->layers[4] = (dt_layer_spec){.kind = DT_LAYER_FLATTEN};
+  s->layers[5] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 3};
 }
 
 /* softmax regression: flatten → linear, the shared-input path of evaluation */
@@ -582,6 +730,8 @@ static void each_model(void (*fn)(const char *, const dt_model_spec *)) {
   fn("logreg", &spec);
   large_cnn(&spec);
   fn("large cnn", &spec);
+  gemm_conv_model(&spec);
+  fn("gemm conv", &spec);
 }
 
 /* Plans of every size the runner asks for: one node, a group's worth, and more nodes in the run

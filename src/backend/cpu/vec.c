@@ -119,16 +119,30 @@ static void mix_first(size_t n, float w, const float *restrict x, float *restric
   for (size_t i = 0; i < n; i++) y[i] = dt_f_mix_first(w, x[i]);
 }
 
+/* Elements [o, o + len) of one mix: y = 0 + w[0]·x[0] + w[1]·x[1] + ... in that order. */
+static void mix_range(size_t o, size_t len, int k, const float *const *x, const float *w, float *y) {
+  if (k == 0) fill_impl(len, 0.0f, y + o);
+  for (int j = 0; j < k; j++) {
+    if (j == 0) mix_first(len, w[0], x[0] + o, y + o);
+    else axpy_impl(len, w[j], x[j] + o, y + o);
+  }
+}
+
 dt_status dt_cpu_mix(dt_backend *be, size_t n, int k, const float *const *x, const float *w, float *y) {
   PARALLEL_CHUNKS(be, n)
-  for (long c = 0; c < CHUNKS(n); c++) {
-    const size_t o = (size_t)c * CHUNK, len = CHUNK_LEN(n, c);
-    if (k == 0) fill_impl(len, 0.0f, y + o);
-    for (int j = 0; j < k; j++) {
-      if (j == 0) mix_first(len, w[0], x[0] + o, y + o);
-      else axpy_impl(len, w[j], x[j] + o, y + o);
-    }
-  }
+  for (long c = 0; c < CHUNKS(n); c++) mix_range((size_t)c * CHUNK, CHUNK_LEN(n, c), k, x, w, y);
+  return DT_OK;
+}
+
+dt_status dt_cpu_mix_nodes(dt_backend *be, size_t n, int count, const int *k, const float *const *x, const float *w,
+                           float *const *y) {
+  /* where each output's terms start: outputs run in parallel, each one as dt_cpu_mix computes it */
+  size_t *at = dt_calloc_((size_t)(count > 0 ? count : 1), sizeof(size_t));
+  if (at == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory mixing %d nodes", count);
+  for (int c = 1; c < count; c++) at[c] = at[c - 1] + (size_t)k[c - 1];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1 && count > 1)
+  for (int c = 0; c < count; c++) mix_range(0, n, k[c], x + at[c], w + at[c], y[c]);
+  dt_free(at);
   return DT_OK;
 }
 

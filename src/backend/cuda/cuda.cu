@@ -2,10 +2,12 @@
  *
  * One device (CUDA_VISIBLE_DEVICES picks it; with several ranks on one machine, each rank takes
  * device rank mod count), one stream and one cuBLAS handle per backend. cuBLAS runs in its
- * default FP32 math (no TF32: results stay within float rounding of the CPU backend) and with
+ * default FP32 math, so results stay within float rounding of the CPU backend (nn.cu's gemm uses
+ * TF32 tensor cores only where experiment.tf32 asks), and with
  * atomics disallowed, so its sums are deterministic. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_impl.h"
 
@@ -39,6 +41,52 @@ cleanup:
   dt_free(hy);
   dt_free(hm);
   return st;
+}
+
+dt_status cu_profile_mark(dt_backend *be, int phase) {
+  if (be->profile == NULL) return DT_OK;
+  CU_CALL(cudaStreamSynchronize(ctx_of(be)->stream));
+  dt_profile_charge(be, phase);
+  return DT_OK;
+}
+
+dt_status cu_table_put(dt_backend *be, cu_table *t, const void *host, size_t bytes, int cache, void **dev) {
+  cudaStream_t stream = ctx_of(be)->stream;
+  if (cache && t->dev != NULL && bytes == t->bytes && memcmp(t->last, host, bytes) == 0) {
+    *dev = t->dev;
+    return DT_OK;
+  }
+  if (t->pending) CU_CALL(cudaEventSynchronize(t->done)); /* the pinned source is free again */
+  t->pending = 0;
+  if (bytes > t->cap) {
+    const size_t cap = bytes + bytes / 2 + 256;
+    unsigned char *last = (unsigned char *)dt_calloc_(cap, 1);
+    if (last == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory for a %zu-byte device table", bytes);
+    cu_table_free(be, t);
+    t->last = last;
+    CU_CALL(cudaMallocHost(&t->pin, cap));
+    DT_TRY(cu_alloc(be, cap, &t->dev));
+    t->cap = cap;
+  }
+  if (t->done == NULL) CU_CALL(cudaEventCreateWithFlags(&t->done, cudaEventDisableTiming));
+  memcpy(t->pin, host, bytes);
+  t->bytes = 0; /* the device copy is unknown until the upload is queued and recorded */
+  CU_CALL(cudaMemcpyAsync(t->dev, t->pin, bytes, cudaMemcpyHostToDevice, stream));
+  CU_CALL(cudaEventRecord(t->done, stream));
+  t->pending = 1;
+  if (cache) memcpy(t->last, host, bytes);
+  t->bytes = cache ? bytes : 0;
+  *dev = t->dev;
+  return DT_OK;
+}
+
+void cu_table_free(dt_backend *be, cu_table *t) {
+  if (t->pending) (void)cudaEventSynchronize(t->done);
+  cu_free(be, t->dev);
+  if (t->pin != NULL) (void)cudaFreeHost(t->pin);
+  if (t->done != NULL) (void)cudaEventDestroy(t->done);
+  dt_free(t->last);
+  memset(t, 0, sizeof *t);
 }
 
 /* Generated from the op list, so in the declaration order of dt_backend_ops (C++20 designated
@@ -76,6 +124,7 @@ static void cuda_destroy(dt_backend *be) {
   cuda_ctx *c = ctx_of(be);
   if (c != NULL) {
     if (c->stream != NULL) (void)cudaStreamSynchronize(c->stream);
+    cu_table_free(be, &c->mix);
     if (c->red != NULL) (void)cudaFree(c->red);
     if (c->red_host != NULL) (void)cudaFreeHost(c->red_host);
     if (c->blas != NULL) (void)cublasDestroy(c->blas);

@@ -15,6 +15,18 @@ extern "C" {
 #include "dt/status.h"
 }
 
+/* A table the host writes and a kernel reads (pointers and weights of a mix, a gather's
+ * indices): device memory, the pinned source of its asynchronous upload, and the event after
+ * that upload, waited for before the source is written again. With `cache`, a table equal to the
+ * last one uploaded is not uploaded again (a static graph's mixing table). */
+typedef struct cu_table {
+  void *dev, *pin;
+  unsigned char *last;
+  size_t cap, bytes;
+  cudaEvent_t done;
+  int pending;
+} cu_table;
+
 typedef struct cuda_ctx {
   int device;
   cudaStream_t stream;
@@ -22,6 +34,7 @@ typedef struct cuda_ctx {
   double *red;        /* reduction partials, RED_BLOCKS doubles, and the result after them */
   double *red_host;   /* pinned: the result */
   cudaDeviceProp prop;
+  cu_table mix;       /* mix_nodes' table */
 } cuda_ctx;
 
 /* dt_calloc_ for C++ (DT_ALLOC_GOTO assigns a void *, which C++ does not convert). */
@@ -72,6 +85,26 @@ DT_MUST_USE static inline dt_status cu_launch_status(void) {
     }                                                                                        \
   } while (0)
 
+/* A launch over `count` nodes of `per` elements each: grid.y walks the nodes and grid.x a node's
+ * elements, so a kernel finds its node without a 64-bit division and splits the index inside the
+ * node in 32 bits (callers keep `per` under 2^31: the model plan checks its buffers). The kernel's
+ * first two parameters are (int count, unsigned per); NODE_LOOP is its loop. */
+#define NODE_LOOP(g, i, count, per)                                    \
+  for (size_t g = blockIdx.y; g < (size_t)(count); g += gridDim.y)     \
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (per); i += gridDim.x * blockDim.x)
+static inline unsigned cu_node_blocks(size_t per) {
+  const size_t b = (per + CU_THREADS - 1) / CU_THREADS;
+  return b < 1 ? 1u : b > 4096 ? 4096u : (unsigned)b;
+}
+#define NODE_KERNEL(kernel, be, count, per, ...)                                                              \
+  do {                                                                                                        \
+    if ((count) > 0 && (per) > 0) {                                                                           \
+      const dim3 grid_(cu_node_blocks(per), (size_t)(count) < 65535 ? (unsigned)(count) : 65535u);            \
+      kernel<<<grid_, CU_THREADS, 0, ctx_of(be)->stream>>>((int)(count), (unsigned)(per), __VA_ARGS__);       \
+      CU_LAUNCHED();                                                                                          \
+    }                                                                                                         \
+  } while (0)
+
 #define BLAS_CALL(expr)                                                                                   \
   do {                                                                                                    \
     cublasStatus_t bl_err_ = (expr);                                                                      \
@@ -79,9 +112,15 @@ DT_MUST_USE static inline dt_status cu_launch_status(void) {
       return DT_ERROR(DT_ERR_CUDA, "cuBLAS: %s failed: %s", #expr, cublasGetStatusString(bl_err_));       \
   } while (0)
 
-/* Every op of the list (dt/backend.h), defined in vec.cu (memory, vectors, steps), cuda.cu
- * (compressed messages, staged through the host codec), nn_plan.cu and nn.cu (node-batched model
- * calls: the plan, and the calls themselves). */
+/* Puts `bytes` of host data into table t's device memory (in stream order), growing it as
+ * needed; *dev is where it lies. With cache, an unchanged table is not uploaded again. */
+DT_MUST_USE dt_status cu_table_put(dt_backend *be, cu_table *t, const void *host, size_t bytes, int cache, void **dev);
+void cu_table_free(dt_backend *be, cu_table *t);
+
+/* Every op of the list (dt/backend.h), defined in vec.cu (memory, vectors, mixing, steps),
+ * cuda.cu (compressed messages, staged through the host codec; profile marks), samples.cu
+ * (resident sample sets and batch gathering), nn_plan.cu and nn.cu (node-batched model calls:
+ * the plan, and the calls themselves). */
 #define CU_DECLARE(name, params, args) DT_MUST_USE dt_status cu_##name DT_OP_PARAMS params;
 #define CU_DECLARE_VOID(name, params, args) void cu_##name DT_OP_PARAMS params;
 DT_BACKEND_OPS(CU_DECLARE)

@@ -33,6 +33,12 @@ static dt_status gemm(dt_backend *be, cublasOperation_t ta, cublasOperation_t tb
                       int lda, long long sa, const float *B, int ldb, long long sb, float beta, float *C, int ldc,
                       long long sc, int count) {
   const float one = 1.0f;
+  if (be->tf32) { /* experiment.tf32: tensor cores, inputs rounded to TF32, float32 accumulation */
+    BLAS_CALL(cublasGemmStridedBatchedEx(ctx_of(be)->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb,
+                                         &beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                         CUBLAS_GEMM_DEFAULT));
+    return DT_OK;
+  }
   BLAS_CALL(cublasSgemmStridedBatched(ctx_of(be)->blas, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc,
                                       count));
   return DT_OK;
@@ -41,7 +47,7 @@ static dt_status gemm(dt_backend *be, cublasOperation_t ta, cublasOperation_t tb
 /* Y (S×out per node) = X (S×in) · Wᵀ + b for `count` nodes; strides in floats (xs may be 0). */
 static dt_status linear_fwd(dt_backend *be, int count, int S, int in, int out, const float *x, size_t xs, const float *w,
                             const float *b, size_t ps, float *y, size_t ys) {
-  KERNEL(k_bias_cols, be, (size_t)count * S * out, out, S, b, ps, y, ys);
+  NODE_KERNEL(k_bias_cols, be, count, (size_t)S * out, (unsigned)out, b, ps, y, ys);
   return gemm(be, CUBLAS_OP_T, CUBLAS_OP_N, out, S, in, w, in, (long long)ps, x, in, (long long)xs, 1.0f, y, out,
               (long long)ys, count);
 }
@@ -62,29 +68,39 @@ static dt_status linear_bwd(dt_backend *be, int count, int S, int in, int out, c
  * the nodes share one input, unrolled once). */
 static dt_status conv_fwd(dt_backend *be, int count, int S, const dt_conv_shape *s, const float *x, size_t xs, size_t cs,
                           size_t ss, const float *w, const float *b, size_t ps, float *y, size_t ys, float *col,
-                          size_t cols) {
+                          size_t cols, int direct) {
   const int ckk = s->c * s->k * s->k;
   const size_t N = (size_t)S * s->oh * s->ow;
-  KERNEL(k_im2col, be, (size_t)(cols == 0 ? 1 : count) * ckk * N, *s, S, x, xs, cs, ss, col, cols);
-  KERNEL(k_bias_rows, be, (size_t)count * s->f * N, s->f, N, b, ps, y, ys);
+  if (direct) {
+    NODE_KERNEL(k_conv_direct, be, count, (size_t)s->f * N, *s, S, x, xs, cs, ss, w, b, ps, y, ys);
+    return DT_OK;
+  }
+  NODE_KERNEL(k_im2col, be, cols == 0 ? 1 : count, (size_t)ckk * N, *s, S, x, xs, cs, ss, col, cols);
+  NODE_KERNEL(k_bias_rows, be, count, (size_t)s->f * N, (unsigned)N, b, ps, y, ys);
   return gemm(be, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, s->f, ckk, col, (int)N, (long long)cols, w, ckk, (long long)ps, 1.0f, y,
               (int)N, (long long)ys, count);
 }
 
 static dt_status conv_bwd(dt_backend *be, int count, int S, const dt_conv_shape *s, const float *x, size_t xs, size_t cs,
                           size_t ss, const float *w, size_t ps, const float *dy, size_t ys, float *dw, float *db, size_t gs,
-                          float *dx, size_t dxs, float *col, float *dcol, size_t cols) {
+                          float *dx, size_t dxs, float *col, float *dcol, size_t cols, int direct) {
   const int ckk = s->c * s->k * s->k;
   const size_t N = (size_t)S * s->oh * s->ow;
-  KERNEL(k_im2col, be, (size_t)count * ckk * N, *s, S, x, xs, cs, ss, col, cols);
-  DT_TRY(gemm(be, CUBLAS_OP_T, CUBLAS_OP_N, ckk, s->f, (int)N, col, (int)N, (long long)cols, dy, (int)N, (long long)ys, 0.0f,
-              dw, ckk, (long long)gs, count));
+  if (direct) { /* dW straight from x and dy: no im2col */
+    const dim3 grid((unsigned)(count * s->f), (unsigned)((ckk + CONV_RB - 1) / CONV_RB));
+    k_conv_dw<<<grid, CU_THREADS, 0, ctx_of(be)->stream>>>(*s, S, x, xs, cs, ss, dy, ys, dw, gs);
+    CU_LAUNCHED();
+  } else {
+    NODE_KERNEL(k_im2col, be, count, (size_t)ckk * N, *s, S, x, xs, cs, ss, col, cols);
+    DT_TRY(gemm(be, CUBLAS_OP_T, CUBLAS_OP_N, ckk, s->f, (int)N, col, (int)N, (long long)cols, dy, (int)N, (long long)ys, 0.0f,
+                dw, ckk, (long long)gs, count));
+  }
   k_row_sums<<<count * s->f, CU_THREADS, 0, ctx_of(be)->stream>>>(s->f, N, dy, ys, db, gs);
   CU_LAUNCHED();
   if (dx == NULL) return DT_OK;
   DT_TRY(gemm(be, CUBLAS_OP_N, CUBLAS_OP_T, (int)N, ckk, s->f, dy, (int)N, (long long)ys, w, ckk, (long long)ps, 0.0f, dcol,
               (int)N, (long long)cols, count));
-  KERNEL(k_col2im, be, (size_t)count * s->c * S * s->h * s->w, *s, S, dcol, cols, dx, dxs, cs, ss);
+  NODE_KERNEL(k_col2im, be, count, (size_t)s->c * S * s->h * s->w, *s, S, dcol, cols, dx, dxs, cs, ss);
   return DT_OK;
 }
 
@@ -98,7 +114,7 @@ static void act_strides(const cu_plan *pl, int l, int S, size_t *cs, size_t *ss)
 /* (C, S, plane) → sample-major (S, C·plane) per node, or back. */
 static dt_status transpose(dt_backend *be, const cu_plan *pl, int l, int count, int S, const float *x, size_t xns, float *y,
                            int back) {
-  KERNEL(k_to_samples, be, (size_t)count * pl->chan[l] * S * pl->plane[l], (int)pl->chan[l], S, pl->plane[l], x, xns, y,
+  NODE_KERNEL(k_to_samples, be, count, pl->chan[l] * S * pl->plane[l], (int)pl->chan[l], S, (unsigned)pl->plane[l], x, xns, y,
          pl->ns, back);
   return DT_OK;
 }
@@ -107,6 +123,7 @@ static dt_status transpose(dt_backend *be, const cu_plan *pl, int l, int count, 
  * their node strides (0: the input, shared by all nodes). */
 typedef struct pass {
   int count, S, train, group; /* slots, samples, dropout on, group index (its block of per-call arrays) */
+  int timed;                  /* a training call under a profile: layer events recorded */
   const float *a[DT_MAX_LAYERS + 1];
   size_t as[DT_MAX_LAYERS + 1];
 } pass;
@@ -118,11 +135,33 @@ static pass make_pass(int count, int S, int train, int group) {
   return p;
 }
 
+/* profile: an event at position `at` of direction dir (0 forward, 1 backward) of a timed pass */
+static dt_status layer_event(dt_backend *be, cu_plan *pl, const pass *ps, int dir, int at) {
+  if (!ps->timed) return DT_OK;
+  for (; pl->ev_made < 2 * (pl->L + 1); pl->ev_made++) /* made once, counted as made (plan_free destroys them) */
+    CU_CALL(cudaEventCreate(&pl->ev[pl->ev_made / (pl->L + 1)][pl->ev_made % (pl->L + 1)]));
+  CU_CALL(cudaEventRecord(pl->ev[dir][at], ctx_of(be)->stream));
+  return DT_OK;
+}
+
+/* profile: adds a finished timed pass's layer times of direction dir to the profile */
+static dt_status layer_times(dt_backend *be, cu_plan *pl, const pass *ps, int dir) {
+  if (!ps->timed || be->profile == NULL || pl->ev_made < 2 * (pl->L + 1)) return DT_OK;
+  for (int l = 0; l < pl->L && l < DT_PROFILE_LAYERS; l++) {
+    float ms = 0.0f;
+    if (dir == 0) CU_CALL(cudaEventElapsedTime(&ms, pl->ev[0][l], pl->ev[0][l + 1]));
+    else CU_CALL(cudaEventElapsedTime(&ms, pl->ev[1][l + 1], pl->ev[1][l]));
+    be->profile->layer_seconds[dir][l] += ms / 1e3;
+  }
+  return DT_OK;
+}
+
 static dt_status forward(dt_backend *be, cu_plan *pl, pass *ps) {
   const int count = ps->count, S = ps->S;
   const size_t ns = pl->ns, pst = pl->ps;
   int drop = 0;
   for (int l = 0; l < pl->L; l++) {
+    DT_TRY(layer_event(be, pl, ps, 0, l));
     const dt_layer_info *li = &pl->ly[l];
     const float *in = ps->a[l];
     const size_t ins = ps->as[l];
@@ -134,12 +173,12 @@ static dt_status forward(dt_backend *be, cu_plan *pl, pass *ps) {
     ps->as[l + 1] = ns;
     switch (li->kind) {
       case DT_LAYER_CONV2D:
-        DT_TRY(conv_fwd(be, count, S, &li->conv, in, ins, cs, ss, w, b, pst, o, ns, pl->col, ins == 0 ? 0 : pl->cols));
+        DT_TRY(conv_fwd(be, count, S, &li->conv, in, ins, cs, ss, w, b, pst, o, ns, pl->col, ins == 0 ? 0 : pl->cols, pl->direct[l]));
         break;
       case DT_LAYER_MAXPOOL2D: {
         const dt_pool_shape *s = &li->pool;
         const size_t planes = (size_t)s->c * S;
-        KERNEL(k_maxpool, be, (size_t)count * planes * s->oh * s->ow, *s, planes, in, ins, o, ns, pl->argmax[l]);
+        NODE_KERNEL(k_maxpool, be, count, planes * s->oh * s->ow, *s, in, ins, o, ns, pl->argmax[l]);
         break;
       }
       case DT_LAYER_RELU: KERNEL(k_relu, be, (size_t)count * ns, in, o); break;
@@ -149,7 +188,7 @@ static dt_status forward(dt_backend *be, cu_plan *pl, pass *ps) {
         break;
       case DT_LAYER_DROPOUT:
         if (ps->train && li->p > 0.0f) {
-          KERNEL(k_dropout, be, (size_t)count * pl->chan[l] * S * pl->plane[l], (int)pl->chan[l], S, pl->plane[l], ns, cs, ss,
+          NODE_KERNEL(k_dropout, be, count, pl->chan[l] * S * pl->plane[l], (int)pl->chan[l], S, (unsigned)pl->plane[l], ns, cs, ss,
                  li->p, dt_f_dropout_scale(li->p), pl->states_d + ((size_t)ps->group * pl->dropouts + drop) * pl->G,
                  pl->batch_d + (size_t)ps->group * pl->G, in, o, pl->mask[l]);
           drop++;
@@ -170,7 +209,7 @@ static dt_status forward(dt_backend *be, cu_plan *pl, pass *ps) {
       default: break;
     }
   }
-  return DT_OK;
+  return layer_event(be, pl, ps, 0, pl->L);
 }
 
 /* Backward from dlogits in pl->ga; parameter gradients into pl->grad. */
@@ -178,6 +217,7 @@ static dt_status backward(dt_backend *be, cu_plan *pl, pass *ps) {
   const int count = ps->count, S = ps->S;
   const size_t ns = pl->ns, pst = pl->ps;
   float *dcur = pl->ga, *dnext = pl->gb;
+  DT_TRY(layer_event(be, pl, ps, 1, pl->L));
   for (int l = pl->L - 1; l >= 0; l--) {
     const dt_layer_info *li = &pl->ly[l];
     const float *in = ps->a[l];
@@ -190,7 +230,7 @@ static dt_status backward(dt_backend *be, cu_plan *pl, pass *ps) {
     switch (li->kind) {
       case DT_LAYER_CONV2D:
         DT_TRY(conv_bwd(be, count, S, &li->conv, in, ins, cs, ss, w, pst, dcur, ns, dw, db, pst, dx, ns, pl->col, pl->dcol,
-                        pl->cols));
+                        pl->cols, pl->direct[l]));
         break;
       case DT_LAYER_LINEAR: {
         const float *xin = pl->cnhw[l] ? pl->tin[l] : in;
@@ -205,7 +245,7 @@ static dt_status backward(dt_backend *be, cu_plan *pl, pass *ps) {
         if (dx != NULL) {
           const dt_pool_shape *s = &li->pool;
           const size_t planes = (size_t)s->c * S;
-          KERNEL(k_maxpool_back, be, (size_t)count * planes * s->h * s->w, *s, planes, dcur, pl->argmax[l], ns, dx, ns);
+          NODE_KERNEL(k_maxpool_back, be, count, planes * s->h * s->w, *s, dcur, pl->argmax[l], ns, dx, ns);
         }
         break;
       case DT_LAYER_RELU:
@@ -226,6 +266,7 @@ static dt_status backward(dt_backend *be, cu_plan *pl, pass *ps) {
       dnext = dcur;
       dcur = dx;
     }
+    DT_TRY(layer_event(be, pl, ps, 1, l));
   }
   return DT_OK;
 }
@@ -266,9 +307,11 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
                               sizeof(dt_rng) * pl->dropouts * G, cudaMemcpyHostToDevice, stream));
     CU_CALL(cudaMemcpy2DAsync(pl->theta, sizeof(float) * pl->ps, nb->theta + (size_t)g0 * nb->theta_stride,
                               sizeof(float) * nb->theta_stride, sizeof(float) * pl->P, cnt, cudaMemcpyDeviceToDevice, stream));
-    KERNEL(k_gather_batch, be, (size_t)G * S * pl->in_dim, S, pl->in_dim, nb->x + (size_t)g0 * nb->x_stride, nb->x_stride,
+    NODE_KERNEL(k_gather_batch, be, G, (size_t)S * pl->in_dim, S, (unsigned)pl->in_dim, nb->x + (size_t)g0 * nb->x_stride, nb->x_stride,
            nb->y + (size_t)g0 * nb->y_stride, nb->y_stride, BLOCK(pl->batch_d, q), pl->buf[0], pl->ns, pl->y);
+    DT_TRY(cu_profile_mark(be, DT_PHASE_BATCH));
     pass ps = make_pass(G, S, nb->dropout != NULL, q);
+    ps.timed = be->profile != NULL;
     ps.a[0] = pl->buf[0];
     ps.as[0] = pl->ns;
     DT_TRY(forward(be, pl, &ps));
@@ -277,9 +320,13 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
     CU_CALL(cudaMemsetAsync(BLOCK(pl->total, q), 0, sizeof(double) * G, stream));
     CU_CALL(cudaMemsetAsync(BLOCK(pl->correct, q), 0, sizeof(long long) * G, stream));
     KERNEL(k_node_totals, be, (size_t)G, S, pl->sample_loss, pl->sample_hit, BLOCK(pl->total, q), BLOCK(pl->correct, q));
+    DT_TRY(cu_profile_mark(be, DT_PHASE_FORWARD));
+    DT_TRY(layer_times(be, pl, &ps, 0));
     DT_TRY(backward(be, pl, &ps));
-    KERNEL(k_scatter_grad, be, (size_t)cnt * pl->P, pl->P, pl->grad, pl->ps, BLOCK(pl->batch_d, q),
+    NODE_KERNEL(k_scatter_grad, be, cnt, pl->P, pl->grad, pl->ps, BLOCK(pl->batch_d, q),
            nb->grad + (size_t)g0 * nb->grad_stride, nb->grad_stride);
+    DT_TRY(cu_profile_mark(be, DT_PHASE_BACKWARD));
+    DT_TRY(layer_times(be, pl, &ps, 1));
   }
   CU_CALL(cudaMemcpyAsync(pl->total_h, pl->total, sizeof(double) * groups * G, cudaMemcpyDeviceToHost, stream));
   CU_CALL(cudaStreamSynchronize(stream));
@@ -306,7 +353,7 @@ dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) 
       if (pl->shared_input) {
         ps.a[0] = x, ps.as[0] = 0;
       } else { /* every slot gets its own copy of the chunk */
-        KERNEL(k_broadcast, be, (size_t)G * S * pl->in_dim, (size_t)S * pl->in_dim, x, pl->buf[0], pl->ns);
+        NODE_KERNEL(k_broadcast, be, G, (size_t)S * pl->in_dim, x, pl->buf[0], pl->ns);
         ps.a[0] = pl->buf[0], ps.as[0] = pl->ns;
       }
       DT_TRY(forward(be, pl, &ps));

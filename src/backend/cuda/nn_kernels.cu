@@ -15,30 +15,28 @@ extern "C" {
  * plane): sample-major has cs = plane, ss = C·plane; CNHW has cs = S·plane, ss = plane. */
 
 /* col[g][r][s·ohw + q] for r = (c·K + ki)·K + kj; zero outside the padded input. */
-__global__ void k_im2col(size_t n, dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss,
+__global__ void k_im2col(int count, unsigned per, dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss,
                          float *col, size_t colns) {
-  const int ohw = sh.oh * sh.ow, K = sh.k;
-  const size_t N = (size_t)S * ohw, per = (size_t)sh.c * K * K * N;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per, r = rem / N, j = rem % N;
-    const int s = (int)(j / ohw), q = (int)(j % ohw), oh = q / sh.ow, ow = q % sh.ow;
-    const int c = (int)(r / (K * K)), ki = (int)(r / K % K), kj = (int)(r % K);
-    const int ih = oh * sh.stride - sh.pad + ki, iw = ow * sh.stride - sh.pad + kj;
+  const unsigned ohw = (unsigned)(sh.oh * sh.ow), K = (unsigned)sh.k, N = (unsigned)S * ohw;
+  NODE_LOOP(g, i, count, per) {
+    const unsigned r = i / N, j = i % N, s = j / ohw, q = j % ohw, oh = q / sh.ow, ow = q % sh.ow;
+    const unsigned c = r / (K * K), ki = r / K % K, kj = r % K;
+    const int ih = (int)(oh * sh.stride + ki) - sh.pad, iw = (int)(ow * sh.stride + kj) - sh.pad;
     float v = 0.0f;
     if (ih >= 0 && ih < sh.h && iw >= 0 && iw < sh.w) v = x[g * xns + c * cs + s * ss + (size_t)ih * sh.w + iw];
-    col[g * colns + rem] = v;
+    col[g * colns + i] = v;
   }
 }
 
 /* dx = col2im(dcol): each input element sums its taps in (ki, kj) order. */
-__global__ void k_col2im(size_t n, dt_conv_shape sh, int S, const float *dcol, size_t colns, float *dx, size_t xns,
+__global__ void k_col2im(int count, unsigned per, dt_conv_shape sh, int S, const float *dcol, size_t colns, float *dx, size_t xns,
                          size_t cs, size_t ss) {
-  const int ohw = sh.oh * sh.ow, K = sh.k, hw = sh.h * sh.w;
-  const size_t N = (size_t)S * ohw, per = (size_t)sh.c * S * hw;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    const int c = (int)(rem / ((size_t)S * hw)), s = (int)(rem / hw % S), p = (int)(rem % hw);
-    const int ih = p / sh.w, iw = p % sh.w;
+  const unsigned ohw = (unsigned)(sh.oh * sh.ow), hw = (unsigned)(sh.h * sh.w), N = (unsigned)S * ohw;
+  const int K = sh.k;
+  NODE_LOOP(g, i, count, per) {
+    const unsigned c = i / ((unsigned)S * hw), s = i / hw % (unsigned)S, p = i % hw;
+    const int ih = (int)(p / sh.w), iw = (int)(p % sh.w);
+    const float *dc = dcol + g * colns + (size_t)s * ohw;
     float acc = 0.0f;
     for (int ki = 0; ki < K; ki++) {
       const int th = ih + sh.pad - ki;
@@ -46,30 +44,89 @@ __global__ void k_col2im(size_t n, dt_conv_shape sh, int S, const float *dcol, s
       for (int kj = 0; kj < K; kj++) {
         const int tw = iw + sh.pad - kj;
         if (tw < 0 || tw % sh.stride != 0 || tw / sh.stride >= sh.ow) continue;
-        const size_t r = ((size_t)c * K + ki) * K + kj;
-        acc += dcol[g * colns + r * N + (size_t)s * ohw + (th / sh.stride) * sh.ow + tw / sh.stride];
+        const unsigned r = (c * K + ki) * K + kj;
+        acc += dc[(size_t)r * N + (th / sh.stride) * sh.ow + tw / sh.stride];
       }
     }
     dx[g * xns + c * cs + s * ss + p] = acc;
   }
 }
 
-/* Conv output (f × N per node, N = S·ohw) starts as its bias. */
-__global__ void k_bias_rows(size_t n, int f, size_t N, const float *b, size_t bns, float *y, size_t yns) {
-  const size_t per = (size_t)f * N;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    y[g * yns + rem] = b[g * bns + rem / N];
+/* Direct convolution, output CNHW (f × N per node, N = S·ohw): one thread per output, the
+ * filter's taps in (c, ki, kj) order, then the bias. */
+__global__ void k_conv_direct(int count, unsigned per, dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss,
+                              const float *w, const float *b, size_t pns, float *y, size_t yns) {
+  const unsigned ohw = (unsigned)(sh.oh * sh.ow), N = (unsigned)S * ohw;
+  const int K = sh.k, ckk = sh.c * K * K;
+  NODE_LOOP(g, i, count, per) {
+    const unsigned f = i / N, j = i % N, s = j / ohw, q = j % ohw;
+    const int oh = (int)(q / sh.ow), ow = (int)(q % sh.ow);
+    const float *wf = w + g * pns + (size_t)f * ckk;
+    const float *xs = x + g * xns + (size_t)s * ss;
+    float acc = 0.0f;
+    for (int c = 0; c < sh.c; c++)
+      for (int ki = 0; ki < K; ki++) {
+        const int ih = oh * sh.stride - sh.pad + ki;
+        if (ih < 0 || ih >= sh.h) continue;
+        for (int kj = 0; kj < K; kj++) {
+          const int iw = ow * sh.stride - sh.pad + kj;
+          if (iw >= 0 && iw < sh.w) acc += wf[(c * K + ki) * K + kj] * xs[(size_t)c * cs + (size_t)ih * sh.w + iw];
+        }
+      }
+    y[g * yns + i] = acc + b[g * pns + f];
   }
 }
 
-/* Linear output (S × out per node) starts as its bias. */
-__global__ void k_bias_cols(size_t n, int out, int S, const float *b, size_t bns, float *y, size_t yns) {
-  const size_t per = (size_t)S * out;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    y[g * yns + rem] = b[g * bns + rem % out];
+/* dW of a direct convolution: dw[g][f][r] = Σ_j dy[g][f][j]·x_r(j) over the output positions j,
+ * taps r0 .. r0 + CONV_RB − 1 in block (g·F + f, r0 / CONV_RB): each thread sums its positions in
+ * order, then a fixed tree over the block (no atomics). */
+__global__ void k_conv_dw(dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss, const float *dy,
+                          size_t yns, float *dw, size_t gns) {
+  __shared__ float red[CONV_RB][CU_THREADS];
+  const int K = sh.k, ckk = sh.c * K * K;
+  const unsigned ohw = (unsigned)(sh.oh * sh.ow), N = (unsigned)S * ohw; /* under 2^31: the plan checks */
+  const int g = blockIdx.x / sh.f, f = blockIdx.x % sh.f, r0 = blockIdx.y * CONV_RB;
+  int tc[CONV_RB], tki[CONV_RB], tkj[CONV_RB];
+  float acc[CONV_RB];
+#pragma unroll
+  for (int t = 0; t < CONV_RB; t++) {
+    const int r = r0 + t < ckk ? r0 + t : ckk - 1;
+    tc[t] = r / (K * K), tki[t] = r / K % K, tkj[t] = r % K, acc[t] = 0.0f;
   }
+  const float *dyr = dy + (size_t)g * yns + (size_t)f * N;
+  const float *xg = x + (size_t)g * xns;
+  for (unsigned j = threadIdx.x; j < N; j += CU_THREADS) {
+    const float d = dyr[j];
+    const unsigned s = j / ohw, q = j % ohw;
+    const int oh = (int)(q / sh.ow), ow = (int)(q % sh.ow);
+    const float *xs = xg + (size_t)s * ss;
+#pragma unroll
+    for (int t = 0; t < CONV_RB; t++) {
+      const int ih = oh * sh.stride - sh.pad + tki[t], iw = ow * sh.stride - sh.pad + tkj[t];
+      if (ih >= 0 && ih < sh.h && iw >= 0 && iw < sh.w) acc[t] += d * xs[(size_t)tc[t] * cs + (size_t)ih * sh.w + iw];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < CONV_RB; t++) red[t][threadIdx.x] = acc[t];
+  __syncthreads();
+  for (int h = CU_THREADS / 2; h > 0; h /= 2) {
+    if ((int)threadIdx.x < h)
+#pragma unroll
+      for (int t = 0; t < CONV_RB; t++) red[t][threadIdx.x] += red[t][threadIdx.x + h];
+    __syncthreads();
+  }
+  if ((int)threadIdx.x < CONV_RB && r0 + (int)threadIdx.x < ckk)
+    dw[(size_t)g * gns + (size_t)f * ckk + r0 + threadIdx.x] = red[threadIdx.x][0];
+}
+
+/* Conv output (f × N per node, N = S·ohw) starts as its bias. */
+__global__ void k_bias_rows(int count, unsigned per, unsigned N, const float *b, size_t bns, float *y, size_t yns) {
+  NODE_LOOP(g, i, count, per) y[g * yns + i] = b[g * bns + i / N];
+}
+
+/* Linear output (S × out per node) starts as its bias. */
+__global__ void k_bias_cols(int count, unsigned per, unsigned out, const float *b, size_t bns, float *y, size_t yns) {
+  NODE_LOOP(g, i, count, per) y[g * yns + i] = b[g * bns + i % out];
 }
 
 /* db[g][f] = Σ_j dy[g][f][j], one block per (g, f), a fixed tree over a fixed stride. */
@@ -101,13 +158,13 @@ __global__ void k_col_sums(size_t n, int out, int S, const float *dy, size_t yns
 
 /* Planes of h×w, `planes` per node at node strides xns / yns (a plane is contiguous in both
  * layouts): the window's first maximum, NaN wins. */
-__global__ void k_maxpool(size_t n, dt_pool_shape sh, size_t planes, const float *x, size_t xns, float *y, size_t yns,
+__global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float *x, size_t xns, float *y, size_t yns,
                           int32_t *argmax) {
-  const size_t outp = (size_t)sh.oh * sh.ow, inp = (size_t)sh.h * sh.w;
-  GRID_STRIDE(i, n) {
-    const size_t plane = i / outp, g = plane / planes, pp = plane % planes;
-    const int o = (int)(i % outp), oh = o / sh.ow, ow = o % sh.ow;
-    const float *xp = x + g * xns + pp * inp;
+  const unsigned outp = (unsigned)(sh.oh * sh.ow), inp = (unsigned)(sh.h * sh.w);
+  NODE_LOOP(g, i, count, per) {
+    const unsigned pp = i / outp, o = i % outp;
+    const int oh = (int)(o / sh.ow), ow = (int)(o % sh.ow);
+    const float *xp = x + g * xns + (size_t)pp * inp;
     const int h0 = oh * sh.stride, w0 = ow * sh.stride;
     int best = h0 * sh.w + w0;
     float bv = xp[best];
@@ -120,28 +177,28 @@ __global__ void k_maxpool(size_t n, dt_pool_shape sh, size_t planes, const float
           best = idx;
         }
       }
-    const size_t at = g * yns + pp * outp + o;
+    const size_t at = g * yns + i;
     y[at] = bv;
     argmax[at] = best;
   }
 }
 
 /* dx of one input element: the dy of every window whose maximum it was, windows in order. */
-__global__ void k_maxpool_back(size_t n, dt_pool_shape sh, size_t planes, const float *dy, const int32_t *argmax, size_t yns,
+__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, const int32_t *argmax, size_t yns,
                                float *dx, size_t xns) {
-  const size_t inp = (size_t)sh.h * sh.w, outp = (size_t)sh.oh * sh.ow;
-  GRID_STRIDE(i, n) {
-    const size_t plane = i / inp, g = plane / planes, pp = plane % planes;
+  const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
+  NODE_LOOP(g, i, count, per) {
+    const unsigned pp = i / inp;
     const int p = (int)(i % inp), ih = p / sh.w, iw = p % sh.w;
     const int oh0 = ih >= sh.k ? (ih - sh.k) / sh.stride + 1 : 0, ow0 = iw >= sh.k ? (iw - sh.k) / sh.stride + 1 : 0;
-    const size_t base = g * yns + pp * outp;
+    const size_t base = g * yns + (size_t)pp * outp;
     float acc = 0.0f;
     for (int oh = oh0; oh <= ih / sh.stride && oh < sh.oh; oh++)
       for (int ow = ow0; ow <= iw / sh.stride && ow < sh.ow; ow++) {
         const size_t o = base + (size_t)oh * sh.ow + ow;
         if (argmax[o] == p) acc += dy[o];
       }
-    dx[g * xns + pp * inp + p] = acc;
+    dx[g * xns + i] = acc;
   }
 }
 
@@ -153,16 +210,13 @@ __global__ void k_relu_back(size_t n, const float *y, const float *dy, float *dx
 /* Dropout over G nodes of S samples of C planes of `plane` floats, stored with (cs, ss); the
  * element's word in node g's stream is its CPU (sample-major) position. Samples at or past
  * batch[g] (or every sample, for batch == NULL a count of S) get mask 0. */
-__global__ void k_dropout(size_t n, int C, int S, size_t plane, size_t ns, size_t cs, size_t ss, float p, float scale,
+__global__ void k_dropout(int count, unsigned per, int C, int S, unsigned plane, size_t ns, size_t cs, size_t ss, float p, float scale,
                           const dt_rng *st, const int *batch, const float *x, float *y, uint8_t *mask) {
-  const size_t per = (size_t)C * S * plane;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    const int c = (int)(rem / ((size_t)S * plane)), s = (int)(rem / plane % S);
-    const size_t q = rem % plane;
+  NODE_LOOP(g, i, count, per) {
+    const unsigned c = i / ((unsigned)S * plane), s = i / plane % (unsigned)S, q = i % plane;
     const size_t at = g * ns + (size_t)c * cs + (size_t)s * ss + q;
     uint8_t keep = 0;
-    if (s < (batch != NULL ? batch[g] : S)) {
+    if ((int)s < (batch != NULL ? batch[g] : S)) {
       const uint64_t word = (uint64_t)s * C * plane + (uint64_t)c * plane + q;
       keep = (uint8_t)dt_f_dropout_keep(dt_philox_word_at(st[g].key, st[g].ctr, st[g].buf, st[g].used, word), p);
     }
@@ -210,40 +264,34 @@ __global__ void k_node_totals(size_t n, int S, const double *loss, const int *hi
 }
 
 /* (C, S, plane) → (S, C, plane) per node, and back. */
-__global__ void k_to_samples(size_t n, int C, int S, size_t plane, const float *x, size_t xns, float *y, size_t yns, int back) {
-  const size_t per = (size_t)C * S * plane;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    const int c = (int)(rem / ((size_t)S * plane)), s = (int)(rem / plane % S);
-    const size_t q = rem % plane, cnhw = (size_t)c * S * plane + (size_t)s * plane + q;
-    const size_t smaj = (size_t)s * C * plane + (size_t)c * plane + q;
+__global__ void k_to_samples(int count, unsigned per, int C, int S, unsigned plane, const float *x, size_t xns, float *y, size_t yns, int back) {
+  NODE_LOOP(g, i, count, per) {
+    const unsigned c = i / ((unsigned)S * plane), s = i / plane % (unsigned)S, q = i % plane;
+    const size_t cnhw = i, smaj = ((size_t)s * C + c) * plane + q;
     if (back) y[g * yns + cnhw] = x[g * xns + smaj];
     else y[g * yns + smaj] = x[g * xns + cnhw];
   }
 }
 
 /* A group's inputs: node g's first batch[g] samples, zeros after them (and in idle slots). */
-__global__ void k_gather_batch(size_t n, int S, size_t dim, const float *x, size_t xs, const int32_t *y, size_t ys,
+__global__ void k_gather_batch(int count, unsigned per, int S, unsigned dim, const float *x, size_t xs, const int32_t *y, size_t ys,
                                const int *batch, float *gx, size_t gxs, int32_t *gy) {
-  const size_t per = (size_t)S * dim;
-  GRID_STRIDE(i, n) {
-    const size_t g = i / per, rem = i % per;
-    const int s = (int)(rem / dim);
-    const int valid = s < batch[g];
-    gx[g * gxs + rem] = valid ? x[g * xs + rem] : 0.0f;
-    if (rem % dim == 0) gy[g * S + s] = valid ? y[g * ys + s] : 0;
+  NODE_LOOP(g, i, count, per) {
+    const unsigned s = i / dim;
+    const int valid = (int)s < batch[g];
+    gx[g * gxs + i] = valid ? x[g * xs + i] : 0.0f;
+    if (i % dim == 0) gy[g * S + s] = valid ? y[g * ys + s] : 0;
   }
 }
 
 /* Every slot gets the same n floats. */
-__global__ void k_broadcast(size_t n, size_t dim, const float *x, float *y, size_t yns) {
-  GRID_STRIDE(i, n) y[(i / dim) * yns + i % dim] = x[i % dim];
+__global__ void k_broadcast(int count, unsigned per, const float *x, float *y, size_t yns) {
+  NODE_LOOP(g, i, count, per) y[g * yns + i] = x[i];
 }
 
 /* grad of node g (batch[g] > 0) out of the group's gradient. */
-__global__ void k_scatter_grad(size_t n, size_t dim, const float *src, size_t ss, const int *batch, float *dst, size_t ds) {
-  GRID_STRIDE(i, n) {
-    const size_t g = i / dim, j = i % dim;
-    if (batch[g] > 0) dst[g * ds + j] = src[g * ss + j];
+__global__ void k_scatter_grad(int count, unsigned per, const float *src, size_t ss, const int *batch, float *dst, size_t ds) {
+  NODE_LOOP(g, i, count, per) {
+    if (batch[g] > 0) dst[g * ds + i] = src[g * ss + i];
   }
 }

@@ -5,10 +5,17 @@
 
 #include "nn_impl.h"
 
-/* Each node's group-scratch budget: G is the largest group whose scratch fits (at most
- * GROUP_MAX nodes and never more than the run has). */
-enum { GROUP_MAX = 64 };
-static const size_t GROUP_BYTES = (size_t)1 << 30;
+/* The group size G: the largest group whose scratch fits a share of the GPU's memory (its total,
+ * the same on every rank: a sixteenth, so that several ranks and both of a task's plans fit on
+ * one GPU), at most a quarter of the run's nodes unless that is under MIN_GROUP (so that ranks
+ * sharing a GPU pad few idle slots: a rank computes whole groups), and never more than the run
+ * has. Every input is the same on every rank of a run on one GPU model, so a node's arithmetic
+ * (cuBLAS may pick another kernel for another batch count) does not depend on the placement. */
+enum { MIN_GROUP = 64, GROUP_SHARE = 16, MAX_GROUPS = 4 };
+/* a convolution runs directly (cu_plan.direct) with at most DIRECT_MAX_TAPS taps (c·k·k) and
+ * either at most DIRECT_MAX_FILTERS filters or at most DIRECT_SHORT_TAPS taps */
+enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_FILTERS = 16, DIRECT_SHORT_TAPS = 32 };
+static_assert((int)DT_PROFILE_LAYERS >= (int)DT_MAX_LAYERS, "the profile keeps a time per layer");
 
 static void free_host(void *p) {
   if (p != NULL) (void)cudaFreeHost(p);
@@ -17,6 +24,7 @@ static void free_host(void *p) {
 void cu_plan_free(dt_backend *be, void *p) {
   cu_plan *pl = (cu_plan *)p;
   if (pl == NULL) return;
+  for (int e = 0; e < pl->ev_made; e++) (void)cudaEventDestroy(pl->ev[e / (pl->L + 1)][e % (pl->L + 1)]);
   cu_free(be, pl->theta);
   cu_free(be, pl->grad);
   for (int l = 0; l <= DT_MAX_LAYERS; l++) cu_free(be, pl->buf[l]);
@@ -73,6 +81,10 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
     switch (li.kind) {
       case DT_LAYER_CONV2D: {
         const size_t c = (size_t)li.conv.c * li.conv.k * li.conv.k * li.conv.oh * li.conv.ow;
+        const int ckk = li.conv.c * li.conv.k * li.conv.k;
+        /* im2col + GEMM wins where the GEMM has work in both dimensions; few filters or short
+         * filters give a skinny GEMM over a col buffer ckk times the input: compute directly */
+        pl->direct[l] = ckk <= DIRECT_MAX_TAPS && (li.conv.f <= DIRECT_MAX_FILTERS || ckk <= DIRECT_SHORT_TAPS);
         cols = c > cols ? c : cols;
         pl->cnhw[l + 1] = 1, pl->chan[l + 1] = (size_t)li.conv.f, pl->plane[l + 1] = (size_t)li.conv.oh * li.conv.ow;
         break;
@@ -94,9 +106,9 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
   *max_cols = cols;
 }
 
-/* Buffer strides and the group size G: the largest group whose scratch fits GROUP_BYTES per node
- * (at most GROUP_MAX, never more than the run's nodes), from the model and batch alone. */
-static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes) {
+/* Buffer strides and the group size G (see MIN_GROUP), from the model, the batch, the run's
+ * node count and the GPU's total memory. */
+static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes, size_t device_bytes) {
   const dt_layer_kind k0 = pl->ly[0].kind;
   pl->shared_input = k0 == DT_LAYER_CONV2D || k0 == DT_LAYER_LINEAR ||
                      (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
@@ -106,9 +118,10 @@ static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes) {
   /* per node at most: L+1 activations, a transpose and a mask or argmax per layer, two
    * gradient buffers, two im2col buffers, parameters and gradient */
   const size_t per_node = sizeof(float) * ((2 * (size_t)pl->L + 3) * pl->ns + 2 * pl->cols + 2 * pl->ps);
-  size_t g = GROUP_BYTES / (per_node > 0 ? per_node : 1);
+  size_t g = device_bytes / GROUP_SHARE / (per_node > 0 ? per_node : 1);
   const size_t run = (size_t)(run_nodes > 0 ? run_nodes : 1);
-  g = g < 1 ? 1 : g > (size_t)GROUP_MAX ? (size_t)GROUP_MAX : g;
+  const size_t quarter = (run + MAX_GROUPS - 1) / MAX_GROUPS, most = quarter > (size_t)MIN_GROUP ? quarter : (size_t)MIN_GROUP;
+  g = g < 1 ? 1 : g > most ? most : g;
   pl->G = (int)(g > run ? run : g);
   pl->groups_cap = (pl->nodes + pl->G - 1) / pl->G;
 }
@@ -157,7 +170,11 @@ static dt_status plan_alloc(dt_backend *be, cu_plan *pl) {
 static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, cu_plan *pl) {
   size_t maxs, cols;
   plan_shapes(m, max_batch, nodes, pl, &maxs, &cols);
-  plan_group(pl, maxs, cols, run_nodes);
+  plan_group(pl, maxs, cols, run_nodes, ctx_of(be)->prop.totalGlobalMem);
+  const size_t most = pl->ns > pl->cols ? pl->ns : pl->cols;
+  DT_CHECK(most < ((size_t)1 << 31) && pl->ps < ((size_t)1 << 31), DT_ERR_UNSUPPORTED,
+           "the cuda backend keeps a node's activations and parameters under 2^31 floats; this model with batches of %d "
+           "needs %zu; use a smaller batch or backend: cpu", max_batch, most > pl->ps ? most : pl->ps);
   return plan_alloc(be, pl);
 }
 

@@ -113,6 +113,61 @@ dt_status cu_mix(dt_backend *be, size_t n, int k, const float *const *x, const f
   return DT_OK;
 }
 
+/* ---- mixing many nodes in one launch: output c is the mix of terms [at[c], at[c+1]) --------- */
+
+struct mix_table {
+  const long long *at;    /* count + 1 */
+  float *const *y;        /* count */
+  const float *const *x;  /* terms */
+  const float *w;         /* terms */
+};
+
+__global__ void k_mix_nodes(size_t n, int count, mix_table t) {
+  for (int c = blockIdx.y; c < count; c += gridDim.y) {
+    const long long a = t.at[c], k = t.at[c + 1] - a;
+    float *y = t.y[c];
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+      float acc = 0.0f;
+      for (long long j = 0; j < k; j++) acc = j == 0 ? dt_f_mix_first(t.w[a], t.x[a][i]) : dt_f_axpy(t.w[a + j], t.x[a + j][i], acc);
+      y[i] = acc;
+    }
+  }
+}
+
+dt_status cu_mix_nodes(dt_backend *be, size_t n, int count, const int *k, const float *const *x, const float *w,
+                       float *const *y) {
+  if (n == 0 || count <= 0) return DT_OK;
+  size_t terms = 0;
+  for (int c = 0; c < count; c++) terms += (size_t)k[c];
+  /* the table: offsets, outputs, term pointers, then weights (8-byte fields first) */
+  const size_t o_y = sizeof(long long) * ((size_t)count + 1), o_x = o_y + sizeof(float *) * (size_t)count;
+  const size_t o_w = o_x + sizeof(float *) * terms, bytes = o_w + sizeof(float) * terms;
+  unsigned char *h = (unsigned char *)dt_calloc_(bytes, 1);
+  if (h == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory for the mixing table of %d nodes", count);
+  long long *at = (long long *)h;
+  float **ys = (float **)(h + o_y);
+  const float **xs = (const float **)(h + o_x);
+  float *ws = (float *)(h + o_w);
+  at[0] = 0;
+  for (int c = 0; c < count; c++) at[c + 1] = at[c] + k[c], ys[c] = y[c];
+  for (size_t j = 0; j < terms; j++) xs[j] = x[j], ws[j] = w[j];
+  void *dev = NULL;
+  const dt_status st = cu_table_put(be, &ctx_of(be)->mix, h, bytes, 1, &dev);
+  dt_free(h);
+  DT_TRY(st);
+  unsigned char *d = (unsigned char *)dev;
+  mix_table t;
+  t.at = (const long long *)d;
+  t.y = (float *const *)(d + o_y);
+  t.x = (const float *const *)(d + o_x);
+  t.w = (const float *)(d + o_w);
+  const unsigned bx = cu_blocks(n) < 1024u ? cu_blocks(n) : 1024u;
+  const dim3 grid(bx, count < 65535 ? (unsigned)count : 65535u);
+  k_mix_nodes<<<grid, CU_THREADS, 0, ctx_of(be)->stream>>>(n, count, t);
+  CU_LAUNCHED();
+  return DT_OK;
+}
+
 /* ---- reductions ---------------------------------------------------------------------------- */
 
 enum red_kind { RED_DOT, RED_SQ, RED_SQDIST, RED_SQDIST_MEAN };
