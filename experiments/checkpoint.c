@@ -9,9 +9,11 @@
  *
  * Node files depend on the node and the config only, never on P. Only rank 0 touches files:
  * each node's bytes travel to it (dt_comm_node_blobs_to_root), so no shared file system is
- * needed. A checkpoint is written into checkpoint.tmp/ and swapped in with renames, so a kill at
- * any moment leaves either the previous checkpoint or the new one complete: checkpoint/ or,
- * between the two renames, checkpoint.old/. */
+ * needed. A checkpoint is written into checkpoint.tmp/ and swapped in with renames; the one
+ * before it stays as checkpoint.old/. Every file ends in a trailer (its length and CRC-32C), and
+ * resume verifies every file of checkpoint/ before it uses any: a damaged or changed file makes
+ * it take checkpoint.old/ (saying so), and when that fails too it stops with exit 2, naming the
+ * file. Files are read with a size bound and only when they are regular files. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -21,14 +23,62 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dt/log.h"
 #include "runner_impl.h"
 
-/* 002: each problem's results carry their column count (sim_time made 12); 001, written before,
- * had 11 and still resumes. */
-static const char run_magic[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '2'};
+/* 003: every file of the checkpoint ends in a checksum trailer; 002 (each problem's results carry
+ * their column count: sim_time made 12) and 001 (11 columns), written before, still resume,
+ * unverified. */
+static const char run_magic[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '3'};
+static const char run_magic_v2[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '2'};
 static const char run_magic_v1[8] = {'D', 'T', 'R', 'U', 'N', '0', '0', '1'};
 enum { V1_COLS = 11 };
-static int is_run_magic(const void *m) { return memcmp(m, run_magic, 8) == 0 || memcmp(m, run_magic_v1, 8) == 0; }
+static int is_run_magic(const void *m) {
+  return memcmp(m, run_magic, 8) == 0 || memcmp(m, run_magic_v2, 8) == 0 || memcmp(m, run_magic_v1, 8) == 0;
+}
+
+/* ---- the trailer: "DTCK", the CRC-32C of the content, the content's length (16 bytes) ------- */
+
+enum { TRAILER = 16 };
+
+static void trailer_make(const void *data, size_t len, unsigned char t[TRAILER]) {
+  const uint32_t crc = dt_crc32c(0, data, len);
+  const uint64_t n = len;
+  memcpy(t, "DTCK", 4);
+  memcpy(t + 4, &crc, 4);
+  memcpy(t + 8, &n, 8);
+}
+
+/* Whether data[0..size) is content followed by its trailer; the content's length into *len. */
+static int trailer_ok(const unsigned char *data, size_t size, size_t *len) {
+  if (size < TRAILER) return 0;
+  const unsigned char *t = data + size - TRAILER;
+  uint32_t crc;
+  uint64_t n;
+  memcpy(&crc, t + 4, 4);
+  memcpy(&n, t + 8, 8);
+  if (memcmp(t, "DTCK", 4) != 0 || n != size - TRAILER || dt_crc32c(0, data, size - TRAILER) != crc) return 0;
+  *len = size - TRAILER;
+  return 1;
+}
+
+/* Writes dir/name as data followed by its trailer, atomically. */
+static dt_status write_checked(const char *dir, const char *name, const void *data, size_t len) {
+  unsigned char *buf = malloc(len + TRAILER);
+  DT_CHECK(buf != NULL, DT_ERR_MEMORY, "out of memory writing %s/%s", dir, name);
+  if (len > 0) memcpy(buf, data, len);
+  trailer_make(data, len, buf + len);
+  const dt_status st = dt_write_atomic(dir, name, buf, len + TRAILER);
+  free(buf);
+  return st;
+}
+
+/* The largest checkpoint file read back: half of this machine's memory (a node's state or the
+ * run's CSV text never comes near it; a file beyond it is not one dtrun wrote). */
+static size_t read_bound(void) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page : (size_t)1 << 32;
+}
 
 static const char *const statuses[] = {"completed", "interrupted", "diverged", NULL};
 
@@ -65,6 +115,8 @@ typedef struct write_ctx {
   runner *r;
   dt_optimizer_run *run;
   char dir[DT_PATH_MAX + 96];
+  uint64_t *node_size; /* rank 0: each node file's content length and CRC-32C, for run.ckpt's table */
+  uint32_t *node_crc;
 } write_ctx;
 
 static dt_status give_node(void *ctx, int l, const void **data, size_t *size) {
@@ -76,7 +128,9 @@ static dt_status take_node(void *ctx, int node, const void *data, size_t size) {
   write_ctx *w = ctx;
   char name[64];
   snprintf(name, sizeof name, "node_%d.ckpt", node);
-  return dt_write_atomic(w->dir, name, data, size);
+  w->node_size[node] = size;
+  w->node_crc[node] = dt_crc32c(0, data, size);
+  return write_checked(w->dir, name, data, size);
 }
 
 static void put_u64(strbuf *sb, uint64_t v) { sb_put(sb, &v, 8); }
@@ -86,8 +140,10 @@ static void put_bytes(strbuf *sb, const void *data, size_t n) {
   sb_put(sb, data, n);
 }
 
-/* rank 0's part of the checkpoint, as bytes */
-static void encode_run(const runner *r, int p, int round, const problem_run *pr, const void *shared, size_t shared_size, strbuf *sb) {
+/* rank 0's part of the checkpoint, as bytes; after round > 0 it ends in the table of the node
+ * files (each one's content length and CRC-32C, then their count), which ties them to it */
+static void encode_run(const runner *r, int p, int round, const problem_run *pr, const void *shared, size_t shared_size,
+                       const write_ctx *w, strbuf *sb) {
   sb_put(sb, run_magic, 8);
   put_u64(sb, r->config_hash);
   put_u64(sb, (uint64_t)p);
@@ -116,7 +172,23 @@ static void encode_run(const runner *r, int p, int round, const problem_run *pr,
     put_bytes(sb, pr->csv.data, pr->csv.len);
     put_bytes(sb, pr->consensus_csv.data, pr->consensus_csv.len);
     put_bytes(sb, shared, shared_size);
+    for (int i = 0; i < r->n; i++) {
+      const uint32_t zero = 0;
+      put_u64(sb, w->node_size[i]);
+      sb_put(sb, &w->node_crc[i], 4);
+      sb_put(sb, &zero, 4);
+    }
+    put_u64(sb, (uint64_t)r->n);
   }
+}
+
+/* Every rank learns whether all succeeded (*ok = 1) so far; *st keeps this rank's own failure
+ * (the exchange's failure when it had none), which is returned. Collective. */
+static dt_status agree(const runner *r, dt_status *st, double *ok) {
+  *ok = *st == DT_OK;
+  const dt_status a = dt_comm_allreduce_min_f64(r->comm, ok, 1);
+  if (*st == DT_OK) *st = a;
+  return *st;
 }
 
 dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
@@ -139,33 +211,40 @@ dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
   const void *shared = NULL;
   size_t shared_size = 0;
   if (round > 0) {
-    DT_TRY(dt_comm_node_blobs_to_root(r->comm, r->n, give_node, take_node, &w));
-    DT_TRY(dt_run_save_shared(&pr->run, &shared, &shared_size));
+    if (r->rank == 0) {
+      w.node_size = calloc((size_t)r->n, sizeof *w.node_size);
+      w.node_crc = calloc((size_t)r->n, sizeof *w.node_crc);
+      if (w.node_size == NULL || w.node_crc == NULL) st = DT_ERROR(DT_ERR_MEMORY, "out of memory for the checkpoint");
+    }
+    if (agree(r, &st, &ok) != DT_OK) goto cleanup;
+    DT_CHECK_GOTO(ok == 1, DT_ERR_MEMORY, "rank 0 ran out of memory for the checkpoint");
+    DT_TRY_GOTO(dt_comm_node_blobs_to_root(r->comm, r->n, give_node, take_node, &w));
+    DT_TRY_GOTO(dt_run_save_shared(&pr->run, &shared, &shared_size));
   }
   if (r->rank == 0) {
     strbuf sb = {0};
-    encode_run(r, p, round, pr, shared, shared_size, &sb);
-    st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory for the checkpoint") : dt_write_atomic(w.dir, "run.ckpt", sb.data, sb.len);
+    encode_run(r, p, round, pr, shared, shared_size, &w, &sb);
+    st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory for the checkpoint") : write_checked(w.dir, "run.ckpt", sb.data, sb.len);
     sb_free(&sb);
-    /* The swap: checkpoint/ → checkpoint.old/, checkpoint.tmp/ → checkpoint/, drop the old one.
-     * checkpoint/ only ever comes complete from a rename, so when it exists a checkpoint.old/ left
-     * by a kill in an earlier swap is stale; when it does not, checkpoint.old/ is the one to keep
-     * until the new one is in place. */
+    /* The swap: drop checkpoint.old/, checkpoint/ → checkpoint.old/, checkpoint.tmp/ →
+     * checkpoint/. checkpoint/ only ever comes complete from a rename, so when it exists the
+     * checkpoint.old/ beside it is the one before it, now two back; when it does not (a kill
+     * between the renames), checkpoint.old/ is the newest complete one and stays. */
     struct stat cur_sb;
     const int have_cur = stat(cur, &cur_sb) == 0;
     if (st == DT_OK && have_cur) st = remove_dir(old);
     if (st == DT_OK && have_cur && rename(cur, old) != 0) st = DT_ERROR(DT_ERR_IO, "cannot rename %s: %s", cur, strerror(errno));
     if (st == DT_OK && rename(w.dir, cur) != 0) st = DT_ERROR(DT_ERR_IO, "cannot rename %s to %s: %s", w.dir, cur, strerror(errno));
-    if (st == DT_OK) st = remove_dir(old);
   }
-  ok = st == DT_OK;
-  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
-  if (st != DT_OK) return st;
-  DT_CHECK(ok == 1, DT_ERR_IO, "rank 0 could not write the checkpoint");
+  if (agree(r, &st, &ok) != DT_OK) goto cleanup;
+  DT_CHECK_GOTO(ok == 1, DT_ERR_IO, "rank 0 could not write the checkpoint");
   r->last_ckpt = dt_time_now();
   r->ckpt_seconds += r->last_ckpt - t0;
   r->num_ckpt += round > 0;
-  return DT_OK;
+cleanup:
+  free(w.node_size);
+  free(w.node_crc);
+  return st;
 }
 
 int runner_checkpoint_due(const runner *r, int round) {
@@ -182,6 +261,22 @@ typedef struct reader {
   const char *path;
   int v1; /* written by a dtrun of format 001 */
 } reader;
+
+/* The format of the checkpoint in dir: 3 (checksummed), 2 or 1 (not), or 0 when run.ckpt is
+ * missing or not a dtrun checkpoint. */
+static int ckpt_format(const char *dir) {
+  char path[DT_PATH_MAX + 160];
+  unsigned char magic[8];
+  snprintf(path, sizeof path, "%s/run.ckpt", dir);
+  FILE *f = dt_open_regular(path);
+  if (f == NULL) return 0;
+  const size_t got = fread(magic, 1, 8, f);
+  fclose(f);
+  if (got != 8) return 0;
+  if (memcmp(magic, run_magic, 8) == 0) return 3;
+  if (memcmp(magic, run_magic_v2, 8) == 0) return 2;
+  return memcmp(magic, run_magic_v1, 8) == 0 ? 1 : 0;
+}
 
 static dt_status get(reader *rd, void *out, size_t n) {
   DT_CHECK((size_t)(rd->end - rd->p) >= n, DT_ERR_DATA, "%s: truncated", rd->path);
@@ -204,9 +299,20 @@ static dt_status get_bytes(reader *rd, const unsigned char **data, size_t *n) {
   return DT_OK;
 }
 
-static dt_status read_file(const char *path, unsigned char **data, size_t *size) {
-  *data = (unsigned char *)dt_read_file(path, size);
-  DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path, strerror(errno));
+/* A checkpoint file's content: read with the size bound and, when `checked` (format 3), its
+ * trailer verified and cut off (*size is the content's length). */
+static dt_status read_file(const char *path, int checked, unsigned char **data, size_t *size) {
+  *data = (unsigned char *)dt_read_file_bounded(path, read_bound(), size);
+  DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path,
+           errno == EINVAL   ? "not a regular file"
+           : errno == EFBIG  ? "larger than a checkpoint can be"
+           : errno == ESTALE ? "it changed while being read"
+                             : strerror(errno));
+  if (checked && !trailer_ok(*data, *size, size)) {
+    free(*data);
+    *data = NULL;
+    return DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its checksum does not match)", path);
+  }
   return DT_OK;
 }
 
@@ -221,6 +327,91 @@ int runner_checkpoint_find(const char *outdir, char *dir, size_t size) {
     }
   }
   return 0;
+}
+
+/* The node table at the end of a format-3 run.ckpt after round > 0 (encode_run): its count and
+ * entries; 0 when it is not there or not of n nodes. */
+enum { TABLE_ENTRY = 16 };
+static int node_table(const unsigned char *content, size_t len, int n, const unsigned char **table) {
+  uint64_t count = 0;
+  if (len < 8) return 0;
+  memcpy(&count, content + len - 8, 8);
+  if (count != (uint64_t)n || (len - 8) / TABLE_ENTRY < count) return 0;
+  *table = content + len - 8 - (size_t)count * TABLE_ENTRY;
+  return 1;
+}
+
+/* Rank 0: every file of the checkpoint in dir verified, or the first failure: run.ckpt (format 3:
+ * its checksum), then, for a checkpoint inside a problem (round > 0), node_0..n−1.ckpt (format 3:
+ * each one's checksum, and its length and CRC against run.ckpt's table, so a node file of
+ * another checkpoint is refused too; formats 1 and 2: their presence). */
+static dt_status verify_dir(const char *dir, int n) {
+  const int format = ckpt_format(dir);
+  char path[DT_PATH_MAX + 160];
+  snprintf(path, sizeof path, "%s/run.ckpt", dir);
+  DT_CHECK(format > 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
+  unsigned char *run = NULL;
+  size_t len = 0;
+  DT_TRY(read_file(path, format >= 3, &run, &len));
+  uint64_t round = 0;
+  const unsigned char *table = NULL;
+  dt_status st = DT_OK;
+  if (len >= 32) memcpy(&round, run + 24, 8);
+  if (format >= 3 && round > 0 && !node_table(run, len, n, &table))
+    st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its table of node files is not one of %d nodes)", path, n);
+  for (int i = 0; st == DT_OK && round > 0 && i < n; i++) {
+    snprintf(path, sizeof path, "%s/node_%d.ckpt", dir, i);
+    if (format < 3) {
+      if (access(path, R_OK) != 0) st = DT_ERROR(DT_ERR_DATA, "%s: missing", path);
+      continue;
+    }
+    unsigned char *data = NULL;
+    size_t size = 0;
+    st = read_file(path, 1, &data, &size);
+    if (st == DT_OK) {
+      uint64_t want = 0;
+      uint32_t crc = 0;
+      memcpy(&want, table + (size_t)i * TABLE_ENTRY, 8);
+      memcpy(&crc, table + (size_t)i * TABLE_ENTRY + 8, 4);
+      if (want != size || dt_crc32c(0, data, size) != crc)
+        st = DT_ERROR(DT_ERR_DATA, "%s: not the node file this checkpoint wrote (its run.ckpt lists another)", path);
+    }
+    free(data);
+  }
+  free(run);
+  return st;
+}
+
+/* Rank 0: the newest checkpoint of r's folder whose files all verify, into dir (0 when there is
+ * none). A damaged newer one is reported and removed, so that the next checkpoint's swap keeps
+ * the good one as the one before; when every one is damaged, the newest one's failure. */
+static dt_status choose_checkpoint(const runner *r, char *dir, size_t size, int *found) {
+  static const char *const subs[] = {"checkpoint", "checkpoint.old"};
+  char first[DT_PATH_MAX + 64] = "", damaged[DT_PATH_MAX + 96] = "";
+  *found = 0;
+  for (int i = 0; i < 2; i++) {
+    char cand[DT_PATH_MAX + 96], path[DT_PATH_MAX + 128];
+    snprintf(cand, sizeof cand, "%s/%s", r->outdir, subs[i]);
+    snprintf(path, sizeof path, "%s/run.ckpt", cand);
+    if (access(path, F_OK) != 0) continue;
+    if (verify_dir(cand, r->n) == DT_OK) {
+      if (first[0] != '\0') {
+        dt_log_warn("%s; resuming from %s, the checkpoint before it", first, cand);
+        DT_TRY(remove_dir(damaged));
+      }
+      snprintf(dir, size, "%s", cand);
+      *found = 1;
+      return DT_OK;
+    }
+    if (first[0] == '\0') {
+      snprintf(first, sizeof first, "%s", dt_error_message());
+      snprintf(damaged, sizeof damaged, "%s", cand);
+    }
+  }
+  DT_CHECK(first[0] == '\0', DT_ERR_DATA,
+           "%s; no earlier checkpoint is intact: start the run again (dtrun run %s/config.yaml --output-dir %s --force)", first,
+           r->outdir, r->outdir);
+  return DT_OK;
 }
 
 /* run.ckpt's head: magic, config hash, problem p, round, node count and the number of problem
@@ -291,18 +482,23 @@ static dt_status decode_progress(reader *rd, resume_point *rp) {
   return DT_OK;
 }
 
-/* Rank 0: reads the checkpoint in r->outdir, if there is one, into rp and r->res. */
+/* Rank 0: reads the newest intact checkpoint in r->outdir, if there is one, into rp and r->res. */
 static dt_status read_run(runner *r, resume_point *rp) {
-  if (!runner_checkpoint_find(r->outdir, rp->dir, sizeof rp->dir)) return DT_OK;
+  int found = 0;
+  DT_TRY(choose_checkpoint(r, rp->dir, sizeof rp->dir, &found));
+  if (!found) return DT_OK;
   dt_status st = DT_OK;
   unsigned char *buf = NULL;
   size_t size = 0;
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
   reader rd = {.path = path};
-  DT_TRY_GOTO(read_file(path, &buf, &size));
+  rp->checked = ckpt_format(rp->dir) >= 3;
+  DT_TRY_GOTO(read_file(path, rp->checked, &buf, &size));
   rd.p = buf;
   rd.end = buf + size;
+  const unsigned char *table = NULL; /* verified by choose_checkpoint: the content ends before it */
+  if (rp->checked && size >= 32 && memcmp(buf + 24, &(uint64_t){0}, 8) != 0 && node_table(buf, size, r->n, &table)) rd.end = table;
   uint64_t p = 0, round = 0, nres = 0;
   DT_TRY_GOTO(decode_head(&rd, r, &p, &round, &nres));
   rp->found = 1;
@@ -319,9 +515,9 @@ cleanup:
 /* Every rank learns from rank 0 the point to continue from, the results so far, the timers and
  * the replicated state. Collective. */
 static dt_status share_run(runner *r, resume_point *rp) {
-  int head[3] = {rp->found, rp->problem, rp->round};
+  int head[4] = {rp->found, rp->problem, rp->round, rp->checked};
   DT_TRY(dt_comm_bcast(r->comm, head, sizeof head, 0));
-  rp->found = head[0], rp->problem = head[1], rp->round = head[2];
+  rp->found = head[0], rp->problem = head[1], rp->round = head[2], rp->checked = head[3];
   /* res of the problems so far (status as an index: pointers do not travel) */
   for (int q = 0; q <= rp->problem && q < DT_MAX_PROBLEMS; q++) {
     int s = r->res[q].status != NULL ? status_index(r->res[q].status) : 0;
@@ -367,7 +563,7 @@ static dt_status give_file(void *ctx, int node, const void **data, size_t *size)
   free(c->buf);
   c->buf = NULL;
   snprintf(c->path, sizeof c->path, "%s/node_%d.ckpt", c->rp->dir, node);
-  DT_TRY(read_file(c->path, &c->buf, size));
+  DT_TRY(read_file(c->path, c->rp->checked, &c->buf, size));
   *data = c->buf;
   return DT_OK;
 }
@@ -396,6 +592,51 @@ dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, proble
     sb_put(&pr->consensus_csv, rp->consensus_csv.data, rp->consensus_csv.len);
     DT_CHECK(!pr->csv.failed && !pr->consensus_csv.failed, DT_ERR_MEMORY, "out of memory");
   }
+  return DT_OK;
+}
+
+/* Rank 0: the data's digests against those summary.yaml recorded when the run started (roles it
+ * does not list are not compared: a summary written before they were recorded). */
+static dt_status compare_data(runner *r) {
+  if (r->num_files < 0) {
+    r->num_files = 0;
+    if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
+  }
+  char path[DT_PATH_MAX + 96], line[512];
+  snprintf(path, sizeof path, "%s/summary.yaml", r->outdir);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return DT_OK; /* resumable() refuses a folder without one */
+  int in = 0;
+  dt_status st = DT_OK;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (!in) {
+      in = strncmp(line, "data_files:", 11) == 0;
+      continue;
+    }
+    char role[32], hex[65];
+    if (strncmp(line, "  ", 2) != 0 || sscanf(line, " %31[^:]: %64s", role, hex) != 2) break;
+    for (int i = 0; i < r->num_files; i++)
+      if (strcmp(r->files[i].role, role) == 0 && strcmp(r->files[i].sha256, hex) != 0) {
+        const char *dir = r->cfg->experiment.data_dir[0] != '\0' ? r->cfg->experiment.data_dir : "data/";
+        if (st == DT_OK) /* the first change is the error */
+          st = DT_ERROR(DT_ERR_DATA,
+                        "%s: the data changed since this run started: %s (in %s) has SHA-256 %.12s..., summary.yaml "
+                        "recorded %.12s...; put the original file back, or start a new run",
+                        r->outdir, role, dir, r->files[i].sha256, hex);
+        snprintf(r->files[i].sha256, sizeof r->files[i].sha256, "%s", hex); /* the summary keeps what the run started with */
+        break;
+      }
+  }
+  fclose(f);
+  return st;
+}
+
+dt_status runner_check_data(runner *r) {
+  const dt_status st = r->rank == 0 ? compare_data(r) : DT_OK;
+  double ok = st == DT_OK;
+  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &ok, 1));
+  if (st != DT_OK) return st;
+  DT_CHECK(ok == 1, DT_ERR_DATA, "rank 0 found the data changed since the run started");
   return DT_OK;
 }
 

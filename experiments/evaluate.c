@@ -143,8 +143,16 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
   if (r->rank == 0) {
     runner_record_rows(r, pr, round, res);
     runner_db_evaluation(r, pr->index, pr, round); /* committed before it is printed */
-    runner_print_evaluation(r, pr->pc, round, res);
   }
+  /* printed means stored: a failed commit (a full disk) stops the run here, on every rank, with
+   * nothing printed that the database lacks; the last checkpoint stays for resume */
+  double stored = r->rank != 0 || !r->db_failed;
+  DT_TRY_GOTO(dt_comm_allreduce_min_f64(r->comm, &stored, 1));
+  if (stored != 1) {
+    st = r->rank == 0 ? runner_db_status(r) : DT_ERROR(DT_ERR_IO, "rank 0 could not store an evaluation in results.sqlite");
+    goto cleanup;
+  }
+  if (r->rank == 0) runner_print_evaluation(r, pr->pc, round, res);
   DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_EVAL));
 cleanup:
   dt_timer_stop(&pr->t_eval);

@@ -259,6 +259,8 @@ static dt_status resumable(const char *dir, const char *config, int quiet, int *
   *nothing = 0;
   DT_CHECK(access(config, R_OK) == 0, DT_ERR_USAGE, "%s is not a run folder (no config.yaml in it)", dir);
   dt_run_dir_status(dir, status, sizeof status, holder, sizeof holder);
+  DT_CHECK(strcmp(status, "unknown") != 0, DT_ERR_USAGE,
+           "%s is not a run folder dtrun wrote (it has a config.yaml but no summary.yaml); to run that config: dtrun run %s", dir, config);
   DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s): nothing to resume", dir, holder);
   *nothing = strcmp(status, "completed") == 0;
   if (*nothing) printf("%s: completed; nothing to resume\n", dir);

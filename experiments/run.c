@@ -377,14 +377,17 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.lock_fd = -1;
   resume_point rp;
   memset(&rp, 0, sizeof rp);
-  int done = 0, sig = 0;
+  int done = 0, sig = 0, refused = 0;
   DT_TRY_GOTO(runner_setup(&r));
   if (opt->dump_trace != NULL) {
     DT_CHECK_GOTO(r.schedule == NULL, DT_ERR_USAGE, "--dump-trace traces static graphs; this experiment's graph changes every round");
     DT_TRY_GOTO(runner_write_trace_setup(&r, opt->dump_trace));
   }
   banner(&r);
-  if (opt->resume) DT_TRY_GOTO(runner_checkpoint_load_run(&r, &rp));
+  /* a resume refused (no intact checkpoint, changed data) leaves the folder as it was */
+  if (opt->resume && (st = runner_checkpoint_load_run(&r, &rp)) != DT_OK) refused = 1;
+  if (st == DT_OK && rp.found && (st = runner_check_data(&r)) != DT_OK) refused = 1; /* the data it started with */
+  if (refused) goto cleanup;
   if (!rp.found) {
     /* a fresh run, or a resumed one that died before its first checkpoint: from the start */
     DT_TRY_GOTO(runner_write_setup_files(&r));
@@ -419,7 +422,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
     st = DT_ERROR(DT_ERR_DIVERGED, "every problem diverged (summary.yaml gives the round each one did)%s%s", r.write ? "; files in " : "",
                   r.write ? r.outdir : "");
 cleanup:
-  if (st != DT_OK && st != DT_ERR_INTERRUPTED && st != DT_ERR_DIVERGED && r.write) {
+  if (st != DT_OK && st != DT_ERR_INTERRUPTED && st != DT_ERR_DIVERGED && r.write && !refused) {
     /* the summary tells the truth about a failed run; the failure's own message stays first */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", dt_error_message());

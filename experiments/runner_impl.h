@@ -100,6 +100,7 @@ typedef struct problem_run {
 typedef struct resume_point {
   int found;
   int problem, round;
+  int checked; /* its files end in checksum trailers (format 3) */
   char dir[DT_PATH_MAX + 96];
   double t_compute, t_comm, t_eval, seconds;
   strbuf csv, consensus_csv; /* rank 0 */
@@ -130,6 +131,9 @@ DT_MUST_USE dt_status runner_checkpoint_load_run(runner *r, resume_point *rp);
  * timers and the CSV text so far. Collective. */
 DT_MUST_USE dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, problem_run *pr);
 void runner_resume_point_free(resume_point *rp);
+/* Resume: the data files' SHA-256 against those the run's summary.yaml recorded; a change is
+ * DT_ERR_DATA naming the file. Collective. */
+DT_MUST_USE dt_status runner_check_data(runner *r);
 /* Removes the checkpoint folders (a completed run needs none). */
 DT_MUST_USE dt_status runner_checkpoint_remove(runner *r);
 
@@ -174,7 +178,8 @@ DT_MUST_USE dt_status runner_write_solo(runner *r, const double *all);
 
 /* db.c: results.sqlite, written by rank 0 of a writing run (nothing elsewhere). Opening finds
  * (resume) or makes this run's row; a failure to open is an error, later write failures are kept
- * and returned by runner_db_status, which the problem's end reports on every rank. */
+ * and returned by runner_db_status: an evaluation's stops the run before it is printed
+ * (runner_evaluate), others are reported at the problem's end on every rank. */
 DT_MUST_USE dt_status runner_db_open(runner *r, const char *config_text);
 /* Problem p begins or continues: its evaluations after round `keep` (-1: all) and every later
  * problem's are dropped, to be measured again. */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "writer_impl.h"
@@ -55,6 +57,70 @@ char *dt_read_file(const char *path, size_t *len) {
   sb.data[sb.len] = '\0';
   *len = sb.len;
   return sb.data;
+}
+
+FILE *dt_open_regular(const char *path) {
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block the open */
+  if (fd < 0) return NULL;
+  struct stat st;
+  int e = 0;
+  if (fstat(fd, &st) != 0) e = errno;
+  else if (!S_ISREG(st.st_mode)) e = EINVAL;
+  else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) e = errno;
+  FILE *f = e == 0 ? fdopen(fd, "rb") : NULL;
+  if (f == NULL) {
+    if (e == 0) e = errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
+}
+
+char *dt_read_file_bounded(const char *path, size_t max, size_t *len) {
+  FILE *f = dt_open_regular(path);
+  if (f == NULL) return NULL;
+  struct stat st;
+  int e = 0;
+  if (fstat(fileno(f), &st) != 0) e = errno;
+  else if ((uintmax_t)st.st_size > (uintmax_t)max) e = EFBIG;
+  char *data = NULL;
+  size_t got = 0;
+  if (e == 0) {
+    const size_t size = (size_t)st.st_size;
+    data = malloc(size + 1);
+    if (data == NULL) e = ENOMEM;
+    else {
+      got = fread(data, 1, size + 1, f); /* one byte more: a file that grew is refused */
+      if (ferror(f)) e = EIO;
+      else if (got != size) e = ESTALE; /* it changed size while being read */
+    }
+  }
+  fclose(f);
+  if (e != 0) {
+    free(data);
+    errno = e;
+    return NULL;
+  }
+  data[got] = '\0';
+  *len = got;
+  return data;
+}
+
+uint32_t dt_crc32c(uint32_t crc, const void *data, size_t n) {
+  static uint32_t table[256];
+  static int ready;
+  if (!ready) { /* reflected polynomial 0x82F63B78; filled at the first use (checkpoints are one thread's) */
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+      table[i] = c;
+    }
+    ready = 1;
+  }
+  const unsigned char *p = data;
+  crc = ~crc;
+  for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
 }
 
 void sb_printf(strbuf *sb, const char *fmt, ...) {

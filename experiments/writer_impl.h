@@ -3,6 +3,7 @@
 #define DT_WRITER_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dt/status.h"
@@ -29,6 +30,14 @@ DT_MUST_USE dt_status dt_write_emitted(const char *dir, const char *name, dt_sta
 /* A whole file, NUL-terminated, its length (without the NUL) in *len; NULL with errno set when
  * it cannot be read. Free with free(). */
 char *dt_read_file(const char *path, size_t *len);
+/* path opened for reading when it is a regular file; NULL with errno EINVAL when it is not (a FIFO,
+ * whose open does not block here, or a device such as /dev/zero, which never ends). */
+FILE *dt_open_regular(const char *path);
+/* dt_read_file for a regular file of at most max bytes: NULL with errno EINVAL (not a regular
+ * file), EFBIG (larger) or ESTALE (it changed size while being read). */
+char *dt_read_file_bounded(const char *path, size_t max, size_t *len);
+/* CRC-32C (Castagnoli, as iSCSI and ext4 use it) of n bytes, continuing from crc (0 to start). */
+uint32_t dt_crc32c(uint32_t crc, const void *data, size_t n);
 /* v printed with fmt into buf, or "nan" (printf may write -nan); returns buf. */
 const char *fmt_number(char *buf, size_t size, const char *fmt, double v);
 /* Writes an n × d float32 matrix in NumPy's .npy format (version 1.0), atomically. */

@@ -51,7 +51,7 @@ if grep -q "completed" "$tmp/a.check"; then echo "note: run (1) completed before
 fi
 echo "(1) killed at: $(grep checkpoint: "$tmp/a.check")"
 # a kill inside a checkpoint's swap can leave a stale checkpoint.old/ beside checkpoint/
-[ -d "$tmp/a/checkpoint" ] && cp -r "$tmp/a/checkpoint" "$tmp/a/checkpoint.old"
+[ -d "$tmp/a/checkpoint" ] && rm -rf "$tmp/a/checkpoint.old" && cp -r "$tmp/a/checkpoint" "$tmp/a/checkpoint.old"
 "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/a" --quiet > "$tmp/a2.log" 2>&1 || bad "resume at P=2 failed: $(last_words "$tmp/a2.log")"
 same_files "$tmp/ref" "$tmp/a" "killed at P=5, resumed at P=2"
 
@@ -60,7 +60,7 @@ kill_later $((RANDOM % 3)) "$tmp/b" "$tmp/b.log" "$mpiexec" --oversubscribe -n 5
 echo "(2) killed at: $("$dtrun" check "$tmp/b" | grep checkpoint:)"
 # ... or only checkpoint.old/ (between the two renames) and a partial checkpoint.tmp/
 if [ -d "$tmp/b/checkpoint" ]; then
-  mv "$tmp/b/checkpoint" "$tmp/b/checkpoint.old"
+  rm -rf "$tmp/b/checkpoint.old" && mv "$tmp/b/checkpoint" "$tmp/b/checkpoint.old"
   mkdir -p "$tmp/b/checkpoint.tmp" && echo partial > "$tmp/b/checkpoint.tmp/node_0.ckpt"
 fi
 kill_later 4 "$tmp/b" "$tmp/b2.log" "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/b" --quiet

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# What `dtrun resume` reads back is verified (issue "Trust what is on disk"). A run killed with
+# checkpoints (the newest in checkpoint/, the one before in checkpoint.old/), then in copies of
+# its folder:
+#  (a) one changed byte in a node's checkpoint: resume says so, takes checkpoint.old/ and ends
+#      with the files of a run never interrupted;
+#  (b) the round counter of run.ckpt changed and a node file of checkpoint.old/ damaged: exit 2,
+#      the file named, nothing run;
+#  (c) a node's checkpoint replaced by a link to /dev/zero (in both): exit 2 at once ("not a
+#      regular file"), not a read that never ends;
+#  (d) a changed byte in the training images after the run started: exit 2, the file named,
+#      summary.yaml and the checkpoint untouched;
+#  (e) a folder holding only a config.yaml is not resumed (exit 2);
+#  (f) a checkpoint file truncated to nothing, in checkpoint/ only: resumed from checkpoint.old/;
+#  (g) the disk fills (a small tmpfs) while the run evaluates: exit 1 with every printed
+#      evaluation in results.sqlite; resumed once there is room, to the same files;
+#  (h) killed before its first checkpoint inside the problem (the start's only): resumed.
+# A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
+# the kill leaves is known.
+# Skipped (77) without data/mnist.
+# usage: faults.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
+cp -r data/mnist "$tmp/mnist"
+cfg=$tmp/faults.yaml
+cat > "$cfg" <<EOF
+experiment:
+  name: faults
+  data_dir: $tmp/mnist
+  seed: 3
+  checkpoint_every: 100
+  graph: {num_nodes: 4, type: cycle}
+problem_configs:
+  dsgd:
+    train_batch_size: 16
+    evaluate_frequency: 100
+    evaluation: {test_samples: 200}
+    optimizer_config: {alg_name: dsgd, outer_iterations: 1500}
+EOF
+same_run() { # reference resumed what: results CSV (timing aside) and database rows
+  same_results "$1" "$2" "$3" || return
+  cmp -s <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2") && ok || bad "$3: results.sqlite differs"
+}
+flip() { # file offset: changes one byte
+  local b
+  b=$(od -An -t u1 -j "$2" -N 1 "$1" | tr -d ' ')
+  printf "$(printf '\\%03o' $(((b + 1) % 256)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+round_of() { od -An -t u8 -j 24 -N 8 "$1/run.ckpt" 2>/dev/null | tr -d ' '; }
+
+"$dtrun" "$cfg" --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "reference run failed: $(tail -3 "$tmp/ref.log")"
+
+# stop_when PID DIR MIN_ROUND NEED_OLD: stops the run (SIGSTOP) once DIR/checkpoint/ is at round
+# MIN_ROUND or later (and DIR/checkpoint.old/ exists, with NEED_OLD) and no checkpoint is being
+# written (no checkpoint.tmp/), so that what a kill leaves is known; 1 if the run ended first
+stop_when() {
+  for _ in $(seq 2400); do
+    r=$(round_of "$2/checkpoint")
+    if [ -n "$r" ] && [ "$r" -ge "$3" ] && { [ "$4" = 0 ] || [ -e "$2/checkpoint.old/run.ckpt" ]; }; then
+      kill -STOP "$1" 2>/dev/null
+      [ ! -e "$2/checkpoint.tmp" ] && [ -e "$2/checkpoint/run.ckpt" ] && return 0
+      kill -CONT "$1" 2>/dev/null
+    fi
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.02
+  done
+  return 1
+}
+
+# the killed run: checkpoint/ at round 200 or later, checkpoint.old/ the one before
+"$dtrun" "$cfg" --output-dir "$tmp/k" --quiet > "$tmp/k.log" 2>&1 &
+pid=$!
+stop_when $pid "$tmp/k" 200 1
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ckpt" ]; then
+  bad "the run was not killed with two checkpoints: $(ls "$tmp/k")"
+  echo "faults: $pass passed, $fail failed"
+  exit 1
+fi
+echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
+for c in a b c d e f; do cp -r "$tmp/k" "$tmp/$c"; done
+
+# (h) killed before its first checkpoint inside the problem (only the start's, round 0): resumed
+"$dtrun" "$cfg" --output-dir "$tmp/h" --quiet > "$tmp/h.log" 2>&1 &
+pid=$!
+stop_when $pid "$tmp/h" 0 0
+echo "(h) killed with its checkpoint at round $(round_of "$tmp/h/checkpoint")"
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+"$dtrun" resume "$tmp/h" --quiet > "$tmp/h2.log" 2>&1 && ok || bad "(h) resume failed: $(tail -3 "$tmp/h2.log")"
+same_run "$tmp/ref" "$tmp/h" "(h) killed early, resumed"
+
+# (a) a changed byte inside node 1's state: resumed from the checkpoint before
+flip "$tmp/a/checkpoint/node_1.ckpt" 100
+"$dtrun" resume "$tmp/a" --quiet > "$tmp/a.log" 2>&1 && ok || bad "(a) resume failed: $(tail -3 "$tmp/a.log")"
+grep -q "checkpoint/node_1.ckpt: damaged or changed" "$tmp/a.log" && grep -q "resuming from .*checkpoint.old" "$tmp/a.log" && ok \
+  || bad "(a) resume did not say it passed over the damaged checkpoint: $(tail -3 "$tmp/a.log")"
+same_run "$tmp/ref" "$tmp/a" "(a) resumed from checkpoint.old"
+
+# (b) run.ckpt's round counter, and node 0 of the one before: nothing intact, exit 2
+flip "$tmp/b/checkpoint/run.ckpt" 24
+flip "$tmp/b/checkpoint.old/node_0.ckpt" 40
+"$dtrun" resume "$tmp/b" --quiet > "$tmp/b.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "checkpoint/run.ckpt: damaged or changed" "$tmp/b.log" && grep -q "no earlier checkpoint is intact" "$tmp/b.log" && ok \
+  || bad "(b) exit $rc, not 2 naming run.ckpt: $(tail -3 "$tmp/b.log")"
+[ "$(round_of "$tmp/b/checkpoint.old")" = "$(round_of "$tmp/k/checkpoint.old")" ] && ok || bad "(b) the refused resume changed the checkpoint"
+
+# (c) a checkpoint file that never ends
+for d in checkpoint checkpoint.old; do ln -sf /dev/zero "$tmp/c/$d/node_2.ckpt"; done
+timeout 60 "$dtrun" resume "$tmp/c" --quiet > "$tmp/c.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "node_2.ckpt: cannot read: not a regular file" "$tmp/c.log" && ok || bad "(c) exit $rc: $(tail -3 "$tmp/c.log")"
+
+# (f) an emptied file in the newest checkpoint only
+: > "$tmp/f/checkpoint/node_3.ckpt"
+"$dtrun" resume "$tmp/f" --quiet > "$tmp/f.log" 2>&1 && grep -q "resuming from .*checkpoint.old" "$tmp/f.log" && ok \
+  || bad "(f) an emptied node file: $(tail -3 "$tmp/f.log")"
+same_run "$tmp/ref" "$tmp/f" "(f) resumed from checkpoint.old"
+
+# (e) only a config.yaml
+mkdir "$tmp/e2"
+cp "$tmp/e/config.yaml" "$tmp/e2/"
+"$dtrun" resume "$tmp/e2" > "$tmp/e.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "not a run folder dtrun wrote" "$tmp/e.log" && [ ! -e "$tmp/e2/summary.yaml" ] && ok || bad "(e) exit $rc: $(tail -3 "$tmp/e.log")"
+
+# (d) the training images changed after the run started (the data is shared: put back after)
+cp "$tmp/mnist/train-images-idx3-ubyte" "$tmp/train-images.orig"
+flip "$tmp/mnist/train-images-idx3-ubyte" 5000
+"$dtrun" resume "$tmp/d" --quiet > "$tmp/d.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "the data changed since this run started: train_images" "$tmp/d.log" && ok || bad "(d) exit $rc: $(tail -3 "$tmp/d.log")"
+cmp -s "$tmp/k/summary.yaml" "$tmp/d/summary.yaml" && ok || bad "(d) the refused resume changed summary.yaml"
+cmp -s "$tmp/k/checkpoint/run.ckpt" "$tmp/d/checkpoint/run.ckpt" && ok || bad "(d) the refused resume changed the checkpoint"
+cp "$tmp/train-images.orig" "$tmp/mnist/train-images-idx3-ubyte"
+
+# (g) the disk fills while the run evaluates: it stops (exit 1) with every printed evaluation
+#     stored, and resumes to the files of a run never interrupted once there is room
+mkdir "$tmp/full"
+if mount -t tmpfs -o size=6m tmpfs "$tmp/full" 2>/dev/null; then
+  trap 'umount -l "$tmp/full" 2>/dev/null; pkill -9 -f "$tmp/" 2>/dev/null; rm -rf "$tmp"' EXIT
+  # checkpoints come with the evaluations, after them in a round: the disk fills between two
+  # rounds that do both, so the next thing to fail is the evaluation's commit
+  "$dtrun" "$cfg" --output-dir "$tmp/full/g" > "$tmp/g.log" 2>&1 &
+  pid=$!
+  stop_when $pid "$tmp/full/g" 200 0 # the checkpoint of round 200 written, the run held
+  dd if=/dev/zero of="$tmp/full/filler" bs=64k > /dev/null 2>&1 # until the disk is full
+  kill -CONT $pid
+  wait $pid
+  rc=$?
+  printed=$(grep -cE '^dsgd +[0-9]+ \|' "$tmp/g.log")
+  stored=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(DISTINCT round) FROM evaluations").fetchone()[0])' \
+    "$tmp/full/g/results.sqlite" 2>&1)
+  [ $rc = 1 ] && [ "$printed" = "$stored" ] && grep -q "results.sqlite: COMMIT: database or disk is full" "$tmp/g.log" && ok \
+    || bad "(g) a full disk: exit $rc, $printed evaluations printed, $stored stored: $(tail -3 "$tmp/g.log")"
+  rm -f "$tmp/full/filler"
+  "$dtrun" resume "$tmp/full/g" --quiet > "$tmp/g2.log" 2>&1 && ok || bad "(g) resume after the disk had room again: $(tail -3 "$tmp/g2.log")"
+  same_run "$tmp/ref" "$tmp/full/g" "(g) stopped by a full disk, resumed"
+else
+  echo "note: (g) skipped: no tmpfs could be mounted here"
+fi
+
+echo "faults: $pass passed, $fail failed"
+exit $((fail > 0))
