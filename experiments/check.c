@@ -70,6 +70,28 @@ static dt_status print_network(const dt_config *cfg, const dt_model *m, FILE *ou
   return DT_OK;
 }
 
+/* experiment.network's faults: the loss, and the share of the time links and nodes are down. */
+static void print_faults(const dt_config *cfg, FILE *out) {
+  const dt_network_spec *ns = &cfg->experiment.network;
+  if (!dt_network_has_faults(ns)) return;
+  fprintf(out, "# network faults:");
+  const char *sep = "";
+  if (ns->loss > 0) {
+    fprintf(out, " %.4g%% of the messages lost", 100 * ns->loss);
+    if (ns->loss_burst > 1) fprintf(out, " in bursts of %.4g on average", ns->loss_burst);
+    sep = ";";
+  }
+  if (ns->link_up_rounds > 0) {
+    fprintf(out, "%s\n#   links fail after %.4g rounds on average, for %.4g (down %.3g%% of rounds)", sep, ns->link_up_rounds,
+            ns->link_down_rounds, 100 * ns->link_down_rounds / (ns->link_up_rounds + ns->link_down_rounds));
+    sep = ";";
+  }
+  if (ns->node_up_rounds > 0)
+    fprintf(out, "%s\n#   nodes leave after %.4g rounds on average, for %.4g (offline %.3g%% of rounds)", sep, ns->node_up_rounds,
+            ns->node_down_rounds, 100 * ns->node_down_rounds / (ns->node_up_rounds + ns->node_down_rounds));
+  fprintf(out, "\n");
+}
+
 /* The model: its parameter count and its layers. */
 static void print_model(const dt_model *m, FILE *out) {
   char desc[4096];
@@ -151,6 +173,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   fprintf(out, "# ---- summary ----\n");
   print_graph(cfg, g, sched, out);
   DT_TRY_GOTO(print_network(cfg, m, out));
+  print_faults(cfg, out);
   print_model(m, out);
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));

@@ -11,7 +11,8 @@
  *   problems    run, problem (its index), problem_name, alg_name, status, rounds,
  *               rounds_completed, bytes_sent, wall_seconds, time_compute, time_comm, time_eval
  *   evaluations run, problem, round, node, then the results CSV's columns (NULL where a metric
- *               is not recorded; sim_time, last, only with experiment.network)
+ *               is not recorded; sim_time only with experiment.network's clock, and
+ *               messages_sent, messages_lost, messages_received, last, only with its faults)
  *
  * A write that fails does not stop the round loop on rank 0 alone (the other ranks would wait in
  * a collective): the first failure is kept and reported when the problem's files are written,
@@ -40,11 +41,12 @@ static const char schema_sql[] =
     "  run INTEGER NOT NULL, problem INTEGER NOT NULL, round INTEGER NOT NULL, node INTEGER NOT NULL,\n"
     "  forward_pass_count REAL, validation_loss REAL, top1_accuracy REAL, consensus_error REAL,\n"
     "  consensus_error_raw REAL, current_epoch REAL, train_loss REAL, bytes_sent REAL, time_compute REAL,\n"
-    "  time_comm REAL, time_eval REAL, sim_time REAL, PRIMARY KEY (run, problem, round, node),\n"
+    "  time_comm REAL, time_eval REAL, sim_time REAL, messages_sent REAL, messages_lost REAL, messages_received REAL,\n"
+    "  PRIMARY KEY (run, problem, round, node),\n"
     "  FOREIGN KEY (run, problem) REFERENCES problems(run, problem));\n";
 
 /* The evaluations columns after (run, problem, round, node) are runner_col_names, in order. */
-_Static_assert(NCOL == 12, "evaluations table and runner_col_names must match");
+_Static_assert(NCOL == 15, "evaluations table and runner_col_names must match");
 
 static void db_fail(runner *r, const char *what) {
   if (r->db_failed) return;
@@ -115,15 +117,19 @@ static dt_status open_db(runner *r) {
   /* WAL: readers never block the run; synchronous=NORMAL: a commit survives the process being
    * killed (only a power loss may cost the last commits) */
   int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);
-  /* a database from before the simulated clock (a sweep folder or a run resumed): its
-   * evaluations gain the sim_time column, at the end as in the schema */
+  /* a database from before the simulated clock or the faults (a sweep folder or a run resumed):
+   * its evaluations gain the columns it lacks, at the end in the schema's order */
   if (ok) ok = exec(r, "BEGIN IMMEDIATE"); /* probe and add in one transaction: another writer cannot add it between */
-  if (ok) {
+  for (int c = COL_SIM_TIME; ok && c < NCOL; c++) {
+    char sql[128];
     sqlite3_stmt *probe = NULL;
-    const int has = sqlite3_prepare_v2(r->db, "SELECT sim_time FROM evaluations LIMIT 0", -1, &probe, NULL) == SQLITE_OK;
+    snprintf(sql, sizeof sql, "SELECT %s FROM evaluations LIMIT 0", runner_col_names[c]);
+    const int has = sqlite3_prepare_v2(r->db, sql, -1, &probe, NULL) == SQLITE_OK;
     sqlite3_finalize(probe);
-    ok = end_tx(r, has || exec(r, "ALTER TABLE evaluations ADD COLUMN sim_time REAL"));
+    snprintf(sql, sizeof sql, "ALTER TABLE evaluations ADD COLUMN %s REAL", runner_col_names[c]);
+    if (!has && !exec(r, sql)) ok = end_tx(r, 0);
   }
+  if (ok) ok = end_tx(r, 1);
   return ok ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
 }
 
@@ -206,7 +212,8 @@ dt_status runner_db_open(runner *r, const char *config_text) {
     /* columns named: a database a later dtrun migrated still takes these rows */
     r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations (run, problem, round, node, forward_pass_count, validation_loss, "
                             "top1_accuracy, consensus_error, consensus_error_raw, current_epoch, train_loss, bytes_sent, time_compute, "
-                            "time_comm, time_eval, sim_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+                            "time_comm, time_eval, sim_time, messages_sent, messages_lost, messages_received) VALUES (?1, ?2, ?3, ?4, ?5, "
+                            "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     good = r->db_eval != NULL && r->db_problem != NULL;
   }

@@ -122,6 +122,7 @@ static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, do
     row[COL_T_COMM] = run->t_comm.total;
     row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
     row[COL_SIM_TIME] = run->sim_clock != NULL ? run->sim_clock[i] : NAN;
+    for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = run->msgs != NULL ? (double)run->msgs[3 * (size_t)l + c] : NAN;
     run->train_loss_sum[l] = 0;
     run->train_loss_n[l] = 0;
   }

@@ -16,7 +16,8 @@
 
 const char *const runner_col_names[NCOL] = {
     "forward_pass_count", "validation_loss", "top1_accuracy", "consensus_error", "consensus_error_raw",
-    "current_epoch", "train_loss", "bytes_sent", "time_compute", "time_comm", "time_eval", "sim_time"};
+    "current_epoch", "train_loss", "bytes_sent", "time_compute", "time_comm", "time_eval", "sim_time",
+    "messages_sent", "messages_lost", "messages_received"};
 
 int runner_col_enabled(int c, unsigned metrics) {
   switch (c) {
@@ -26,7 +27,10 @@ int runner_col_enabled(int c, unsigned metrics) {
     case COL_CONS:
     case COL_CONS_RAW: return (metrics & DT_METRIC_CONSENSUS_ERROR) != 0;
     case COL_EPOCH: return (metrics & DT_METRIC_CURRENT_EPOCH) != 0;
-    case COL_SIM_TIME: return 0; /* with experiment.network only (runner_begin_csv) */
+    case COL_SIM_TIME: /* with experiment.network's clock only (runner_begin_csv) */
+    case COL_MSG_SENT:
+    case COL_MSG_LOST:
+    case COL_MSG_RECEIVED: return 0; /* with its faults only */
     default: return 1; /* always recorded */
   }
 }
@@ -148,6 +152,9 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
     if (r->net != NULL) /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
       sb_printf(&sb, "      sim_time: {min: %.9g, mean: %.9g, max: %.9g}\n", res->final[COL_SIM_TIME][0], res->final[COL_SIM_TIME][1],
                 res->final[COL_SIM_TIME][2]);
+    if (r->faults != NULL) /* every node's messages at the last evaluation; lost: sent but not arrived */
+      sb_printf(&sb, "      messages: {sent: %.0f, lost: %.0f, received: %.0f}\n", res->final[COL_MSG_SENT][1] * r->n,
+                res->final[COL_MSG_LOST][1] * r->n, res->final[COL_MSG_RECEIVED][1] * r->n);
   }
   dt_status st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "summary.yaml", sb.data, sb.len);
   sb_free(&sb);
@@ -159,6 +166,7 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
 void runner_begin_csv(const runner *r, problem_run *pr) {
   for (int c = 0; c < NCOL; c++) pr->cols[c] = runner_col_enabled(c, pr->pc->metrics);
   pr->cols[COL_SIM_TIME] = r->net != NULL;
+  pr->cols[COL_MSG_SENT] = pr->cols[COL_MSG_LOST] = pr->cols[COL_MSG_RECEIVED] = r->faults != NULL;
   if (r->rank != 0) return;
   sb_printf(&pr->csv, "round,node");
   for (int c = 0; c < NCOL; c++)

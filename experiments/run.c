@@ -179,6 +179,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   run->schedule = r->schedule;
   if (r->net != NULL) DT_TRY_GOTO(dt_run_set_network(run, r->net));
+  if (r->faults != NULL) DT_TRY_GOTO(dt_run_set_faults(run, r->faults, def->on_missing));
   runner_begin_csv(r, &pr);
   /* the evaluations to keep: up to `start`, and that one only when it was on schedule (an
    * interrupted run evaluated after its checkpoint too, and a run never stopped would not) */
@@ -260,6 +261,7 @@ static void runner_free(runner *r) {
   dt_data_free(&r->data);
   dt_schedule_free(r->schedule);
   dt_network_free(r->net);
+  dt_faults_free(r->faults);
   dt_graph_free(r->graph);
 }
 
@@ -315,8 +317,10 @@ static dt_status runner_setup(runner *r) {
       cfg, dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task)));
   DT_TRY(dt_config_positioned(cfg, dt_task_set_augment(r->task, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));
   const size_t d = dt_task_dim(r->task);
-  if (cfg->experiment.network.speed > 0)
+  if (dt_network_has_clock(&cfg->experiment.network))
     DT_TRY(dt_network_create(&cfg->experiment.network, r->n, cfg->experiment.seed, dt_model_flops(dt_task_model(r->task)), &r->net));
+  if (dt_network_has_faults(&cfg->experiment.network))
+    DT_TRY(dt_faults_create(&cfg->experiment.network, r->graph, cfg->experiment.seed, &r->faults));
   DT_ALLOC(r->theta0, d, "base weights");
   dt_task_init_params(r->task, cfg->experiment.seed, r->theta0);
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));

@@ -22,7 +22,7 @@
 /* Per-node columns of an evaluation, in file order. */
 enum {
   COL_FPC, COL_VLOSS, COL_ACC, COL_CONS, COL_CONS_RAW, COL_EPOCH, COL_TRAIN_LOSS, COL_BYTES,
-  COL_T_COMPUTE, COL_T_COMM, COL_T_EVAL, COL_SIM_TIME, NCOL
+  COL_T_COMPUTE, COL_T_COMM, COL_T_EVAL, COL_SIM_TIME, COL_MSG_SENT, COL_MSG_LOST, COL_MSG_RECEIVED, NCOL
 };
 extern const char *const runner_col_names[NCOL];
 /* Whether column c is recorded for a problem with these metric bits. */
@@ -45,6 +45,7 @@ typedef struct runner {
   dt_graph *graph;
   dt_schedule *schedule; /* time-varying graph, or NULL */
   dt_network *net;       /* experiment.network's simulated clock, or NULL */
+  dt_faults *faults;     /* experiment.network's loss, link failures and churn, or NULL */
   dt_data data; /* the train and test samples */
   dt_split split;
   dt_backend *be;

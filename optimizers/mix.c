@@ -13,6 +13,23 @@ int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *
   return dt_mix_terms_on(run, run->exchange, i, vec, x, w, who);
 }
 
+/* Faults: when some of the round's messages to i did not arrive, the weights of the k terms that
+ * did (self included) are divided by their sum (in double, in term order). Nothing changes when
+ * all arrived. */
+static void renormalise(const dt_optimizer_run *run, int i, float *w, int k) {
+  const dt_graph *g = run->graph;
+  const uint8_t *mask = run->round.mask;
+  int missing = 0;
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1] && !missing; e++) {
+    const int j = g->nbr[e], in = g->nbr_start[j] + dt_graph_nbr_index(g, j, i);
+    missing = (mask == NULL || mask[in]) && !run->delivered[in];
+  }
+  if (!missing) return;
+  double sum = 0;
+  for (int t = 0; t < k; t++) sum += w[t];
+  for (int t = 0; t < k; t++) w[t] = (float)(w[t] / sum);
+}
+
 int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who) {
   const dt_graph *g = run->graph;
   const dt_round_graph *rg = &run->round;
@@ -34,6 +51,8 @@ int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, cons
     if (who != NULL) who[k] = i;
     x[k] = self, w[k++] = (float)rg->w_self[i];
   }
+  /* model buffers (running statistics) are always renormalised: left out, they would shrink */
+  if (run->faults != NULL && (run->on_missing == DT_MISSING_RENORMALISE || ex == run->buffer_exchange)) renormalise(run, i, w, k);
   return k;
 }
 

@@ -15,6 +15,7 @@
   X(nids)                    \
   X(d2)                      \
   X(gossip)                  \
+  X(adpsgd)                  \
   X(relaysgd)                \
   X(sgp)                     \
   X(choco)                   \
@@ -58,6 +59,23 @@ dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
       snprintf(err, sizeof err,
                "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph (experiment.graph.directed); "
                "push-sum (sgp) can", def->plugin.name);
+    else if (def->asynchronous && !dt_network_has_clock(&cfg->experiment.network))
+      snprintf(err, sizeof err,
+               "%s is asynchronous: its nodes act when their own steps end and messages arrive, on the simulated clock, so "
+               "it needs experiment.network with a speed (for example network: {speed: 2000})", def->plugin.name);
+    else if (def->asynchronous && cfg->problems[i].buffers == DT_BUFFERS_MIX)
+      snprintf(err, sizeof err, "%s is asynchronous: its nodes have no common rounds in which to mix model buffers "
+               "(buffers: mix); use buffers: local", def->plugin.name);
+    else if (def->asynchronous && cfg->experiment.network.node_up_rounds > 0)
+      snprintf(err, sizeof err, "%s is asynchronous and does not yet run with nodes that leave (experiment.network.node_up_rounds); "
+               "loss and link failures it does", def->plugin.name);
+    else if (dt_network_has_faults(&cfg->experiment.network) && def->on_missing == DT_MISSING_REFUSED)
+      snprintf(err, sizeof err,
+               "%s has no rule for a message that does not arrive, so it cannot run under experiment.network's faults "
+               "(loss, link_up_rounds, node_up_rounds); configs/README.md lists the algorithms that can", def->plugin.name);
+    else if (dt_network_has_faults(&cfg->experiment.network) && def->faults_ok != NULL &&
+             !def->faults_ok(cfg->problems[i].alg_opts, err, sizeof err))
+      ;
     else if (def->graph_ok == NULL || def->graph_ok(cfg->problems[i].alg_opts, g, err, sizeof err)) continue;
     snprintf(key, sizeof key, "problem_configs.%s.optimizer_config.alg_name", cfg->problems[i].key);
     const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s", err);

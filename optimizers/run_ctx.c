@@ -10,6 +10,7 @@
 #include "dt/optimizer.h"
 #include "mix.h"
 #include "run_clock.h"
+#include "run_faults.h"
 #include "dt/parallel.h"
 
 dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
@@ -60,12 +61,13 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
   const dt_round_graph *rg = &run->round;
   dt_slab *b = dt_task_buffers(run->task), send = dt_exchange_send_slab(run->buffer_exchange, 0);
   DT_TRY(dt_slab_copy(run->be, b, &send));
+  const uint8_t *arrive = run_faults_exchange(run, rg->mask);
   dt_timer_start(&run->t_comm);
-  const dt_status st = dt_exchange_run(run->buffer_exchange, rg->mask);
+  const dt_status st = dt_exchange_run(run->buffer_exchange, arrive);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
-  count_sent(run, rg->mask, sizeof(float) * b->dim);
-  DT_TRY(run_clock_exchange(run, rg->mask, sizeof(float) * (double)b->dim));
+  count_sent(run, run_faults_sent(run, rg->mask), sizeof(float) * b->dim);
+  DT_TRY(run_clock_exchange(run, arrive, sizeof(float) * (double)b->dim));
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l, deg = dt_graph_degree(run->graph, i);
     const float *x[deg + 1];
@@ -78,9 +80,10 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
 
 dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
   if (run->schedule != NULL) DT_TRY(dt_schedule_round(run->schedule, k, &run->round));
+  DT_TRY(run_faults_begin_round(run, k));
   DT_TRY(def->round(state, run, k));
   if (run->buffer_exchange != NULL) DT_TRY(mix_buffers(run));
-  return DT_OK;
+  return run_faults_end_round(run);
 }
 
 void dt_run_free(dt_optimizer_run *run) {
@@ -100,6 +103,7 @@ void dt_run_free(dt_optimizer_run *run) {
   dt_free(run->items);
   dt_free(run->blob);
   run_clock_free(run);
+  run_faults_free(run);
   memset(run, 0, sizeof *run);
 }
 
@@ -112,6 +116,17 @@ dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *gra
     run->train_loss_sum[l] += run->loss[l];
     run->train_loss_n[l]++;
   }
+  return DT_OK;
+}
+
+dt_status dt_run_gradient_node(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, int l) {
+  const int i = run->first + l;
+  const uint64_t seen = dt_task_samples_seen(run->task, i);
+  DT_TRY(dt_task_gradient_node(run->task, x, grad, l, &run->loss[l]));
+  if (run->net != NULL)
+    run->sim_clock[i] += dt_network_step_seconds(run->net, i, run->sim_steps[l]++, (double)(dt_task_samples_seen(run->task, i) - seen));
+  run->train_loss_sum[l] += run->loss[l];
+  run->train_loss_n[l]++;
   return DT_OK;
 }
 
@@ -158,14 +173,15 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
 
 dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes) {
   if (mask == NULL) mask = run->round.mask;
+  const uint8_t *arrive = run_faults_exchange(run, mask);
   DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
   dt_timer_start(&run->t_comm);
-  dt_status st = dt_exchange_run_sized(run->exchange, mask, bytes);
+  dt_status st = dt_exchange_run_sized(run->exchange, arrive, bytes);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_EXCHANGE));
-  count_sent(run, mask, (uint64_t)run->exchange_nvec * bytes);
-  return run_clock_exchange(run, mask, (double)run->exchange_nvec * (double)bytes);
+  count_sent(run, run_faults_sent(run, mask), (uint64_t)run->exchange_nvec * bytes);
+  return run_clock_exchange(run, arrive, (double)run->exchange_nvec * (double)bytes);
 }
 
 dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows) {

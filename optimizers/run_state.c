@@ -68,7 +68,7 @@ static size_t item_bytes(const dt_optimizer_run *run, const struct dt_run_item *
   int row, rows;
   if (it->kind == ITEM_NODES) return it->elem;
   item_rows(run, it, l, &row, &rows);
-  return sizeof(float) * run->dim * (size_t)rows;
+  return sizeof(float) * it->slab->dim * (size_t)rows; /* a slab's rows may be longer than dim (a payload with its weight) */
 }
 
 /* The blob buffer with room for n more bytes at *used. */
@@ -133,7 +133,7 @@ dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size
     int row, rows;
     item_rows(run, it, l, &row, &rows);
     for (int t = 0; t < rows; t++)
-      DT_TRY(dt_slab_download_node(run->be, it->slab, row + t, (float *)(void *)(run->blob + at) + (size_t)t * run->dim));
+      DT_TRY(dt_slab_download_node(run->be, it->slab, row + t, (float *)(void *)(run->blob + at) + (size_t)t * it->slab->dim));
   }
   DT_TRY(put_record(run, &used, "task", dt_task_node_state_size(run->task, l), &at));
   DT_TRY(dt_task_node_state_save(run->task, l, run->blob + at));
@@ -226,7 +226,7 @@ dt_status dt_run_load_node(dt_optimizer_run *run, int l, const void *data, size_
     int row, rows;
     item_rows(run, it, l, &row, &rows);
     for (int t = 0; t < rows; t++)
-      DT_TRY(dt_slab_upload_node(run->be, it->slab, row + t, (const float *)(void *)run->blob + (size_t)t * run->dim));
+      DT_TRY(dt_slab_upload_node(run->be, it->slab, row + t, (const float *)(void *)run->blob + (size_t)t * it->slab->dim));
   }
   DT_TRY(get_record(&r, "task", dt_task_node_state_size(run->task, l), &bytes));
   DT_TRY(dt_task_node_state_load(run->task, l, bytes, dt_task_node_state_size(run->task, l)));

@@ -363,6 +363,13 @@ dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip) {
 
 /* The next minibatch of node l: its sample indices (t->idx_of[l]), augmentation and size
  * (t->nb[l]). */
+size_t dt_task_step_samples(const dt_task *t, int node, uint64_t step) {
+  const size_t m = dt_split_size(t->split, node), b = (size_t)t->batch;
+  if (t->full_batch || m == 0 || b == 0) return m;
+  const uint64_t per_epoch = (m + b - 1) / b; /* next_batch's passes: full batches, then the rest */
+  return step % per_epoch == per_epoch - 1 ? m - (per_epoch - 1) * b : b;
+}
+
 static void next_batch(dt_task *t, int l) {
   node_state *ns = &t->node[l];
   const int node = t->first + l;
@@ -465,6 +472,40 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
     if (t->trace != NULL) DT_TRY(trace_gradient(t, grad, l));
   }
   return DT_OK;
+}
+
+dt_status dt_task_gradient_node(dt_task *t, const dt_slab *theta, dt_slab *grad, int l, float *loss) {
+  if (t->full_batch || !t->be->host_memory) { /* the batched call with one node active */
+    uint8_t active[t->count > 0 ? t->count : 1];
+    float losses[t->count > 0 ? t->count : 1];
+    memset(active, 0, sizeof active);
+    active[l] = 1;
+    DT_TRY(dt_task_gradients(t, theta, grad, active, losses));
+    *loss = losses[l];
+    return DT_OK;
+  }
+  /* node l alone: the calls above with a one-node view, so the cost does not grow with count */
+  DT_TRY(dt_be_profile_mark(t->be, DT_PHASE_OTHER));
+  next_batch(t, l);
+  const dt_gather g = {.count = 1, .n = &t->nb[l], .idx = &t->idx_of[l], .aug = t->augment != NULL ? &t->aug_of[l] : NULL,
+                       .fill = t->fill, .x = t->x + t->x_stride * (size_t)l, .x_stride = t->x_stride,
+                       .y = t->y + t->y_stride * (size_t)l, .y_stride = t->y_stride};
+  DT_TRY(dt_be_samples_gather(t->be, t->train_res, &g));
+  DT_TRY(dt_be_profile_mark(t->be, DT_PHASE_BATCH));
+  if (t->trace != NULL) DT_TRY(trace_samples(t, l));
+  float *bufs = t->buffers.data != NULL ? dt_slab_node(&t->buffers, l) : NULL;
+  const dt_node_batch nb = {.count = 1, .theta = dt_slab_node(theta, l), .theta_stride = theta->stride, .buffers = bufs,
+                            .buffers_stride = t->buffers.stride, .grad = dt_slab_node(grad, l), .grad_stride = grad->stride,
+                            .x = t->x + t->x_stride * (size_t)l, .x_stride = t->x_stride, .y = t->y + t->y_stride * (size_t)l,
+                            .y_stride = t->y_stride, .batch = &t->nb[l], .loss = &t->nb_loss[l],
+                            .dropout = t->dropout != NULL ? &t->dropout[l] : NULL};
+  DT_TRY(dt_be_model_gradients(t->be, t->train_plan, &nb));
+  DT_TRY(dt_be_profile_mark(t->be, DT_PHASE_MODEL));
+  double total = t->nb_loss[l];
+  DT_TRY(add_l2(t, dt_slab_node(theta, l), dt_slab_node(grad, l), &total));
+  *loss = (float)total;
+  DT_TRY(dt_trace_f32(t->trace, l, "LOSS", loss, 1));
+  return t->trace != NULL ? trace_gradient(t, grad, l) : DT_OK;
 }
 
 /* One evaluation call over count models (theta, buffers at their strides; count 1 and stride 0

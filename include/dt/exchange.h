@@ -72,6 +72,15 @@ typedef dt_status (*dt_blob_give)(void *ctx, int node_or_l, const void **data, s
 typedef dt_status (*dt_blob_take)(void *ctx, int node_or_l, const void *data, size_t size);
 DT_MUST_USE dt_status dt_comm_node_blobs_to_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx);
 DT_MUST_USE dt_status dt_comm_node_blobs_from_root(dt_comm *c, int num_nodes, dt_blob_give give, dt_blob_take take, void *ctx);
+/* Point-to-point payloads between ranks, for schedules every rank knows (the asynchronous
+ * engine): a send copies the bytes and returns at once; the receiver takes them, in the order
+ * they were sent from that rank, with a blocking receive. A request is finished (its copy freed)
+ * when dt_comm_request_finish reports it done: wait != 0 waits for it, else *done says whether
+ * it was (a request not done stays valid). Only between distinct ranks of a launched job. */
+typedef struct dt_comm_request dt_comm_request;
+DT_MUST_USE dt_status dt_comm_send_bytes(dt_comm *c, int to, const void *buf, size_t bytes, dt_comm_request **out);
+DT_MUST_USE dt_status dt_comm_recv_bytes(dt_comm *c, int from, void *buf, size_t bytes);
+DT_MUST_USE dt_status dt_comm_request_finish(dt_comm_request *r, int wait, int *done);
 /* Name of this host (MPI_Get_processor_name). */
 void dt_comm_host(char *buf, size_t size);
 

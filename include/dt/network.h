@@ -35,7 +35,18 @@ typedef struct dt_network_spec {
   double link_spread;    /* σ of the lognormal per-link factors (0: every link the same) */
   int nodes_per_host;    /* > 0: nodes in blocks of this size, links between blocks of the second class */
   double cross_latency, cross_bandwidth; /* the second class (between hosts) */
+  /* faults (dt/faults.h): each on without the clock too */
+  double loss;           /* a message's probability of being lost (the long-run rate) */
+  double loss_burst;     /* mean length of a run of lost messages on a link: 1 independent, > 1 Gilbert-Elliott */
+  double link_up_rounds, link_down_rounds; /* a link's mean rounds up between failures (0: never fails), and down */
+  double node_up_rounds, node_down_rounds; /* a node's mean rounds online between absences (0: always on), and offline */
 } dt_network_spec;
+
+/* Whether spec turns the simulated clock on (speed > 0), and whether it has any fault. */
+static inline int dt_network_has_clock(const dt_network_spec *s) { return s->speed > 0; }
+static inline int dt_network_has_faults(const dt_network_spec *s) {
+  return s->loss > 0 || s->link_up_rounds > 0 || s->node_up_rounds > 0;
+}
 
 typedef struct dt_network dt_network;
 
@@ -48,6 +59,9 @@ double dt_network_speed(const dt_network *net, int i);
 int dt_network_is_straggler(const dt_network *net, int i);
 /* The simulated seconds of node i's step number `step` (0, 1, ... counted per node) on `samples`. */
 double dt_network_step_seconds(const dt_network *net, int i, uint64_t step, double samples);
+/* The simulated seconds a node of the configured `speed` (no spread, no straggling, no jitter)
+ * takes for a step of `samples`: an asynchronous algorithm's round. */
+double dt_network_nominal_seconds(const dt_network *net, double samples);
 /* The simulated seconds of a message of `bytes` from i to j (latency + bytes / bandwidth). */
 double dt_network_message_seconds(const dt_network *net, int i, int j, double bytes);
 

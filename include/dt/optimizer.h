@@ -13,6 +13,7 @@
 
 #include "dt/config.h"
 #include "dt/exchange.h"
+#include "dt/faults.h"
 #include "dt/graph.h"
 #include "dt/local_opt.h"
 #include "dt/network.h"
@@ -65,11 +66,47 @@ typedef struct dt_optimizer_run {
   uint64_t *sim_steps;    /* [count] local steps taken (the jitter stream's position) */
   uint64_t *sim_seen;     /* [count] scratch: samples seen before a gradient call */
   int sim_hold;           /* > 0: exchanges leave the clocks alone (a sweep clocks itself, run_clock.h) */
+  /* experiment.network's faults (run_faults.c), or NULL. Every rank knows every node's and
+   * edge's state: online[N] and link_up[2E] for the round (dt_run_round sets them), delivered[2E]
+   * for the last exchange (directed edges in g->nbr_start order, like an exchange mask). A message
+   * is sent when its sender is online and the exchange's mask carries it; it arrives unless it is
+   * lost, its link is down or its receiver is offline. dt_exchange_recv is NULL for a message that
+   * did not arrive; the plug-in's on_missing says what it does then. An offline node takes no part
+   * in the round: its state is put back as it was before it (run_faults.c). */
+  dt_faults *faults;
+  int on_missing;         /* the plug-in's dt_missing policy (dt_mix_terms applies it) */
+  uint8_t *online;        /* [N] */
+  uint8_t *link_up;       /* [2E] */
+  uint8_t *delivered;     /* [2E] */
+  uint8_t *fault_sent, *fault_lost; /* [2E] scratch */
+  uint8_t *burst;         /* [2E] Gilbert–Elliott states (kept) */
+  uint64_t exchanges;     /* exchanges so far in the problem: the loss stream's position (kept) */
+  uint64_t *msgs;         /* [3·count] messages each local node sent, lost (sent, not arrived), received (kept) */
+  unsigned char **parked; /* [count] an offline node's state during a round */
+  size_t *parked_size;    /* [count] bytes in parked[l] */
+  uint64_t events;        /* asynchronous algorithms: events processed since the problem (or its resume) began */
 } dt_optimizer_run;
+
+/* What a plug-in does with a message that did not arrive (experiment.network's faults). */
+typedef enum dt_missing {
+  DT_MISSING_REFUSED = 0, /* it cannot run under faults: refused before anything runs */
+  DT_MISSING_RENORMALISE, /* mixing weights renormalised over what arrived, self included (dt_mix_terms) */
+  DT_MISSING_SKIP,        /* the message's term is left out (dt_mix_terms); the plug-in handles its own reads */
+} dt_missing;
 
 /* Turns the simulated clock of net (borrowed) on for run: made after dt_run_init, before the
  * plug-in's create. */
 DT_MUST_USE dt_status dt_run_set_network(dt_optimizer_run *run, const dt_network *net);
+
+/* Turns faults f (borrowed) on for run with the plug-in's missing-message policy: made after
+ * dt_run_init (and dt_run_set_network), before the plug-in's create. */
+DT_MUST_USE dt_status dt_run_set_faults(dt_optimizer_run *run, dt_faults *f, int on_missing);
+/* Whether the directed edge e (g->nbr_start order) carried a message that arrived in the last
+ * exchange: without faults, whether the exchange's mask carried it. */
+static inline int dt_run_delivered(const dt_optimizer_run *run, const uint8_t *mask, int e) {
+  if (run->delivered != NULL) return run->delivered[e];
+  return mask == NULL || mask[e];
+}
 
 /* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
  * dt_run_free releases what it made (the exchange included). */
@@ -84,6 +121,9 @@ DT_MUST_USE dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_
 /* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
  * node's training loss is accumulated. */
 DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active);
+/* The same for local node l alone (dt_task_gradient_node: a cost that does not grow with the
+ * local node count), its step charged and its loss accumulated alike. */
+DT_MUST_USE dt_status dt_run_gradient_node(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, int l);
 /* Runs fn(ctx, l) for every local node index l, in parallel on run->threads threads. The nodes'
  * computations must be independent (each writes only node l's state), which keeps results
  * identical for any thread count. The first failure (lowest l) is returned with its message.
@@ -224,6 +264,15 @@ struct dt_optimizer_def {
    * weights): push-sum methods, and those that do not use the graph. Otherwise refused before
    * anything runs, like graph_ok. */
   int directed_ok;
+  /* What it does with a message that did not arrive (dt_missing); DT_MISSING_REFUSED (0): it
+   * refuses experiment.network's loss, link failures and churn. */
+  int on_missing;
+  /* Whether these options run under faults; the reason into err otherwise. NULL: they do when
+   * on_missing is not DT_MISSING_REFUSED. */
+  int (*faults_ok)(const void *opts, char *err, size_t err_size);
+  /* An asynchronous algorithm (optimizers/async.h): its events happen on the simulated clock, so
+   * it needs experiment.network's speed, and it refuses node churn. */
+  int asynchronous;
 };
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
@@ -235,7 +284,8 @@ const dt_optimizer_def *dt_optimizer_find(const char *name);
 /* def's bytes per round on g for a model m of dim parameters (bytes_per_round_model when it has
  * one, else bytes_per_round). */
 double dt_optimizer_bytes_per_round(const dt_optimizer_def *def, const dt_graph *g, const dt_model *m, size_t dim, const void *opts);
-/* Every problem's algorithm accepts the graph g (graph_ok); else a config error at its alg_name. */
+/* Every problem's algorithm accepts the graph g (graph_ok) and, when experiment.network has
+ * faults, runs under them (on_missing, faults_ok); else a config error at its alg_name. */
 DT_MUST_USE dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g);
 
 #endif

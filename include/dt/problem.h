@@ -36,9 +36,6 @@ void dt_task_set_trace(dt_task *t, dt_trace *trace);
 dt_backend *dt_task_backend(const dt_task *t);
 /* θ0 from the seed into a host vector (identical for every node and every problem). */
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta);
-/* Starts a problem: batch size, full-batch mode, the L2 weight λ (λ/2‖θ‖² joins every node's
- * loss), and every local node's minibatch stream restarted from (seed, DT_RNG_BATCH, node);
- * counters reset. */
 /* Augments every training minibatch (experiment.augment): a random crop of the image padded by
  * crop_padding pixels (the normalised value of a black pixel) and a random horizontal flip, drawn
  * per node and image from (seed, DT_RNG_AUGMENT, node), restarted by begin and kept in
@@ -47,11 +44,18 @@ void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta);
 DT_MUST_USE dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip);
 /* What dt_task_set_augment refuses, for `dtrun check`. */
 DT_MUST_USE dt_status dt_augment_check(const dt_samples *train, int crop_padding, int flip);
+/* Starts a problem: batch size, full-batch mode, the L2 weight λ (λ/2‖θ‖² joins every node's
+ * loss), and every local node's minibatch stream restarted from (seed, DT_RNG_BATCH, node);
+ * counters reset. */
 DT_MUST_USE dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2);
 /* Node-batched gradients: for every local node l with active[l] (active NULL: all), the gradient
  * of its loss at theta's row l on its next minibatch (or its whole data when full batch) into
  * grad's row l, and the mean loss into loss[l] (host). One backend call per batch. */
 DT_MUST_USE dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, const uint8_t *active, float *loss);
+/* The same for local node l alone (its next minibatch, its loss into *loss), at a cost that does
+ * not grow with the local node count on a host-memory backend (asynchronous algorithms step one
+ * node at a time). The same numbers as dt_task_gradients with only l active. */
+DT_MUST_USE dt_status dt_task_gradient_node(dt_task *t, const dt_slab *theta, dt_slab *grad, int l, float *loss);
 /* Validation loss (mean NLL) and top-1 accuracy of every local node (theta's rows, with the
  * task's buffers) in one backend call, in eval mode, on the test set, or on test_samples of it
  * (0, or not fewer than the set: all): the first test_samples of a permutation drawn from
@@ -70,6 +74,10 @@ uint64_t dt_task_samples_seen(const dt_task *t, int node);
 /* The training samples of the mean node (all nodes', not only the local ones): what an epoch is
  * for a schedule in epochs. */
 double dt_task_mean_node_samples(const dt_task *t);
+/* The training samples of node (any node, local or not) step number `step` (0-based from the
+ * problem's start) takes, known without running it: its full data with full_batch, else the
+ * minibatch size, except the last step of each pass over its data, which takes the rest. */
+size_t dt_task_step_samples(const dt_task *t, int node, uint64_t step);
 double dt_task_epoch(const dt_task *t, int node);
 /* Local node l's training-stream state (minibatch order and position, counters, dropout stream)
  * and model buffers as bytes, and back: what a checkpoint keeps of the task. The size depends on

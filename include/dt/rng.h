@@ -26,6 +26,8 @@ typedef enum dt_rng_purpose {
   DT_RNG_EVAL_NODES = 13, /* the nodes evaluation.sample evaluates; id = 0 */
   DT_RNG_POWERGOSSIP = 14, /* PowerGossip's starting factors of an edge; id = lower id · 2^32 + higher id */
   DT_RNG_NETWORK = 15,  /* the simulated network (dt/network.h lists the ids) */
+  DT_RNG_FAULTS = 16,   /* the network's faults (dt/faults.h lists the ids) */
+  DT_RNG_ASYNC = 17,    /* asynchronous algorithms' random neighbours; id = node·2^32 + draw */
   DT_RNG_TEST = 99,   /* tests only */
 } dt_rng_purpose;
 

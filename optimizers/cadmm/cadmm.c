@@ -13,6 +13,7 @@ typedef struct cadmm_state {
   int rounds;
   dt_slab dual, b, s, t; /* duals, penalty offsets, neighbour sums, scratch: local nodes */
   dt_learners learners;  /* the primal optimizer and gradient of every local node */
+  float *heard;          /* [count] neighbours whose θ_j arrived this round (the degree without faults) */
   dt_optimizer_run *run;
 } cadmm_state;
 
@@ -24,6 +25,7 @@ static void destroy(void *p) {
   dt_slab_free(c->run->be, &c->s);
   dt_slab_free(c->run->be, &c->t);
   dt_learners_free(c->run, &c->learners);
+  dt_free(c->heard);
   dt_free(c);
 }
 
@@ -44,6 +46,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->b));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->s));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->t));
+  DT_ALLOC_GOTO(c->heard, (size_t)run->count + 1, "cadmm");
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = c;
   c = NULL;
@@ -67,9 +70,8 @@ typedef struct round_ctx {
   float rho, lr;
 } round_ctx;
 
-static float degree(const dt_optimizer_run *run, int l) { return (float)dt_graph_degree(run->graph, run->first + l); }
-
-/* Dual update of local node l and its penalty offset, from the exchanged θ_j. */
+/* Dual update of local node l and its penalty offset, from the θ_j that arrived (every
+ * neighbour's without faults; a lost one is left out of this round's sums and degree). */
 static dt_status node_dual(void *p, int l) {
   const round_ctx *rc = p;
   cadmm_state *c = rc->c;
@@ -78,17 +80,20 @@ static dt_status node_dual(void *p, int l) {
   const dt_graph *g = run->graph;
   const size_t d = run->dim;
   const int i = run->first + l, deg = dt_graph_degree(g, i);
-  const float rho = rc->rho, fdeg = degree(run, l);
+  const float rho = rc->rho;
   const float *th = dt_slab_node(&run->theta, l);
   float *dual = dt_slab_node(&c->dual, l), *b = dt_slab_node(&c->b, l), *s = dt_slab_node(&c->s, l), *t = dt_slab_node(&c->t, l);
   /* s = Σ_j θ_j over neighbours in id order */
   const float *x[deg > 0 ? deg : 1];
   float w[deg > 0 ? deg : 1];
+  int n = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    x[e - g->nbr_start[i]] = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
-    w[e - g->nbr_start[i]] = 1.0f;
+    const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+    if (xj != NULL) x[n] = xj, w[n++] = 1.0f;
   }
-  DT_TRY(dt_be_mix(be, d, deg, x, w, s));
+  const float fdeg = (float)n;
+  c->heard[l] = fdeg;
+  DT_TRY(dt_be_mix(be, d, n, x, w, s));
   /* dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
    * penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s) */
   DT_TRY(dt_be_axpby(be, d, fdeg, th, -1.0f, s, t));
@@ -103,7 +108,7 @@ static dt_status node_primal_step(void *p, int l) {
   const round_ctx *rc = p;
   cadmm_state *c = rc->c;
   dt_optimizer_run *run = rc->run;
-  const dt_grad_extra extra = {.alpha = 2.0f * rc->rho * degree(run, l), .b = dt_slab_node(&c->b, l)};
+  const dt_grad_extra extra = {.alpha = 2.0f * rc->rho * c->heard[l], .b = dt_slab_node(&c->b, l)};
   return dt_local_opt_step(c->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&c->learners.grad, l), rc->lr, &extra);
 }
 
@@ -143,4 +148,5 @@ const dt_optimizer_def dt_optimizer_cadmm = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
+    .on_missing = DT_MISSING_SKIP,
 };

@@ -83,7 +83,10 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->diff));
   const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float); /* capacity in floats */
-  s->per_edge = run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC;
+  /* per edge on a time-varying graph, and under faults: a lost q leaves both copies of that
+   * edge's estimate as they were (the sender learns of the loss, as from a transport's
+   * acknowledgement), so the next q carries what the lost one did */
+  s->per_edge = (run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC) || run->faults != NULL;
   if (s->per_edge) {
     const dt_graph *g = run->graph;
     s->e0 = g->nbr_start[run->first];
@@ -189,14 +192,17 @@ static dt_status edge_update(void *p, int l) {
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int r = s->rev[e - s->e0], j = g->nbr[e];
     float *in = dt_slab_node(&s->xin, e - s->e0), *out = dt_slab_node(&s->xout, e - s->e0);
+    if (run->online != NULL && !run->online[j]) continue; /* an offline neighbour's edge rests (faults) */
     if (active(run, r)) {
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
-                                  in));
+      if (dt_run_delivered(run, run->round.mask, r))
+        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
+                                    in));
       DT_TRY(dt_be_axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
     }
     if (active(run, e)) {
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
-                                  msg_id(e, s->k), 1.0f, out));
+      if (dt_run_delivered(run, run->round.mask, e))
+        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
+                                    msg_id(e, s->k), 1.0f, out));
       DT_TRY(dt_be_axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
     }
   }
@@ -260,4 +266,5 @@ const dt_optimizer_def dt_optimizer_choco = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP,
 };

@@ -35,4 +35,5 @@ const dt_optimizer_def dt_optimizer_d2 = {
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
     .graph_ok = graph_ok,
+    .on_missing = DT_MISSING_RENORMALISE,
 };

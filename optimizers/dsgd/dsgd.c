@@ -123,6 +123,14 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
+/* Faults: a sequential sweep's stages depend on the rank count, and so would its losses. */
+static int faults_ok(const void *opts, char *err, size_t err_size) {
+  if (((const dt_dsgd_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
+  snprintf(err, err_size, "dsgd's update_order: sequential cannot run under experiment.network's faults (its messages go in "
+           "stages that depend on the rank count); use synchronous");
+  return 0;
+}
+
 const dt_optimizer_def dt_optimizer_dsgd = {
     .plugin =
         {
@@ -139,4 +147,6 @@ const dt_optimizer_def dt_optimizer_dsgd = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_RENORMALISE,
+    .faults_ok = faults_ok,
 };

@@ -107,4 +107,5 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_RENORMALISE,
 };

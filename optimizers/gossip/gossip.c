@@ -119,7 +119,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) deg += live == NULL || live[e];
       double u = dt_rng_double(&r);
       uint32_t pick = dt_rng_below(&r, (uint32_t)(deg > 0 ? deg : 1));
-      if (u < s->o.p && deg > 0) {
+      if (u < s->o.p && deg > 0 && (run->online == NULL || run->online[i])) { /* an offline node does not push */
         for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
           if ((live == NULL || live[e]) && pick-- == 0) {
             s->partner[i] = g->nbr[e];
@@ -142,6 +142,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       if (j < 0) continue;
       const float *xj = dt_exchange_recv(run->exchange, i, j, 0);
       const float *xi = dt_exchange_send_buffer(run->exchange, i, 0);
+      if (xj == NULL) continue; /* lost (faults): i keeps its own */
       /* x_i/2 + x_j/2 (halving is exact) is the same float on both ends: the pair agrees exactly */
       DT_TRY(dt_be_axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(&run->theta, l)));
     }
@@ -158,6 +159,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       const int i = g->nbr[e];
       if (s->partner[i] != j) continue;
       const float *xi = dt_exchange_recv(run->exchange, j, i, 0);
+      if (xi == NULL) continue; /* lost (faults): the pushed half is gone */
       const double wi = s->w[i], tot = wj + wi;
       const float a = (float)(wj / tot), b = (float)(wi / tot);
       DT_TRY(dt_be_axpby(be, d, a, x, b, xi, x));
@@ -169,8 +171,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
    * weight: the sum of the weights stays N) */
   for (int j = 0; j < g->n; j++) s->wnew[j] = s->w[j];
   for (int j = 0; j < g->n; j++)
-    for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++)
-      if (s->partner[g->nbr[e]] == j) s->wnew[j] += s->w[g->nbr[e]];
+    for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++) {
+      const int i = g->nbr[e];
+      if (s->partner[i] == j && dt_run_delivered(run, s->mask, g->nbr_start[i] + dt_graph_nbr_index(g, i, j)))
+        s->wnew[j] += s->w[i];
+    }
   for (int j = 0; j < g->n; j++) s->w[j] = s->wnew[j];
   return DT_OK;
 }
@@ -212,4 +217,5 @@ const dt_optimizer_def dt_optimizer_gossip = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP,
 };

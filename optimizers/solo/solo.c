@@ -96,4 +96,5 @@ const dt_optimizer_def dt_optimizer_solo = {
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP,
 };

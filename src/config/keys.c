@@ -99,6 +99,19 @@ static const dt_key network_keys[] = {
      .help = "with nodes_per_host: latency of a link between hosts"},
     {.name = "cross_bandwidth", .type = DT_KEY_FLOAT, .offset = NET(cross_bandwidth), .def = "1.25e8", .min = 0, .max = 1e30,
      .flags = DT_KEY_MIN_OPEN, .help = "with nodes_per_host: bytes per second of a link between hosts (1.25e8: 1 Gbit/s)"},
+    {.name = "loss", .type = DT_KEY_FLOAT, .offset = NET(loss), .def = "0", .min = 0, .max = 0.99,
+     .help = "probability that a message is lost (a fault; works without speed); what each algorithm does then: its README"},
+    {.name = "loss_burst", .type = DT_KEY_FLOAT, .offset = NET(loss_burst), .def = "1", .min = 1, .max = 1e9,
+     .help = "mean length of a run of lost messages on a link: 1 loses messages independently, > 1 in bursts "
+             "(Gilbert-Elliott) at the same long-run rate"},
+    {.name = "link_up_rounds", .type = DT_KEY_FLOAT, .offset = NET(link_up_rounds), .def = "0", .min = 0, .max = 1e12,
+     .help = "mean rounds a link works between failures (geometric, drawn per link); 0: links never fail"},
+    {.name = "link_down_rounds", .type = DT_KEY_FLOAT, .offset = NET(link_down_rounds), .def = "5", .min = 1, .max = 1e12,
+     .help = "mean rounds a failed link stays down"},
+    {.name = "node_up_rounds", .type = DT_KEY_FLOAT, .offset = NET(node_up_rounds), .def = "0", .min = 0, .max = 1e12,
+     .help = "mean rounds a node stays online between absences (geometric, drawn per node); 0: nodes never leave"},
+    {.name = "node_down_rounds", .type = DT_KEY_FLOAT, .offset = NET(node_down_rounds), .def = "5", .min = 1, .max = 1e12,
+     .help = "mean rounds an absent node stays offline (it keeps its state, neither computes nor communicates)"},
     {0},
 };
 #undef NET

@@ -111,15 +111,21 @@ static dt_status check_evaluation(const schema_ctx *ctx, const dt_ynode *pcs, co
   return DT_OK;
 }
 
-/* experiment.network: written only to turn the simulated clock on, which speed does. */
+/* experiment.network: written to turn the simulated clock (speed) or faults on. */
 static dt_status check_network(const schema_ctx *ctx, const dt_ynode *exp, const dt_experiment_config *e) {
   const dt_ynode *net = dt_ynode_get(exp, "network");
+  const dt_network_spec *s = &e->network;
   if (net == NULL) return DT_OK;
   /* speed: 0 written out turns the clock off on purpose (a sweep's point without it) */
-  if (e->network.speed <= 0 && dt_ynode_get(net, "speed") == NULL)
+  if (!dt_network_has_clock(s) && !dt_network_has_faults(s) && dt_ynode_get(net, "speed") == NULL)
     return schema_error(ctx, net, "experiment.network.speed",
-                        "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on; without it the "
-                        "other network keys do nothing");
+                        "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on, or a fault "
+                        "(loss, link_up_rounds, node_up_rounds); without them the other network keys do nothing");
+  /* Gilbert-Elliott: entering the bad state with loss / ((1 - loss) burst) must be a probability */
+  if (s->loss_burst > 1 && s->loss > s->loss_burst / (s->loss_burst + 1))
+    return schema_error(ctx, dt_ynode_get(net, "loss") != NULL ? dt_ynode_get(net, "loss") : net, "experiment.network.loss",
+                        "expected at most %g with loss_burst %g (bursts that long cannot average %g lost), found %g",
+                        s->loss_burst / (s->loss_burst + 1), s->loss_burst, s->loss, s->loss);
   return DT_OK;
 }
 

@@ -317,3 +317,51 @@ void dt_comm_host(char *buf, size_t size) {
   name[len] = '\0';
   snprintf(buf, size, "%s", len ? name : "unknown");
 }
+
+/* ---- point-to-point payloads (the asynchronous engine, optimizers/async.c) ------------------ */
+
+enum { PAYLOAD_TAG = 7302 };
+
+struct dt_comm_request {
+  MPI_Request req;
+  void *copy; /* the bytes in flight (owned) */
+};
+
+dt_status dt_comm_send_bytes(dt_comm *c, int to, const void *buf, size_t bytes, dt_comm_request **out) {
+  *out = NULL;
+  DT_CHECK(bytes < (1u << 31), DT_ERR_INTERNAL, "a %zu-byte payload is too large for one message", bytes);
+  dt_comm_request *r = dt_calloc_(1, sizeof *r);
+  DT_CHECK(r != NULL, DT_ERR_MEMORY, "out of memory sending %zu bytes", bytes);
+  r->copy = malloc(bytes > 0 ? bytes : 1);
+  if (r->copy == NULL) {
+    dt_free(r);
+    return DT_ERROR(DT_ERR_MEMORY, "out of memory sending %zu bytes", bytes);
+  }
+  memcpy(r->copy, buf, bytes);
+  const int rc = MPI_Isend(r->copy, (int)bytes, MPI_BYTE, to, PAYLOAD_TAG, c->comm, &r->req);
+  if (rc != MPI_SUCCESS) {
+    free(r->copy);
+    dt_free(r);
+    return DT_ERROR(DT_ERR_MPI, "MPI_Isend of %zu bytes to rank %d failed (%d)", bytes, to, rc);
+  }
+  *out = r;
+  return DT_OK;
+}
+
+dt_status dt_comm_recv_bytes(dt_comm *c, int from, void *buf, size_t bytes) {
+  DT_CHECK(bytes < (1u << 31), DT_ERR_INTERNAL, "a %zu-byte payload is too large for one message", bytes);
+  DT_MPI(MPI_Recv(buf, (int)bytes, MPI_BYTE, from, PAYLOAD_TAG, c->comm, MPI_STATUS_IGNORE));
+  return DT_OK;
+}
+
+dt_status dt_comm_request_finish(dt_comm_request *r, int wait, int *done) {
+  int flag = 1;
+  if (wait) DT_MPI(MPI_Wait(&r->req, MPI_STATUS_IGNORE));
+  else DT_MPI(MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE));
+  if (done != NULL) *done = flag;
+  if (flag) {
+    free(r->copy);
+    dt_free(r);
+  }
+  return DT_OK;
+}

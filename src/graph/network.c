@@ -77,6 +77,8 @@ double dt_network_step_seconds(const dt_network *net, int i, uint64_t step, doub
   return samples * net->step_scale / net->speed[i] * factor;
 }
 
+double dt_network_nominal_seconds(const dt_network *net, double samples) { return samples * net->step_scale / net->spec.speed; }
+
 double dt_network_message_seconds(const dt_network *net, int i, int j, double bytes) {
   const dt_network_spec *s = &net->spec;
   const int lo = i < j ? i : j, hi = i < j ? j : i;

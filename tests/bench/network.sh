@@ -4,7 +4,9 @@
 # jitter, spread links, two host classes: every draw the clock makes), alternated ROUNDS times
 # in one process and at mpirun -np 5 (where the clocks travel in an allgather per exchange).
 # Prints the medians and the ratio; the issue's bound is 1.05.
-# usage: tests/bench/network.sh [BUILD_DIR] [ROUNDS]   (run from anywhere; default 3 rounds)
+# With FAULTS=1 the network also loses messages and links (their draws and masks cost too; the
+# results differ, since messages are lost).
+# usage: [FAULTS=1] tests/bench/network.sh [BUILD_DIR] [ROUNDS]   (run from anywhere; default 3 rounds)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -15,6 +17,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 net=(--set experiment.network.speed=2000 --set experiment.network.stragglers=0.2 --set experiment.network.jitter=0.2
      --set experiment.network.link_spread=0.3 --set experiment.network.nodes_per_host=2)
+# FAULTS=1: the faults too (5% loss in bursts of 2, links failing every 100 rounds for 5)
+if [ "${FAULTS:-0}" = 1 ]; then
+  net+=(--set experiment.network.loss=0.05 --set experiment.network.loss_burst=2 --set experiment.network.link_up_rounds=100)
+fi
 once() { # file launcher... -- args...
   local out=$1 t0 t1
   shift

@@ -23,6 +23,7 @@ static const char *const base_yaml =
     "  data_split_type: %s\n"
     "  seed: 3\n"
     "  graph: %s\n"
+    "  network: %s\n"
     "problem_configs:\n"
     "  p: {full_batch: true, l2: 0.01, optimizer_config: %s}\n";
 
@@ -31,6 +32,7 @@ static const char *const base_yaml =
 typedef struct algo_case {
   char name[64], opts[512];
   char graph[256]; /* experiment.graph, or empty: the 5-node wheel */
+  char network[256]; /* experiment.network (its faults), or empty: none */
   int hetero;      /* split: hetero (each node two of the ten classes), not random */
   double gap_bound, cons_bound;
   int must_fail;        /* the control: must stay above gap_bound */
@@ -65,6 +67,7 @@ static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
     if (strcmp(k, "name") == 0) snprintf(c->name, sizeof c->name, "%s", v);
     else if (strcmp(k, "optimizer_config") == 0) snprintf(c->opts, sizeof c->opts, "%s", v);
     else if (strcmp(k, "graph") == 0) snprintf(c->graph, sizeof c->graph, "%s", v);
+    else if (strcmp(k, "network") == 0) snprintf(c->network, sizeof c->network, "%s", v);
     else if (strcmp(k, "gap") == 0) c->gap_bound = x;
     else if (strcmp(k, "consensus") == 0) c->cons_bound = x;
     else if (strcmp(k, "must_fail") == 0) c->must_fail = strcmp(v, "true") == 0;
@@ -197,7 +200,7 @@ static double use_split(world *w, int hetero) {
   if (w->tasks[hetero] == NULL) {
     char yaml[2048];
     dt_config cfg;
-    snprintf(yaml, sizeof yaml, base_yaml, hetero ? "hetero" : "random", WHEEL, "{alg_name: solo}");
+    snprintf(yaml, sizeof yaml, base_yaml, hetero ? "hetero" : "random", WHEEL, "{speed: 0}", "{alg_name: solo}");
     int ok = dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &cfg) == DT_OK &&
              dt_split_make(&w->data.train, &cfg.experiment, &w->splits[hetero]) == DT_OK &&
              dt_task_create(w->be, &w->data.train, &w->data.test, &w->splits[hetero], &w->ms, w->first, w->count,
@@ -223,7 +226,8 @@ static double use_split(world *w, int hetero) {
 
 static void run_case(world *w, const algo_case *c, double fstar, double *gap_out, double *cons_out) {
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, c->hetero ? "hetero" : "random", c->graph[0] ? c->graph : WHEEL, c->opts);
+  snprintf(yaml, sizeof yaml, base_yaml, c->hetero ? "hetero" : "random", c->graph[0] ? c->graph : WHEEL,
+           c->network[0] ? c->network : "{speed: 0}", c->opts);
   dt_config cfg;
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), c->name, &dt_builtin, NULL, 0, &cfg));
   const dt_problem_config *pc = &cfg.problems[0];
@@ -238,6 +242,16 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   /* P=1: threads; P=5: one each */
   CHECK_OK(dt_run_init(&run, w->comm, graph, pc, w->task, cfg.experiment.seed, w->first, w->count));
   run.schedule = sched;
+  dt_faults *faults = NULL; /* experiment.network's clock and faults, as the runner makes them */
+  dt_network *net = NULL;
+  if (dt_network_has_clock(&cfg.experiment.network)) {
+    CHECK_OK(dt_network_create(&cfg.experiment.network, graph->n, cfg.experiment.seed, dt_model_flops(dt_task_model(w->task)), &net));
+    CHECK_OK(dt_run_set_network(&run, net));
+  }
+  if (dt_network_has_faults(&cfg.experiment.network)) {
+    CHECK_OK(dt_faults_create(&cfg.experiment.network, graph, cfg.experiment.seed, &faults));
+    CHECK_OK(dt_run_set_faults(&run, faults, def->on_missing));
+  }
   float *x0 = calloc(w->d, sizeof(float));
   dt_task_init_params(w->task, cfg.experiment.seed, x0);
   CHECK_OK(dt_slab_broadcast_host(w->be, x0, &run.theta));
@@ -259,6 +273,20 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   if (c->declared_traffic)
     CHECK(bytes == declared, "%s: sent %.0f bytes, declared %.0f", c->name, bytes, declared);
 
+  if (faults != NULL) { /* every message sent was lost or received; loss alone loses its share of them */
+    double m[3] = {0, 0, 0};
+    for (int l = 0; l < w->count; l++)
+      for (int q = 0; q < 3; q++) m[q] += (double)run.msgs[3 * l + q];
+    CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, m, 3));
+    /* an asynchronous algorithm's messages may still be in flight when the run ends: a few per node */
+    const double flight = m[0] - m[1] - m[2];
+    CHECK(m[0] > 0 && (def->asynchronous ? flight >= 0 && flight <= 4.0 * w->n : flight == 0),
+          "%s: %.0f messages sent, %.0f lost, %.0f received", c->name, m[0], m[1], m[2]);
+    const dt_network_spec *ns = &cfg.experiment.network;
+    if (ns->link_up_rounds == 0 && ns->node_up_rounds == 0)
+      CHECK(fabs(m[1] / m[0] - ns->loss) < 0.15 * ns->loss + 0.002, "%s: %.4f of the messages lost, loss is %g", c->name, m[1] / m[0],
+            ns->loss);
+  }
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
   double *mean = calloc(w->d, sizeof(double));
   const float *const *rows;
@@ -290,6 +318,8 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     CHECK(worst_cons < c->cons_bound, "%s: relative consensus error %g, must be < %g", c->name, worst_cons, c->cons_bound);
   }
   dt_run_free(&run);
+  dt_faults_free(faults);
+  dt_network_free(net);
   dt_schedule_free(sched);
   dt_graph_free(graph);
   free(mean), free(xi);
@@ -300,7 +330,7 @@ int main(int argc, char **argv) {
   memset(&w, 0, sizeof w);
   if (dt_comm_init(&argc, &argv, &w.comm) != DT_OK) return 1;
   char yaml[2048];
-  snprintf(yaml, sizeof yaml, base_yaml, "random", WHEEL, "{alg_name: solo}");
+  snprintf(yaml, sizeof yaml, base_yaml, "random", WHEEL, "{speed: 0}", "{alg_name: solo}");
   CHECK_OK(dt_config_load_string(yaml, strlen(yaml), "convex", &dt_builtin, NULL, 0, &w.cfg));
   w.n = w.cfg.experiment.graph.num_nodes;
   const int P = dt_comm_size(w.comm), rank = dt_comm_rank(w.comm);

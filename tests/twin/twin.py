@@ -397,6 +397,15 @@ class Context:
         self.pos[i][self.k] = p
         return out
 
+    def peek(self, i, tag):
+        """Node i's next record of this round if it is a `tag` draw (not consumed), else None: for
+        twins that merge the nodes' records in an order the records carry (AEVT)."""
+        recs = self.streams[i].get(self.k, [])
+        p = self.pos[i].get(self.k, 0)
+        while p < len(recs) and recs[p][0] in ("THET", "BUFS"):
+            p += 1
+        return recs[p][1] if p < len(recs) and recs[p][0] == tag else None
+
     def draw(self, i, tag):
         """Node i's next recorded draw of this round under tag (PEER, DLAY, QMSG)."""
         return self._next(i, [tag])[0]

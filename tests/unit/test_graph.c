@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "dt/faults.h"
 #include "dt/graph.h"
 #include "dt/network.h"
 #include "dt/rng.h"
@@ -371,6 +372,65 @@ static void test_network(void) {
   dt_network_free(net);
 }
 
+/* The faults' draws: the loss rate and burst lengths, intervals with their means, links alike both
+ * ways, and the same states again after a restart (a resumed problem). */
+static void test_faults(void) {
+  dt_graph *g = build(DT_GRAPH_CYCLE, 6);
+  const int m = 2 * g->num_edges;
+  dt_network_spec ns = {.loss = 0.2, .loss_burst = 1};
+  dt_faults *f = NULL;
+  uint8_t sent[12], state[12], lost[12] = {0}, online[6] = {0}, up[12];
+  memset(sent, 1, sizeof sent);
+  /* independent: the rate; bursts of mean 5 at the same rate */
+  for (int burst = 0; burst < 2; burst++) {
+    ns.loss_burst = burst ? 5 : 1;
+    CHECK_OK(dt_faults_create(&ns, g, 11, &f));
+    dt_faults_burst_start(f, state);
+    long n = 0, nl = 0, runs = 0;
+    for (uint64_t x = 0; x < 20000; x++) {
+      const uint8_t before = lost[0];
+      dt_faults_loss(f, x, sent, state, lost);
+      for (int e = 0; e < m; e++) n++, nl += lost[e];
+      runs += x > 0 && lost[0] && !before;
+    }
+    const double rate = (double)nl / n, mean_run = (double)nl / m / (runs > 0 ? runs : 1);
+    CHECK(fabs(rate - 0.2) < 0.01, "burst %g: loss rate %g", ns.loss_burst, rate);
+    CHECK(fabs(mean_run - ns.loss_burst * (burst ? 1.0 : 1.25)) < 0.35 * ns.loss_burst, "burst %g: runs of %g lost messages",
+          ns.loss_burst, mean_run);
+    dt_faults_free(f);
+  }
+  /* intervals: links down 1/(1+4) of the rounds, nodes 2/(8+2), both directions of a link alike */
+  ns = (dt_network_spec){.loss_burst = 1, .link_up_rounds = 20, .link_down_rounds = 5, .node_up_rounds = 8, .node_down_rounds = 2};
+  CHECK_OK(dt_faults_create(&ns, g, 11, &f));
+  long down = 0, off = 0, flips = 0;
+  uint8_t first[6 * 40];
+  for (int k = 0; k < 20000; k++) {
+    const uint8_t was = online[0];
+    dt_faults_round(f, k, online, up);
+    if (k < 40) memcpy(first + 6 * k, online, 6);
+    for (int i = 0; i < 6; i++) {
+      off += !online[i];
+      for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+        const int j = g->nbr[e];
+        down += !up[e];
+        CHECK(up[e] == up[g->nbr_start[j] + dt_graph_nbr_index(g, j, i)], "link %d-%d differs by direction", i, j);
+      }
+    }
+    flips += k > 0 && online[0] != was;
+  }
+  CHECK(fabs((double)down / (20000.0 * m) - 0.2) < 0.02, "links down %g of the rounds", (double)down / (20000.0 * m));
+  CHECK(fabs((double)off / (20000.0 * 6) - 0.2) < 0.02, "nodes offline %g of the rounds", (double)off / (20000.0 * 6));
+  CHECK(fabs(flips / 2.0 - 20000.0 / 10) < 200, "node 0 left %g times in 20000 rounds, expected about 2000", flips / 2.0);
+  for (int k = 0; k < 40; k++) { /* an earlier round starts again from round 0: the same states */
+    dt_faults_round(f, k, online, up);
+    CHECK(memcmp(first + 6 * k, online, 6) == 0, "round %d after a restart", k);
+  }
+  dt_faults_round(f, 0, online, up);
+  for (int i = 0; i < 6; i++) CHECK(online[i], "node %d offline at round 0", i);
+  dt_faults_free(f);
+  dt_graph_free(g);
+}
+
 int main(void) {
   test_wheel();
   test_closed_forms();
@@ -380,6 +440,7 @@ int main(void) {
   test_edge_file();
   test_directed();
   test_network();
+  test_faults();
   test_placement();
   return check_report("test_graph");
 }

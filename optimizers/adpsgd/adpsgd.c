@@ -1,0 +1,242 @@
+/* AD-PSGD (Lian, Zhang, Zhang, Liu, "Asynchronous Decentralized Parallel Stochastic Gradient
+ * Descent", ICML 2018) and asynchronous push-sum (Assran, Rabbat, "Asynchronous gradient push",
+ * IEEE TAC 2020), on the simulated clock (optimizers/async.h). Update equations: README.md here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../async.h"
+#include "../local_step.h"
+#include "../options_impl.h"
+#include "dt/optimizer.h"
+#include "dt/rng.h"
+
+static const char *const modes[] = {"pairwise", "push_sum", NULL};
+enum { MODE_PAIRWISE = 0, MODE_PUSH_SUM };
+enum { MSG_REQUEST = 0, MSG_REPLY = 1, MSG_PUSH = 0 };
+
+typedef struct dt_adpsgd_opts {
+  int mode;
+  int local_optimizer; /* dt_local_opt_kind */
+  double lr, mu;
+  dt_sgd_extras x;
+  dt_lr_schedule schedule;
+} dt_adpsgd_opts;
+
+static const dt_key keys[] = {
+    {.name = "mode", .type = DT_KEY_ENUM, .offset = offsetof(dt_adpsgd_opts, mode), .def = "pairwise", .values = modes,
+     .help = "pairwise: AD-PSGD, a node that ends a step averages with one random neighbour; push_sum: it sends half of "
+             "its push-sum vector and weight to one (asynchronous gradient push)"},
+    {.name = "local_optimizer", .type = DT_KEY_ENUM, .offset = offsetof(dt_adpsgd_opts, local_optimizer), .def = "sgd",
+     .values = dt_local_opt_names, .help = "sgd, adam, adamw, rmsprop, adadelta or nadam"},
+    {.name = "lr", .type = DT_KEY_FLOAT, .offset = offsetof(dt_adpsgd_opts, lr), .def = "0.01", .min = 0, .max = DT_INF,
+     .help = "initial learning rate"},
+    {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_adpsgd_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
+     .help = "rate decay: a step in round k uses lr / (1 + mu k); 0 keeps it constant"},
+    DT_SGD_EXTRAS_KEYS(dt_adpsgd_opts, x),
+    DT_LR_SCHEDULE_KEY(dt_adpsgd_opts, schedule),
+    {0},
+};
+
+typedef struct adpsgd_state {
+  dt_adpsgd_opts o;
+  dt_optimizer_run *run;
+  dt_async *async;
+  dt_learners learners;
+  dt_slab x;        /* push_sum: the push-sum vectors (θ = x / w, the de-biased model) */
+  float *w;         /* push_sum: [count] push-sum weights (kept) */
+  uint8_t *busy;    /* pairwise: [N] a request is out (every rank tracks every node: the schedule) */
+  uint64_t *picks;  /* [N] neighbour draws so far (the stream's position; the schedule's) */
+} adpsgd_state;
+
+static void destroy(void *p) {
+  adpsgd_state *s = p;
+  if (s == NULL) return;
+  dt_async_free(s->async);
+  dt_learners_free(s->run, &s->learners);
+  dt_slab_free(s->run->be, &s->x);
+  dt_free(s->w);
+  dt_free(s->busy);
+  dt_free(s->picks);
+  dt_free(s);
+}
+
+/* Node's next random neighbour: the stream (seed, async, node · 2^32 + draw). */
+static int pick(adpsgd_state *s, int node) {
+  const dt_graph *g = s->run->graph;
+  dt_rng r;
+  dt_rng_init(&r, s->run->seed, DT_RNG_ASYNC, ((uint64_t)node << 32) + s->picks[node]++);
+  return g->nbr[g->nbr_start[node] + (int)dt_rng_below(&r, (uint32_t)dt_graph_degree(g, node))];
+}
+
+static float rate(adpsgd_state *s) {
+  return (float)dt_run_rate(s->run, &s->o.schedule, s->o.lr, s->o.mu, dt_async_now_round(s->async), 1);
+}
+
+/* ---- pairwise (AD-PSGD) ---------------------------------------------------------------------- */
+
+static dt_status pair_start(void *ctx, dt_async *a, int l) {
+  adpsgd_state *s = ctx;
+  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+}
+
+/* The step's gradient (taken at the model as it was when the step began), then, unless a request
+ * is out, a request carrying x_i to a random neighbour. */
+static dt_status pair_end(void *ctx, dt_async *a, int node, int l) {
+  adpsgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  if (l >= 0) DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&s->learners.grad, l), rate(s), NULL));
+  if (s->busy[node] || dt_graph_degree(run->graph, node) == 0) return DT_OK;
+  s->busy[node] = 1;
+  float *msg;
+  DT_TRY(dt_async_send(a, node, pick(s, node), MSG_REQUEST, &msg));
+  return msg != NULL ? dt_be_copy(run->be, run->dim, dt_slab_node(&run->theta, l), msg) : DT_OK;
+}
+
+/* j receives x_i: x_j and the reply's correction become a = (x_j + x_i)/2 and a − x_i; i adds the
+ * correction when it arrives. The pair's sum is kept exactly as an atomic average keeps it. */
+static dt_status pair_arrive(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered) {
+  adpsgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const size_t d = run->dim;
+  if (kind == MSG_REPLY || !delivered) { /* the exchange is over (or lost: the requester gives up) */
+    s->busy[kind == MSG_REPLY ? node : from] = 0;
+    return l >= 0 && delivered ? dt_be_axpy(be, d, 1.0f, payload, dt_slab_node(&run->theta, l)) : DT_OK;
+  }
+  float *reply;
+  DT_TRY(dt_async_send(a, node, from, MSG_REPLY, &reply));
+  if (l < 0) return DT_OK;
+  float *x = dt_slab_node(&run->theta, l);
+  DT_TRY(dt_be_axpby(be, d, 0.5f, x, 0.5f, payload, x)); /* a, the same float on both ends */
+  return reply != NULL ? dt_be_axpby(be, d, 1.0f, x, -1.0f, payload, reply) : DT_OK;
+}
+
+/* ---- push_sum (asynchronous gradient push) ---------------------------------------------------- */
+
+/* θ_i is the de-biased model x_i / w_i: what the gradient is taken at and what is evaluated. */
+static dt_status push_start(void *ctx, dt_async *a, int l) {
+  adpsgd_state *s = ctx;
+  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+}
+
+/* x_i takes the step (its gradient at θ_i), then half of (x_i, w_i) goes to a random neighbour. */
+static dt_status push_end(void *ctx, dt_async *a, int node, int l) {
+  adpsgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  const size_t d = run->dim;
+  /* a node pushes to the neighbour it draws unless its last push there is still on its way
+   * (one message per edge in flight); then it keeps its mass this time */
+  const int to = dt_graph_degree(run->graph, node) > 0 ? pick(s, node) : -1;
+  const int pushes = to >= 0 && !dt_async_in_flight(a, node, to, MSG_PUSH);
+  float *msg = NULL;
+  if (pushes) DT_TRY(dt_async_send(a, node, to, MSG_PUSH, &msg));
+  if (l < 0) return DT_OK;
+  float *x = dt_slab_node(&s->x, l);
+  DT_TRY(dt_local_opt_step(s->learners.opt, l, x, dt_slab_node(&s->learners.grad, l), rate(s), NULL));
+  if (pushes) {
+    DT_TRY(dt_be_scale(be, d, 0.5f, x));
+    s->w[l] *= 0.5f;
+    if (msg != NULL) {
+      DT_TRY(dt_be_copy(be, d, x, msg));
+      DT_TRY(dt_be_fill(be, 1, s->w[l], msg + d));
+    }
+  }
+  return dt_be_div(be, d, x, (double)s->w[l], dt_slab_node(&run->theta, l));
+}
+
+/* A push adds to (x_j, w_j); a lost one's half of the mass is gone. */
+static dt_status push_arrive(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered) {
+  adpsgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  (void)a, (void)node, (void)from, (void)kind;
+  if (l < 0 || !delivered) return DT_OK;
+  float *x = dt_slab_node(&s->x, l), wj;
+  DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, payload, x));
+  DT_TRY(dt_be_download(run->be, &wj, payload + run->dim, sizeof wj));
+  s->w[l] += wj;
+  return dt_be_div(run->be, run->dim, x, (double)s->w[l], dt_slab_node(&run->theta, l));
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  adpsgd_state *s = NULL;
+  const dt_graph *g = run->graph;
+  DT_ALLOC_GOTO(s, 1, "adpsgd");
+  s->run = run;
+  s->o = *(const dt_adpsgd_opts *)opts;
+  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
+  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
+  DT_TRY_GOTO(dt_run_keep_slab(run, "grad", &s->learners.grad)); /* a step's gradient, taken when it began */
+  DT_ALLOC_GOTO(s->busy, (size_t)g->n, "adpsgd");
+  DT_ALLOC_GOTO(s->picks, (size_t)g->n, "adpsgd");
+  dt_async_def def;
+  memset(&def, 0, sizeof def);
+  if (s->o.mode == MODE_PAIRWISE) {
+    def = (dt_async_def){.kinds = 2, .len = {run->dim, run->dim}, .step_start = pair_start, .step_end = pair_end, .arrive = pair_arrive};
+  } else {
+    def = (dt_async_def){.kinds = 1, .len = {run->dim + 1}, .step_start = push_start, .step_end = push_end, .arrive = push_arrive};
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->x));
+    DT_TRY_GOTO(dt_slab_copy(run->be, &run->theta, &s->x)); /* x = θ0, w = 1 */
+    DT_ALLOC_GOTO(s->w, (size_t)run->count + 1, "adpsgd");
+    for (int l = 0; l < run->count; l++) s->w[l] = 1.0f;
+    DT_TRY_GOTO(dt_run_keep_slab(run, "x", &s->x));
+    DT_TRY_GOTO(dt_run_keep_nodes(run, "push_weight", s->w, sizeof(float)));
+  }
+  DT_TRY_GOTO(dt_async_create(run, &def, s, &s->async));
+  *out = s;
+  s = NULL;
+cleanup:
+  destroy(s);
+  return st;
+}
+
+static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
+  adpsgd_state *s = p;
+  (void)run;
+  return dt_async_round(s->async, k);
+}
+
+static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
+  const dt_adpsgd_opts *o = opts;
+  /* about one step per node and round: pairwise a request and a reply when none is out, push
+   * one message of dim + 1 floats */
+  return (double)g->n * (o->mode == MODE_PAIRWISE ? 2.0 * (double)dim : (double)dim + 1.0) * sizeof(float);
+}
+
+static double gradient_step(const void *opts) {
+  const dt_adpsgd_opts *o = opts;
+  return dt_local_step_stable(o->lr, o->local_optimizer, &o->x);
+}
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_adpsgd_opts *o = opts;
+  return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
+}
+
+/* push_sum loses a push's mass with it; the weights then shrink and x / w blows the steps up. */
+static int faults_ok(const void *opts, char *err, size_t err_size) {
+  if (((const dt_adpsgd_opts *)opts)->mode != MODE_PUSH_SUM) return 1;
+  snprintf(err, err_size, "adpsgd's mode: push_sum cannot run under experiment.network's faults: every lost push takes "
+           "half a node's mass with it, and de-biasing by the shrinking weights diverges; use mode: pairwise");
+  return 0;
+}
+
+const dt_optimizer_def dt_optimizer_adpsgd = {
+    .plugin =
+        {
+            .name = "adpsgd",
+            .summary = "asynchronous decentralized SGD on the simulated clock: AD-PSGD pairwise averaging or asynchronous push-sum",
+            .keys = keys,
+            .opts_size = sizeof(dt_adpsgd_opts),
+            .finalize = finalize,
+        },
+    .create = create,
+    .round = round_k,
+    .destroy = destroy,
+    .bytes_per_round = bytes_per_round,
+    .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP,
+    .faults_ok = faults_ok,
+    .asynchronous = 1,
+};

@@ -1,0 +1,71 @@
+/* The asynchronous engine: algorithms whose nodes act when their own step ends and when a
+ * message reaches them, on the simulated clock (experiment.network), not in lockstep rounds.
+ *
+ * Events happen in (time, node, sequence) order: a node's step ends (its duration: the step's
+ * samples over the node's speed, dt/network.h), or a message arrives (it left at its sender's
+ * event time and takes latency + bytes / bandwidth). What happens when — which node steps, who
+ * sends what to whom, which message is lost — depends on the config and the seed alone, never
+ * on the model's values, so every rank simulates the whole schedule (a heap of small records,
+ * O(log N) per event) and does the vector work of its own nodes only, each node's in its event
+ * order. A payload crossing ranks is sent when it is made and received when it is needed (or at
+ * the round's end); since a message arrives after it was sent, no rank ever waits on one that
+ * has not been sent yet. The results are therefore the same bytes at every rank count, without a
+ * global synchronisation per event.
+ *
+ * Round k of an asynchronous algorithm is the simulated time [kΔ, (k+1)Δ), Δ the time a node of
+ * the configured speed takes for one minibatch (dt_network_nominal_seconds): the runner
+ * evaluates, checkpoints and stops at round boundaries, where every node's state is the one
+ * after all events before that time. Payloads in flight at a boundary wait in the receiver's
+ * inbox (one slot per directed edge and kind: an algorithm has at most one message of a kind in
+ * flight on an edge), which checkpoints keep; the schedule itself is replayed from time 0 on
+ * resume, without vector work.
+ *
+ * Faults: loss and link failures (a failed link loses what it would carry) apply per message;
+ * node churn is refused. The plug-in learns of a lost message at the time it would have
+ * arrived (an arrive call with delivered = 0, on every rank). */
+#ifndef DT_ASYNC_H
+#define DT_ASYNC_H
+
+#include "dt/optimizer.h"
+
+typedef struct dt_async dt_async;
+
+enum { DT_ASYNC_MAX_KINDS = 4 };
+
+typedef struct dt_async_def {
+  int kinds;                      /* message kinds, each with its payload of len[kind] floats */
+  size_t len[DT_ASYNC_MAX_KINDS];
+  /* Node `node` starts a step (l: its local index). The vector work only (local nodes, not in a
+   * replay): typically the gradient at the node's model (dt_async_gradient). */
+  dt_status (*step_start)(void *ctx, dt_async *a, int l);
+  /* Node `node`'s step has ended; l its local index, or -1 where the rank does no vector work
+   * for it (another rank's node, a replay): the scalar decisions (whom to send what) are made on
+   * every rank alike, the vector work only where l >= 0. */
+  dt_status (*step_end)(void *ctx, dt_async *a, int node, int l);
+  /* A message of `kind` from `from` reaches `node` (delivered = 0: it was lost; the payload is
+   * NULL then and where l < 0). */
+  dt_status (*arrive)(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered);
+} dt_async_def;
+
+/* The engine for run (its network is needed: refused before anything runs otherwise), calling
+ * def's functions with ctx. Registers the inboxes for checkpoints. Collective. */
+DT_MUST_USE dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *ctx, dt_async **out);
+void dt_async_free(dt_async *a);
+/* Runs round k's events (replaying the earlier ones first after a resume). Collective. */
+DT_MUST_USE dt_status dt_async_round(dt_async *a, int k);
+/* Inside step_end or arrive: node sends a message of kind to its neighbour `to`. Returns where
+ * to write the payload (len[kind] floats of backend memory) when the sender is local and vector
+ * work is on, else NULL. The engine carries it when the callback returns. */
+DT_MUST_USE dt_status dt_async_send(dt_async *a, int node, int to, int kind, float **payload);
+/* Whether a message of kind from `from` to its neighbour `to` is on its way (sent, not yet
+ * arrived or known lost): at most one may be, per kind and directed edge. */
+int dt_async_in_flight(const dt_async *a, int from, int to, int kind);
+/* The round being run, and the current event's time. */
+int dt_async_now_round(const dt_async *a);
+double dt_async_now(const dt_async *a);
+/* Local node l's gradient at its row of x into its row of grad (dt_run_gradients for one node). */
+DT_MUST_USE dt_status dt_async_gradient(dt_async *a, int l, const dt_slab *x, dt_slab *grad);
+/* Events processed so far on this rank (every node's, vector work or not), for benchmarks. */
+uint64_t dt_async_events(const dt_async *a);
+
+#endif

@@ -1,0 +1,106 @@
+/* experiment.network's faults in the run context (rules in dt/optimizer.h, draws in dt/faults.h).
+ * Every rank computes every edge's fate from the replicated masks and the shared streams, so
+ * what arrives is the same for every rank count; each rank counts its own nodes' messages. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/optimizer.h"
+#include "run_faults.h"
+
+dt_status dt_run_set_faults(dt_optimizer_run *run, dt_faults *f, int on_missing) {
+  dt_status st = DT_OK;
+  const size_t m = 2 * (size_t)run->graph->num_edges + 1;
+  const size_t count = (size_t)run->count + 1;
+  run->faults = f;
+  run->on_missing = on_missing;
+  DT_ALLOC_GOTO(run->online, (size_t)run->graph->n, "faults");
+  DT_ALLOC_GOTO(run->link_up, m, "faults");
+  DT_ALLOC_GOTO(run->delivered, m, "faults");
+  DT_ALLOC_GOTO(run->fault_sent, m, "faults");
+  DT_ALLOC_GOTO(run->fault_lost, m, "faults");
+  DT_ALLOC_GOTO(run->burst, m, "faults");
+  DT_ALLOC_GOTO(run->msgs, 3 * count, "faults");
+  DT_ALLOC_GOTO(run->parked, count, "faults");
+  DT_ALLOC_GOTO(run->parked_size, count, "faults");
+  memset(run->online, 1, (size_t)run->graph->n);
+  memset(run->link_up, 1, m);
+  dt_faults_burst_start(f, run->burst);
+  DT_TRY_GOTO(dt_run_keep_shared(run, "fault_exchanges", &run->exchanges, sizeof run->exchanges));
+  DT_TRY_GOTO(dt_run_keep_shared(run, "fault_burst", run->burst, m - 1));
+  DT_TRY_GOTO(dt_run_keep_nodes(run, "messages", run->msgs, 3 * sizeof(uint64_t)));
+cleanup:
+  return st;
+}
+
+void run_faults_free(dt_optimizer_run *run) {
+  for (int l = 0; run->parked != NULL && l < run->count; l++) dt_free(run->parked[l]);
+  dt_free(run->parked);
+  dt_free(run->parked_size);
+  dt_free(run->online);
+  dt_free(run->link_up);
+  dt_free(run->delivered);
+  dt_free(run->fault_sent);
+  dt_free(run->fault_lost);
+  dt_free(run->burst);
+  dt_free(run->msgs);
+}
+
+/* Local node l's whole state (the run's items and the task's streams: dt_run_save_node) into
+ * parked[l]. */
+static dt_status park(dt_optimizer_run *run, int l) {
+  const void *data;
+  size_t size;
+  DT_TRY(dt_run_save_node(run, l, &data, &size));
+  unsigned char *buf = realloc(run->parked[l], size + 1);
+  DT_CHECK(buf != NULL, DT_ERR_MEMORY, "out of memory keeping an offline node's state (%zu bytes)", size);
+  run->parked[l] = buf;
+  run->parked_size[l] = size;
+  memcpy(buf, data, size);
+  return DT_OK;
+}
+
+static dt_status unpark(dt_optimizer_run *run, int l) {
+  return dt_run_load_node(run, l, run->parked[l], run->parked_size[l], "an offline node's state");
+}
+
+dt_status run_faults_begin_round(dt_optimizer_run *run, int k) {
+  if (run->faults == NULL) return DT_OK;
+  dt_faults_round(run->faults, k, run->online, run->link_up);
+  for (int l = 0; l < run->count; l++)
+    if (!run->online[run->first + l]) DT_TRY(park(run, l));
+  return DT_OK;
+}
+
+dt_status run_faults_end_round(dt_optimizer_run *run) {
+  if (run->faults == NULL) return DT_OK;
+  for (int l = 0; l < run->count; l++)
+    if (!run->online[run->first + l]) DT_TRY(unpark(run, l));
+  return DT_OK;
+}
+
+const uint8_t *run_faults_exchange(dt_optimizer_run *run, const uint8_t *mask) {
+  if (run->faults == NULL) return mask;
+  const dt_graph *g = run->graph;
+  uint8_t *sent = run->fault_sent, *lost = run->fault_lost, *got = run->delivered;
+  for (int i = 0; i < g->n; i++)
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) sent[e] = (mask == NULL || mask[e]) && run->online[i];
+  dt_faults_loss(run->faults, run->exchanges++, sent, run->burst, lost);
+  for (int i = 0; i < g->n; i++)
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
+      got[e] = sent[e] && !lost[e] && run->link_up[e] && run->online[g->nbr[e]];
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l;
+    uint64_t *c = run->msgs + 3 * (size_t)l;
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+      const int j = g->nbr[e];
+      c[0] += sent[e];
+      c[1] += sent[e] && !got[e];
+      c[2] += got[g->nbr_start[j] + dt_graph_nbr_index(g, j, i)]; /* j → i */
+    }
+  }
+  return got;
+}
+
+const uint8_t *run_faults_sent(const dt_optimizer_run *run, const uint8_t *mask) {
+  return run->faults != NULL ? run->fault_sent : mask;
+}

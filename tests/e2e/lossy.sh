@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# experiment.network's faults end to end (tests/e2e/lossy.yaml: every algorithm that runs under
+# them, with bursty loss, failing links and churn, on the simulated clock): the same files at
+# P = 1, 2, 3 and 5, on an archived re-run and after a kill at P = 3 and a resume at P = 2; every
+# message sent is lost or received, at every evaluation; faults that lose nothing change no
+# metric; an offline node does not train; `check` describes the faults; algorithms without a
+# rule for a missing message, and impossible bursts, are refused before anything runs. Then the
+# asynchronous algorithms (tests/e2e/async.yaml) alike, with and without faults.
+# Skipped (77) without data/mnist.
+# usage: lossy.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
+
+cp tests/e2e/lossy.yaml "$tmp/lossy.yaml"
+# (1) the same files for every rank count, on a re-run, and after a kill and a resume
+ranks_and_rerun "$tmp/lossy.yaml" 2 "faults"
+for np in 3 5; do
+  "$mpiexec" --oversubscribe -n $np "$dtrun" "$tmp/lossy.yaml" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
+    || bad "faults at P=$np failed: $(tail -3 "$tmp/q$np.log")"
+  same_results "$tmp/p1" "$tmp/q$np" "faults P=1 vs P=$np"
+done
+killed_resumed "$tmp/lossy.yaml" 3 "faults"
+
+# (2) the counters: at every evaluation, the messages sent = lost + received over all nodes, some
+# of each, and summary.yaml's totals are the last evaluation's
+python3 - "$tmp/p1/results.sqlite" "$tmp/p1/summary.yaml" <<'PY' && ok || bad "the message counters do not add up"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT problem, round, sum(messages_sent), sum(messages_lost), sum(messages_received) FROM evaluations "
+                  "GROUP BY problem, round").fetchall()
+assert len(rows) == 30, len(rows)
+for p, k, s, l, r in rows:
+    assert s == l + r, (p, k, s, l, r)
+    assert k == 0 or p == 9 or (l > 0 and r > 0), (p, k, s, l, r)  # solo (9) sends nothing
+last = db.execute("SELECT sum(messages_sent), sum(messages_lost), sum(messages_received) FROM evaluations "
+                  "WHERE problem = 1 AND round = 30").fetchone()
+want = "messages: {sent: %d, lost: %d, received: %d}" % tuple(int(v) for v in last)
+assert want in open(sys.argv[2]).read(), want
+PY
+
+# (3) faults that lose nothing (a node leaves after 1e12 rounds on average) change no metric:
+# every algorithm but Choco (which keeps its estimates per edge under faults: the same
+# arithmetic in another order) gives the files of the run without network
+sed 's/^  network: .*/  network: {node_up_rounds: 1e12}/' "$tmp/lossy.yaml" | awk '/^  choco:/ {skip = 3} skip {skip--; next} 1' > "$tmp/none.yaml"
+grep -v "^  network:" "$tmp/none.yaml" > "$tmp/off.yaml"
+"$dtrun" "$tmp/none.yaml" --output-dir "$tmp/none" --quiet > "$tmp/none.log" 2>&1 || bad "faults losing nothing: $(tail -3 "$tmp/none.log")"
+"$dtrun" "$tmp/off.yaml" --output-dir "$tmp/off" --quiet > "$tmp/off.log" 2>&1 || bad "no network: $(tail -3 "$tmp/off.log")"
+metrics() { strip_times "$1" | cut -d, -f1-10; } # round .. bytes_sent
+for f in "$tmp"/off/*_results.csv; do
+  cmp -s <(metrics "$f") <(metrics "$tmp/none/$(basename "$f")") || bad "$(basename "$f"): faults that lose nothing change it"
+done && ok
+grep -q "messages_lost" "$tmp/none/dsgd_results.csv" && ! grep -q "messages_lost\|sim_time" "$tmp/off/dsgd_results.csv" \
+  && ! grep -q sim_time "$tmp/none/dsgd_results.csv" && ok || bad "the columns of faults without a clock"
+
+# (4) an offline node neither trains nor sends: under churn some node of solo has seen fewer
+# samples than 30 rounds' worth, and every count is a whole number of minibatches
+awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "forward_pass_count") c = i; next}
+         $1 == 30 {if ($c % 64) bad = 1; if ($c < 30 * 64) short = 1} END {exit bad || !short}' "$tmp/p1/solo_results.csv" \
+  && ok || bad "churn does not pause solo's nodes: $(awk -F, '$1 == 30' "$tmp/p1/solo_results.csv" | cut -d, -f1-3 | tr '\n' ' ')"
+
+# (5) check describes the faults; what cannot run under them is refused with its position
+"$dtrun" check "$tmp/lossy.yaml" > "$tmp/check.txt" 2>&1
+grep -q "^# network faults: 20% of the messages lost in bursts of 3 on average;$" "$tmp/check.txt" \
+  && grep -q "^#   nodes leave after 12 rounds on average, for 4 (offline 25% of rounds)$" "$tmp/check.txt" && ok \
+  || bad "check does not describe the faults: $(grep -A2 'faults' "$tmp/check.txt")"
+refused() { # what expected-message dtrun-arguments...
+  local what=$1 want=$2
+  shift 2
+  "$dtrun" "$@" --output-dir "$tmp/refused" --quiet > "$tmp/refused.log" 2>&1
+  local rc=$?
+  [ $rc -eq 2 ] && grep -q "$want" "$tmp/refused.log" && [ ! -e "$tmp/refused" ] && ok \
+    || bad "$what: exit $rc, $(head -c 300 "$tmp/refused.log")"
+}
+cat > "$tmp/relay.yaml" <<'YAML'
+experiment:
+  data_dir: data/mnist
+  graph: {num_nodes: 4, type: cycle}
+  network: {loss: 0.05}
+problem_configs:
+  relay: {optimizer_config: {alg_name: relaysgd, outer_iterations: 2}}
+YAML
+refused "relaysgd under loss" "relay.yaml:6:40: relaysgd has no rule for a message that does not arrive" \
+  "$tmp/relay.yaml"
+refused "a sequential sweep under loss" "dsgd's update_order: sequential cannot run under experiment.network's faults" \
+  "$tmp/lossy.yaml" --set problem_configs.dsgd.optimizer_config.update_order=sequential
+refused "bursts that cannot average the loss" "experiment.network.loss: expected at most 0.6 with loss_burst 1.5" \
+  "$tmp/lossy.yaml" --set experiment.network.loss=0.7 --set experiment.network.loss_burst=1.5
+# (6) the asynchronous algorithms (tests/e2e/async.yaml: AD-PSGD and asynchronous push-sum on a
+# clock with stragglers and jitter): the same files at P = 1, 2, 3 and 5, re-run, killed at P = 3
+# and resumed at P = 2; AD-PSGD also under bursty loss and failing links at P = 1 and 3
+tmp_sync=$tmp
+tmp=$tmp/async && mkdir -p "$tmp"
+cp tests/e2e/async.yaml "$tmp/async.yaml"
+ranks_and_rerun "$tmp/async.yaml" 2 "async"
+for np in 3 5; do
+  "$mpiexec" --oversubscribe -n $np "$dtrun" "$tmp/async.yaml" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
+    || bad "async at P=$np failed: $(tail -3 "$tmp/q$np.log")"
+  same_results "$tmp/p1" "$tmp/q$np" "async P=1 vs P=$np"
+done
+killed_resumed "$tmp/async.yaml" 1 "async" # in push_sum, whose inbox rows hold d + 1 floats
+faulty=(--set 'experiment.network={speed: 2000, stragglers: 0.2, slowdown: 3, jitter: 0.3, loss: 0.1, loss_burst: 2, link_up_rounds: 10, link_down_rounds: 2}'
+        --set problem_configs.push_sum.optimizer_config.mode=pairwise)
+"$dtrun" "$tmp/async.yaml" "${faulty[@]}" --output-dir "$tmp/f1" --quiet > "$tmp/f1.log" 2>&1 || bad "async with faults: $(tail -3 "$tmp/f1.log")"
+"$mpiexec" --oversubscribe -n 3 "$dtrun" "$tmp/async.yaml" "${faulty[@]}" --output-dir "$tmp/f3" --quiet > "$tmp/f3.log" 2>&1 \
+  || bad "async with faults at P=3: $(tail -3 "$tmp/f3.log")"
+same_results "$tmp/f1" "$tmp/f3" "async with faults P=1 vs P=3"
+python3 - "$tmp/f1/results.sqlite" <<'PY' && ok || bad "AD-PSGD's message counters under faults"
+import sqlite3, sys
+s, l, r = sqlite3.connect(sys.argv[1]).execute("SELECT sum(messages_sent), sum(messages_lost), sum(messages_received) FROM "
+                                               "evaluations WHERE problem = 0 AND round = 30").fetchone()
+assert l > 0 and r > 0 and 0 <= s - l - r <= 10, (s, l, r)  # a few messages still in flight at the end
+PY
+tmp=$tmp_sync
+refused "push_sum under loss" "adpsgd's mode: push_sum cannot run under experiment.network's faults" \
+  tests/e2e/async.yaml --set experiment.network.loss=0.05
+refused "an asynchronous algorithm without the clock" "adpsgd is asynchronous: .* it needs experiment.network with a speed" \
+  tests/e2e/async.yaml --set 'experiment.network={loss: 0.05}'
+refused "an asynchronous algorithm with churn" "adpsgd is asynchronous and does not yet run with nodes that leave" \
+  tests/e2e/async.yaml --set experiment.network.node_up_rounds=10 --set problem_configs.push_sum.optimizer_config.mode=pairwise
+refused "an asynchronous algorithm mixing buffers" "adpsgd is asynchronous: its nodes have no common rounds in which to mix" \
+  tests/e2e/async.yaml --set problem_configs.adpsgd.buffers=mix
+
+echo "lossy: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
