@@ -17,9 +17,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 net=(--set experiment.network.speed=2000 --set experiment.network.stragglers=0.2 --set experiment.network.jitter=0.2
      --set experiment.network.link_spread=0.3 --set experiment.network.nodes_per_host=2)
-# FAULTS=1: the faults too (5% loss in bursts of 2, links failing every 100 rounds for 5)
+# FAULTS=1: the faults too (5% loss in bursts of 2, links failing every 100 rounds for 5); DSGT
+# and DSGD then mix synchronously (a sequential sweep is refused under faults), with and without
+base=(--set experiment.graph.num_nodes=5)
 if [ "${FAULTS:-0}" = 1 ]; then
   net+=(--set experiment.network.loss=0.05 --set experiment.network.loss_burst=2 --set experiment.network.link_up_rounds=100)
+  base+=(--set problem_configs.problem2.optimizer_config.update_order=synchronous
+         --set problem_configs.problem3.optimizer_config.update_order=synchronous)
 fi
 once() { # file launcher... -- args...
   local out=$1 t0 t1
@@ -31,10 +35,10 @@ once() { # file launcher... -- args...
 }
 median() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for r in $(seq "$rounds"); do
-  once p1_off "$build/dtrun" configs/dist_mnist_paper.yaml --set experiment.graph.num_nodes=5
-  once p1_on "$build/dtrun" configs/dist_mnist_paper.yaml --set experiment.graph.num_nodes=5 "${net[@]}"
-  once p5_off mpirun --oversubscribe -np 5 "$build/dtrun" configs/dist_mnist_paper.yaml --set experiment.graph.num_nodes=5
-  once p5_on mpirun --oversubscribe -np 5 "$build/dtrun" configs/dist_mnist_paper.yaml --set experiment.graph.num_nodes=5 "${net[@]}"
+  once p1_off "$build/dtrun" configs/dist_mnist_paper.yaml "${base[@]}"
+  once p1_on "$build/dtrun" configs/dist_mnist_paper.yaml "${base[@]}" "${net[@]}"
+  once p5_off mpirun --oversubscribe -np 5 "$build/dtrun" configs/dist_mnist_paper.yaml "${base[@]}"
+  once p5_on mpirun --oversubscribe -np 5 "$build/dtrun" configs/dist_mnist_paper.yaml "${base[@]}" "${net[@]}"
   echo "round $r of $rounds done" >&2
 done
 for p in p1 p5; do
