@@ -144,6 +144,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
   if (r->rank == 0) {
     runner_record_rows(r, pr, round, res);
     runner_db_evaluation(r, pr->index, pr, round); /* committed before it is printed */
+    runner_tb_evaluation(r, pr, round);
   }
   /* printed means stored: a failed commit (a full disk) stops the run here, on every rank, with
    * nothing printed that the database lacks; the last checkpoint stays for resume */

@@ -185,6 +185,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
    * interrupted run evaluated after its checkpoint too, and a run never stopped would not) */
   const int scheduled = start > 0 && (start % pc->evaluate_frequency == 0 || start == pc->outer_iterations);
   runner_db_begin_problem(r, p, scheduled ? start : start - 1);
+  runner_tb_begin(r, &pr, start > 0 ? (scheduled ? start + 1 : start) : 0);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
   if (pc->verbose_evals) { /* the header names exactly the columns the evaluation lines print */
@@ -227,6 +228,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(runner_write_problem_files(r, &pr));
   if (pc->profile) DT_TRY_GOTO(runner_print_profile(r, &pr, res, start));
 cleanup:
+  runner_tb_end(r);
   dt_backend_profile(r->be, NULL);
   if (state != NULL) def->destroy(state);
   dt_task_set_trace(r->task, NULL);

@@ -80,6 +80,9 @@ typedef struct runner {
   long long db_run;              /* this run's row in `runs` */
   int db_failed;                 /* a write failed: reported when the problem's files are written */
   char db_error[1024];
+  /* experiment.tensorboard (tensorboard.c; rank 0 of a writing run): the problem's event file */
+  FILE *tb;
+  char tb_path[DT_PATH_MAX + 512];
 } runner;
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */
@@ -185,6 +188,12 @@ DT_MUST_USE dt_status runner_db_open(runner *r, const char *config_text);
 /* Problem p begins or continues: its evaluations after round `keep` (-1: all) and every later
  * problem's are dropped, to be measured again. */
 void runner_db_begin_problem(runner *r, int p, int keep);
+/* TensorBoard's copy (tensorboard.c, rank 0; nothing without experiment.tensorboard): a problem's
+ * event file opened (purge_from > 0: a resumed problem, whose events from that round on are
+ * written again), each evaluation's scalars appended, the file closed. */
+void runner_tb_begin(runner *r, const problem_run *pr, int purge_from);
+void runner_tb_evaluation(runner *r, const problem_run *pr, int round);
+void runner_tb_end(runner *r);
 /* The evaluation just gathered in r->all_rows, committed. */
 void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round);
 /* The run's status and the first `done` problems' results, committed. */

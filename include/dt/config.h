@@ -147,6 +147,7 @@ typedef struct dt_experiment_config {
   int loss;            /* 0 = NLL, the only loss */
   uint64_t seed;
   bool save_models;
+  bool tensorboard;      /* stream TensorBoard event files under <run>/tensorboard/ */
   dt_augment_config augment;
   dt_network_spec network; /* the simulated clock; speed 0 (default): none */
   dt_normalize_config normalize;

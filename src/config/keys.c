@@ -207,6 +207,9 @@ static const dt_key experiment_keys[] = {
     {.name = "save_models", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
      .help = "write each problem's final models as <problem_name>_models.npy (N rows: parameters, then buffers; float32) "
              "with the manifest <problem_name>_models.tsv"},
+    {.name = "tensorboard", .type = DT_KEY_BOOL, .offset = OFF(tensorboard), .def = "false", .flags = DT_KEY_EMIT_IF_SET,
+     .help = "stream every evaluation to TensorBoard event files, one folder per problem under <run>/tensorboard/ "
+             "(tensorboard --logdir <run>/tensorboard)"},
     {.name = "augment", .type = DT_KEY_SECTION, .offset = OFF(augment), .sub = augment_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "training-image augmentation, drawn per node and sample from the node's own stream"},
     {.name = "network", .type = DT_KEY_SECTION, .offset = OFF(network), .sub = network_keys, .flags = DT_KEY_EMIT_IF_SET,

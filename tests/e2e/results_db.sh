@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # results.sqlite on real MNIST: its evaluations equal the CSV files value for value, are the same
 # for P = 1 and P = 5, are readable while the run writes them, and a run killed with SIGKILL
-# keeps every evaluation it printed. Skipped (77) without data/mnist.
+# keeps every evaluation it printed. TensorBoard's event files (experiment.tensorboard) hold the
+# same values, read back with python3-protobuf (tests/e2e/tb_read.py), the same for P = 1 and 5,
+# and a run killed and resumed shows, after TensorBoard's purge, what an uninterrupted one does.
+# Skipped (77) without data/mnist.
 # usage: results_db.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
 e2e_begin "$@"
 db=tests/e2e/db_rows.py
 
-"$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
-"$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/p5" --quiet > "$tmp/p5.log" 2>&1 \
-  || bad "P=5 run failed: $(tail -3 "$tmp/p5.log")"
+"$dtrun" tests/e2e/small.yaml --set experiment.tensorboard=true --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 \
+  || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+"$mpiexec" --oversubscribe -n 5 "$dtrun" tests/e2e/small.yaml --set experiment.tensorboard=true --output-dir "$tmp/p5" --quiet \
+  > "$tmp/p5.log" 2>&1 || bad "P=5 run failed: $(tail -3 "$tmp/p5.log")"
+# TensorBoard: every scalar is results.sqlite's (float32), at P = 1 and 5 alike (wall times aside)
+tb=tests/e2e/tb_read.py
+for d in p1 p5; do
+  /usr/bin/python3 $tb check "$tmp/$d" > "$tmp/$d.tb" 2>&1 && ok || bad "$d: TensorBoard's files: $(tail -2 "$tmp/$d.tb")"
+done
+cmp -s <(/usr/bin/python3 $tb scalars "$tmp/p1" | grep -v ' time_') <(/usr/bin/python3 $tb scalars "$tmp/p5" | grep -v ' time_') \
+  && ok || bad "TensorBoard's scalars differ between P=1 and P=5"
+[ "$(ls "$tmp/p1/tensorboard" | wc -l)" = "$(grep -c 'alg_name:' tests/e2e/small.yaml)" ] && ok || bad "not one event folder per problem"
 for d in p1 p5; do
   python3 $db csv "$tmp/$d" > /dev/null && ok || bad "$d: the CSV files and results.sqlite differ"
 done
@@ -65,6 +77,15 @@ print(n, "printed evaluations found")
 PY
 [ "$(sqlite3 "$tmp/killed/results.sqlite" "SELECT status FROM problems WHERE problem_name = 'dinno'")" = running ] && ok \
   || bad "the killed problem should be marked running"
+
+# TensorBoard after a kill and a resume: the resumed problem's new file purges what the killed
+# run wrote after its checkpoint, and TensorBoard then shows what an uninterrupted run's shows
+sed 's/^experiment:$/experiment:\n  tensorboard: true/' tests/e2e/small.yaml > "$tmp/tb.yaml"
+killed_resumed "$tmp/tb.yaml" 3 "tensorboard"
+cmp -s <(/usr/bin/python3 $tb scalars "$tmp/ref" | grep -v ' time_') <(/usr/bin/python3 $tb scalars "$tmp/k" | grep -v ' time_') \
+  && ok || bad "TensorBoard's scalars of a resumed run differ from an uninterrupted run's"
+[ "$(ls "$tmp"/k/tensorboard/*/events.out.tfevents.* | wc -l)" -gt "$(ls "$tmp"/ref/tensorboard/*/events.out.tfevents.* | wc -l)" ] \
+  && ok || bad "the resumed run wrote no new event file"
 
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]
