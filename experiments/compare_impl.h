@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dt/run.h"
+#include "dt/yaml.h"
 #include "writer_impl.h"
 
 enum {
@@ -116,5 +117,9 @@ DT_MUST_USE dt_status compare_plot(const table *t, const group *g, int ng, const
  * compare_plot, and DT_ERR_DATA when no group reaches any target. */
 DT_MUST_USE dt_status compare_plot_against(const table *t, const group *g, const group_summary *sum, int ng,
                                            const dt_compare_options *opt, int xk);
+
+/* --where (and --against) on a run's archived config root: *keep = 0 when a --where value does not
+ * match; value = the --against key's value. An unknown key is a usage error naming the nearest. */
+DT_MUST_USE dt_status compare_config_filter(const dt_compare_options *opt, const dt_ynode *root, int *keep, char *value, size_t size);
 
 #endif

@@ -148,7 +148,7 @@ static int one_of(const char *v, const char *values) {
 
 /* Whether a run's config passes every --where; *value its --against value. An unknown key is an
  * error with the nearest key path. */
-static dt_status config_filter(const dt_compare_options *opt, const dt_ynode *root, int *keep, char *value, size_t size) {
+dt_status compare_config_filter(const dt_compare_options *opt, const dt_ynode *root, int *keep, char *value, size_t size) {
   *keep = 1;
   value[0] = '\0';
   dt_status st = DT_OK;
@@ -302,7 +302,7 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   DT_TRY(dt_yaml_parse(text != NULL ? text : "", text != NULL ? strlen(text) : 0, path, &root));
   eval_samples(root, ri->sample);
   dt_status st = DT_OK;
-  if (opt->against != NULL || opt->num_where > 0) st = config_filter(opt, root, keep, ri->against, sizeof ri->against);
+  if (opt->against != NULL || opt->num_where > 0) st = compare_config_filter(opt, root, keep, ri->against, sizeof ri->against);
   dt_ynode_free(root);
   return st;
 }

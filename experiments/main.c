@@ -28,6 +28,7 @@ static const char usage_text[] =
     "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X[,X...]] [--x round|samples|bytes|seconds|sim_time]\n"
     "                    [--against KEY] [--where KEY=V[,V...]]\n"
     "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide]]\n"
+    "       dtrun runs [DIR] [--sort date|name|status|metric] [--where KEY=V[,V...]] [--json]\n"
     "       dtrun --help | --version\n"
     "\n"
     "Runs decentralized-optimization experiments described in one YAML file (configs/README.md\n"
@@ -39,6 +40,8 @@ static const char usage_text[] =
     "               folder, its status (completed, interrupted, killed, running, ...)\n"
     "  resume       continue an interrupted or killed run from its last checkpoint (any rank count)\n"
     "  compare      tables (and figures) of runs and sweeps, aggregated over seeds\n"
+    "  runs         the runs and sweeps in an output folder (default: outputs), one line each:\n"
+    "               start, name, status now, problems, best final top-1 (--json: as JSON)\n"
     "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
     "  --force              let --output-dir be a folder that is not empty\n"
     "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10; a list\n"
@@ -57,11 +60,13 @@ static const char usage_text[] =
     "                       (accuracy from below, losses and consensus from above)\n"
     "  --against KEY        compare: rows by a config key's value (experiment.graph.num_nodes);\n"
     "                       with --plot, each target's --x against that value\n"
-    "  --where KEY=V,...    compare: only runs whose config has one of these values of KEY\n"
+    "  --where KEY=V,...    compare, runs: only runs whose config has one of these values of KEY\n"
     "  --x WHAT             compare: round (default), samples, bytes, seconds or sim_time (experiment.network)\n"
     "  --csv, --markdown, --latex   compare: the table in that format\n"
     "  --plot FILE          compare: a figure, one panel per metric (needs gnuplot)\n"
     "  --size paper|slide   compare: a paper column (default) or a 16:9 slide\n"
+    "  --sort KEY           runs: by date (default), name, status or metric (best first)\n"
+    "  --json               runs: a JSON array instead of lines\n"
     "\n"
     "exit codes: 0 success, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
@@ -83,6 +88,7 @@ typedef struct args {
   const char *dirs[256];
   int ndirs;
   dt_compare_options cmp;
+  dt_runs_options runs;
 } args;
 
 /* --progress's value. */
@@ -187,9 +193,35 @@ static dt_status compare_option(int argc, char **argv, int *i, dt_compare_option
   return DT_OK;
 }
 
+/* The option at argv[*i] if it is one of runs' (*i moves past its value); *used = 0 when not. */
+static dt_status runs_option(int argc, char **argv, int *i, args *a, int *used) {
+  const char *s = argv[*i];
+  const int has_next = *i + 1 < argc;
+  *used = 1;
+  if (strcmp(s, "--sort") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--sort needs date, name, status or metric");
+    a->runs.sort = argv[++*i];
+  } else if (strncmp(s, "--sort=", 7) == 0) {
+    a->runs.sort = s + 7;
+  } else if (strcmp(s, "--json") == 0) {
+    a->runs.json = 1;
+  } else if (strcmp(s, "--where") == 0) {
+    DT_CHECK(has_next && strchr(argv[*i + 1], '=') != NULL && argv[*i + 1][0] != '=', DT_ERR_USAGE,
+             "--where needs key.path=value[,value...]");
+    DT_CHECK(a->runs.num_where < 8, DT_ERR_USAGE, "at most 8 --where options");
+    a->runs.where[a->runs.num_where++] = argv[++*i];
+  } else {
+    *used = 0;
+  }
+  return DT_OK;
+}
+
 /* A word that is not an option: a run folder of compare, else the experiment file (or folder). */
 static dt_status positional(const char *s, args *a) {
-  if (strcmp(a->cmd, "compare") == 0) {
+  if (strcmp(a->cmd, "runs") == 0) {
+    DT_CHECK(a->file == NULL, DT_ERR_USAGE, "runs takes one folder: '%s' and '%s'", a->file, s);
+    a->file = s;
+  } else if (strcmp(a->cmd, "compare") == 0) {
     DT_CHECK(a->ndirs < 256, DT_ERR_USAGE, "at most 256 run folders");
     a->dirs[a->ndirs++] = s;
   } else {
@@ -201,6 +233,7 @@ static dt_status positional(const char *s, args *a) {
 
 /* What each command needs, and options that do not go with it. */
 static dt_status check_args(const args *a) {
+  if (strcmp(a->cmd, "runs") == 0) return DT_OK;
   if (strcmp(a->cmd, "compare") == 0) DT_CHECK(a->ndirs > 0, DT_ERR_USAGE, "compare needs at least one run folder");
   else if (strcmp(a->cmd, "resume") == 0) DT_CHECK(a->file != NULL, DT_ERR_USAGE, "resume needs a run folder (see dtrun --help)");
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (see dtrun --help)", a->cmd);
@@ -219,10 +252,18 @@ static dt_status parse_args(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = "run";
   int i = 1;
-  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0)
+  if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0 || strcmp(argv[1], "compare") == 0 || strcmp(argv[1], "resume") == 0 ||
+      strcmp(argv[1], "runs") == 0)
     a->cmd = argv[i++];
   for (; i < argc; i++) {
     int used = 0;
+    if (strcmp(a->cmd, "runs") == 0) { /* its own options only */
+      DT_TRY(runs_option(argc, argv, &i, a, &used));
+      if (used) continue;
+      DT_CHECK(argv[i][0] != '-' || argv[i][1] == '\0', DT_ERR_USAGE, "runs: unknown option '%s' (see dtrun --help)", argv[i]);
+      DT_TRY(positional(argv[i], a));
+      continue;
+    }
     DT_TRY(run_option(argc, argv, &i, a, &used));
     if (!used) DT_TRY(compare_option(argc, argv, &i, &a->cmp, &used));
     if (used) continue;
@@ -436,6 +477,7 @@ int main(int argc, char **argv) {
   dt_status st = parse_args(argc, argv, &a);
   if (st != DT_OK) return report(st, 0);
   if (strcmp(a.cmd, "compare") == 0) return report(dt_compare(a.dirs, a.ndirs, &a.cmp, stdout), 0);
+  if (strcmp(a.cmd, "runs") == 0) return report(dt_runs(a.file != NULL ? a.file : "outputs", &a.runs, stdout), 0);
   static dt_config cfg;  /* plain data, ~100 KB: not on the stack */
   static dt_sweep sweep; /* rank 0's, when the file or the command line sweeps */
   if (strcmp(a.cmd, "check") == 0) {

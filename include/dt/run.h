@@ -91,6 +91,19 @@ typedef struct dt_compare_options {
 
 enum { DT_COMPARE_TABLE = 0, DT_COMPARE_CSV, DT_COMPARE_MARKDOWN, DT_COMPARE_LATEX };
 
+/* `dtrun runs [DIR]`'s options. */
+typedef struct dt_runs_options {
+  const char *sort;     /* date (default), name, status or metric */
+  const char *where[8]; /* KEY=VALUE[,VALUE...], as compare's */
+  int num_where;
+  int json;
+} dt_runs_options;
+
+/* `dtrun runs [DIR]`: every run and sweep folder in DIR (or DIR itself), one line each: start,
+ * name, run or sweep, status now (killed included), problems completed, the best final mean
+ * top-1 accuracy (or lowest validation loss) and its problem; or a JSON array. */
+DT_MUST_USE dt_status dt_runs(const char *dir, const dt_runs_options *opt, FILE *out);
+
 /* `dtrun compare DIR...`: run and sweep folders from their results.sqlite, grouped by swept
  * values (the seed aside) and problem, aggregated across seeds; optionally a figure. */
 DT_MUST_USE dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_options *opt, FILE *out);

@@ -4,6 +4,7 @@
 # keeps every evaluation it printed. TensorBoard's event files (experiment.tensorboard) hold the
 # same values, read back with python3-protobuf (tests/e2e/tb_read.py), the same for P = 1 and 5,
 # and a run killed and resumed shows, after TensorBoard's purge, what an uninterrupted one does.
+# `dtrun runs` lists them all, the killed one as killed, with the database's numbers.
 # Skipped (77) without data/mnist.
 # usage: results_db.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
@@ -86,6 +87,34 @@ cmp -s <(/usr/bin/python3 $tb scalars "$tmp/ref" | grep -v ' time_') <(/usr/bin/
   && ok || bad "TensorBoard's scalars of a resumed run differ from an uninterrupted run's"
 [ "$(ls "$tmp"/k/tensorboard/*/events.out.tfevents.* | wc -l)" -gt "$(ls "$tmp"/ref/tensorboard/*/events.out.tfevents.* | wc -l)" ] \
   && ok || bad "the resumed run wrote no new event file"
+
+# dtrun runs: every run folder here, one line each, the killed one as killed; --json's numbers are
+# the database's; --where, --sort and their usage errors
+"$dtrun" runs "$tmp" > "$tmp/runs.txt" 2>&1 && ok || bad "runs failed: $(cat "$tmp/runs.txt")"
+for d in p1 p5 ref k; do
+  grep -Eq "^[0-9-]{10} [0-9:]{5}  $d +run +completed +18/18 +top1 0\.[0-9]{4} \(" "$tmp/runs.txt" && ok \
+    || bad "runs: no completed line for $d: $(cat "$tmp/runs.txt")"
+done
+grep -Eq "  killed +run +killed +[0-9]+/[0-9]+ " "$tmp/runs.txt" && ok || bad "runs: the killed run is not killed: $(cat "$tmp/runs.txt")"
+"$dtrun" runs "$tmp" --json > "$tmp/runs.json" 2>&1 || bad "runs --json failed"
+python3 - "$tmp/runs.json" "$tmp/p1/results.sqlite" <<'PY' && ok || bad "runs --json disagrees with results.sqlite"
+import json, sqlite3, sys
+runs = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+db = sqlite3.connect(sys.argv[2])
+best = max(db.execute("SELECT avg(top1_accuracy) FROM evaluations e WHERE round = (SELECT max(round) FROM evaluations f "
+                      "WHERE f.problem = e.problem) GROUP BY problem").fetchall())[0]
+p1 = runs["p1"]
+assert p1["kind"] == "run" and p1["status"] == "completed" and p1["problems"] == p1["problems_completed"] == 18, p1
+assert p1["metric"] == "top1_accuracy" and p1["value"] == best, (p1, best)
+assert runs["killed"]["status"] == "killed", runs["killed"]
+PY
+[ "$("$dtrun" runs "$tmp" --sort name | awk '{print $3}' | tr '\n' ' ')" = "k killed p1 p5 ref " ] && ok || bad "runs --sort name"
+"$dtrun" runs "$tmp" --where experiment.graph.num_nodes=7 | grep -q "^no run or sweep folders in .* that match --where$" && ok \
+  || bad "runs --where with no match"
+"$dtrun" runs "$tmp" --where experiment.nokey=1 > "$tmp/runs.err" 2>&1; [ $? -eq 2 ] && grep -q "did you mean" "$tmp/runs.err" && ok \
+  || bad "runs --where with an unknown key: $(cat "$tmp/runs.err")"
+"$dtrun" runs "$tmp/nonexistent" > "$tmp/runs.err" 2>&1; [ $? -eq 2 ] && grep -q "no such folder" "$tmp/runs.err" && ok \
+  || bad "runs of a missing folder: $(cat "$tmp/runs.err")"
 
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]

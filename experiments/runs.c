@@ -1,0 +1,263 @@
+/* `dtrun runs [DIR]`: the run and sweep folders under DIR (the output folder), one line each, from
+ * each folder's results.sqlite: when it started, its name, run or sweep, its status as it is now
+ * (a folder whose database says running but whose lock nobody holds was killed), its problems,
+ * and its headline: the best final mean top-1 accuracy over its problems (or, without accuracy,
+ * the lowest final mean validation loss). Sorted by date (or --sort name|status|metric), filtered
+ * by config values (--where key=value, as compare's), or as JSON (--json). */
+#include <dirent.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compare_impl.h"
+#include "dt/yaml.h"
+#include "writer_impl.h"
+
+typedef struct entry {
+  char name[256], path[DT_PATH_MAX], started[64], status[64], metric[32], best_problem[128];
+  int sweep, points, problems, completed;
+  int counts[6]; /* points by status: completed, running, killed, interrupted, failed, other */
+  double best;   /* NaN: none */
+} entry;
+
+static const char *const point_status[6] = {"completed", "running", "killed", "interrupted", "failed", "other"};
+
+static int status_index(const char *s) {
+  for (int k = 0; k < 5; k++)
+    if (strcmp(s, point_status[k]) == 0) return k;
+  return 5;
+}
+
+/* The best final mean of `column` over the run's problems (max for accuracy, min for loss). */
+static void headline(sqlite3 *db, sqlite3_int64 run, const char *column, int maximise, entry *e) {
+  char sql[640];
+  snprintf(sql, sizeof sql,
+           "SELECT p.problem_name, avg(e.%s) FROM evaluations e JOIN problems p ON p.run = e.run AND p.problem = e.problem "
+           "WHERE e.run = ?1 AND e.round = (SELECT max(round) FROM evaluations f WHERE f.run = e.run AND f.problem = e.problem) "
+           "GROUP BY e.problem",
+           column);
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return;
+  sqlite3_bind_int64(s, 1, run);
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    if (sqlite3_column_type(s, 1) == SQLITE_NULL) continue;
+    const double v = sqlite3_column_double(s, 1);
+    if (!isnan(e->best) && (maximise ? v <= e->best : v >= e->best)) continue;
+    e->best = v;
+    snprintf(e->metric, sizeof e->metric, "%s", column);
+    snprintf(e->best_problem, sizeof e->best_problem, "%s", (const char *)sqlite3_column_text(s, 0));
+  }
+  sqlite3_finalize(s);
+}
+
+/* Folder `path` (a run or a sweep) into e; *keep = 0 when --where leaves it out (or it is no
+ * folder of this dtrun). */
+static dt_status read_folder(const char *path, const char *name, const dt_compare_options *where, entry *e, int *keep) {
+  char db_path[DT_PATH_MAX + 32], sweep[DT_PATH_MAX + 32];
+  sqlite3 *db = NULL;
+  sqlite3_stmt *runs = NULL, *probs = NULL;
+  dt_status st = DT_OK;
+  *keep = 0;
+  memset(e, 0, sizeof *e);
+  e->best = NAN;
+  snprintf(e->name, sizeof e->name, "%s", name);
+  snprintf(e->path, sizeof e->path, "%s", path);
+  snprintf(db_path, sizeof db_path, "%s/results.sqlite", path);
+  snprintf(sweep, sizeof sweep, "%s/sweep.yaml", path);
+  if (access(db_path, R_OK) != 0) return DT_OK;
+  e->sweep = access(sweep, R_OK) == 0;
+  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    sqlite3_close(db);
+    fprintf(stderr, "dtrun: warning: %s: cannot open; left out\n", db_path);
+    return DT_OK;
+  }
+  sqlite3_busy_timeout(db, 10000);
+  if (sqlite3_prepare_v2(db, "SELECT run, folder, status, started, config FROM runs ORDER BY run", -1, &runs, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, "SELECT count(*), sum(status = 'completed') FROM problems WHERE run = ?1", -1, &probs, NULL) != SQLITE_OK) {
+    fprintf(stderr, "dtrun: warning: %s: %s; left out\n", db_path, sqlite3_errmsg(db));
+    goto cleanup;
+  }
+  while (sqlite3_step(runs) == SQLITE_ROW) {
+    const sqlite3_int64 run = sqlite3_column_int64(runs, 0);
+    char sub[DT_PATH_MAX + 512], status[64], holder[512];
+    snprintf(sub, sizeof sub, "%s/%s", path, (const char *)sqlite3_column_text(runs, 1));
+    snprintf(status, sizeof status, "%s", sqlite3_column_text(runs, 2) ? (const char *)sqlite3_column_text(runs, 2) : "unknown");
+    if (strcmp(status, "running") == 0) dt_run_dir_status(sub, status, sizeof status, holder, sizeof holder);
+    if (where->num_where > 0) { /* --where on the point's archived config */
+      const char *text = (const char *)sqlite3_column_text(runs, 4);
+      dt_ynode *root = NULL;
+      int pass = 1;
+      char unused[8];
+      DT_TRY_GOTO(dt_yaml_parse(text != NULL ? text : "", text != NULL ? strlen(text) : 0, db_path, &root));
+      st = compare_config_filter(where, root, &pass, unused, sizeof unused);
+      dt_ynode_free(root);
+      if (st != DT_OK) goto cleanup;
+      if (!pass) continue;
+    }
+    if (e->points == 0 && sqlite3_column_text(runs, 3) != NULL)
+      snprintf(e->started, sizeof e->started, "%s", (const char *)sqlite3_column_text(runs, 3));
+    e->points++;
+    e->counts[status_index(status)]++;
+    if (!e->sweep) snprintf(e->status, sizeof e->status, "%s", status);
+    sqlite3_reset(probs);
+    sqlite3_bind_int64(probs, 1, run);
+    if (sqlite3_step(probs) == SQLITE_ROW) e->problems += sqlite3_column_int(probs, 0), e->completed += sqlite3_column_int(probs, 1);
+    const double before = e->best;
+    headline(db, run, "top1_accuracy", 1, e);
+    if (isnan(before) && isnan(e->best)) headline(db, run, "validation_loss", 0, e);
+  }
+  if (e->points == 0) goto cleanup;
+  *keep = 1;
+  if (e->sweep) { /* "completed", or how many points are in which state */
+    if (e->counts[0] == e->points) {
+      snprintf(e->status, sizeof e->status, "completed");
+    } else {
+      size_t used = 0;
+      for (int k = 0; k < 6; k++)
+        if (e->counts[k] > 0)
+          used += (size_t)snprintf(e->status + used, sizeof e->status - used, "%s%d %s", used ? ", " : "", e->counts[k], point_status[k]);
+    }
+  }
+cleanup:
+  sqlite3_finalize(runs);
+  sqlite3_finalize(probs);
+  sqlite3_close(db);
+  return st;
+}
+
+static int by_date(const void *a, const void *b) {
+  const entry *x = a, *y = b;
+  const int c = strcmp(x->started, y->started);
+  return c != 0 ? c : strcmp(x->name, y->name);
+}
+static int by_name(const void *a, const void *b) { return strcmp(((const entry *)a)->name, ((const entry *)b)->name); }
+static int by_status(const void *a, const void *b) {
+  const int c = strcmp(((const entry *)a)->status, ((const entry *)b)->status);
+  return c != 0 ? c : by_date(a, b);
+}
+static int by_metric(const void *a, const void *b) { /* best first (highest accuracy, lowest loss); without one last */
+  const entry *x = a, *y = b;
+  const int mx = !isnan(x->best), my = !isnan(y->best);
+  if (mx != my) return my - mx;
+  if (!mx || strcmp(x->metric, y->metric) != 0) return mx ? strcmp(y->metric, x->metric) : by_date(a, b);
+  const int hi = strcmp(x->metric, "top1_accuracy") == 0;
+  if (x->best != y->best) return (hi ? x->best > y->best : x->best < y->best) ? -1 : 1;
+  return by_date(a, b);
+}
+
+static void json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(out, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(out, "\\u%04x", (unsigned char)*s);
+    else fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void print_json(const entry *v, int n, FILE *out) {
+  fprintf(out, "[");
+  for (int i = 0; i < n; i++) {
+    const entry *e = &v[i];
+    fprintf(out, "%s\n  {\"name\": ", i ? "," : "");
+    json_string(out, e->name);
+    fprintf(out, ", \"path\": ");
+    json_string(out, e->path);
+    fprintf(out, ", \"kind\": \"%s\", \"started\": ", e->sweep ? "sweep" : "run");
+    json_string(out, e->started);
+    fprintf(out, ", \"status\": ");
+    json_string(out, e->status);
+    fprintf(out, ", \"points\": %d, \"problems\": %d, \"problems_completed\": %d, \"metric\": ", e->points, e->problems, e->completed);
+    if (isnan(e->best)) {
+      fprintf(out, "null, \"value\": null, \"problem\": null}");
+      continue;
+    }
+    json_string(out, e->metric);
+    fprintf(out, ", \"value\": %.17g, \"problem\": ", e->best);
+    json_string(out, e->best_problem);
+    fprintf(out, "}");
+  }
+  fprintf(out, "%s]\n", n ? "\n" : "");
+}
+
+static void print_lines(const entry *v, int n, FILE *out) {
+  int w = 4;
+  for (int i = 0; i < n; i++) w = (int)strlen(v[i].name) > w ? (int)strlen(v[i].name) : w;
+  if (w > 40) w = 40;
+  for (int i = 0; i < n; i++) {
+    const entry *e = &v[i];
+    char date[20], kind[32], probs[32], head[96];
+    /* started is "YYYY-MM-DDTHH:MM:SS+zone" (runner_wall_clock): the minute is enough here */
+    snprintf(date, sizeof date, "%.16s", e->started);
+    for (char *c = date; *c; c++)
+      if (*c == 'T') *c = ' ';
+    if (e->sweep) snprintf(kind, sizeof kind, "sweep of %d", e->points);
+    else snprintf(kind, sizeof kind, "run");
+    snprintf(probs, sizeof probs, "%d/%d", e->completed, e->problems);
+    if (isnan(e->best)) snprintf(head, sizeof head, "-");
+    else
+      snprintf(head, sizeof head, "%s %.4f (%.24s)", strcmp(e->metric, "top1_accuracy") == 0 ? "top1" : "val loss", e->best,
+               e->best_problem);
+    fprintf(out, "%-16s  %-*.*s  %-11s  %-11.40s  %-7s  %s\n", date, w, w, e->name, kind, e->status, probs, head);
+  }
+}
+
+dt_status dt_runs(const char *dir, const dt_runs_options *opt, FILE *out) {
+  dt_status st = DT_OK;
+  struct stat sb;
+  DT_CHECK(stat(dir, &sb) == 0, DT_ERR_USAGE, "runs %s: no such folder (runs lists the run and sweep folders in an output folder)", dir);
+  DT_CHECK(S_ISDIR(sb.st_mode), DT_ERR_USAGE, "runs %s: not a folder", dir);
+  DT_CHECK(opt->sort == NULL || strcmp(opt->sort, "date") == 0 || strcmp(opt->sort, "name") == 0 || strcmp(opt->sort, "status") == 0 ||
+               strcmp(opt->sort, "metric") == 0,
+           DT_ERR_USAGE, "--sort %s: expected date, name, status or metric", opt->sort);
+  dt_compare_options where;
+  memset(&where, 0, sizeof where);
+  where.num_where = opt->num_where;
+  for (int w = 0; w < opt->num_where; w++) where.where[w] = opt->where[w];
+  DIR *d = opendir(dir);
+  DT_CHECK(d != NULL, DT_ERR_IO, "runs %s: cannot read the folder", dir);
+  entry *v = NULL;
+  int n = 0, cap = 0;
+  /* the folder itself may be a run or a sweep (dtrun runs RUN_DIR) */
+  char self[DT_PATH_MAX];
+  snprintf(self, sizeof self, "%s/results.sqlite", dir);
+  const int dir_is_run = access(self, R_OK) == 0;
+  for (struct dirent *de = dir_is_run ? NULL : readdir(d); !dir_is_run && de != NULL; de = readdir(d)) {
+    if (de->d_name[0] == '.') continue;
+    char path[DT_PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) continue;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 32;
+      entry *grown = realloc(v, sizeof *grown * (size_t)cap);
+      DT_CHECK_GOTO(grown != NULL, DT_ERR_MEMORY, "out of memory listing %s", dir);
+      v = grown;
+    }
+    int keep;
+    DT_TRY_GOTO(read_folder(path, de->d_name, &where, &v[n], &keep));
+    n += keep;
+  }
+  if (dir_is_run) {
+    DT_ALLOC_GOTO(v, 1, "runs");
+    const char *slash = strrchr(dir, '/');
+    int keep;
+    DT_TRY_GOTO(read_folder(dir, slash != NULL && slash[1] ? slash + 1 : dir, &where, &v[0], &keep));
+    n = keep;
+  }
+  int (*cmp)(const void *, const void *) = by_date;
+  if (opt->sort != NULL && strcmp(opt->sort, "name") == 0) cmp = by_name;
+  if (opt->sort != NULL && strcmp(opt->sort, "status") == 0) cmp = by_status;
+  if (opt->sort != NULL && strcmp(opt->sort, "metric") == 0) cmp = by_metric;
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp);
+  if (opt->json) print_json(v, n, out);
+  else if (n == 0) fprintf(out, "no run or sweep folders in %s%s\n", dir, opt->num_where > 0 ? " that match --where" : "");
+  else print_lines(v, n, out);
+cleanup:
+  closedir(d);
+  dt_free(v);
+  return st;
+}
