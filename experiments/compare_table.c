@@ -116,15 +116,25 @@ static void header_row(const table *t, int xk, const dt_compare_options *opt, ce
   cell(cl, 0, c++, "seeds");
   cl->numeric_from = c - 1;
   cell(cl, 0, c++, "rounds");
-  cell(cl, 0, c++, "%s", m);
-  if (csv) {
-    cell(cl, 0, c++, "%s_std", m);
-    cell(cl, 0, c++, "%s_ci95", m);
-    cell(cl, 0, c++, "%s_min", m);
-    cell(cl, 0, c++, "%s_max", m);
-  } else {
-    cell(cl, 0, c++, "min-max");
+  if (csv) { /* snake_case, one statistic per column: what pandas and R read as they are */
+    static const char *const stat[5] = {"mean", "std", "ci95", "min", "max"};
+    for (int k = 0; k < 5; k++) cell(cl, 0, c++, "%s_%s", m, stat[k]);
+    cell(cl, 0, c++, "validation_loss_mean");
+    cell(cl, 0, c++, "consensus_error_mean");
+    for (int ti = 0; ti < opt->num_targets; ti++) {
+      char tv[64];
+      snprintf(tv, sizeof tv, "%g", opt->targets[ti]);
+      for (char *q = tv; *q; q++)
+        if (*q == '.' || *q == '-' || *q == '+') *q = '_';
+      cell(cl, 0, c++, "%s_to_%s", compare_x_name(xk), tv);       /* the mean over the seeds that reach it */
+      cell(cl, 0, c++, "%s_to_%s_seeds", compare_x_name(xk), tv); /* how many do */
+    }
+    cell(cl, 0, c++, "mb_sent");
+    cell(cl, 0, c++, "wall_seconds");
+    return;
   }
+  cell(cl, 0, c++, "%s", m);
+  cell(cl, 0, c++, "min-max");
   cell(cl, 0, c++, "val loss");
   cell(cl, 0, c++, "consensus");
   for (int ti = 0; ti < opt->num_targets; ti++) cell(cl, 0, c++, "%s@%g", compare_x_name(xk), opt->targets[ti]);
@@ -161,6 +171,7 @@ static int target_cells(const group_summary *s, int n, int xk, const dt_compare_
     if (k == 0) cell(cl, r, c++, csv ? "" : "-");
     else if (k < n && !csv) cell(cl, r, c++, "%s (%d of %d)", fmt_number(a, sizeof a, fmt, s->reach[ti][0]), k, n);
     else cell(cl, r, c++, "%s", fmt_number(a, sizeof a, csv ? "%.9g" : fmt, s->reach[ti][0]));
+    if (csv) cell(cl, r, c++, "%d", k); /* the "k of n" the terminal shows */
   }
   return c;
 }
@@ -178,14 +189,15 @@ static void group_row(const table *t, const group *gr, const group_summary *s, i
   cell(cl, r, c++, "%s", s->status);
   cell(cl, r, c++, "%d", gr->n);
   cell(cl, r, c++, "%d", s->rounds);
-  c = metric_cells(s, gr->n, c0->recorded[0], opt->format == DT_COMPARE_CSV, cl, r, c);
-  if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, "-");
-  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, "%.4f", s->vloss[0]));
-  if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, "-");
-  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, "%.3e", s->cons[0]));
+  const int csv = opt->format == DT_COMPARE_CSV; /* numbers at full precision, empty where none */
+  c = metric_cells(s, gr->n, c0->recorded[0], csv, cl, r, c);
+  if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, csv ? "" : "-");
+  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.4f", s->vloss[0]));
+  if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, csv ? "" : "-");
+  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.3e", s->cons[0]));
   c = target_cells(s, gr->n, xk, opt, cl, r, c);
-  cell(cl, r, c++, "%.3f", s->mb);
-  cell(cl, r, c++, "%.2f", s->secs);
+  cell(cl, r, c++, csv ? "%.9g" : "%.3f", s->mb);
+  cell(cl, r, c++, csv ? "%.9g" : "%.2f", s->secs);
 }
 
 /* Runs that are not complete, named before the terminal's table (once per run of curves). */

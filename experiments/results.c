@@ -12,6 +12,7 @@
 
 #include "dt_config.h"
 #include "dt_vcs.h"
+#include "dt/yaml.h"
 #include "runner_impl.h"
 
 const char *const runner_col_names[NCOL] = {
@@ -143,15 +144,16 @@ dt_status runner_write_summary(runner *r, int done, const char *end) {
       static const char *const stat[3] = {"min", "mean", "max"};
       for (int k = 0; k < 3; k++) {
         const double v = res->final[c][k];
-        if (isnan(v)) sb_printf(&sb, "%s%s: .nan", k ? ", " : "", stat[k]); /* YAML's spellings */
-        else if (isinf(v)) sb_printf(&sb, "%s%s: %s", k ? ", " : "", stat[k], v > 0 ? ".inf" : "-.inf");
-        else sb_printf(&sb, "%s%s: %.9g", k ? ", " : "", stat[k], v);
+        char num[32]; /* the shortest text that reads back exactly; YAML's .nan and .inf */
+        sb_printf(&sb, "%s%s: %s", k ? ", " : "", stat[k], dt_yaml_double(v, num, sizeof num));
       }
       sb_printf(&sb, "}\n");
     }
-    if (r->net != NULL) /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
-      sb_printf(&sb, "      sim_time: {min: %.9g, mean: %.9g, max: %.9g}\n", res->final[COL_SIM_TIME][0], res->final[COL_SIM_TIME][1],
-                res->final[COL_SIM_TIME][2]);
+    if (r->net != NULL) { /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
+      char a[32], b[32], c[32];
+      sb_printf(&sb, "      sim_time: {min: %s, mean: %s, max: %s}\n", dt_yaml_double(res->final[COL_SIM_TIME][0], a, sizeof a),
+                dt_yaml_double(res->final[COL_SIM_TIME][1], b, sizeof b), dt_yaml_double(res->final[COL_SIM_TIME][2], c, sizeof c));
+    }
     if (r->faults != NULL) /* every node's messages at the last evaluation; lost: sent but not arrived */
       sb_printf(&sb, "      messages: {sent: %.0f, lost: %.0f, received: %.0f}\n", res->final[COL_MSG_SENT][1] * r->n,
                 res->final[COL_MSG_LOST][1] * r->n, res->final[COL_MSG_RECEIVED][1] * r->n);

@@ -454,3 +454,17 @@ dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value,
   }
   return set_parts(root, parts, n, path, value, origin);
 }
+
+const char *dt_yaml_double(double v, char *buf, size_t size) {
+  if (isnan(v)) snprintf(buf, size, ".nan");
+  else if (isinf(v)) snprintf(buf, size, "%s", v > 0 ? ".inf" : "-.inf");
+  else { /* of the texts %.Ng gives that read back to v, the shortest (7680, not 7.68e+03) */
+    char best[40] = "", t[40];
+    for (int prec = 1; prec <= 17; prec++) {
+      snprintf(t, sizeof t, "%.*g", prec, v);
+      if (strtod(t, NULL) == v && (best[0] == '\0' || strlen(t) < strlen(best))) snprintf(best, sizeof best, "%s", t);
+    }
+    snprintf(buf, size, "%s", best);
+  }
+  return buf;
+}

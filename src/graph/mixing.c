@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/core_impl.h"
+#include "dt/yaml.h"
 #include "graph_impl.h"
 
 /* LAPACK (from OpenBLAS), Fortran calling convention with hidden string lengths. */
@@ -195,14 +196,15 @@ uint64_t dt_graph_fingerprint(const dt_graph *g) {
 }
 
 dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
+  char a[32], b[32]; /* numbers as the shortest text that reads back exactly (dt_yaml_double) */
   fprintf(f, "type: %s\nmixing: %s\nnum_nodes: %d\nnum_edges: %d\ngen_attempts_used: %d\n",
           dt_graph_type_name(g->type), dt_mixing_name(g->mixing), g->n, g->num_edges,
           g->attempts);
   if (g->fiedler_target > 0.0)
-    fprintf(f, "fiedler_target: %.17g\n%s: %.17g\n", g->fiedler_target,
-            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold);
-  fprintf(f, "fiedler_value: %.17g\nspectral_gap: %.17g\ndegrees: [", g->fiedler,
-          g->spectral_gap);
+    fprintf(f, "fiedler_target: %s\n%s: %s\n", dt_yaml_double(g->fiedler_target, a, sizeof a),
+            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", dt_yaml_double(g->threshold, b, sizeof b));
+  fprintf(f, "fiedler_value: %s\nspectral_gap: %s\ndegrees: [", dt_yaml_double(g->fiedler, a, sizeof a),
+          dt_yaml_double(g->spectral_gap, b, sizeof b));
   for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_degree(g, i));
   fprintf(f, "]\n");
   if (g->directed) { /* the arcs, and the union's edges below; weights are push weights (rows: W_ij) */
@@ -217,12 +219,12 @@ dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
   for (int e = 0; e < g->num_edges; e++) fprintf(f, "  - [%d, %d]\n", g->edges[2 * e], g->edges[2 * e + 1]);
   fprintf(f, "mixing_weights:\n");
   for (int i = 0; i < g->n; i++) {
-    fprintf(f, "  - {node: %d, self: %.17g, neighbors: [", i, g->w_self[i]);
+    fprintf(f, "  - {node: %d, self: %s, neighbors: [", i, dt_yaml_double(g->w_self[i], a, sizeof a));
     for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
       fprintf(f, "%s%d", k > g->nbr_start[i] ? ", " : "", g->nbr[k]);
     fprintf(f, "], weights: [");
     for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
-      fprintf(f, "%s%.17g", k > g->nbr_start[i] ? ", " : "", g->w_nbr[k]);
+      fprintf(f, "%s%s", k > g->nbr_start[i] ? ", " : "", dt_yaml_double(g->w_nbr[k], a, sizeof a));
     fprintf(f, "]}\n");
   }
   DT_CHECK(!ferror(f), DT_ERR_IO, "error writing graph YAML");

@@ -45,6 +45,23 @@ for pair in train_images:train-images-idx3-ubyte train_labels:train-labels-idx1-
   grep -q "^  ${pair%%:*}: $want\$" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml: ${pair%%:*} is not sha256sum of $f"
 done
 
+# graph.yaml's and summary.yaml's numbers are the shortest text that reads back to the double
+# (0.3333333333333333, not %.17g's 0.33333333333333331), and summary.yaml's finals are the database's
+python3 - "$tmp/p1" <<'PY' && ok || bad "graph.yaml or summary.yaml numbers are not the shortest exact text"
+import re, sqlite3, sys, yaml
+d = sys.argv[1]
+for f in ("graph.yaml", "summary.yaml"):  # summary.yaml: the finals (wall times keep their 3 decimals)
+    text = "".join(l for l in open(f"{d}/{f}") if f == "graph.yaml" or "{min: " in l)
+    for t in re.findall(r"(?<=[ \[,])-?[0-9]+\.[0-9]+(?:e[-+][0-9]+)?(?=[,}\]\n])", text):
+        assert len(t) <= len(repr(float(t))), (f, t, repr(float(t)))
+s = yaml.safe_load(open(f"{d}/summary.yaml"))
+db = sqlite3.connect(f"{d}/results.sqlite")
+for p in s["problems"]:
+    m = db.execute("SELECT max(top1_accuracy) FROM evaluations e JOIN problems q USING (run, problem) WHERE q.problem_name = ? "
+                   "AND round = (SELECT max(round) FROM evaluations WHERE problem = q.problem)", (p["problem_name"],)).fetchone()[0]
+    assert p["final"]["top1_accuracy"]["max"] == m, (p["problem_name"], p["final"]["top1_accuracy"], m)
+PY
+
 # SIGKILL in the middle: every evaluation printed is in the database. The long problem evaluates
 # every 5 rounds; a reader opens the database while the run writes it.
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/killed" --progress never \

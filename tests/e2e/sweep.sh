@@ -76,8 +76,19 @@ got = re.search(r"([0-9.]+) ± ([0-9.]+)", line)
 assert abs(float(got.group(1)) - m) < 1e-4 and abs(float(got.group(2)) - ci) < 1e-4, (line, m, ci)
 assert line.split()[-3] == "%.0f" % statistics.mean(reach), (line, reach)
 PY
-"$dtrun" compare "$tmp/s1" --csv > "$tmp/cmp.csv" && python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r)==4 and float(r[0]['top1_accuracy_ci95'])>=0" "$tmp/cmp.csv" \
-  && ok || bad "compare --csv: $(head -3 "$tmp/cmp.csv")"
+"$dtrun" compare "$tmp/s1" --csv --target 0.5,0.99 > "$tmp/cmp.csv" && python3 - "$tmp/cmp.csv" <<'PY' && ok || bad "compare --csv: $(head -3 "$tmp/cmp.csv")"
+import csv, re, sys
+r = list(csv.DictReader(open(sys.argv[1])))
+assert len(r) == 4 and float(r[0]["top1_accuracy_ci95"]) >= 0, r[0]
+# tidy: snake_case names, one number per cell (empty where there is none), the seeds reaching each target
+for name in r[0]:
+    assert re.fullmatch(r"[a-z0-9_]+", name), name
+for row in r:
+    for k, v in row.items():
+        if k not in ("run", "problem", "algorithm", "status") and v != "":
+            float(v)
+    assert 0 <= int(row["round_to_0_5_seeds"]) <= int(row["seeds"]) and row["round_to_0_99_seeds"] == "0", row
+PY
 "$dtrun" compare "$tmp/s1" --markdown | grep -q '^| graph=complete | dsgt | dsgt | completed | 2 |' && ok || bad "compare --markdown"
 "$dtrun" compare "$tmp/s1" --latex | grep -q '^\\begin{tabular}' && ok || bad "compare --latex"
 "$dtrun" compare "$tmp/s1" --target 0.2 --x samples | grep -q "samples@0.2" && ok || bad "compare --x samples"
