@@ -658,18 +658,17 @@ dt_status runner_checkpoint_remove(runner *r) {
   return DT_OK;
 }
 
-int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf, size_t size) {
-  char found[DT_PATH_MAX + 96], path[DT_PATH_MAX + 160];
-  if (!runner_checkpoint_find(dir, found, sizeof found)) return 0;
+/* One checkpoint folder's place in its run: the problem and round it continues from. */
+static void describe_one(const char *found, const dt_config *cfg, char *buf, size_t size) {
+  char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", found);
   FILE *f = fopen(path, "rb");
-  if (f == NULL) return 0;
   unsigned char head[8 + 4 * 8];
-  const size_t got = fread(head, 1, sizeof head, f);
-  fclose(f);
+  const size_t got = f != NULL ? fread(head, 1, sizeof head, f) : 0;
+  if (f != NULL) fclose(f);
   if (got != sizeof head || !is_run_magic(head)) {
     snprintf(buf, size, "%s (unreadable)", found);
-    return 1;
+    return;
   }
   uint64_t p, round;
   memcpy(&p, head + 16, 8);
@@ -679,5 +678,28 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
   else
     snprintf(buf, size, "%s: problem '%s' (%d of %d) after round %d of %d", found, cfg->problems[p].problem_name, (int)p + 1,
              cfg->num_problems, (int)round, cfg->problems[p].outer_iterations);
+}
+
+int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf, size_t size) {
+  /* as resume chooses (choose_checkpoint): the newest whose files all verify, the damaged named */
+  static const char *const subs[] = {"checkpoint", "checkpoint.old"};
+  char bad[1024] = "";
+  const int n = cfg->experiment.graph.num_nodes;
+  for (int i = 0; i < 2; i++) {
+    char cand[DT_PATH_MAX + 96], path[DT_PATH_MAX + 128], what[DT_PATH_MAX + 256];
+    snprintf(cand, sizeof cand, "%s/%s", dir, subs[i]);
+    snprintf(path, sizeof path, "%s/run.ckpt", cand);
+    if (access(path, F_OK) != 0) continue;
+    if (verify_dir(cand, n) != DT_OK) {
+      if (bad[0] == '\0') snprintf(bad, sizeof bad, "%s", dt_error_message());
+      continue;
+    }
+    describe_one(cand, cfg, what, sizeof what);
+    if (bad[0] == '\0') snprintf(buf, size, "%s (every file's checksum verified)", what);
+    else snprintf(buf, size, "%s; resume continues from %s", bad, what);
+    return 1;
+  }
+  if (bad[0] == '\0') return 0;
+  snprintf(buf, size, "%s; no earlier checkpoint is intact", bad);
   return 1;
 }

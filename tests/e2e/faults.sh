@@ -2,10 +2,11 @@
 # What `dtrun resume` reads back is verified (issue "Trust what is on disk"). A run killed with
 # checkpoints (the newest in checkpoint/, the one before in checkpoint.old/), then in copies of
 # its folder:
-#  (a) one changed byte in a node's checkpoint: resume says so, takes checkpoint.old/ and ends
-#      with the files of a run never interrupted;
-#  (b) the round counter of run.ckpt changed and a node file of checkpoint.old/ damaged: exit 2,
-#      the file named, nothing run;
+#  (a) one changed byte in a node's checkpoint: `dtrun check` and resume say so, resume takes
+#      checkpoint.old/ and ends with the files of a run never interrupted (check of the intact
+#      folder says every checksum verified);
+#  (b) the round counter of run.ckpt changed and a node file of checkpoint.old/ damaged: check
+#      says no checkpoint is intact; resume exits 2, the file named, nothing run;
 #  (c) a node's checkpoint replaced by a link to /dev/zero (in both): exit 2 at once ("not a
 #      regular file"), not a read that never ends;
 #  (d) a changed byte in the training images after the run started: exit 2, the file named,
@@ -92,8 +93,14 @@ wait $pid 2>/dev/null
 "$dtrun" resume "$tmp/h" --quiet > "$tmp/h2.log" 2>&1 && ok || bad "(h) resume failed: $(tail -3 "$tmp/h2.log")"
 same_run "$tmp/ref" "$tmp/h" "(h) killed early, resumed"
 
-# (a) a changed byte inside node 1's state: resumed from the checkpoint before
+# (a) a changed byte inside node 1's state: check says so; resumed from the checkpoint before
+"$dtrun" check "$tmp/k" > "$tmp/k.check" 2>&1
+grep -q "^  checkpoint: .*/k/checkpoint: problem 'dsgd' (1 of 1) after round [0-9]* of 1500 (every file's checksum verified)$" \
+  "$tmp/k.check" && ok || bad "check of an intact checkpoint: $(cat "$tmp/k.check")"
 flip "$tmp/a/checkpoint/node_1.ckpt" 100
+"$dtrun" check "$tmp/a" > "$tmp/a.check" 2>&1
+grep -q "^  checkpoint: .*checkpoint/node_1.ckpt: damaged or changed.*; resume continues from .*/a/checkpoint.old: problem" \
+  "$tmp/a.check" && ok || bad "(a) check does not name the damaged checkpoint: $(cat "$tmp/a.check")"
 "$dtrun" resume "$tmp/a" --quiet > "$tmp/a.log" 2>&1 && ok || bad "(a) resume failed: $(tail -3 "$tmp/a.log")"
 grep -q "checkpoint/node_1.ckpt: damaged or changed" "$tmp/a.log" && grep -q "resuming from .*checkpoint.old" "$tmp/a.log" && ok \
   || bad "(a) resume did not say it passed over the damaged checkpoint: $(tail -3 "$tmp/a.log")"
@@ -102,6 +109,9 @@ same_run "$tmp/ref" "$tmp/a" "(a) resumed from checkpoint.old"
 # (b) run.ckpt's round counter, and node 0 of the one before: nothing intact, exit 2
 flip "$tmp/b/checkpoint/run.ckpt" 24
 flip "$tmp/b/checkpoint.old/node_0.ckpt" 40
+"$dtrun" check "$tmp/b" > "$tmp/b.check" 2>&1
+grep -q "^  checkpoint: .*checkpoint/run.ckpt: damaged or changed.*; no earlier checkpoint is intact$" "$tmp/b.check" && ok \
+  || bad "(b) check: $(cat "$tmp/b.check")"
 "$dtrun" resume "$tmp/b" --quiet > "$tmp/b.log" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "checkpoint/run.ckpt: damaged or changed" "$tmp/b.log" && grep -q "no earlier checkpoint is intact" "$tmp/b.log" && ok \
