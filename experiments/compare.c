@@ -122,6 +122,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   DT_CHECK_GOTO(t.n > 0, DT_ERR_DATA, "no problem has results in %s%s%s", dirs[0], ndirs > 1 ? " and the other folders" : "",
                 opt->num_where > 0 ? " that pass --where" : "");
   DT_CHECK_GOTO((g = calloc((size_t)t.n, sizeof *g)) != NULL, DT_ERR_MEMORY, "out of memory");
+  compare_pool_labels(&t);
   compare_group(&t, g, &ng);
   DT_TRY_GOTO(check_recorded(&t));
   for (int i = 0; i < t.n && xk == X_SIM_TIME; i++) /* a simulated clock in every run */

@@ -7,6 +7,7 @@
 #ifndef DT_COMPARE_IMPL_H
 #define DT_COMPARE_IMPL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,9 @@ typedef struct curve {
   double *mean[MAXM], *lo[MAXM], *hi[MAXM];
   int recorded[MAXM];
   double bytes, wall;
+  uint64_t pool;   /* the run's archived config without its seed: runs that differ by the seed alone pool */
+  char name[128];  /* experiment.name */
+  int plain;       /* labelled by its folder (a run, not a sweep's point with swept values) */
 } curve;
 
 typedef struct table {
@@ -121,5 +125,9 @@ DT_MUST_USE dt_status compare_plot_against(const table *t, const group *g, const
 /* --where (and --against) on a run's archived config root: *keep = 0 when a --where value does not
  * match; value = the --against key's value. An unknown key is a usage error naming the nearest. */
 DT_MUST_USE dt_status compare_config_filter(const dt_compare_options *opt, const dt_ynode *root, int *keep, char *value, size_t size);
+
+/* Runs from different folders whose configs differ by the seed alone (a run per seed, or sweeps
+ * of the same points) are one group: plain runs then take their experiment's name as label. */
+void compare_pool_labels(table *t);
 
 #endif

@@ -75,8 +75,8 @@ static dt_status missing_dir(const char *dir) {
   return st;
 }
 
-/* The group label of a run: its swept values but the seed, or the folder's name. */
-static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *label, size_t size) {
+/* The group label of a run: its swept values but the seed, or the folder's name (returns 1). */
+static int run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *label, size_t size) {
   label[0] = '\0';
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db, "SELECT key, value FROM sweep_values WHERE run = ?1 AND key != 'experiment.seed' ORDER BY rowid", -1, &s,
@@ -89,7 +89,35 @@ static void run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *lab
     }
   }
   sqlite3_finalize(s);
-  if (label[0] == '\0') snprintf(label, size, "%s", basename_of(dir)); /* a run, or a sweep of seeds alone */
+  if (label[0] != '\0') return 0;
+  snprintf(label, size, "%s", basename_of(dir)); /* a run, or a sweep of seeds alone */
+  return 1;
+}
+
+/* FNV-1a of a run's archived config without the experiment's seed line ("  seed: N"). */
+static uint64_t pool_key(const char *text) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *line = text; line != NULL && *line;) {
+    const char *end = strchr(line, '\n');
+    const size_t n = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+    if (strncmp(line, "  seed: ", 8) != 0)
+      for (size_t k = 0; k < n; k++) h = (h ^ (unsigned char)line[k]) * 1099511628211ull;
+    line += n;
+  }
+  return h;
+}
+
+void compare_pool_labels(table *t) {
+  for (int i = 0; i < t->n; i++) {
+    curve *a = &t->c[i];
+    if (!a->plain || a->name[0] == '\0') continue;
+    for (int j = 0; j < t->n; j++) {
+      curve *b = &t->c[j];
+      if (j == i || !b->plain || b->pool != a->pool || strcmp(b->problem, a->problem) != 0 || strcmp(b->label, a->label) == 0) continue;
+      snprintf(a->label, sizeof a->label, "%s", a->name); /* seeds of one experiment in several folders */
+      break;
+    }
+  }
 }
 
 /* ---- the runs' configs: --against and --where ---------------------------------------------- */
@@ -254,7 +282,9 @@ static dt_status new_curve(table *t, curve **out) {
 /* What a run's curves share: its label, --against value and status. */
 typedef struct run_info {
   sqlite3_int64 run;
-  char label[512], against[64], status[32];
+  char label[512], against[64], status[32], name[128];
+  uint64_t pool;
+  int plain;
   int sample[DT_MAX_PROBLEMS]; /* each problem's evaluation.sample (0: every node evaluated) */
 } run_info;
 
@@ -266,6 +296,9 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     curve *c = NULL;
     DT_TRY(new_curve(t, &c));
     snprintf(c->label, sizeof c->label, "%s", ri->label);
+    snprintf(c->name, sizeof c->name, "%s", ri->name);
+    c->pool = ri->pool;
+    c->plain = ri->plain;
     snprintf(c->against, sizeof c->against, "%s", ri->against);
     snprintf(c->run_status, sizeof c->run_status, "%s", ri->status);
     snprintf(c->problem, sizeof c->problem, "%s", (const char *)sqlite3_column_text(probs, 1));
@@ -293,7 +326,7 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   char sub[DT_PATH_MAX + 8], holder[512];
   snprintf(sub, sizeof sub, "%s/%s", dir, folder);
   if (strcmp(ri->status, "running") == 0) dt_run_dir_status(sub, ri->status, sizeof ri->status, holder, sizeof holder);
-  run_label(db, ri->run, dir, ri->label, sizeof ri->label);
+  ri->plain = run_label(db, ri->run, dir, ri->label, sizeof ri->label);
   ri->against[0] = '\0';
   *keep = 1;
   /* the archived config, read once: each problem's evaluation.sample, and --where / --against */
@@ -301,6 +334,9 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   dt_ynode *root = NULL;
   DT_TRY(dt_yaml_parse(text != NULL ? text : "", text != NULL ? strlen(text) : 0, path, &root));
   eval_samples(root, ri->sample);
+  ri->pool = pool_key(text);
+  const char *name = config_value(root, "experiment.name");
+  snprintf(ri->name, sizeof ri->name, "%s", name != NULL ? name : "");
   dt_status st = DT_OK;
   if (opt->against != NULL || opt->num_where > 0) st = compare_config_filter(opt, root, keep, ri->against, sizeof ri->against);
   dt_ynode_free(root);

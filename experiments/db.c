@@ -113,7 +113,7 @@ static dt_status open_db(runner *r) {
     r->db = NULL;
     return DT_ERROR(DT_ERR_IO, "cannot open %s: %s", path, msg);
   }
-  sqlite3_busy_timeout(r->db, 10000);
+  sqlite3_busy_timeout(r->db, 60000); /* the points of a job array write one database at once */
   /* WAL: readers never block the run; synchronous=NORMAL: a commit survives the process being
    * killed (only a power loss may cost the last commits) */
   int ok = exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") && exec(r, schema_sql);

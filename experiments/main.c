@@ -21,7 +21,7 @@
 static const char usage_text[] =
     "usage: dtrun [run] EXPERIMENT.yaml [--output-dir DIR [--force]] [--set key.path=value]...\n"
     "                    [--sweep key.path=v1,v2,...]... [--quiet] [--progress auto|always|never]\n"
-    "                    [--dump-trace DIR]\n"
+    "                    [--dump-trace DIR] [--point K|slurm]\n"
     "       dtrun check EXPERIMENT.yaml [--set key.path=value]... [--sweep key.path=v1,v2,...]...\n"
     "       dtrun check RUN_DIR|SWEEP_DIR\n"
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
@@ -50,6 +50,9 @@ static const char usage_text[] =
     "  --sweep key=v1,v2    run one experiment per value (with the file's sweep: axes, a grid) into\n"
     "                       one sweep folder\n"
     "  --quiet              print only errors and the final summary\n"
+    "  --point K|slurm      run: point K (from 0; slurm: SLURM_ARRAY_TASK_ID) of the sweep alone into\n"
+    "                       --output-dir, the folder every job of an array shares; a point done is\n"
+    "                       skipped, a stopped one resumed\n"
     "  --dump-trace DIR     run: also write what fixes the run's path (minibatches, random draws,\n"
     "                       every node's parameters after every round) into DIR, for the float64\n"
     "                       twins of tests/twin/ (small runs: one open file per node)\n"
@@ -89,6 +92,7 @@ typedef struct args {
   int ndirs;
   dt_compare_options cmp;
   dt_runs_options runs;
+  const char *point; /* --point K or slurm (SLURM_ARRAY_TASK_ID) */
 } args;
 
 /* --progress's value. */
@@ -127,6 +131,11 @@ static dt_status run_option(int argc, char **argv, int *i, args *a, int *used) {
     DT_TRY(parse_progress(argv[++*i], &a->progress));
   } else if (strcmp(s, "--force") == 0) {
     a->force = 1;
+  } else if (strcmp(s, "--point") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--point needs a point number (from 0) or slurm");
+    a->point = argv[++*i];
+  } else if (strncmp(s, "--point=", 8) == 0) {
+    a->point = s + 8;
   } else if (strcmp(s, "--dump-trace") == 0) {
     DT_CHECK(has_next, DT_ERR_USAGE, "--dump-trace needs a folder");
     a->dump_trace = argv[++*i];
@@ -243,6 +252,8 @@ static dt_status check_args(const args *a) {
   DT_CHECK(a->dump_trace == NULL || a->dump_trace[0] != '\0', DT_ERR_USAGE, "--dump-trace needs a folder");
   DT_CHECK(a->nsweeps == 0 || strcmp(a->cmd, "run") == 0 || strcmp(a->cmd, "check") == 0, DT_ERR_USAGE,
            "--sweep goes with run or check");
+  DT_CHECK(a->point == NULL || (strcmp(a->cmd, "run") == 0 && a->output_dir != NULL), DT_ERR_USAGE,
+           "--point goes with run and --output-dir SWEEP_DIR: every job of an array runs its point into the same sweep folder");
   DT_CHECK(strcmp(a->cmd, "resume") != 0 || (a->nsets == 0 && a->output_dir == NULL), DT_ERR_USAGE,
            "resume takes no --set or --output-dir: it continues the run folder's own config.yaml in that folder");
   return DT_OK;
@@ -426,6 +437,19 @@ static dt_status run_loaded(dt_comm *comm, const args *a, int resume, double mod
   command_line(argc, argv, cmdline, sizeof cmdline);
   dt_run_options ro = {.output_dir = a->output_dir, .quiet = a->quiet, .progress = a->progress, .command_line = cmdline, .force = a->force,
                        .resume = resume, .dump_trace = a->dump_trace};
+  if (a->point != NULL) { /* one point of a sweep: --point K, or slurm's array index */
+    DT_CHECK(mode == SWEEP, DT_ERR_USAGE, "--point runs one point of a sweep; %s has no sweep (a sweep: key or --sweep)", a->file);
+    const char *k = a->point;
+    if (strcmp(k, "slurm") == 0) {
+      k = getenv("SLURM_ARRAY_TASK_ID");
+      DT_CHECK(k != NULL, DT_ERR_USAGE, "--point slurm: SLURM_ARRAY_TASK_ID is not set (not a job of an array?)");
+    }
+    char *end;
+    const long v = strtol(k, &end, 10);
+    DT_CHECK(end != k && *end == '\0' && v >= 0 && v < 1000000, DT_ERR_USAGE, "--point %s: expected a point number from 0", k);
+    ro.single = 1;
+    ro.single_point = (int)v;
+  }
   if (mode == RUN) return dt_experiment_run(comm, cfg, &ro);
   if (mode == SWEEP && a->dump_trace != NULL) return DT_ERROR(DT_ERR_USAGE, "--dump-trace traces one experiment; this file is a sweep");
   if (mode == SWEEP || mode == SWEEP_RESUME) {

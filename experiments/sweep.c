@@ -10,8 +10,10 @@
  * was stopped and runs the rest. Rank 0 reads and writes the files and hands each point's
  * config to every rank. Collective. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -184,6 +186,48 @@ typedef struct sweep_run {
   const char *keys[DT_SWEEP_MAX_AXES], *values[DT_SWEEP_MAX_AXES]; /* rank 0 */
 } sweep_run;
 
+/* Rank 0, one point of an array (--point): the sweep folder every job shares, made by the first
+ * job under a lock (DIR/sweep.lock), or, made already, checked to be this sweep's (the same
+ * points with the same values). */
+static dt_status shared_sweep_dir(const dt_sweep *sw, const char *const *sets, int nsets, const dt_run_options *opt, char *dir,
+                                  size_t size) {
+  char lock[DT_PATH_MAX + 32], probe[DT_PATH_MAX + 32];
+  DT_CHECK(strlen(opt->output_dir) < size, DT_ERR_USAGE, "--output-dir is longer than %zu characters", size - 1);
+  snprintf(dir, size, "%s", opt->output_dir);
+  DT_TRY(runner_mkdir_p(dir));
+  snprintf(lock, sizeof lock, "%s/sweep.lock", dir);
+  const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  DT_CHECK(fd >= 0, DT_ERR_IO, "cannot open %s: %s", lock, strerror(errno));
+  dt_status st = DT_OK;
+  if (flock(fd, LOCK_EX) != 0) st = DT_ERROR(DT_ERR_IO, "cannot lock %s: %s", lock, strerror(errno));
+  snprintf(probe, sizeof probe, "%s/sweep.yaml", dir);
+  if (st == DT_OK && access(probe, F_OK) != 0) {
+    dt_run_options made = *opt;
+    made.force = 1; /* the folder may hold the lock file alone */
+    st = check_points(sw, sets, nsets);
+    if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, &made, dir, size);
+  } else if (st == DT_OK) { /* another job made it: the same sweep? */
+    sweep_index ix;
+    st = read_index(dir, &ix);
+    if (st == DT_OK && ix.num_points != sw->num_points)
+      st = DT_ERROR(DT_ERR_USAGE, "%s holds another sweep (%d points, this one has %d)", dir, ix.num_points, sw->num_points);
+    for (int p = 0; st == DT_OK && p < sw->num_points; p++) {
+      int idx[DT_SWEEP_MAX_AXES];
+      dt_sweep_point_index(sw, p, idx);
+      const dt_ynode *vals = dt_ynode_get(ix.runs->items[p], "values");
+      for (int a = 0; st == DT_OK && a < sw->num_axes; a++) {
+        const dt_ynode *v = dt_ynode_get(vals, sw->axes[a].key);
+        if (v == NULL || v->kind != DT_YN_SCALAR || strcmp(v->text, sw->axes[a].values[idx[a]].label) != 0)
+          st = DT_ERROR(DT_ERR_USAGE, "%s holds another sweep (its point %d has %s = %s, this one's %s)", dir, p, sw->axes[a].key,
+                        v != NULL && v->kind == DT_YN_SCALAR ? v->text : "nothing", sw->axes[a].values[idx[a]].label);
+      }
+    }
+    dt_ynode_free(ix.root);
+  }
+  close(fd); /* and the lock with it */
+  return st;
+}
+
 /* Rank 0 makes the sweep folder (or takes the one resumed) and reads its index; every rank
  * learns the folder and the number of points, or fails with rank 0's reason. */
 static dt_status open_sweep(sweep_run *sr, const dt_sweep *sw, const char *const *sets, int nsets) {
@@ -192,6 +236,8 @@ static dt_status open_sweep(sweep_run *sr, const dt_sweep *sw, const char *const
   if (sr->rank == 0) {
     if (sr->resume_dir != NULL) {
       snprintf(sr->dir, sizeof sr->dir, "%s", sr->resume_dir);
+    } else if (sr->opt->single) {
+      st = shared_sweep_dir(sw, sets, nsets, sr->opt, sr->dir, sizeof sr->dir);
     } else {
       st = check_points(sw, sets, nsets);
       if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, sr->opt, sr->dir, sizeof sr->dir);
@@ -219,7 +265,7 @@ static dt_status share_point(sweep_run *sr, int p, int *action) {
   double act = POINT_FAILED;
   if (sr->rank == 0) {
     int a = 0;
-    st = plan_point(&sr->ix, sr->dir, p, sr->resume_dir != NULL, &sr->cfg, sr->folder, sizeof sr->folder, &a, sr->json,
+    st = plan_point(&sr->ix, sr->dir, p, sr->resume_dir != NULL || sr->opt->single, &sr->cfg, sr->folder, sizeof sr->folder, &a, sr->json,
                     sizeof sr->json, sr->keys, sr->values);
     act = st == DT_OK ? a : POINT_FAILED;
   }
@@ -281,11 +327,15 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
   sr.resume_dir = resume_dir;
   dt_status st = DT_OK;
   DT_TRY_GOTO(open_sweep(&sr, sw, sets, nsets));
-  if (sr.rank == 0 && !opt->quiet)
+  DT_CHECK_GOTO(!opt->single || opt->single_point < sr.num_points, DT_ERR_USAGE, "--point %d: the sweep in %s has points 0 to %d",
+                opt->single_point, sr.dir, sr.num_points - 1);
+  if (sr.rank == 0 && !opt->quiet && opt->single)
+    printf("sweep: point %d of the %d in %s\n", opt->single_point, sr.num_points, sr.dir);
+  else if (sr.rank == 0 && !opt->quiet)
     printf("sweep: %d point%s in %s%s\n", sr.num_points, sr.num_points == 1 ? "" : "s", sr.dir,
            resume_dir != NULL ? " (resuming)" : "");
   int done = 0, skipped = 0;
-  for (int p = 0; p < sr.num_points; p++) {
+  for (int p = opt->single ? opt->single_point : 0; p < (opt->single ? opt->single_point + 1 : sr.num_points); p++) {
     int action = POINT_FAILED;
     DT_TRY_GOTO(share_point(&sr, p, &action));
     if (action == POINT_SKIP) {

@@ -29,6 +29,10 @@ typedef struct dt_run_options {
   const char *swept_json;   /* {"key": "value", ...}, or NULL for a run that is not a sweep's */
   int num_swept;
   const char *const *swept_keys, *const *swept_values;
+  /* a sweep: run point single_point alone (--point: one job of an array), into output_dir, which
+   * every job shares; the sweep folder is made by whichever job comes first */
+  int single;
+  int single_point;
 } dt_run_options;
 
 enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };

@@ -2,7 +2,8 @@
 # dtrun under SLURM on the namespace cluster (lib.sh): slurmctld on h1, a slurmd on each of
 # three hosts. `srun -n 5` (PMIx), one task per host on two threads, and the shipped batch script scripts/slurm/dtrun.sbatch, run
 # as written, give the same files as one process; `scancel --signal=TERM` makes dtrun save and
-# exit 130, and submitting the same batch command again finishes the run with the same files.
+# exit 130, and submitting the same batch command again finishes the run with the same files; a
+# sweep as a job array (one point per job, at once) gives the sweep's files and rows.
 # Installs slurm-wlm and munge when missing. Skipped (77) without data/mnist or namespaces.
 # usage: test_slurm.sh DTRUN SOURCE_ROOT
 set -u
@@ -63,6 +64,25 @@ wait_job "$job2" 300 || bad "resumed batch job $job2 did not end in 300 s"
 grep -q "resuming it" "$tmp/pre-$job2.out" && grep -q "dtrun exited 0" "$tmp/pre-$job2.out" && ok \
   || bad "the resubmitted job should resume and finish: $(tail -5 "$tmp/pre-$job2.out")"
 same_results "$tmp/long1" "$tmp/pre" "preempted and resubmitted vs P=1"
+
+# A sweep as a job array (scripts/slurm/dtrun_array.sbatch): one job per point into one folder,
+# the jobs running at once, gives the files and rows of the sweep run in one go; the same folder
+# through dtrun.sbatch is a sweep to resume (every point done: nothing to run)
+sweep="--sweep experiment.seed=0,1,2"
+"$dtrun" $cfg $sweep --output-dir "$tmp/sweep1" --quiet > "$tmp/sweep1.log" 2>&1 || bad "the sweep in one go failed"
+job=$(slurm_on sbatch --parsable --array=0-2 --ntasks=2 --output="$tmp/arr-%A_%a.out" scripts/slurm/dtrun_array.sbatch $cfg "$tmp/arr" \
+      $sweep --quiet)
+wait_job "$job" 300 || bad "array job $job did not end in 300 s"
+for k in 0 1 2; do
+  grep -q "dtrun exited 0" "$tmp/arr-${job}_$k.out" && ok || bad "array task $k: $(tail -5 "$tmp/arr-${job}_$k.out")"
+  same_results "$tmp/sweep1/00$k" "$tmp/arr/00$k" "array task $k vs the sweep in one go"
+done
+cmp -s <(python3 tests/e2e/db_rows.py dump "$tmp/sweep1") <(python3 tests/e2e/db_rows.py dump "$tmp/arr") && ok \
+  || bad "the array's results.sqlite differs from the sweep's"
+job=$(slurm_on sbatch --parsable --output="$tmp/again-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/arr" --quiet)
+wait_job "$job" 120 || bad "dtrun.sbatch of a sweep folder did not end"
+grep -q "holds a sweep: resuming it" "$tmp/again-$job.out" && grep -q "dtrun exited 0" "$tmp/again-$job.out" && ok \
+  || bad "dtrun.sbatch should resume a sweep folder: $(tail -5 "$tmp/again-$job.out")"
 
 echo "cluster slurm: $pass passed, $fail failed"
 [ $fail -eq 0 ]

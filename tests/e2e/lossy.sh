@@ -12,15 +12,20 @@ set -u
 . "$(dirname "$0")/../checks.sh"
 e2e_begin "$@"
 
+# every_rank_count CONFIG AT WHAT: the same files at P = 1, 2, 3 and 5, on an archived re-run,
+# and killed at P = 3 (in problem AT or later) and resumed at P = 2 (into $tmp/p1, q3, q5, k, ref)
+every_rank_count() {
+  ranks_and_rerun "$1" 2 "$3"
+  for np in 3 5; do
+    "$mpiexec" --oversubscribe -n $np "$dtrun" "$1" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
+      || bad "$3 at P=$np failed: $(tail -3 "$tmp/q$np.log")"
+    same_results "$tmp/p1" "$tmp/q$np" "$3 P=1 vs P=$np"
+  done
+  killed_resumed "$1" "$2" "$3"
+}
 cp tests/e2e/lossy.yaml "$tmp/lossy.yaml"
 # (1) the same files for every rank count, on a re-run, and after a kill and a resume
-ranks_and_rerun "$tmp/lossy.yaml" 2 "faults"
-for np in 3 5; do
-  "$mpiexec" --oversubscribe -n $np "$dtrun" "$tmp/lossy.yaml" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
-    || bad "faults at P=$np failed: $(tail -3 "$tmp/q$np.log")"
-  same_results "$tmp/p1" "$tmp/q$np" "faults P=1 vs P=$np"
-done
-killed_resumed "$tmp/lossy.yaml" 3 "faults"
+every_rank_count "$tmp/lossy.yaml" 3 "faults"
 
 # (2) the counters: at every evaluation, the messages sent = lost + received over all nodes, some
 # of each, and summary.yaml's totals are the last evaluation's
@@ -92,13 +97,7 @@ refused "bursts that cannot average the loss" "experiment.network.loss: expected
 tmp_sync=$tmp
 tmp=$tmp/async && mkdir -p "$tmp"
 cp tests/e2e/async.yaml "$tmp/async.yaml"
-ranks_and_rerun "$tmp/async.yaml" 2 "async"
-for np in 3 5; do
-  "$mpiexec" --oversubscribe -n $np "$dtrun" "$tmp/async.yaml" --output-dir "$tmp/q$np" --quiet > "$tmp/q$np.log" 2>&1 \
-    || bad "async at P=$np failed: $(tail -3 "$tmp/q$np.log")"
-  same_results "$tmp/p1" "$tmp/q$np" "async P=1 vs P=$np"
-done
-killed_resumed "$tmp/async.yaml" 1 "async" # in push_sum, whose inbox rows hold d + 1 floats
+every_rank_count "$tmp/async.yaml" 1 "async" # killed in push_sum, whose inbox rows hold d + 1 floats
 faulty=(--set 'experiment.network={speed: 2000, stragglers: 0.2, slowdown: 3, jitter: 0.3, loss: 0.1, loss_burst: 2, link_up_rounds: 10, link_down_rounds: 2}'
         --set problem_configs.push_sum.optimizer_config.mode=pairwise)
 "$dtrun" "$tmp/async.yaml" "${faulty[@]}" --output-dir "$tmp/f1" --quiet > "$tmp/f1.log" 2>&1 || bad "async with faults: $(tail -3 "$tmp/f1.log")"

@@ -2,8 +2,9 @@
 # Sweeps on real MNIST (tests/e2e/sweep.yaml, 2 graphs x 2 seeds): the same files and database
 # rows alone and under mpirun -np 3; each point's files equal running that point's config.yaml
 # alone; --sweep adds or replaces an axis; a sweep stopped by SIGINT resumes to the same files;
-# check lists the points; a study over a Fiedler target, compare --against and --where. Skipped
-# (77) without data/mnist.
+# check lists the points; a study over a Fiedler target, compare --against and --where; the
+# points run at once as a job array would (--point), into one folder and database. Skipped (77)
+# without data/mnist.
 # usage: sweep.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
@@ -137,6 +138,51 @@ if command -v gnuplot > /dev/null && command -v pdfinfo > /dev/null; then
   "$dtrun" compare "$tmp/fd" --target 0.2,0.3 --against experiment.graph.fiedler --plot "$tmp/fd.pdf" > /dev/null 2>&1 \
     && [ "$(pdfinfo "$tmp/fd.pdf" | awk '/^Pages:/ {print $2}')" = 1 ] && ok || bad "the --against figure is not a 1-page PDF"
 fi
+
+# compare pools folders: three runs that differ by the seed alone are one group of 3 seeds,
+# labelled by their experiment; a run of another config stays its own row, by its folder
+cat > "$tmp/pool.yaml" <<'YAML'
+experiment:
+  name: pooled
+  dataset: synthetic
+  synthetic: {samples: 400, features: 10}
+  graph: {num_nodes: 4, type: cycle}
+problem_configs:
+  dsgd:
+    train_batch_size: 8
+    evaluate_frequency: 10
+    optimizer_config: {alg_name: dsgd, outer_iterations: 20, alpha0: 0.1}
+YAML
+for sd in 0 1 2; do "$dtrun" "$tmp/pool.yaml" --set experiment.seed=$sd --output-dir "$tmp/pool$sd" --quiet > /dev/null 2>&1; done
+"$dtrun" "$tmp/pool.yaml" --set experiment.graph.type=complete --output-dir "$tmp/poolc" --quiet > /dev/null 2>&1
+"$dtrun" compare "$tmp/pool0" "$tmp/pool1" "$tmp/pool2" "$tmp/poolc" > "$tmp/pool.txt" 2>&1
+grep -Eq "^pooled +dsgd +dsgd +completed +3 +20 " "$tmp/pool.txt" && grep -Eq "^poolc +dsgd +dsgd +completed +1 " "$tmp/pool.txt" \
+  && [ "$(grep -c dsgd "$tmp/pool.txt")" = 2 ] && ok || bad "compare does not pool the seeds of separate folders: $(cat "$tmp/pool.txt")"
+
+# a job array's way (--point K): the four points at once, one process each, into one folder, give
+# the sweep's files and rows; a point done is skipped; the folder resumes as a sweep; a point out
+# of range, a folder of another sweep, --point without --output-dir or a sweep: exit 2
+for k in 0 1 2 3; do "$dtrun" $cfg --output-dir "$tmp/arr" --point $k --quiet > "$tmp/arr$k.log" 2>&1 & done
+wait
+same_sweep "$tmp/s1" "$tmp/arr" "four --point jobs at once"
+"$dtrun" $cfg --output-dir "$tmp/arr" --point 2 > "$tmp/arr2b.log" 2>&1 && grep -q "0 points run, completed before: 1" "$tmp/arr2b.log" \
+  && ok || bad "a point done again: $(tail -2 "$tmp/arr2b.log")"
+"$dtrun" resume "$tmp/arr" > "$tmp/arr_resume.log" 2>&1 && grep -q "completed before: 4" "$tmp/arr_resume.log" && ok \
+  || bad "resume of the array's folder: $(tail -2 "$tmp/arr_resume.log")"
+point_refused() { # expected-message dtrun-arguments...
+  local want=$1
+  shift
+  "$dtrun" "$@" > "$tmp/pr.log" 2>&1
+  local rc=$?
+  [ $rc -eq 2 ] && grep -q -- "$want" "$tmp/pr.log" && ok || bad "--point: exit $rc, $(head -c 300 "$tmp/pr.log")"
+}
+point_refused "--point 4: the sweep in .* has points 0 to 3" $cfg --output-dir "$tmp/arr" --point 4
+point_refused "holds another sweep (its point 0 has experiment.seed = 0, this one's 7)" $cfg --sweep experiment.seed=7,8 \
+  --output-dir "$tmp/arr" --point 0
+point_refused "--point goes with run and --output-dir SWEEP_DIR" $cfg --point 0
+point_refused "--point runs one point of a sweep; tests/e2e/small.yaml has no sweep" tests/e2e/small.yaml --output-dir "$tmp/nosweep" \
+  --point 0
+[ ! -e "$tmp/nosweep" ] && ok || bad "--point of a file without a sweep made a folder"
 
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]
