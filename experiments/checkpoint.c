@@ -695,7 +695,8 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
       continue;
     }
     describe_one(cand, cfg, what, sizeof what);
-    if (bad[0] == '\0') snprintf(buf, size, "%s (every file's checksum verified)", what);
+    if (bad[0] == '\0')
+      snprintf(buf, size, "%s (%s)", what, ckpt_format(cand) >= 3 ? "every file's checksum verified" : "an older format, without checksums");
     else snprintf(buf, size, "%s; resume continues from %s", bad, what);
     return 1;
   }

@@ -35,6 +35,7 @@ typedef struct curve {
   double bytes, wall;
   uint64_t pool;   /* the run's archived config without its seed: runs that differ by the seed alone pool */
   char name[128];  /* experiment.name */
+  char seed[32];   /* experiment.seed: a group never holds one seed twice (a re-run is no new seed) */
   int plain;       /* labelled by its folder (a run, not a sweep's point with swept values) */
 } curve;
 

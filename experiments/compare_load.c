@@ -108,16 +108,34 @@ static uint64_t pool_key(const char *text) {
 }
 
 void compare_pool_labels(table *t) {
+  int *pooled = calloc((size_t)t->n + 1, sizeof *pooled);
+  if (pooled == NULL) return; /* labels by folder: no pooling, nothing wrong */
   for (int i = 0; i < t->n; i++) {
-    curve *a = &t->c[i];
+    const curve *a = &t->c[i];
     if (!a->plain || a->name[0] == '\0') continue;
-    for (int j = 0; j < t->n; j++) {
-      curve *b = &t->c[j];
-      if (j == i || !b->plain || b->pool != a->pool || strcmp(b->problem, a->problem) != 0 || strcmp(b->label, a->label) == 0) continue;
-      snprintf(a->label, sizeof a->label, "%s", a->name); /* seeds of one experiment in several folders */
-      break;
+    for (int j = 0; j < t->n && !pooled[i]; j++) {
+      const curve *b = &t->c[j];
+      pooled[i] = j != i && b->plain && b->pool == a->pool && strcmp(b->problem, a->problem) == 0 && strcmp(b->label, a->label) != 0;
     }
   }
+  /* seeds of one experiment in several folders take its name; where configs of one name differ
+   * (other than by the seed), each config's runs are "name #1", "name #2", ... in order of appearance */
+  for (int i = 0; i < t->n; i++) {
+    if (!pooled[i]) continue;
+    curve *a = &t->c[i];
+    int rank = 0, distinct = 0;
+    uint64_t seen[64];
+    for (int j = 0; j < t->n; j++) {
+      if (!pooled[j] || strcmp(t->c[j].name, a->name) != 0) continue;
+      int k = 0;
+      while (k < distinct && seen[k] != t->c[j].pool) k++;
+      if (k == distinct && distinct < 64) seen[distinct++] = t->c[j].pool;
+      if (t->c[j].pool == a->pool) rank = k + 1;
+    }
+    if (distinct > 1) snprintf(a->label, sizeof a->label, "%s #%d", a->name, rank);
+    else snprintf(a->label, sizeof a->label, "%s", a->name);
+  }
+  free(pooled);
 }
 
 /* ---- the runs' configs: --against and --where ---------------------------------------------- */
@@ -282,7 +300,7 @@ static dt_status new_curve(table *t, curve **out) {
 /* What a run's curves share: its label, --against value and status. */
 typedef struct run_info {
   sqlite3_int64 run;
-  char label[512], against[64], status[32], name[128];
+  char label[512], against[64], status[32], name[128], seed[32];
   uint64_t pool;
   int plain;
   int sample[DT_MAX_PROBLEMS]; /* each problem's evaluation.sample (0: every node evaluated) */
@@ -297,6 +315,7 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     DT_TRY(new_curve(t, &c));
     snprintf(c->label, sizeof c->label, "%s", ri->label);
     snprintf(c->name, sizeof c->name, "%s", ri->name);
+    snprintf(c->seed, sizeof c->seed, "%s", ri->seed);
     c->pool = ri->pool;
     c->plain = ri->plain;
     snprintf(c->against, sizeof c->against, "%s", ri->against);
@@ -335,8 +354,9 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   DT_TRY(dt_yaml_parse(text != NULL ? text : "", text != NULL ? strlen(text) : 0, path, &root));
   eval_samples(root, ri->sample);
   ri->pool = pool_key(text);
-  const char *name = config_value(root, "experiment.name");
+  const char *name = config_value(root, "experiment.name"), *seed = config_value(root, "experiment.seed");
   snprintf(ri->name, sizeof ri->name, "%s", name != NULL ? name : "");
+  snprintf(ri->seed, sizeof ri->seed, "%s", seed != NULL ? seed : "");
   dt_status st = DT_OK;
   if (opt->against != NULL || opt->num_where > 0) st = compare_config_filter(opt, root, keep, ri->against, sizeof ri->against);
   dt_ynode_free(root);

@@ -37,11 +37,18 @@ static int same_group(const curve *a, const curve *b) {
          a->pool == b->pool; /* the same experiment but the seed: not two sweeps' points that share a swept label */
 }
 
+/* Whether group gr already holds curve c's seed (a re-run of one seed is not a second seed). */
+static int holds_seed(const table *t, const group *gr, const curve *c) {
+  for (int m = 0; m < gr->n; m++)
+    if (c->seed[0] != '\0' && strcmp(t->c[gr->members[m]].seed, c->seed) == 0) return 1;
+  return 0;
+}
+
 void compare_group(const table *t, group *g, int *ng) {
   int n = 0;
   for (int i = 0; i < t->n; i++) {
     int k = 0;
-    while (k < n && !same_group(&t->c[g[k].members[0]], &t->c[i])) k++;
+    while (k < n && (!same_group(&t->c[g[k].members[0]], &t->c[i]) || holds_seed(t, &g[k], &t->c[i]))) k++;
     if (k == n) g[n].first = n, g[n++].n = 0;
     if (g[k].n < MAX_SEEDS) g[k].members[g[k].n++] = i;
   }

@@ -119,8 +119,8 @@ static void header_row(const table *t, int xk, const dt_compare_options *opt, ce
   if (csv) { /* snake_case, one statistic per column: what pandas and R read as they are */
     static const char *const stat[5] = {"mean", "std", "ci95", "min", "max"};
     for (int k = 0; k < 5; k++) cell(cl, 0, c++, "%s_%s", m, stat[k]);
-    cell(cl, 0, c++, "validation_loss_mean");
-    cell(cl, 0, c++, "consensus_error_mean");
+    if (strcmp(m, "validation_loss") != 0) cell(cl, 0, c++, "validation_loss_mean"); /* not twice */
+    if (strcmp(m, "consensus_error") != 0) cell(cl, 0, c++, "consensus_error_mean");
     for (int ti = 0; ti < opt->num_targets; ti++) {
       char tv[64];
       snprintf(tv, sizeof tv, "%g", opt->targets[ti]);
@@ -191,10 +191,15 @@ static void group_row(const table *t, const group *gr, const group_summary *s, i
   cell(cl, r, c++, "%d", s->rounds);
   const int csv = opt->format == DT_COMPARE_CSV; /* numbers at full precision, empty where none */
   c = metric_cells(s, gr->n, c0->recorded[0], csv, cl, r, c);
-  if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, csv ? "" : "-");
-  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.4f", s->vloss[0]));
-  if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, csv ? "" : "-");
-  else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.3e", s->cons[0]));
+  const char *m = t->metrics[0];
+  if (!csv || strcmp(m, "validation_loss") != 0) {
+    if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, csv ? "" : "-");
+    else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.4f", s->vloss[0]));
+  }
+  if (!csv || strcmp(m, "consensus_error") != 0) {
+    if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, csv ? "" : "-");
+    else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.3e", s->cons[0]));
+  }
   c = target_cells(s, gr->n, xk, opt, cl, r, c);
   cell(cl, r, c++, csv ? "%.9g" : "%.3f", s->mb);
   cell(cl, r, c++, csv ? "%.9g" : "%.2f", s->secs);

@@ -24,7 +24,7 @@ typedef struct entry {
   double best;   /* NaN: none */
 } entry;
 
-static const char *const point_status[6] = {"completed", "running", "killed", "interrupted", "failed", "other"};
+static const char *const point_status[6] = {"completed", "running", "killed", "interrupted", "failed", "not started"};
 
 static int status_index(const char *s) {
   for (int k = 0; k < 5; k++)
@@ -112,6 +112,14 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
   }
   if (e->points == 0) goto cleanup;
   *keep = 1;
+  if (e->sweep && where->num_where == 0) { /* points no job has started yet (a job array's) */
+    FILE *f = fopen(sweep, "r");
+    char line[256];
+    int declared = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL && sscanf(line, "points: %d", &declared) != 1) {}
+    if (f != NULL) fclose(f);
+    if (declared > e->points) e->counts[5] += declared - e->points, e->points = declared;
+  }
   if (e->sweep) { /* "completed", or how many points are in which state */
     if (e->counts[0] == e->points) {
       snprintf(e->status, sizeof e->status, "completed");
@@ -172,7 +180,7 @@ static void print_json(const entry *v, int n, FILE *out) {
     fprintf(out, ", \"status\": ");
     json_string(out, e->status);
     fprintf(out, ", \"points\": %d, \"problems\": %d, \"problems_completed\": %d, \"metric\": ", e->points, e->problems, e->completed);
-    if (isnan(e->best)) {
+    if (!isfinite(e->best)) { /* JSON has no NaN or infinity */
       fprintf(out, "null, \"value\": null, \"problem\": null}");
       continue;
     }

@@ -222,6 +222,28 @@ static dt_status shared_sweep_dir(const dt_sweep *sw, const char *const *sets, i
                         v != NULL && v->kind == DT_YN_SCALAR ? v->text : "nothing", sw->axes[a].values[idx[a]].label);
       }
     }
+    /* and each point's config.yaml is what this job's sweep makes of it (the same file, --set and
+     * --sweep as the job that made the folder) */
+    static dt_config cfg;
+    for (int p = 0; st == DT_OK && p < sw->num_points; p++) {
+      char *mine = NULL, *theirs = NULL, name[16], path[DT_PATH_MAX + 64];
+      size_t mlen = 0, tlen = 0;
+      st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
+      FILE *mem = st == DT_OK ? open_memstream(&mine, &mlen) : NULL;
+      if (st == DT_OK && mem == NULL) st = DT_ERROR(DT_ERR_MEMORY, "out of memory");
+      if (mem != NULL) {
+        st = runner_emit_config(&cfg, mem);
+        fclose(mem);
+      }
+      point_folder(sw, p, name, sizeof name);
+      snprintf(path, sizeof path, "%s/%s/config.yaml", dir, name);
+      if (st == DT_OK) theirs = dt_read_file_bounded(path, 1 << 24, &tlen);
+      if (st == DT_OK && (theirs == NULL || tlen != mlen || memcmp(theirs, mine, mlen) != 0))
+        st = DT_ERROR(DT_ERR_USAGE, "%s holds another sweep: its %s differs from this job's point %d (another file, --set or --sweep)",
+                      dir, path, p);
+      free(mine);
+      free(theirs);
+    }
     dt_ynode_free(ix.root);
   }
   close(fd); /* and the lock with it */

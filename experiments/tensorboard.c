@@ -10,7 +10,9 @@
  * step: the round, summary {value {tag, simple_value} ...}} with, for every recorded metric,
  * `<metric>/mean`, `/min`, `/max` over the nodes and `<metric>/node_<i>` per node. A resumed
  * problem starts a new file with a SessionLog START at the first round it measures again, which
- * tells TensorBoard to drop what the interrupted run wrote from that round on.
+ * tells TensorBoard to drop what the interrupted run wrote from that round on (a problem started
+ * again from round 0, over an earlier start's files, says so at step 0). Problems whose names
+ * map to one folder name get their index appended.
  *
  * The files mirror results.sqlite, which stays the source of truth: a write that fails is said
  * once on stderr and the mirror stops; the run goes on. */
@@ -84,19 +86,32 @@ fail:
 
 static int mkdir_ok(const char *path) { return mkdir(path, 0777) == 0 || errno == EEXIST; }
 
-void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
-  if (!r->cfg->experiment.tensorboard || r->rank != 0 || !r->write_ckpt) return;
-  char dir[sizeof r->tb_path], name[128], host[256];
-  /* the problem's name as a folder name: what is not a letter, digit, '.', '-' or '_' becomes '_' */
-  snprintf(name, sizeof name, "%s", pr->pc->problem_name);
+/* A problem's name as a folder name: what is not a letter, digit, '.', '-' or '_' becomes '_'. */
+static void folder_name(const char *problem, char *name, size_t size) {
+  snprintf(name, size, "%s", problem);
   for (char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' || *c == '_'))
       *c = '_';
   if (name[0] == '.') name[0] = '_';
+}
+
+void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
+  if (!r->cfg->experiment.tensorboard || r->rank != 0 || !r->write_ckpt) return;
+  char dir[sizeof r->tb_path], name[160], other[128], host[256];
+  folder_name(pr->pc->problem_name, name, sizeof name);
+  for (int q = 0; q < r->cfg->num_problems; q++) { /* two names that map to one folder: each gets its index */
+    folder_name(r->cfg->problems[q].problem_name, other, sizeof other);
+    if (q != pr->index && strcmp(other, name) == 0) {
+      folder_name(pr->pc->problem_name, other, sizeof other);
+      snprintf(name, sizeof name, "%s_%d", other, pr->index);
+      break;
+    }
+  }
   dt_comm_host(host, sizeof host);
   snprintf(dir, sizeof dir, "%s/tensorboard", r->outdir);
   int ok = mkdir_ok(dir);
   snprintf(dir, sizeof dir, "%s/tensorboard/%s", r->outdir, name);
+  const int existed = access(dir, F_OK) == 0; /* an earlier start of this problem wrote here */
   ok = ok && mkdir_ok(dir);
   snprintf(r->tb_path, sizeof r->tb_path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
   r->tb = ok ? fopen(r->tb_path, "wb") : NULL;
@@ -109,7 +124,7 @@ void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
   put_double(&ev, 1, now());
   put_bytes(&ev, 3, "brain.Event:2", 13);
   write_record(r, &ev);
-  if (purge_from > 0) { /* a resumed problem: what the interrupted run wrote from here on is stale */
+  if (purge_from > 0 || existed) { /* resumed or started again: what was written from here on is stale */
     strbuf log = {0};
     put_varint(&log, 1 << 3 | 0); /* SessionLog.status = START (1) */
     put_varint(&log, 1);

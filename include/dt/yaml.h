@@ -41,7 +41,8 @@ void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size)
 DT_MUST_USE dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const char *file);
 
 /* v as the shortest text that reads back to the same double (YAML's .nan, .inf and -.inf for
- * those), into buf; returns buf. For the files dtrun writes by hand (graph.yaml, summary.yaml). */
+ * those; an exponent form gets its '.', 1.0e-05, so YAML 1.1 readers take a float), into buf;
+ * returns buf. For the files dtrun writes by hand (graph.yaml, summary.yaml). */
 const char *dt_yaml_double(double v, char *buf, size_t size);
 
 #endif

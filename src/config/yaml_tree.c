@@ -464,7 +464,17 @@ const char *dt_yaml_double(double v, char *buf, size_t size) {
       snprintf(t, sizeof t, "%.*g", prec, v);
       if (strtod(t, NULL) == v && (best[0] == '\0' || strlen(t) < strlen(best))) snprintf(best, sizeof best, "%s", t);
     }
-    snprintf(buf, size, "%s", best);
+    /* YAML 1.1 readers (PyYAML) take a float only with a '.': 1e-05 is written 1.0e-05; -0 is -0.0 */
+    char *e = strchr(best, 'e');
+    if (e != NULL && strchr(best, '.') == NULL) {
+      char mant[40];
+      snprintf(mant, sizeof mant, "%.*s", (int)(e - best), best);
+      snprintf(buf, size, "%s.0%s", mant, e);
+    } else if (strcmp(best, "-0") == 0) {
+      snprintf(buf, size, "-0.0");
+    } else {
+      snprintf(buf, size, "%s", best);
+    }
   }
   return buf;
 }

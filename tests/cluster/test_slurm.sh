@@ -56,13 +56,13 @@ for ((t = 0; t < 1200; t++)); do [ -f "$tmp/pre/dinno_results.csv" ] && break; s
 sleep 1
 slurm_on scancel --signal=TERM "$job"
 wait_job "$job" 120 || bad "preempted job $job still queued 120 s after SIGTERM"
-grep -q "dtrun exited 130" "$tmp/pre-$job.out" && ok || bad "preempted job should exit 130: $(tail -5 "$tmp/pre-$job.out")"
+grep -q "dtrun exited 130" "$tmp/pre-$job.out" && ok || bad "preempted job should exit 130: $(tail -40 "$tmp/pre-$job.out")"
 status=$("$dtrun" check "$tmp/pre" 2>&1 | head -1)
 case "$status" in *interrupted*) ok ;; *) bad "after scancel --signal=TERM: $status" ;; esac
 job2=$(slurm_on sbatch --parsable --output="$tmp/pre-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/pre" $long --quiet)
 wait_job "$job2" 300 || bad "resumed batch job $job2 did not end in 300 s"
 grep -q "resuming it" "$tmp/pre-$job2.out" && grep -q "dtrun exited 0" "$tmp/pre-$job2.out" && ok \
-  || bad "the resubmitted job should resume and finish: $(tail -5 "$tmp/pre-$job2.out")"
+  || bad "the resubmitted job should resume and finish: $(tail -40 "$tmp/pre-$job2.out")"
 same_results "$tmp/long1" "$tmp/pre" "preempted and resubmitted vs P=1"
 
 # A sweep as a job array (scripts/slurm/dtrun_array.sbatch): one job per point into one folder,

@@ -158,6 +158,11 @@ for sd in 0 1 2; do "$dtrun" "$tmp/pool.yaml" --set experiment.seed=$sd --output
 "$dtrun" compare "$tmp/pool0" "$tmp/pool1" "$tmp/pool2" "$tmp/poolc" > "$tmp/pool.txt" 2>&1
 grep -Eq "^pooled +dsgd +dsgd +completed +3 +20 " "$tmp/pool.txt" && grep -Eq "^poolc +dsgd +dsgd +completed +1 " "$tmp/pool.txt" \
   && [ "$(grep -c dsgd "$tmp/pool.txt")" = 2 ] && ok || bad "compare does not pool the seeds of separate folders: $(cat "$tmp/pool.txt")"
+# a re-run of seed 0 is no fourth seed
+"$dtrun" "$tmp/pool.yaml" --set experiment.seed=0 --output-dir "$tmp/pool0b" --quiet > /dev/null 2>&1
+"$dtrun" compare "$tmp/pool0" "$tmp/pool1" "$tmp/pool2" "$tmp/pool0b" > "$tmp/pool2.txt" 2>&1
+grep -Eq "^pooled +dsgd +dsgd +completed +3 " "$tmp/pool2.txt" && grep -Eq "^pooled +dsgd +dsgd +completed +1 " "$tmp/pool2.txt" && ok \
+  || bad "compare pooled a re-run of one seed as another seed: $(cat "$tmp/pool2.txt")"
 
 # a job array's way (--point K): the four points at once, one process each, into one folder, give
 # the sweep's files and rows; a point done is skipped; the folder resumes as a sweep; a point out
@@ -179,6 +184,8 @@ point_refused() { # expected-message dtrun-arguments...
 point_refused "--point 4: the sweep in .* has points 0 to 3" $cfg --output-dir "$tmp/arr" --point 4
 point_refused "holds another sweep (its point 0 has experiment.seed = 0, this one's 7)" $cfg --sweep experiment.seed=7,8 \
   --output-dir "$tmp/arr" --point 0
+point_refused "holds another sweep: its .*/000/config.yaml differs from this job's point 0" $cfg \
+  --set problem_configs.dsgd.optimizer_config.alpha0=0.03 --output-dir "$tmp/arr" --point 0
 point_refused "--point goes with run and --output-dir SWEEP_DIR" $cfg --point 0
 point_refused "--point runs one point of a sweep; tests/e2e/small.yaml has no sweep" tests/e2e/small.yaml --output-dir "$tmp/nosweep" \
   --point 0
