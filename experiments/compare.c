@@ -80,6 +80,27 @@ static dt_status draw(const table *t, const group *g, const group_summary *sum, 
   return DT_OK;
 }
 
+/* The figure's options ask for a figure, and --ylim M=LO:HI names a metric of it. */
+static dt_status check_figure_options(const dt_compare_options *opt, const table *t) {
+  const char *given = opt->facet ? "--facet" : opt->num_labels ? "--label" : opt->title ? "--title" : opt->xlim ? "--xlim"
+                      : opt->num_ylim ? "--ylim" : opt->log ? "--log" : opt->size ? "--size" : NULL;
+  DT_CHECK(given == NULL || opt->plot != NULL, DT_ERR_USAGE, "%s shapes a figure: give --plot FILE.pdf|.svg|.png too", given);
+  DT_CHECK(opt->facet == NULL || opt->against == NULL, DT_ERR_USAGE,
+           "--facet draws metrics over --x; --against draws targets against a key: give one of them");
+  for (int i = 0; i < opt->num_ylim; i++) {
+    const char *eq = strchr(opt->ylim[i], '=');
+    if (eq == NULL) {
+      DT_CHECK(opt->num_ylim == 1, DT_ERR_USAGE, "--ylim %s: with several --ylim, each names its metric (M=LO:HI)", opt->ylim[i]);
+      continue;
+    }
+    int m = 0;
+    while (m < t->nreq && (strlen(t->metrics[m]) != (size_t)(eq - opt->ylim[i]) || strncmp(t->metrics[m], opt->ylim[i], eq - opt->ylim[i]) != 0)) m++;
+    DT_CHECK(m < t->nreq, DT_ERR_USAGE, "--ylim %s: %.*s is not one of the figure's metrics (--metric)", opt->ylim[i],
+             (int)(eq - opt->ylim[i]), opt->ylim[i]);
+  }
+  return DT_OK;
+}
+
 /* Each folder once: the same run given twice would count as two seeds of itself. */
 static dt_status check_distinct(const char *const *dirs, int ndirs) {
   for (int a = 0; a < ndirs; a++) {
@@ -116,6 +137,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   int xk, ng = 0;
   DT_TRY(parse_x(opt, &xk));
   DT_TRY(parse_metrics(opt, &t));
+  DT_TRY(check_figure_options(opt, &t));
   DT_TRY(check_distinct(dirs, ndirs));
   if (opt->plot != NULL) DT_TRY(check_plot_path(opt->plot));
   for (int d = 0; d < ndirs; d++) DT_TRY_GOTO(compare_load_dir(dirs[d], opt, &t));

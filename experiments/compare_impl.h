@@ -2,7 +2,7 @@
  *   compare_load.c   run and sweep folders read from their results.sqlite into curves
  *   compare_stats.c  curves grouped across seeds; mean, interval, min-max, rounds to a target
  *   compare_table.c  the table: terminal, CSV, Markdown or LaTeX
- *   compare_plot.c   figures through gnuplot's cairo terminals
+ *   compare_plot.c   figures: the series as JSON to python/dtrun (matplotlib), which draws them
  *   compare.c        the command: options, then the steps above in order */
 #ifndef DT_COMPARE_IMPL_H
 #define DT_COMPARE_IMPL_H
@@ -27,6 +27,8 @@ enum { X_SIM_TIME = 4 }; /* curve.x's simulated seconds (NaN without experiment.
 typedef struct curve {
   char label[512], problem[DT_NAME_MAX], alg[32], status[32], run_status[32];
   char against[64];                     /* the run's value of --against ("" without it) */
+  char facet[64];                       /* the run's value of --facet ("" without it) */
+  char swept[512];                      /* its swept values but the seed: "key\x1fvalue", '\x1e' between */
   int n, cap, rounds_done;
   double *x[NX];                        /* round, samples (per node), bytes (all nodes), seconds,
                                            sim_time (the slowest node's simulated clock) */

@@ -75,9 +75,12 @@ static dt_status missing_dir(const char *dir) {
   return st;
 }
 
-/* The group label of a run: its swept values but the seed, or the folder's name (returns 1). */
-static int run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *label, size_t size) {
-  label[0] = '\0';
+/* The group label of a run: its swept values but the seed, or the folder's name (returns 1);
+ * swept: the same pairs as "key\x1fvalue" separated by '\x1e' (for the figure's legend); facet:
+ * the value of the swept key (or sweep axis) named facet ("" when none is). */
+static int run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, const char *facet, char *label, size_t size, char *swept,
+                     size_t swept_size, char *facet_value, size_t facet_size) {
+  label[0] = swept[0] = facet_value[0] = '\0';
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db, "SELECT key, value FROM sweep_values WHERE run = ?1 AND key != 'experiment.seed' ORDER BY rowid", -1, &s,
                          NULL) == SQLITE_OK) {
@@ -86,6 +89,8 @@ static int run_label(sqlite3 *db, sqlite3_int64 run, const char *dir, char *labe
       const char *k = (const char *)sqlite3_column_text(s, 0), *v = (const char *)sqlite3_column_text(s, 1);
       const char *shortk = strrchr(k, '.') ? strrchr(k, '.') + 1 : k;
       snprintf(label + strlen(label), size - strlen(label), "%s%s=%s", label[0] ? " " : "", shortk, v ? v : "");
+      snprintf(swept + strlen(swept), swept_size - strlen(swept), "%s%s\x1f%s", swept[0] ? "\x1e" : "", k, v ? v : "");
+      if (facet != NULL && strcmp(k, facet) == 0) snprintf(facet_value, facet_size, "%s", v ? v : "");
     }
   }
   sqlite3_finalize(s);
@@ -300,7 +305,7 @@ static dt_status new_curve(table *t, curve **out) {
 /* What a run's curves share: its label, --against value and status. */
 typedef struct run_info {
   sqlite3_int64 run;
-  char label[512], against[64], status[32], name[128], seed[32];
+  char label[512], against[64], status[32], name[128], seed[32], swept[512], facet[64];
   uint64_t pool;
   int plain;
   int sample[DT_MAX_PROBLEMS]; /* each problem's evaluation.sample (0: every node evaluated) */
@@ -319,6 +324,8 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     c->pool = ri->pool;
     c->plain = ri->plain;
     snprintf(c->against, sizeof c->against, "%s", ri->against);
+    snprintf(c->swept, sizeof c->swept, "%s", ri->swept);
+    snprintf(c->facet, sizeof c->facet, "%s", ri->facet);
     snprintf(c->run_status, sizeof c->run_status, "%s", ri->status);
     snprintf(c->problem, sizeof c->problem, "%s", (const char *)sqlite3_column_text(probs, 1));
     snprintf(c->alg, sizeof c->alg, "%s", (const char *)sqlite3_column_text(probs, 2));
@@ -345,7 +352,8 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   char sub[DT_PATH_MAX + 8], holder[512];
   snprintf(sub, sizeof sub, "%s/%s", dir, folder);
   if (strcmp(ri->status, "running") == 0) dt_run_dir_status(sub, ri->status, sizeof ri->status, holder, sizeof holder);
-  ri->plain = run_label(db, ri->run, dir, ri->label, sizeof ri->label);
+  ri->plain = run_label(db, ri->run, dir, opt->facet, ri->label, sizeof ri->label, ri->swept, sizeof ri->swept, ri->facet,
+                        sizeof ri->facet);
   ri->against[0] = '\0';
   *keep = 1;
   /* the archived config, read once: each problem's evaluation.sample, and --where / --against */
@@ -359,6 +367,11 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   snprintf(ri->seed, sizeof ri->seed, "%s", seed != NULL ? seed : "");
   dt_status st = DT_OK;
   if (opt->against != NULL || opt->num_where > 0) st = compare_config_filter(opt, root, keep, ri->against, sizeof ri->against);
+  if (st == DT_OK && opt->facet != NULL && ri->facet[0] == '\0') { /* not swept: the config's value */
+    const char *v = config_value(root, opt->facet);
+    if (v == NULL) st = unknown_key(root, "--facet", opt->facet);
+    else snprintf(ri->facet, sizeof ri->facet, "%s", v);
+  }
   dt_ynode_free(root);
   return st;
 }

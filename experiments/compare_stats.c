@@ -34,6 +34,7 @@ void compare_stats(const double *v, int n, double out[5]) {
 
 static int same_group(const curve *a, const curve *b) {
   return strcmp(a->label, b->label) == 0 && strcmp(a->problem, b->problem) == 0 && strcmp(a->against, b->against) == 0 &&
+         strcmp(a->facet, b->facet) == 0 &&
          a->pool == b->pool; /* the same experiment but the seed: not two sweeps' points that share a swept label */
 }
 

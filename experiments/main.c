@@ -27,7 +27,8 @@ static const char usage_text[] =
     "       dtrun resume RUN_DIR|SWEEP_DIR [--quiet] [--progress auto|always|never]\n"
     "       dtrun compare RUN_OR_SWEEP_DIR... [--metric M[,M...]] [--target X[,X...]] [--x round|samples|bytes|seconds|sim_time]\n"
     "                    [--against KEY] [--where KEY=V[,V...]]\n"
-    "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide]]\n"
+    "                    [--csv|--markdown|--latex] [--plot FILE.pdf|.svg|.png [--size paper|slide] [--facet KEY]\n"
+    "                    [--label KEY=TEXT]... [--title TEXT] [--xlim LO:HI] [--ylim [M=]LO:HI]... [--log AXES]]\n"
     "       dtrun runs [DIR] [--sort date|name|status|metric] [--where KEY=V[,V...]] [--json]\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -41,7 +42,10 @@ static const char usage_text[] =
     "  resume       continue an interrupted or killed run from its last checkpoint (any rank count)\n"
     "  compare      tables (and figures) of runs and sweeps, aggregated over seeds\n"
     "  runs         the runs and sweeps in an output folder (default: outputs), one line each:\n"
-    "               start, name, status now, problems, best final top-1 (--json: as JSON)\n"
+    "               start, name, status now, problems, best final top-1 (--json: as JSON)\n";
+
+/* The options (a second string: C11 promises string literals of 4095 characters). */
+static const char options_text[] =
     "  --output-dir DIR     write into DIR instead of <output_metadir>/<time>_<name>\n"
     "  --force              let --output-dir be a folder that is not empty\n"
     "  --set key=value      override a config key, e.g. --set experiment.graph.num_nodes=10; a list\n"
@@ -66,8 +70,14 @@ static const char usage_text[] =
     "  --where KEY=V,...    compare, runs: only runs whose config has one of these values of KEY\n"
     "  --x WHAT             compare: round (default), samples, bytes, seconds or sim_time (experiment.network)\n"
     "  --csv, --markdown, --latex   compare: the table in that format\n"
-    "  --plot FILE          compare: a figure, one panel per metric (needs gnuplot)\n"
+    "  --plot FILE          compare: a figure (matplotlib), one panel per metric (and --facet value)\n"
     "  --size paper|slide   compare: a paper column (default) or a 16:9 slide\n"
+    "  --facet KEY          compare --plot: a panel per value of a swept key, sweep axis or config key\n"
+    "  --label KEY=TEXT     compare --plot: show TEXT for a metric, problem, key or value (cadmm=DiNNO)\n"
+    "  --title TEXT         compare --plot: the figure's title\n"
+    "  --xlim, --ylim LO:HI compare --plot: axis limits (0.5: or :1 leave a side free; --ylim M=LO:HI\n"
+    "                       for metric M's panels alone)\n"
+    "  --log AXES           compare --plot: auto (consensus errors, bytes), none, x, y or xy\n"
     "  --sort KEY           runs: by date (default), name, status or metric (best first)\n"
     "  --json               runs: a JSON array instead of lines\n"
     "\n"
@@ -161,6 +171,26 @@ static dt_status parse_targets(const char *list, dt_compare_options *c) {
   }
 }
 
+/* --xlim/--ylim's LO:HI (value: the whole argument; range: its LO:HI part): numbers, either side
+ * empty but not both, LO < HI. */
+static dt_status check_range(const char *option, const char *value, const char *range) {
+  const char *colon = strchr(range, ':');
+  DT_CHECK(colon != NULL && strchr(colon + 1, ':') == NULL, DT_ERR_USAGE, "%s %s: expected LO:HI (0:1, 0.5: or :1)", option, value);
+  char *end;
+  double lo = -INFINITY, hi = INFINITY;
+  if (colon != range) {
+    lo = strtod(range, &end);
+    DT_CHECK(end == colon && isfinite(lo), DT_ERR_USAGE, "%s %s: the low end is not a number", option, value);
+  }
+  if (colon[1] != '\0') {
+    hi = strtod(colon + 1, &end);
+    DT_CHECK(*end == '\0' && isfinite(hi), DT_ERR_USAGE, "%s %s: the high end is not a number", option, value);
+  }
+  DT_CHECK(colon != range || colon[1] != '\0', DT_ERR_USAGE, "%s %s: give at least one end", option, value);
+  DT_CHECK(lo < hi, DT_ERR_USAGE, "%s %s: the low end must be below the high end", option, value);
+  return DT_OK;
+}
+
 /* The option at argv[*i] if it is one of compare's (*i moves past its value); *used = 0 when it
  * is not. */
 static dt_status compare_option(int argc, char **argv, int *i, dt_compare_options *c, int *used) {
@@ -194,6 +224,31 @@ static dt_status compare_option(int argc, char **argv, int *i, dt_compare_option
     DT_CHECK(has_next && (strcmp(argv[*i + 1], "paper") == 0 || strcmp(argv[*i + 1], "slide") == 0), DT_ERR_USAGE,
              "--size needs paper or slide");
     c->size = argv[++*i];
+  } else if (strcmp(s, "--facet") == 0) {
+    DT_CHECK(has_next && argv[*i + 1][0] != '\0', DT_ERR_USAGE, "--facet needs a swept key, sweep axis or config key path (graph, experiment.graph.type)");
+    c->facet = argv[++*i];
+  } else if (strcmp(s, "--label") == 0) {
+    DT_CHECK(has_next && strchr(argv[*i + 1], '=') != NULL && argv[*i + 1][0] != '=', DT_ERR_USAGE,
+             "--label needs KEY=TEXT (cadmm=DiNNO, top1_accuracy=Accuracy)");
+    DT_CHECK(c->num_labels < 32, DT_ERR_USAGE, "at most 32 --label options");
+    c->labels[c->num_labels++] = argv[++*i];
+  } else if (strcmp(s, "--title") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "--title needs a text");
+    c->title = argv[++*i];
+  } else if (strcmp(s, "--xlim") == 0 || strcmp(s, "--ylim") == 0) {
+    DT_CHECK(has_next, DT_ERR_USAGE, "%s needs LO:HI (either side may be empty: 0.5: or :1)", s);
+    const char *v = argv[++*i], *range = s[2] == 'y' && strchr(v, '=') != NULL ? strchr(v, '=') + 1 : v;
+    DT_TRY(check_range(s, v, range));
+    if (s[2] == 'x') c->xlim = v;
+    else {
+      DT_CHECK(c->num_ylim < 4, DT_ERR_USAGE, "at most 4 --ylim options");
+      c->ylim[c->num_ylim++] = v;
+    }
+  } else if (strcmp(s, "--log") == 0) {
+    DT_CHECK(has_next && (strcmp(argv[*i + 1], "auto") == 0 || strcmp(argv[*i + 1], "none") == 0 || strcmp(argv[*i + 1], "x") == 0 ||
+                          strcmp(argv[*i + 1], "y") == 0 || strcmp(argv[*i + 1], "xy") == 0),
+             DT_ERR_USAGE, "--log needs auto, none, x, y or xy");
+    c->log = argv[++*i];
   } else if (strcmp(s, "--csv") == 0 || strcmp(s, "--markdown") == 0 || strcmp(s, "--latex") == 0) {
     c->format = s[2] == 'c' ? DT_COMPARE_CSV : s[2] == 'm' ? DT_COMPARE_MARKDOWN : DT_COMPARE_LATEX;
   } else {
@@ -347,10 +402,12 @@ static void command_line(int argc, char **argv, char *buf, size_t size) {
 static int info_command(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage_text, stderr);
+    fputs(options_text, stderr);
     return 2;
   }
   if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage_text, stdout);
+    fputs(options_text, stdout);
     /* the algorithms, from the registry: a new plug-in appears here by itself */
     printf("\nalgorithms (optimizer_config.alg_name; each explained in optimizers/<name>/README.md):\n");
     char names[64][64];

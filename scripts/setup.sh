@@ -41,8 +41,9 @@ if [ -t 1 ]; then say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }; else say()
 
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
-      libigraph-dev libopenblas-dev zlib1g-dev nettle-dev libsqlite3-dev sqlite3 dataset-fashion-mnist gnuplot-nox
-      poppler-utils # pdfinfo/pdftoppm check the figures compare draws
+      libigraph-dev libopenblas-dev zlib1g-dev nettle-dev libsqlite3-dev sqlite3 dataset-fashion-mnist
+      python3-matplotlib python3-pandas # compare --plot's figures and the results module (python/dtrun)
+      poppler-utils # pdfinfo/pdffonts/pdftoppm check the figures compare draws
       python3-protobuf python3-yaml # the tests read TensorBoard's event files and the twins' configs
       clang libclang-rt-dev libomp-dev # clang: the second compiler and libFuzzer (.ci/run)
       iproute2 iptables libnetfilter-queue-dev slurm-wlm munge) # the cluster suite (tests/cluster)

@@ -90,6 +90,14 @@ typedef struct dt_compare_options {
   const char *x;      /* round (default), samples, bytes or seconds: the plots' x axis and what --target counts */
   const char *plot;   /* a .pdf, .svg or .png file, or NULL */
   const char *size;   /* "paper" (default: a column, panels stacked) or "slide" (16:9, panels side by side) */
+  const char *facet;  /* a swept key, sweep axis or config key path: a panel per value */
+  const char *labels[32]; /* KEY=TEXT: the text the figure shows for an identifier */
+  int num_labels;
+  const char *title;  /* the figure's title */
+  const char *xlim;   /* LO:HI (either side may be empty) */
+  const char *ylim[4]; /* [METRIC=]LO:HI */
+  int num_ylim;
+  const char *log;    /* auto (default: consensus errors and bytes on log axes), none, x, y or xy */
   int format;         /* DT_COMPARE_TABLE, _CSV, _MARKDOWN, _LATEX */
 } dt_compare_options;
 

@@ -19,16 +19,20 @@ study() { # name
 }
 study dinno_figure
 "$build/dtrun" compare "$out/dinno_figure" --target 0.9,0.97
-for ext in png pdf; do
-  "$build/dtrun" compare "$out/dinno_figure" --metric top1_accuracy,consensus_error --plot docs/figures/dinno_figure.$ext > /dev/null
-done
+# as the paper draws it: a panel per graph (the sweep's axis), the metrics one above the other
+names=(--label dinno=DiNNO --label dsgt=DSGT --label dsgd=DSGD --label complete=Complete --label cycle=Cycle
+       --label "random-0.7=Random, Fiedler 0.7" --label "random-5.8=Random, Fiedler 5.8")
+"$build/dtrun" compare "$out/dinno_figure" --metric top1_accuracy,consensus_error --facet graph "${names[@]}" --size slide \
+  --plot docs/figures/dinno_figure.png > /dev/null
+"$build/dtrun" compare "$out/dinno_figure" --metric top1_accuracy,consensus_error --facet graph "${names[@]}" \
+  --plot docs/figures/dinno_figure.pdf > /dev/null
 study scaling
 "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.num_nodes --where experiment.graph.fiedler=1
 "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.fiedler --where experiment.graph.num_nodes=20
 for ext in png pdf; do
-  "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.num_nodes \
-    --where experiment.graph.fiedler=1 --plot docs/figures/scaling_nodes.$ext > /dev/null
-  "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.fiedler \
-    --where experiment.graph.num_nodes=20 --plot docs/figures/scaling_fiedler.$ext > /dev/null
+  "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.num_nodes --label num_nodes=Nodes \
+    --label dinno=DiNNO --where experiment.graph.fiedler=1 --plot docs/figures/scaling_nodes.$ext > /dev/null
+  "$build/dtrun" compare "$out/scaling" --target 0.5,0.9,0.97 --against experiment.graph.fiedler --label fiedler="Fiedler value" \
+    --label dinno=DiNNO --where experiment.graph.num_nodes=20 --plot docs/figures/scaling_fiedler.$ext > /dev/null
 done
 echo "figures in docs/figures"

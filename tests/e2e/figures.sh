@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# compare --plot's figures, checked from matplotlib's own objects (DTRUN_PLOT_DESCRIBE writes
+# python/dtrun/figures.describe() of each figure) and by real readers (pdfinfo, pdffonts, an XML
+# parser, the PNG header), on a sweep written by tests/e2e/make_results.py: 3 graphs x 3 seeds, 9
+# algorithms (more than the palette's colours), a consensus error of 0 that a log axis cannot
+# show. Also: every failure is exit 2 with a message and leaves no file; --csv with --plot stays
+# pure CSV; the Python API (dtrun.load_runs, dtrun.curves) agrees with compare's table.
+# usage: figures.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+e2e_start "$@"
+build=$(dirname "$dtrun")
+py=${DTRUN_PYTHON:-$(sed -n 's/^#define DT_PYTHON "\(.*\)"$/\1/p' "$build/include/dt_config.h")}
+"$py" -c "import matplotlib, pandas" || { bad "$py lacks matplotlib or pandas (scripts/setup.sh installs them)"; exit 1; }
+"$py" tests/e2e/make_results.py "$tmp/s" || exit 1
+# figure NAME COMPARE-ARGS...: draws with the description in $tmp/NAME.json; the exit code
+figure() {
+  local name=$1
+  shift
+  DTRUN_PLOT_DESCRIBE="$tmp/$name.json" "$dtrun" compare "$tmp/s" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+}
+# check NAME PYTHON-ASSERTIONS: runs them with d = the description of figure NAME
+check() {
+  "$py" - "$tmp/$1.json" "$2" > "$tmp/$1.check" 2>&1 <<'PY' && ok || bad "figure $1: $(tail -1 "$tmp/$1.check")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+P, L = d["panels"], d["legend"]
+def overlaps(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+exec(sys.argv[2])
+PY
+}
+
+# A paper column: 2 metrics x 3 graphs (--facet on the sweep axis), nine algorithms
+figure paper --metric top1_accuracy,consensus_error --facet graph --label dinno=DiNNO --title "Nine algorithms" --plot "$tmp/paper.pdf"
+[ $? = 0 ] && ok || bad "the paper figure: $(cat "$tmp/paper.err")"
+check paper '
+assert d["size"][0] == 3.4 and d["title"] == "Nine algorithms", d["size"]
+assert [p["title"] for p in P] == ["complete", "cycle", "random-0.7"] * 2, [p["title"] for p in P]
+assert {p["ylabel"] for p in P} == {"Top-1 accuracy", "Consensus error", ""}, {p["ylabel"] for p in P}
+assert [p["yscale"] for p in P] == ["linear"] * 3 + ["log"] * 3
+for p in P:
+    assert len(p["lines"]) == 9 and p["bands"] == 9, (p["title"], len(p["lines"]))
+assert len(L["entries"]) == 9 and "DiNNO" in L["entries"] and "central" in L["entries"], L["entries"]
+assert len({tuple(s) for s in L["styles"]}) == 9, L["styles"]          # no two series alike
+assert [l["points"] for l in P[3]["lines"] if l["label"] == "central"] == [0]  # zero: not drawn, still listed
+assert "95% interval over 3 seeds" in L["title"], L["title"]
+sizes = {(p["width_in"], p["height_in"]) for p in P}
+assert len(sizes) == 1 and min(sizes.pop()) > 1.0, [(p["width_in"], p["height_in"]) for p in P]
+assert not any(overlaps(p["box_in"], L["box_in"]) for p in P), "the legend covers a panel"
+'
+pdfinfo "$tmp/paper.pdf" 2>/dev/null | grep -q "^Pages: *1$" && ok || bad "the PDF is not one page"
+pdffonts "$tmp/paper.pdf" | awk 'NR > 2 && $(NF-4) != "yes" {bad = 1} NR > 2 {n++} END {exit bad || !n}' && ok \
+  || bad "a PDF font is not embedded: $(pdffonts "$tmp/paper.pdf")"
+grep -q "plot written to $tmp/paper.pdf" "$tmp/paper.out" && ok || bad "compare did not say where the figure went"
+
+# A slide: 3 metrics x 3 graphs side by side grow the slide rather than squeeze a panel; the legend
+# right of every panel
+figure slide --metric top1_accuracy,validation_loss,consensus_error --facet graph --size slide --plot "$tmp/slide.png"
+[ $? = 0 ] && ok || bad "the slide: $(cat "$tmp/slide.err")"
+check slide '
+assert d["size"][0] == 10.0 and len(P) == 9, (d["size"], len(P))
+assert min(p["height_in"] for p in P) > 1.2 and min(p["width_in"] for p in P) > 1.5, [(p["width_in"], p["height_in"]) for p in P]
+assert len({(p["width_in"], p["height_in"]) for p in P}) == 1
+assert all(L["box_in"][0] >= p["box_in"][2] for p in P), "the legend is not right of the panels"
+'
+"$py" -c "import struct,sys; d=open(sys.argv[1],'rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n' and struct.unpack('>I',d[16:20])[0]==1500" \
+  "$tmp/slide.png" && ok || bad "the PNG is not a 1500-pixel-wide slide"
+
+# SVG with the axis options, text kept as text
+figure svg --metric top1_accuracy,consensus_error --xlim 0:100 --ylim top1_accuracy=0.5:1 --log none --label top1_accuracy=Accuracy \
+  --label round=Communication\ round --plot "$tmp/f.svg"
+[ $? = 0 ] && ok || bad "the SVG: $(cat "$tmp/svg.err")"
+check svg '
+assert [p["xlim"] for p in P] == [[0, 100]] * 2 and P[0]["ylim"] == [0.5, 1], [(p["xlim"], p["ylim"]) for p in P]
+assert [p["yscale"] for p in P] == ["linear", "linear"] and P[0]["ylabel"] == "Accuracy" and P[1]["xlabel"] == "Communication round"
+assert len(L["entries"]) == 27 and "dsgd \u00b7 graph=cycle" in L["entries"], L["entries"][:4]  # 9 problems x 3 graphs
+assert len({tuple(s) for s in L["styles"]}) == 27
+'
+"$py" -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith('svg')" "$tmp/f.svg" \
+  && grep -q "dsgd · graph=cycle" "$tmp/f.svg" && ok || bad "the SVG does not parse or lacks its legend text"
+
+# --against a key whose values are words (gnuplot's figure failed on it): the values on the x axis
+figure against --against experiment.graph.type --target 0.9,0.99 --plot "$tmp/against.pdf"
+[ $? = 0 ] && ok || bad "--against experiment.graph.type: $(cat "$tmp/against.err")"
+check against '
+assert P[0]["xticklabels"] == ["complete", "cycle", "random"], P[0]["xticklabels"]
+assert P[0]["ylabel"] == "Rounds to reach the target" and P[0]["xlabel"] == "type"
+assert len(L["entries"]) == 16 and "dsgt: Top-1 accuracy \u2265 0.9" in L["entries"], L["entries"]  # dsgd reaches neither
+assert len({tuple(s) for s in L["styles"]}) == 16
+'
+
+# a path with a quote and a space
+mkdir "$tmp/it's here"
+figure quote --plot "$tmp/it's here/f.png" && [ -s "$tmp/it's here/f.png" ] && ok || bad "a path with a quote: $(cat "$tmp/quote.err")"
+# --csv with --plot: the output is the CSV alone
+figure csv --csv --plot "$tmp/csv.png" && awk -F, 'NR == 1 {n = NF} NF != n || /plot/ {exit 1}' "$tmp/csv.out" && ok \
+  || bad "--csv --plot's output is not pure CSV: $(head -3 "$tmp/csv.out")"
+
+# failures: exit 2, a message, and no file (nor a temporary one) left
+mkdir "$tmp/fail" "$tmp/nomodule"
+fails() { # expected-message COMPARE-ARGS...
+  local want=$1
+  shift
+  "$dtrun" compare "$tmp/s" "$@" > "$tmp/fail.out" 2> "$tmp/fail.err"
+  local rc=$?
+  [ $rc = 2 ] && grep -q -- "$want" "$tmp/fail.err" && [ -z "$(ls -A "$tmp/fail")" ] && ok \
+    || bad "compare $*: exit $rc (expected 2 with '$want'), $(head -3 "$tmp/fail.err"), left: $(ls -A "$tmp/fail")"
+}
+DTRUN_PYTHON=/nonexistent/python3 fails "needs Python 3 with matplotlib and pandas" --plot "$tmp/fail/a.png"
+DTRUN_PYTHONPATH=$tmp/nomodule fails "No module named 'dtrun'" --plot "$tmp/fail/a.png"
+fails "no group reaches any of the targets" --against experiment.graph.type --target 2 --plot "$tmp/fail/a.png"
+fails "the low end must be below the high end" --ylim 1:0 --plot "$tmp/fail/a.png"
+fails "the high end is not a number" --xlim 0:x --plot "$tmp/fail/a.png"
+fails "is not one of the figure's metrics" --ylim consensus_error=0:1 --plot "$tmp/fail/a.png"
+fails "give --plot" --facet graph
+fails "give one of them" --facet graph --against experiment.graph.type --target 0.9 --plot "$tmp/fail/a.png"
+fails "did you mean experiment.graph.type" --facet experiment.graph.typ --plot "$tmp/fail/a.png"
+fails "--log needs auto, none, x, y or xy" --log z --plot "$tmp/fail/a.png"
+fails "--label needs KEY=TEXT" --label dinno --plot "$tmp/fail/a.png"
+fails "the folder $tmp/nowhere does not exist" --plot "$tmp/nowhere/a.png"
+
+# The Python API: load_runs is one row per evaluation and node with the swept values as columns;
+# curves() gives compare's numbers (the final mean over seeds of every group, as --csv prints it)
+"$dtrun" compare "$tmp/s" --csv > "$tmp/table.csv" || bad "compare --csv"
+PYTHONPATH=python "$py" - "$tmp/s" "$tmp/table.csv" <<'PY' && ok || bad "dtrun.curves disagrees with compare"
+import sys
+import pandas as pd
+import dtrun
+df = dtrun.load_runs(sys.argv[1])
+assert len(df) == 3 * 3 * 4 * (8 * 21 + 16), len(df)  # runs x nodes x evaluations
+assert {"graph", "experiment.seed", "top1_accuracy", "problem", "algorithm", "node"} <= set(df.columns)
+cv = dtrun.curves(df, ["top1_accuracy"], facet="graph")
+table = pd.read_csv(sys.argv[2])
+for _, row in table.iterrows():
+    s = cv[(cv["problem"] == row["problem"]) & (cv["facet"] == row["run"].split("=")[1])]
+    assert s["seeds"].iloc[0] == row["seeds"] == 3
+    last = s.sort_values("x")["mean"].iloc[-1]
+    assert abs(last - row["top1_accuracy_mean"]) < 1e-8, (row["run"], row["problem"], last, row["top1_accuracy_mean"])
+fig = dtrun.draw_curves(cv, facet="graph")
+assert len([a for a in fig.axes if a.get_gid() == "panel"]) == 3
+PY
+
+echo "figures: $pass ok, $fail failed"
+[ $fail = 0 ]
