@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dt/log.h"
+#include "dt/yaml.h"
 #include "runner_impl.h"
 
 /* 003: every file of the checkpoint ends in a checksum trailer; 002 (each problem's results carry
@@ -602,19 +603,18 @@ static dt_status compare_data(runner *r) {
     r->num_files = 0;
     if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
   }
-  char path[DT_PATH_MAX + 96], line[512];
+  char path[DT_PATH_MAX + 96];
   snprintf(path, sizeof path, "%s/summary.yaml", r->outdir);
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return DT_OK; /* resumable() refuses a folder without one */
-  int in = 0;
-  dt_status st = DT_OK;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (!in) {
-      in = strncmp(line, "data_files:", 11) == 0;
-      continue;
-    }
-    char role[32], hex[65];
-    if (strncmp(line, "  ", 2) != 0 || sscanf(line, " %31[^:]: %64s", role, hex) != 2) break;
+  size_t len = 0;
+  char *text = dt_read_file_bounded(path, DT_YAML_MAX_BYTES, &len);
+  if (text == NULL) return DT_OK; /* resumable() refuses a folder without one */
+  dt_ynode *root = NULL;
+  dt_status st = dt_yaml_parse(text, len, path, &root);
+  free(text);
+  if (st != DT_OK) return DT_ERROR(DT_ERR_DATA, "%s is damaged: %s", path, dt_error_message());
+  const dt_ynode *files = dt_ynode_get(root, "data_files");
+  for (int k = 0; files != NULL && files->kind == DT_YN_MAP && k < files->n; k++) {
+    const char *role = files->keys[k]->text, *hex = files->items[k]->kind == DT_YN_SCALAR ? files->items[k]->text : "";
     for (int i = 0; i < r->num_files; i++)
       if (strcmp(r->files[i].role, role) == 0 && strcmp(r->files[i].sha256, hex) != 0) {
         const char *dir = r->cfg->experiment.data_dir[0] != '\0' ? r->cfg->experiment.data_dir : "data/";
@@ -627,7 +627,7 @@ static dt_status compare_data(runner *r) {
         break;
       }
   }
-  fclose(f);
+  dt_ynode_free(root);
   return st;
 }
 

@@ -39,8 +39,12 @@ int runner_col_enabled(int c, unsigned metrics) {
 dt_status runner_emit_config(const void *cfg, FILE *f) { return dt_config_emit_archive(cfg, &dt_builtin, f); }
 static dt_status emit_graph(const void *ctx, FILE *f) {
   const runner *r = ctx;
-  DT_TRY(dt_graph_write_yaml(r->graph, f));
-  return r->schedule != NULL ? dt_schedule_write_yaml(r->schedule, f) : DT_OK;
+  dt_yemit *y = NULL;
+  DT_TRY(dt_yemit_begin(f, &y));
+  dt_yemit_map(y, 0);
+  dt_graph_emit_yaml(r->graph, y);
+  if (r->schedule != NULL) dt_schedule_emit_yaml(r->schedule, y);
+  return dt_yemit_finish(y, "graph.yaml");
 }
 
 dt_status runner_write_trace_setup(runner *r, const char *dir) {
@@ -100,66 +104,106 @@ dt_status runner_write_setup_files(runner *r) {
   return st;
 }
 
+/* summary.yaml's document (emitted, so quoting is libyaml's and every number reads back exactly). */
+static void emit_summary(runner *r, int done, const char *end, dt_yemit *y) {
+  char host[256], now[64];
+  dt_comm_host(host, sizeof host);
+  runner_wall_clock(now, sizeof now);
+  dt_yemit_map(y, 0);
+  dt_yemit_scalar(y, "dtrun_version", 0), dt_yemit_str(y, DT_VERSION);
+  dt_yemit_scalar(y, "build", 0), dt_yemit_str(y, DT_GIT_DESCRIBE);
+  dt_yemit_scalar(y, "blas_kernels", 0), dt_yemit_str(y, dt_cpu_kernel_name());
+  dt_yemit_scalar(y, "command", 0), dt_yemit_str(y, r->opt->command_line ? r->opt->command_line : "");
+  dt_yemit_scalar(y, "ranks", 0), dt_yemit_int(y, r->size);
+  dt_yemit_scalar(y, "hosts", 0), dt_yemit_int(y, dt_comm_num_hosts(r->comm));
+  dt_yemit_scalar(y, "host_rank0", 0), dt_yemit_str(y, host);
+  dt_yemit_scalar(y, "threads_rank0", 0), dt_yemit_int(y, dt_run_threads(r->comm, r->count));
+  dt_yemit_scalar(y, "nodes", 0), dt_yemit_int(y, r->n);
+  dt_yemit_scalar(y, "parameters", 0), dt_yemit_int(y, (long long)dt_task_dim(r->task));
+  dt_yemit_scalar(y, "started", 0), dt_yemit_str(y, r->started);
+  dt_yemit_scalar(y, "updated", 0), dt_yemit_str(y, now);
+  dt_yemit_scalar(y, "wall_seconds", 0), dt_yemit_fixed(y, dt_time_now() - r->t_start, 3);
+  dt_yemit_scalar(y, "status", 0), dt_yemit_str(y, end);
+  dt_yemit_scalar(y, "checkpoints", 0), dt_yemit_int(y, r->num_ckpt);
+  dt_yemit_scalar(y, "checkpoint_seconds", 0), dt_yemit_fixed(y, r->ckpt_seconds, 3);
+  if (r->num_files > 0) {
+    dt_yemit_scalar(y, "data_files", 0);
+    dt_yemit_map(y, 0);
+    for (int i = 0; i < r->num_files; i++) dt_yemit_scalar(y, r->files[i].role, 0), dt_yemit_str(y, r->files[i].sha256);
+    dt_yemit_end(y);
+  }
+  dt_yemit_scalar(y, "problems", 0);
+  dt_yemit_seq(y, 0);
+  for (int p = 0; p < done; p++) {
+    const dt_problem_config *pc = &r->cfg->problems[p];
+    const problem_result *res = &r->res[p];
+    dt_yemit_map(y, 0);
+    dt_yemit_scalar(y, "problem_name", 0), dt_yemit_str(y, pc->problem_name);
+    dt_yemit_scalar(y, "alg_name", 0), dt_yemit_str(y, pc->alg_name);
+    dt_yemit_scalar(y, "status", 0), dt_yemit_str(y, res->status);
+    dt_yemit_scalar(y, "rounds", 0), dt_yemit_int(y, pc->outer_iterations);
+    dt_yemit_scalar(y, "rounds_completed", 0), dt_yemit_int(y, res->rounds_done);
+    if (res->diverged_round > 0) dt_yemit_scalar(y, "diverged_at_round", 0), dt_yemit_int(y, res->diverged_round);
+    dt_yemit_scalar(y, "wall_seconds", 0), dt_yemit_fixed(y, res->seconds, 3);
+    dt_yemit_scalar(y, "time_compute", 0), dt_yemit_fixed(y, res->t_compute, 3);
+    dt_yemit_scalar(y, "time_comm", 0), dt_yemit_fixed(y, res->t_comm, 3);
+    dt_yemit_scalar(y, "time_eval", 0), dt_yemit_fixed(y, res->t_eval, 3);
+    dt_yemit_scalar(y, "bytes_sent", 0), dt_yemit_fixed(y, res->bytes, 0);
+    dt_yemit_scalar(y, "final", 0);
+    dt_yemit_map(y, 0);
+    static const char *const stat[3] = {"min", "mean", "max"};
+    for (int c = 0; c < COL_TRAIN_LOSS; c++) {
+      if (!runner_col_enabled(c, pc->metrics)) continue;
+      dt_yemit_scalar(y, runner_col_names[c], 0);
+      dt_yemit_map(y, 1);
+      for (int k = 0; k < 3; k++) dt_yemit_scalar(y, stat[k], 0), dt_yemit_double(y, res->final[c][k]);
+      dt_yemit_end(y);
+    }
+    if (r->net != NULL) { /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
+      dt_yemit_scalar(y, "sim_time", 0);
+      dt_yemit_map(y, 1);
+      for (int k = 0; k < 3; k++) dt_yemit_scalar(y, stat[k], 0), dt_yemit_double(y, res->final[COL_SIM_TIME][k]);
+      dt_yemit_end(y);
+    }
+    if (r->faults != NULL) { /* every node's messages at the last evaluation; lost: sent but not arrived */
+      static const char *const what[3] = {"sent", "lost", "received"};
+      dt_yemit_scalar(y, "messages", 0);
+      dt_yemit_map(y, 1);
+      for (int k = 0; k < 3; k++) dt_yemit_scalar(y, what[k], 0), dt_yemit_fixed(y, res->final[COL_MSG_SENT + k][1] * r->n, 0);
+      dt_yemit_end(y);
+    }
+    dt_yemit_end(y); /* final */
+    dt_yemit_end(y); /* the problem */
+  }
+}
+
 dt_status runner_write_summary(runner *r, int done, const char *end) {
   if (!r->write) return DT_OK;
   runner_db_summary(r, done, end);
-  strbuf sb = {0};
-  char host[256];
-  dt_comm_host(host, sizeof host);
-  sb_printf(&sb, "dtrun_version: \"%s\"\nbuild: \"%s\"\nblas_kernels: \"%s\"\ncommand: ", DT_VERSION, DT_GIT_DESCRIBE,
-            dt_cpu_kernel_name());
-  sb_yaml_string(&sb, r->opt->command_line ? r->opt->command_line : "");
-  sb_printf(&sb, "\nranks: %d\nhosts: %d\nhost_rank0: ", r->size, dt_comm_num_hosts(r->comm));
-  sb_yaml_string(&sb, host);
-  sb_printf(&sb, "\nthreads_rank0: %d", dt_run_threads(r->comm, r->count));
-  char now[64];
-  runner_wall_clock(now, sizeof now);
-  sb_printf(&sb, "\nnodes: %d\nparameters: %zu\nstarted: \"%s\"\nupdated: \"%s\"\nwall_seconds: %.3f\nstatus: %s\n", r->n,
-            dt_task_dim(r->task), r->started, now, dt_time_now() - r->t_start, end);
-  sb_printf(&sb, "checkpoints: %d\ncheckpoint_seconds: %.3f\n", r->num_ckpt, r->ckpt_seconds);
   if (r->num_files < 0) {
     r->num_files = 0;
     if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
   }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
+  fprintf(mem, "# dtrun's summary of this run folder (dtrun check shows it; dtrun resume continues the run)\n");
   if (r->num_files > 0)
-    sb_printf(&sb, "data_files: # SHA-256 of each file's %s\n", r->data.files_digest_of != NULL ? r->data.files_digest_of : "bytes");
-  for (int i = 0; i < r->num_files; i++) sb_printf(&sb, "  %s: %s\n", r->files[i].role, r->files[i].sha256);
-  sb_printf(&sb, "\nproblems:\n");
-  for (int p = 0; p < done; p++) {
-    const dt_problem_config *pc = &r->cfg->problems[p];
-    const problem_result *res = &r->res[p];
-    sb_printf(&sb, "  - problem_name: ");
-    sb_yaml_string(&sb, pc->problem_name);
-    sb_printf(&sb, "\n    alg_name: %s\n    status: %s\n    rounds: %d\n    rounds_completed: %d\n", pc->alg_name, res->status,
-              pc->outer_iterations, res->rounds_done);
-    if (res->diverged_round > 0)
-      sb_printf(&sb, "    diverged_at_round: %d # the first round after which a node's training loss was NaN or infinite\n",
-                res->diverged_round);
-    sb_printf(&sb, "    wall_seconds: %.3f\n    time_compute: %.3f\n    time_comm: %.3f\n    time_eval: %.3f\n    bytes_sent: %.0f\n",
-              res->seconds, res->t_compute, res->t_comm, res->t_eval, res->bytes);
-    sb_printf(&sb, "    final:\n");
-    for (int c = 0; c < COL_TRAIN_LOSS; c++) {
-      if (!runner_col_enabled(c, pc->metrics)) continue;
-      sb_printf(&sb, "      %s: {", runner_col_names[c]);
-      static const char *const stat[3] = {"min", "mean", "max"};
-      for (int k = 0; k < 3; k++) {
-        const double v = res->final[c][k];
-        char num[32]; /* the shortest text that reads back exactly; YAML's .nan and .inf */
-        sb_printf(&sb, "%s%s: %s", k ? ", " : "", stat[k], dt_yaml_double(v, num, sizeof num));
-      }
-      sb_printf(&sb, "}\n");
-    }
-    if (r->net != NULL) { /* the nodes' simulated clocks at the last evaluation; max: when the slowest got there */
-      char a[32], b[32], c[32];
-      sb_printf(&sb, "      sim_time: {min: %s, mean: %s, max: %s}\n", dt_yaml_double(res->final[COL_SIM_TIME][0], a, sizeof a),
-                dt_yaml_double(res->final[COL_SIM_TIME][1], b, sizeof b), dt_yaml_double(res->final[COL_SIM_TIME][2], c, sizeof c));
-    }
-    if (r->faults != NULL) /* every node's messages at the last evaluation; lost: sent but not arrived */
-      sb_printf(&sb, "      messages: {sent: %.0f, lost: %.0f, received: %.0f}\n", res->final[COL_MSG_SENT][1] * r->n,
-                res->final[COL_MSG_LOST][1] * r->n, res->final[COL_MSG_RECEIVED][1] * r->n);
+    fprintf(mem, "# data_files: the SHA-256 of each file's %s, which resume checks\n",
+            r->data.files_digest_of != NULL ? r->data.files_digest_of : "bytes");
+  int diverged = 0;
+  for (int p = 0; p < done; p++) diverged |= r->res[p].diverged_round > 0;
+  if (diverged) fprintf(mem, "# diverged_at_round: the first round after which a node's training loss was NaN or infinite\n");
+  dt_yemit *y = NULL;
+  dt_status st = dt_yemit_begin(mem, &y);
+  if (st == DT_OK) {
+    emit_summary(r, done, end, y);
+    st = dt_yemit_finish(y, "summary.yaml");
   }
-  dt_status st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(r->outdir, "summary.yaml", sb.data, sb.len);
-  sb_free(&sb);
+  fclose(mem);
+  if (st == DT_OK) st = dt_write_atomic(r->outdir, "summary.yaml", text, len);
+  free(text);
   return st;
 }
 

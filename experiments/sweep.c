@@ -68,45 +68,59 @@ static dt_status make_sweep_dir(const dt_sweep *sw, const char *const *sets, int
   } else {
     DT_TRY(runner_stamped_folder(cfg.experiment.output_metadir, cfg.experiment.name, dir, size));
   }
-  strbuf sb = {0};
-  sb_printf(&sb, "# dtrun sweep: one run folder per point; dtrun resume continues it, dtrun compare tabulates it\n");
-  sb_printf(&sb, "dtrun_version: \"%s\"\nsource: ", DT_VERSION);
-  sb_yaml_string(&sb, sw->source);
-  sb_printf(&sb, "\ncommand: ");
-  sb_yaml_string(&sb, opt->command_line != NULL ? opt->command_line : "");
-  sb_printf(&sb, "\npoints: %d\naxes:\n", sw->num_points);
-  for (int a = 0; a < sw->num_axes; a++) {
-    sb_printf(&sb, "  - key: ");
-    sb_yaml_string(&sb, sw->axes[a].key);
-    sb_printf(&sb, "\n    values: [");
-    for (int i = 0; i < sw->axes[a].num_values; i++) {
-      if (i) sb_printf(&sb, ", ");
-      sb_yaml_string(&sb, sw->axes[a].values[i].label);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  DT_CHECK(mem != NULL, DT_ERR_MEMORY, "out of memory");
+  fprintf(mem, "# dtrun sweep: one run folder per point; dtrun resume continues it, dtrun compare tabulates it\n");
+  dt_yemit *y = NULL;
+  dt_status st = dt_yemit_begin(mem, &y);
+  if (st == DT_OK) {
+    dt_yemit_map(y, 0);
+    dt_yemit_scalar(y, "dtrun_version", 0), dt_yemit_str(y, DT_VERSION);
+    dt_yemit_scalar(y, "source", 0), dt_yemit_str(y, sw->source);
+    dt_yemit_scalar(y, "command", 0), dt_yemit_str(y, opt->command_line != NULL ? opt->command_line : "");
+    dt_yemit_scalar(y, "points", 0), dt_yemit_int(y, sw->num_points);
+    dt_yemit_scalar(y, "axes", 0);
+    dt_yemit_seq(y, 0);
+    for (int a = 0; a < sw->num_axes; a++) {
+      dt_yemit_map(y, 0);
+      dt_yemit_scalar(y, "key", 0), dt_yemit_str(y, sw->axes[a].key);
+      dt_yemit_scalar(y, "values", 0);
+      dt_yemit_seq(y, 1);
+      for (int i = 0; i < sw->axes[a].num_values; i++) dt_yemit_scalar(y, sw->axes[a].values[i].label, 1);
+      dt_yemit_end(y);
+      dt_yemit_end(y);
     }
-    sb_printf(&sb, "]\n");
+    dt_yemit_end(y);
+    dt_yemit_scalar(y, "runs", 0);
+    dt_yemit_seq(y, 0);
   }
-  sb_printf(&sb, "runs:\n");
-  dt_status st = DT_OK;
   for (int p = 0; p < sw->num_points && st == DT_OK; p++) {
     char name[16], sub[DT_PATH_MAX + 96];
     int idx[DT_SWEEP_MAX_AXES];
     point_folder(sw, p, name, sizeof name);
     dt_sweep_point_index(sw, p, idx);
-    sb_printf(&sb, "  - point: %d\n    folder: \"%s\"\n    values: {", p, name);
-    for (int a = 0; a < sw->num_axes; a++) {
-      sb_printf(&sb, "%s", a ? ", " : "");
-      sb_yaml_string(&sb, sw->axes[a].key);
-      sb_printf(&sb, ": ");
-      sb_yaml_string(&sb, sw->axes[a].values[idx[a]].label);
-    }
-    sb_printf(&sb, "}\n");
+    dt_yemit_map(y, 0);
+    dt_yemit_scalar(y, "point", 0), dt_yemit_int(y, p);
+    dt_yemit_scalar(y, "folder", 0), dt_yemit_scalar(y, name, 1);
+    dt_yemit_scalar(y, "values", 0);
+    dt_yemit_map(y, 1); /* text, as the axes' values: a reader compares them as written */
+    for (int a = 0; a < sw->num_axes; a++) dt_yemit_str(y, sw->axes[a].key), dt_yemit_scalar(y, sw->axes[a].values[idx[a]].label, 1);
+    dt_yemit_end(y);
+    dt_yemit_end(y);
     snprintf(sub, sizeof sub, "%s/%s", dir, name);
     st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
     if (st == DT_OK) st = runner_mkdir_p(sub);
     if (st == DT_OK) st = dt_write_emitted(sub, "config.yaml", runner_emit_config, &cfg);
   }
-  if (st == DT_OK) st = sb.failed ? DT_ERROR(DT_ERR_MEMORY, "out of memory") : dt_write_atomic(dir, "sweep.yaml", sb.data, sb.len);
-  sb_free(&sb);
+  if (y != NULL) {
+    const dt_status fin = dt_yemit_finish(y, "sweep.yaml");
+    if (st == DT_OK) st = fin;
+  }
+  fclose(mem);
+  if (st == DT_OK) st = dt_write_atomic(dir, "sweep.yaml", text, len);
+  free(text);
   return st;
 }
 

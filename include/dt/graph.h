@@ -11,6 +11,7 @@
 
 #include "dt/rng.h"
 #include "dt/status.h"
+#include "dt/yaml.h"
 
 typedef enum dt_graph_type {
   DT_GRAPH_WHEEL = 0, /* node 0 the hub, nodes 1..N-1 a cycle (networkx.wheel_graph) */
@@ -118,8 +119,9 @@ void dt_graph_random_matching(const dt_graph *g, dt_rng *r, const uint8_t *live,
  * mean identical graphs (used to prove rank-count independence). */
 uint64_t dt_graph_fingerprint(const dt_graph *g);
 
-/* Writes the graph as YAML: nodes, edges, mixing weights, degrees, Fiedler value, spectral gap. */
-DT_MUST_USE dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f);
+/* The graph as graph.yaml's keys, into y's open mapping: nodes, edges, mixing weights, degrees,
+ * Fiedler value, spectral gap. */
+void dt_graph_emit_yaml(const dt_graph *g, dt_yemit *y);
 
 /* ---- placement: N nodes on P ranks in contiguous blocks, the first N mod P ranks one larger -- */
 

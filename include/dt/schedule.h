@@ -25,6 +25,7 @@
 
 #include "dt/graph.h"
 #include "dt/status.h"
+#include "dt/yaml.h"
 
 typedef enum dt_schedule_kind {
   DT_SCHEDULE_STATIC = 0,
@@ -65,7 +66,7 @@ DT_MUST_USE dt_status dt_schedule_round(dt_schedule *s, int k, dt_round_graph *o
 /* Directed edges active over rounds [0, rounds), summed (static: rounds·2E). */
 DT_MUST_USE dt_status dt_schedule_active_edges(dt_schedule *s, int rounds, double *out);
 
-/* The schedule as YAML lines for graph.yaml ("schedule: {...}"). */
-DT_MUST_USE dt_status dt_schedule_write_yaml(const dt_schedule *s, FILE *f);
+/* The schedule as graph.yaml's "schedule:" key, into y's open mapping. */
+void dt_schedule_emit_yaml(const dt_schedule *s, dt_yemit *y);
 
 #endif

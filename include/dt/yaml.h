@@ -6,6 +6,7 @@
 #define DT_YAML_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dt/status.h"
 
@@ -44,5 +45,32 @@ DT_MUST_USE dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const c
  * those; an exponent form gets its '.', 1.0e-05, so YAML 1.1 readers take a float), into buf;
  * returns buf. For the files dtrun writes by hand (graph.yaml, summary.yaml). */
 const char *dt_yaml_double(double v, char *buf, size_t size);
+
+/* ---- writing: libyaml's emitter, for every YAML file dtrun writes (src/config/yemit.c) ------ */
+
+/* An emitter writing one YAML document to a FILE. Calls after a failure do nothing;
+ * dt_yemit_finish reports it. Every value is one event: a mapping's keys and values alternate. */
+typedef struct dt_yemit dt_yemit;
+
+/* Starts the stream and the document (header comments, if any, go to f before this). */
+DT_MUST_USE dt_status dt_yemit_begin(FILE *f, dt_yemit **out);
+/* A mapping or sequence (flow: on one line, {a: 1} or [1, 2]), closed by dt_yemit_end. */
+void dt_yemit_map(dt_yemit *y, int flow);
+void dt_yemit_seq(dt_yemit *y, int flow);
+void dt_yemit_end(dt_yemit *y);
+/* text as a plain scalar (quoted = 0; libyaml quotes it where plain cannot hold it) or a
+ * double-quoted one: for keys and words (status: completed). */
+void dt_yemit_scalar(dt_yemit *y, const char *text, int quoted);
+/* A string that reads back as that string: plain where it would, double-quoted where a reader
+ * would take it for a number, boolean or null ("1", "yes", ""). */
+void dt_yemit_str(dt_yemit *y, const char *text);
+void dt_yemit_int(dt_yemit *y, long long v);
+/* The shortest text that reads back to v exactly (dt_yaml_double). */
+void dt_yemit_double(dt_yemit *y, double v);
+/* v with a fixed number of decimals (measured seconds: %.3f). */
+void dt_yemit_fixed(dt_yemit *y, double v, int decimals);
+/* Closes open collections, the document and the stream, flushes and frees y. Errors: DT_ERR_IO
+ * naming what ("summary.yaml") when anything failed. */
+DT_MUST_USE dt_status dt_yemit_finish(dt_yemit *y, const char *what);
 
 #endif

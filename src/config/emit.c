@@ -4,40 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "config_impl.h"
+#include "dt/yaml.h"
 
 /* ---- emitting ------------------------------------------------------------------------------ */
-
-typedef struct emitter {
-  yaml_emitter_t e;
-  int ok;
-} emitter;
-
-static void ev_scalar(emitter *em, const char *text, int quoted) {
-  yaml_event_t ev;
-  if (!em->ok) return;
-  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, quoted,
-                               quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE);
-  em->ok = yaml_emitter_emit(&em->e, &ev);
-}
-
-static void ev_map(emitter *em, int start, int flow) {
-  yaml_event_t ev;
-  if (!em->ok) return;
-  if (start) yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
-  else yaml_mapping_end_event_initialize(&ev);
-  em->ok = yaml_emitter_emit(&em->e, &ev);
-}
-
-static void ev_seq(emitter *em, int start, int flow) {
-  yaml_event_t ev;
-  if (!em->ok) return;
-  if (start) yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
-  else yaml_sequence_end_event_initialize(&ev);
-  em->ok = yaml_emitter_emit(&em->e, &ev);
-}
 
 /* A key flagged DT_KEY_EMIT_IF_SET that holds its default (bias: true, no name, a section whose
  * keys all hold theirs, ...). */
@@ -60,35 +31,35 @@ static int at_default(const dt_key *k, const void *base) {
 
 /* Layers [first, end) of m as flow mappings in one sequence (block style at the top, flow
  * inside a residual's mapping); each type's keys in its definition's order. */
-static void emit_layer_list(emitter *em, const dt_model_config *m, int first, int end, int flow) {
+static void emit_layer_list(dt_yemit *em, const dt_model_config *m, int first, int end, int flow) {
   char buf[64];
-  ev_seq(em, 1, flow);
+  dt_yemit_seq(em, flow);
   for (int i = first; i < end;) {
     const dt_layer_spec *ls = &m->layers[i];
     const dt_key *keys = dt_layer_def_of(ls->kind)->keys;
-    ev_map(em, 1, 1);
-    ev_scalar(em, "type", 0);
-    ev_scalar(em, config_layer_names[ls->kind], 0);
+    dt_yemit_map(em, 1);
+    dt_yemit_scalar(em, "type", 0);
+    dt_yemit_scalar(em, config_layer_names[ls->kind], 0);
     for (int r = 0; keys[r].name != NULL; r++) {
       const dt_key *k = &keys[r];
       if (k->type == DT_KEY_SPECIAL || ((k->flags & DT_KEY_EMIT_IF_SET) && at_default(k, ls))) continue;
-      ev_scalar(em, k->name, 0);
+      dt_yemit_scalar(em, k->name, 0);
       schema_format(k, ls, buf, sizeof buf);
-      ev_scalar(em, buf, k->type == DT_KEY_STRING);
+      dt_yemit_scalar(em, buf, k->type == DT_KEY_STRING);
     }
     const int span = 1 + (ls->kind == DT_LAYER_RESIDUAL ? ls->children : 0);
     if (ls->kind == DT_LAYER_RESIDUAL) {
-      ev_scalar(em, "layers", 0);
+      dt_yemit_scalar(em, "layers", 0);
       emit_layer_list(em, m, i + 1, i + span, 1);
     }
-    ev_map(em, 0, 1);
+    dt_yemit_end(em);
     i += span;
   }
-  ev_seq(em, 0, flow);
+  dt_yemit_end(em);
 }
 
-static void emit_layers(emitter *em, const dt_model_config *m) {
-  ev_scalar(em, "layers", 0);
+static void emit_layers(dt_yemit *em, const dt_model_config *m) {
+  dt_yemit_scalar(em, "layers", 0);
   emit_layer_list(em, m, 0, m->num_layers, 0);
 }
 
@@ -100,7 +71,7 @@ static size_t active_problem_offset(const void *experiment) {
   return offsetof(dt_experiment_config, problem_opts) + (size_t)e->problem_index * DT_PROBLEM_OPTS_MAX;
 }
 
-static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
+static void emit_rows(dt_yemit *em, const dt_key *keys, const void *base) {
   char buf[DT_PATH_MAX + 64];
   for (int i = 0; keys[i].name != NULL; i++) {
     const dt_key *k = &keys[i];
@@ -111,31 +82,27 @@ static void emit_rows(emitter *em, const dt_key *keys, const void *base) {
     if ((k->flags & DT_KEY_NO_EMIT) || k->alias_of != NULL || k->type == DT_KEY_SPECIAL) continue;
     if ((k->flags & DT_KEY_EMIT_IF_SET) && at_default(k, base)) continue;
     if ((k->flags & DT_KEY_PROBLEM_SECTION) && k->offset != active_problem_offset(base)) continue;
-    ev_scalar(em, k->name, 0);
+    dt_yemit_scalar(em, k->name, 0);
     if (k->type == DT_KEY_SECTION) {
-      ev_map(em, 1, 0);
+      dt_yemit_map(em, 0);
       emit_rows(em, k->sub, (const char *)base + k->offset);
-      ev_map(em, 0, 0);
+      dt_yemit_end(em);
       continue;
     }
     if (k->type == DT_KEY_FLOATS) { /* a flow list of the numbers */
       const dt_floats *f = (const void *)((const char *)base + k->offset);
       const dt_key item = {.type = DT_KEY_FLOAT};
-      ev_seq(em, 1, 1);
+      dt_yemit_seq(em, 1);
       for (int j = 0; j < f->n; j++) {
         schema_format(&item, &f->v[j], buf, sizeof buf);
-        ev_scalar(em, buf, 0);
+        dt_yemit_scalar(em, buf, 0);
       }
-      ev_seq(em, 0, 1);
+      dt_yemit_end(em);
       continue;
     }
     schema_format(k, base, buf, sizeof buf);
-    ev_scalar(em, buf, k->type == DT_KEY_STRING);
+    dt_yemit_scalar(em, buf, k->type == DT_KEY_STRING);
   }
-}
-
-static int write_handler(void *data, unsigned char *buffer, size_t size) {
-  return fwrite(buffer, 1, size, (FILE *)data) == size;
 }
 
 /* A relative edge_file is relative to the config file's folder: the emitted config (a run's
@@ -165,62 +132,39 @@ static dt_status absolute_edge_file(const dt_config *cfg, dt_config **copy) {
 }
 
 static dt_status emit_config(const dt_config *cfg, const dt_registry *reg, FILE *f) {
-  emitter em = {.ok = 1};
   experiment_table t;
   DT_TRY(config_experiment_table_make(reg, &t));
-  yaml_event_t ev;
-  DT_CHECK(yaml_emitter_initialize(&em.e), DT_ERR_MEMORY, "cannot initialise the YAML emitter");
-  yaml_emitter_set_output(&em.e, write_handler, f);
-  yaml_emitter_set_width(&em.e, 100);
-  yaml_emitter_set_unicode(&em.e, 1);
-  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
-  em.ok = yaml_emitter_emit(&em.e, &ev);
-  if (em.ok) {
-    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
-    em.ok = yaml_emitter_emit(&em.e, &ev);
-  }
-  ev_map(&em, 1, 0);
-  ev_scalar(&em, "experiment", 0);
-  ev_map(&em, 1, 0);
+  dt_yemit *em = NULL;
+  DT_TRY(dt_yemit_begin(f, &em));
+  dt_yemit_map(em, 0);
+  dt_yemit_scalar(em, "experiment", 0);
+  dt_yemit_map(em, 0);
   const dt_experiment_config *e = &cfg->experiment;
-  emit_rows(&em, t.rows, e);
-  ev_map(&em, 0, 0);
-  ev_scalar(&em, "problem_configs", 0);
-  ev_map(&em, 1, 0);
+  emit_rows(em, t.rows, e);
+  dt_yemit_end(em);
+  dt_yemit_scalar(em, "problem_configs", 0);
+  dt_yemit_map(em, 0);
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
     const dt_plugin *def = config_optimizer_named(reg, pc->alg_name);
-    ev_scalar(&em, pc->key, 1);
-    ev_map(&em, 1, 0);
-    emit_rows(&em, config_problem_keys, pc);
-    ev_scalar(&em, "metrics", 0);
-    ev_seq(&em, 1, 1);
+    dt_yemit_scalar(em, pc->key, 1);
+    dt_yemit_map(em, 0);
+    emit_rows(em, config_problem_keys, pc);
+    dt_yemit_scalar(em, "metrics", 0);
+    dt_yemit_seq(em, 1);
     for (int b = 0; b < DT_METRIC_COUNT_; b++)
-      if (pc->metrics & (1u << b)) ev_scalar(&em, config_metric_names[b], 0);
-    ev_seq(&em, 0, 1);
-    ev_scalar(&em, "optimizer_config", 0);
-    ev_map(&em, 1, 0);
-    ev_scalar(&em, "alg_name", 0);
-    ev_scalar(&em, pc->alg_name, 0);
-    emit_rows(&em, config_optimizer_common_keys, pc);
-    if (def != NULL) emit_rows(&em, def->keys, pc->alg_opts);
-    ev_map(&em, 0, 0);
-    ev_map(&em, 0, 0);
+      if (pc->metrics & (1u << b)) dt_yemit_scalar(em, config_metric_names[b], 0);
+    dt_yemit_end(em);
+    dt_yemit_scalar(em, "optimizer_config", 0);
+    dt_yemit_map(em, 0);
+    dt_yemit_scalar(em, "alg_name", 0);
+    dt_yemit_scalar(em, pc->alg_name, 0);
+    emit_rows(em, config_optimizer_common_keys, pc);
+    if (def != NULL) emit_rows(em, def->keys, pc->alg_opts);
+    dt_yemit_end(em);
+    dt_yemit_end(em);
   }
-  ev_map(&em, 0, 0);
-  ev_map(&em, 0, 0);
-  if (em.ok) {
-    yaml_document_end_event_initialize(&ev, 1);
-    em.ok = yaml_emitter_emit(&em.e, &ev);
-  }
-  if (em.ok) {
-    yaml_stream_end_event_initialize(&ev);
-    em.ok = yaml_emitter_emit(&em.e, &ev);
-  }
-  int ok = em.ok && yaml_emitter_flush(&em.e);
-  yaml_emitter_delete(&em.e);
-  DT_CHECK(ok && !ferror(f), DT_ERR_IO, "error writing the resolved config");
-  return DT_OK;
+  return dt_yemit_finish(em, "the resolved config");
 }
 
 dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f) {

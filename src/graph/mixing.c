@@ -195,40 +195,67 @@ uint64_t dt_graph_fingerprint(const dt_graph *g) {
   return h;
 }
 
-dt_status dt_graph_write_yaml(const dt_graph *g, FILE *f) {
-  char a[32], b[32]; /* numbers as the shortest text that reads back exactly (dt_yaml_double) */
-  fprintf(f, "type: %s\nmixing: %s\nnum_nodes: %d\nnum_edges: %d\ngen_attempts_used: %d\n",
-          dt_graph_type_name(g->type), dt_mixing_name(g->mixing), g->n, g->num_edges,
-          g->attempts);
-  if (g->fiedler_target > 0.0)
-    fprintf(f, "fiedler_target: %s\n%s: %s\n", dt_yaml_double(g->fiedler_target, a, sizeof a),
-            g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", dt_yaml_double(g->threshold, b, sizeof b));
-  fprintf(f, "fiedler_value: %s\nspectral_gap: %s\ndegrees: [", dt_yaml_double(g->fiedler, a, sizeof a),
-          dt_yaml_double(g->spectral_gap, b, sizeof b));
-  for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_degree(g, i));
-  fprintf(f, "]\n");
+/* key: value, value an int (the graph's document is one mapping). */
+static void kv_int(dt_yemit *y, const char *key, long long v) {
+  dt_yemit_scalar(y, key, 0);
+  dt_yemit_int(y, v);
+}
+
+static void kv_double(dt_yemit *y, const char *key, double v) {
+  dt_yemit_scalar(y, key, 0);
+  dt_yemit_double(y, v);
+}
+
+void dt_graph_emit_yaml(const dt_graph *g, dt_yemit *y) {
+  dt_yemit_scalar(y, "type", 0), dt_yemit_str(y, dt_graph_type_name(g->type));
+  dt_yemit_scalar(y, "mixing", 0), dt_yemit_str(y, dt_mixing_name(g->mixing));
+  kv_int(y, "num_nodes", g->n);
+  kv_int(y, "num_edges", g->num_edges);
+  kv_int(y, "gen_attempts_used", g->attempts);
+  if (g->fiedler_target > 0.0) {
+    kv_double(y, "fiedler_target", g->fiedler_target);
+    kv_double(y, g->type == DT_GRAPH_GEOMETRIC ? "radius" : "p", g->threshold);
+  }
+  kv_double(y, "fiedler_value", g->fiedler);
+  kv_double(y, "spectral_gap", g->spectral_gap);
+  dt_yemit_scalar(y, "degrees", 0);
+  dt_yemit_seq(y, 1);
+  for (int i = 0; i < g->n; i++) dt_yemit_int(y, dt_graph_degree(g, i));
+  dt_yemit_end(y);
   if (g->directed) { /* the arcs, and the union's edges below; weights are push weights (rows: W_ij) */
-    fprintf(f, "directed: true\nnum_arcs: %d\nout_degrees: [", g->num_arcs);
-    for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", dt_graph_out_degree(g, i));
-    fprintf(f, "]\narcs:\n");
+    dt_yemit_scalar(y, "directed", 0), dt_yemit_scalar(y, "true", 0);
+    kv_int(y, "num_arcs", g->num_arcs);
+    dt_yemit_scalar(y, "out_degrees", 0);
+    dt_yemit_seq(y, 1);
+    for (int i = 0; i < g->n; i++) dt_yemit_int(y, dt_graph_out_degree(g, i));
+    dt_yemit_end(y);
+    dt_yemit_scalar(y, "arcs", 0);
+    dt_yemit_seq(y, 0);
     for (int i = 0; i < g->n; i++)
       for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
-        if (g->out_mask[k]) fprintf(f, "  - [%d, %d]\n", i, g->nbr[k]);
+        if (g->out_mask[k]) dt_yemit_seq(y, 1), dt_yemit_int(y, i), dt_yemit_int(y, g->nbr[k]), dt_yemit_end(y);
+    dt_yemit_end(y);
   }
-  fprintf(f, "edges:\n");
-  for (int e = 0; e < g->num_edges; e++) fprintf(f, "  - [%d, %d]\n", g->edges[2 * e], g->edges[2 * e + 1]);
-  fprintf(f, "mixing_weights:\n");
+  dt_yemit_scalar(y, "edges", 0);
+  dt_yemit_seq(y, 0);
+  for (int e = 0; e < g->num_edges; e++) dt_yemit_seq(y, 1), dt_yemit_int(y, g->edges[2 * e]), dt_yemit_int(y, g->edges[2 * e + 1]), dt_yemit_end(y);
+  dt_yemit_end(y);
+  dt_yemit_scalar(y, "mixing_weights", 0);
+  dt_yemit_seq(y, 0);
   for (int i = 0; i < g->n; i++) {
-    fprintf(f, "  - {node: %d, self: %s, neighbors: [", i, dt_yaml_double(g->w_self[i], a, sizeof a));
-    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
-      fprintf(f, "%s%d", k > g->nbr_start[i] ? ", " : "", g->nbr[k]);
-    fprintf(f, "], weights: [");
-    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++)
-      fprintf(f, "%s%s", k > g->nbr_start[i] ? ", " : "", dt_yaml_double(g->w_nbr[k], a, sizeof a));
-    fprintf(f, "]}\n");
+    dt_yemit_map(y, 1);
+    kv_int(y, "node", i);
+    kv_double(y, "self", g->w_self[i]);
+    dt_yemit_scalar(y, "neighbors", 0);
+    dt_yemit_seq(y, 1);
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) dt_yemit_int(y, g->nbr[k]);
+    dt_yemit_end(y);
+    dt_yemit_scalar(y, "weights", 0);
+    dt_yemit_seq(y, 1);
+    for (int k = g->nbr_start[i]; k < g->nbr_start[i + 1]; k++) dt_yemit_double(y, g->w_nbr[k]);
+    dt_yemit_end(y);
+    dt_yemit_end(y);
   }
-  DT_CHECK(!ferror(f), DT_ERR_IO, "error writing graph YAML");
-  return DT_OK;
 }
 
 /* ---- placement ------------------------------------------------------------------------------- */

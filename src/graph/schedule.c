@@ -1,4 +1,5 @@
 /* Time-varying graphs (see dt/schedule.h). */
+#include "dt/yaml.h"
 #include "dt/schedule.h"
 
 #include <string.h>
@@ -182,24 +183,30 @@ dt_status dt_schedule_active_edges(dt_schedule *s, int rounds, double *out) {
   return DT_OK;
 }
 
-dt_status dt_schedule_write_yaml(const dt_schedule *s, FILE *f) {
-  fprintf(f, "schedule:\n  kind: %s\n", dt_schedule_names[s->kind]);
+void dt_schedule_emit_yaml(const dt_schedule *s, dt_yemit *y) {
+  char rule[512];
+  rule[0] = '\0';
+  dt_yemit_scalar(y, "schedule", 0);
+  dt_yemit_map(y, 0);
+  dt_yemit_scalar(y, "kind", 0), dt_yemit_str(y, dt_schedule_names[s->kind]);
   switch (s->kind) {
   case DT_SCHEDULE_ONE_PEER_EXPONENTIAL:
-    fprintf(f, "  period: %d\n  rule: \"round k: node i sends to (i + 2^(k mod period)) mod N; W_ii = W_i,i-d = 1/2\"\n", s->period);
+    dt_yemit_scalar(y, "period", 0), dt_yemit_int(y, s->period);
+    snprintf(rule, sizeof rule, "round k: node i sends to (i + 2^(k mod period)) mod N; W_ii = W_i,i-d = 1/2");
     break;
   case DT_SCHEDULE_RANDOM_MATCHING:
-    fprintf(f, "  rule: \"round k: a random maximal matching of the edges below (stream seed, schedule, k); matched pairs "
-               "average, W = 1/2\"\n");
+    snprintf(rule, sizeof rule, "round k: a random maximal matching of the edges below (stream seed, schedule, k); matched pairs "
+                                "average, W = 1/2");
     break;
   case DT_SCHEDULE_RESAMPLE:
-    fprintf(f, "  every: %d\n  draws: %s\n  rule: \"rounds [eR, eR+R): a new %s graph (epoch 0: the configured one, then seed "
-               "drawn from (seed, schedule, e)) with %s weights; edges below: the union\"\n",
-            s->every, dt_graph_type_name(s->spec.type), dt_graph_type_name(s->spec.type), dt_mixing_name(s->spec.mixing));
+    dt_yemit_scalar(y, "every", 0), dt_yemit_int(y, s->every);
+    dt_yemit_scalar(y, "draws", 0), dt_yemit_str(y, dt_graph_type_name(s->spec.type));
+    snprintf(rule, sizeof rule, "rounds [eR, eR+R): a new %s graph (epoch 0: the configured one, then seed drawn from (seed, "
+             "schedule, e)) with %s weights; edges below: the union", dt_graph_type_name(s->spec.type), dt_mixing_name(s->spec.mixing));
     break;
   default:
     break;
   }
-  DT_CHECK(!ferror(f), DT_ERR_IO, "error writing graph YAML");
-  return DT_OK;
+  if (rule[0] != '\0') dt_yemit_scalar(y, "rule", 0), dt_yemit_scalar(y, rule, 1);
+  dt_yemit_end(y);
 }

@@ -27,10 +27,10 @@ echo "final mean top-1 $acc"; awk -v a="$acc" 'BEGIN {exit !(a > 0.9)}' && ok ||
 # the data files' digests, as sha256sum computes them
 for f in 1 2 3 4 5; do
   want=$(sha256sum "$data/data_batch_$f.bin" | cut -d' ' -f1)
-  grep -q "^  train_batch_$f: $want\$" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml lacks train_batch_$f's digest $want"
+  grep -q "^  train_batch_$f: \"\?$want\"\?\$" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml lacks train_batch_$f's digest $want"
 done
-grep -q "^  test_batch: $(sha256sum "$data/test_batch.bin" | cut -d' ' -f1)\$" "$tmp/p1/summary.yaml" && ok || bad "test_batch digest"
-grep -q "^data_files: # SHA-256 of each file's bytes" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml's data_files comment"
+grep -q "^  test_batch: \"\?$(sha256sum "$data/test_batch.bin" | cut -d' ' -f1)\"\?\$" "$tmp/p1/summary.yaml" && ok || bad "test_batch digest"
+grep -q "^# data_files: the SHA-256 of each file's bytes" "$tmp/p1/summary.yaml" && ok || bad "summary.yaml's data_files comment"
 # only the running problem's section
 grep -q '^  cifar:' "$tmp/p1/config.yaml" && ! grep -q '^  synthetic:' "$tmp/p1/config.yaml" && ok \
   || bad "config.yaml should hold the cifar section and no other problem's: $(grep -n '^  [a-z]*:$' "$tmp/p1/config.yaml")"

@@ -118,7 +118,7 @@ for np in 3 5; do
   same_results "$tmp/p1" "$tmp/q$np" "network P=1 vs P=$np"
   same_clocks "$tmp/p1" "$tmp/q$np" "network P=1 vs P=$np"
 done
-[ "$(grep -c '      sim_time: {min' "$tmp/p1/summary.yaml")" = "$(grep -c alg_name: "$tmp/net.yaml")" ] && ok || bad "not every problem has its sim_time"
+[ "$(grep -c '^    sim_time: {min' "$tmp/p1/summary.yaml")" = "$(grep -c alg_name: "$tmp/net.yaml")" ] && ok || bad "not every problem has its sim_time"
 
 # the seed reference's sequential sweep goes in one stage per rank; its clock must not know
 seq=(--set problem_configs.dsgd.optimizer_config.update_order=sequential --set problem_configs.dsgt.optimizer_config.update_order=sequential

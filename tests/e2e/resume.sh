@@ -32,7 +32,7 @@ same_files() { # reference run resumed what
     bad "$3: results.sqlite differs"; diff <(python3 tests/e2e/db_rows.py dump "$1") <(python3 tests/e2e/db_rows.py dump "$2") | head -4
     return
   fi
-  [ "$(grep -c '^    status: completed' "$2/summary.yaml")" = "$(grep -c "alg_name:" "$config")" ] && grep -q '^status: completed' "$2/summary.yaml" \
+  [ "$(grep -c '^  status: completed' "$2/summary.yaml")" = "$(grep -c "alg_name:" "$config")" ] && grep -q '^status: completed' "$2/summary.yaml" \
     || { bad "$3: summary.yaml does not say completed"; return; }
   [ ! -e "$2/checkpoint" ] && [ ! -e "$2/dtrun.lock" ] || { bad "$3: checkpoint or lock left behind: $(ls "$2")"; return; }
   ok

@@ -18,7 +18,7 @@ for f in config.yaml graph.yaml split.csv summary.yaml $results dinno_consensus.
 done
 ls "$tmp/p1" | grep -q '\.tmp' && bad "temporary files left behind" || ok
 # every problem completed; the validation loss falls; rows = (evaluations) x nodes
-grep -c "^    status: completed" "$tmp/p1/summary.yaml" | grep -qx "$nprob" && ok || bad "not every problem completed"
+grep -c "^  status: completed" "$tmp/p1/summary.yaml" | grep -qx "$nprob" && ok || bad "not every problem completed"
 awk -F, 'NR>1 && $1==0 {a+=$4; n++} NR>1 && $1==60 {b+=$4; m++} END {exit !(n==5 && m==5 && b/m < a/n - 0.3)}' "$tmp/p1/dinno_results.csv" \
   && ok || bad "dinno's validation loss did not fall"
 [ "$(wc -l < "$tmp/p1/dinno_results.csv")" = 21 ] && ok || bad "dinno_results.csv should hold 4 evaluations x 5 nodes + header"
@@ -52,16 +52,16 @@ for sched in one_peer_exponential random_matching resample; do
     > "$tmp/s5_$sched.log" 2>&1 || bad "$sched on 5 ranks failed: $(tail -3 "$tmp/s5_$sched.log")"
   same_results "$tmp/s1_$sched" "$tmp/s5_$sched" "schedule $sched, P=1 vs P=5"
   grep -q "^  kind: $sched" "$tmp/s1_$sched/graph.yaml" && ok || bad "graph.yaml does not record schedule $sched"
-  [ "$(grep -c '^    status: completed' "$tmp/s1_$sched/summary.yaml")" = "$(grep -c alg_name: tests/e2e/schedules.yaml)" ] \
+  [ "$(grep -c '^  status: completed' "$tmp/s1_$sched/summary.yaml")" = "$(grep -c alg_name: tests/e2e/schedules.yaml)" ] \
     && ok || bad "$sched: not every problem completed"
 done
 # one-peer exponential: DSGD sends 40 rounds x 5 nodes x one message of 28440 floats
-grep -A40 'problem_name: "dsgd"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * 5 * 28440 * 4))$" \
-  && ok || bad "one-peer DSGD bytes: $(grep -A40 'problem_name: "dsgd"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 bytes_sent)"
+grep -A40 'problem_name: dsgd' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * 5 * 28440 * 4))$" \
+  && ok || bad "one-peer DSGD bytes: $(grep -A40 'problem_name: dsgd' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 bytes_sent)"
 
 # one-peer exponential: choco sends one top-k message (k = 285 of 28440: 285 indices and values)
-grep -A40 'problem_name: "choco"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * 5 * 285 * 8))$" \
-  && ok || bad "one-peer choco bytes: $(grep -A40 'problem_name: "choco"' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 bytes_sent)"
+grep -A40 'problem_name: choco' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * 5 * 285 * 8))$" \
+  && ok || bad "one-peer choco bytes: $(grep -A40 'problem_name: choco' "$tmp/s1_one_peer_exponential/summary.yaml" | grep -m1 bytes_sent)"
 # a directed graph: push-sum gives the same files on 1, 3 and 5 ranks, sends [x, w] (d + 1
 # floats) along each arc once per round, and an algorithm that needs a symmetric W is refused
 "$dtrun" tests/e2e/directed.yaml --output-dir "$tmp/d1" --quiet > "$tmp/d1.log" 2>&1 || bad "directed run failed: $(tail -3 "$tmp/d1.log")"
@@ -72,8 +72,8 @@ for np in 3 5; do
 done
 grep -q "^directed: true" "$tmp/d1/graph.yaml" && ok || bad "graph.yaml does not say directed"
 arcs=$(awk '/^num_arcs:/ {print $2}' "$tmp/d1/graph.yaml")
-grep -A40 'problem_name: "sgp"' "$tmp/d1/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * arcs * 28441 * 4))$" \
-  && ok || bad "directed sgp bytes: $(grep -A40 'problem_name: "sgp"' "$tmp/d1/summary.yaml" | grep -m1 bytes_sent) for $arcs arcs"
+grep -A40 'problem_name: sgp' "$tmp/d1/summary.yaml" | grep -m1 "bytes_sent:" | grep -q " $((40 * arcs * 28441 * 4))$" \
+  && ok || bad "directed sgp bytes: $(grep -A40 'problem_name: sgp' "$tmp/d1/summary.yaml" | grep -m1 bytes_sent) for $arcs arcs"
 "$dtrun" tests/e2e/directed.yaml --set problem_configs.sgp.optimizer_config.alg_name=dsgd --output-dir "$tmp/dsgd_dir" > "$tmp/dd.log" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "dsgd mixes with a symmetric, doubly stochastic W and cannot run on a directed graph" "$tmp/dd.log" && [ ! -e "$tmp/dsgd_dir" ] \
@@ -108,16 +108,16 @@ cmp -s <(strip_times "$tmp/seq1/dsgt_results.csv") <(strip_times "$tmp/p1/dsgt_r
 "$dtrun" tests/e2e/small.yaml --set problem_configs.dsgd.optimizer_config.alpha0=1e30 --output-dir "$tmp/div" --quiet > "$tmp/div.out" 2>&1 \
   && ok || bad "a run with a diverging problem should still exit 0"
 # where it diverged, NaN statistics (not inf/-inf or a consensus of 0), no -nan in the table
-grep -A6 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "diverged_at_round: [0-9]" && ok || bad "summary lacks diverged_at_round"
-grep -A22 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -E "consensus_error: \{min: .nan" > /dev/null && ok \
+grep -A6 'problem_name: dsgd' "$tmp/div/summary.yaml" | grep -q "diverged_at_round: [0-9]" && ok || bad "summary lacks diverged_at_round"
+grep -A22 'problem_name: dsgd' "$tmp/div/summary.yaml" | grep -E "consensus_error: \{min: .nan" > /dev/null && ok \
   || bad "a diverged problem's consensus is not NaN"
 ! grep -Eq ": -?inf|: -?\.inf" "$tmp/div/summary.yaml" && ok || bad "summary.yaml shows an infinite statistic"
 ! grep -q -- "-nan" "$tmp/div.out" && grep -q "^dsgd .* diverged .* nan" "$tmp/div.out" && ok || bad "the table: $(grep dsgd "$tmp/div.out")"
 "$dtrun" compare "$tmp/div" > "$tmp/div.cmp" 2>&1
 grep -E "^div +dsgd .* diverged .* nan +nan " "$tmp/div.cmp" > /dev/null && ! grep -q -- "-nan" "$tmp/div.cmp" && ok \
   || bad "compare of a diverged problem: $(grep dsgd "$tmp/div.cmp")"
-grep -A2 'problem_name: "dsgd"' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
-[ "$(grep -c '^    status: completed' "$tmp/div/summary.yaml")" = $((nprob - 1)) ] && ok || bad "the problems after the diverged one did not complete"
+grep -A2 'problem_name: dsgd' "$tmp/div/summary.yaml" | grep -q "status: diverged" && ok || bad "dsgd not marked diverged"
+[ "$(grep -c '^  status: completed' "$tmp/div/summary.yaml")" = $((nprob - 1)) ] && ok || bad "the problems after the diverged one did not complete"
 grep -q ',nan,' "$tmp/div/dsgd_results.csv" && ! grep -q -- '-nan' "$tmp/div/dsgd_results.csv" && ok || bad "NaN not written as nan"
 
 # more ranks than nodes: a clear usage error, no hang
@@ -129,7 +129,7 @@ rc=$?
 if [ -e data/fashion_mnist/train-images-idx3-ubyte.gz ]; then
   "$dtrun" tests/e2e/small.yaml --set experiment.dataset=fashion_mnist --set experiment.data_dir=data/fashion_mnist \
     --set problem_configs.dinno.optimizer_config.outer_iterations=20 --output-dir "$tmp/fm" --quiet > "$tmp/fm.log" 2>&1 \
-    && grep -q "^    status: completed" "$tmp/fm/summary.yaml" && ok || bad "fashion_mnist run failed: $(tail -2 "$tmp/fm.log")"
+    && grep -q "^  status: completed" "$tmp/fm/summary.yaml" && ok || bad "fashion_mnist run failed: $(tail -2 "$tmp/fm.log")"
 fi
 
 # RMSprop, Adadelta and NAdam as local optimizers (gossip, solo, DiNNO's primal step): the same
@@ -179,14 +179,14 @@ signalled HUP "$tmp/hup"
   || bad "SIGHUP: exit $rc (expected 130), $(grep -m1 status: "$tmp/hup/summary.yaml" 2>/dev/null), $(ls "$tmp/hup")"
 "$dtrun" tests/e2e/small.yaml --output-dir "$tmp/pipe" | head -1 > /dev/null
 rc=${PIPESTATUS[0]}
-[ "$rc" = 0 ] && [ "$(grep -c '^    status: completed' "$tmp/pipe/summary.yaml")" = "$nprob" ] && ok \
-  || bad "a run piped into head: exit $rc, $(grep -c '^    status: completed' "$tmp/pipe/summary.yaml" 2>/dev/null) of $nprob completed"
+[ "$rc" = 0 ] && [ "$(grep -c '^  status: completed' "$tmp/pipe/summary.yaml")" = "$nprob" ] && ok \
+  || bad "a run piped into head: exit $rc, $(grep -c '^  status: completed' "$tmp/pipe/summary.yaml" 2>/dev/null) of $nprob completed"
 
 # exit codes a script can trust: every problem diverged → 3 (files written); check RUN_DIR → 0 for
 # a completed run, 4 for one that did not complete (interrupted here)
 printf 'experiment: {name: dv, data_dir: data/mnist, seed: 7, graph: {num_nodes: 5, type: cycle}}\nproblem_configs:\n  dsgd: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgd, outer_iterations: 20, alpha0: 1e30}}\n  dsgt: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgt, outer_iterations: 20, alpha: 1e30}}\n' > "$tmp/dv.yaml"
 "$dtrun" "$tmp/dv.yaml" --output-dir "$tmp/dv" --quiet > /dev/null 2> "$tmp/dv.err"; rc=$?
-[ $rc = 3 ] && grep -q "every problem diverged" "$tmp/dv.err" && [ "$(grep -c '^    status: diverged' "$tmp/dv/summary.yaml")" = 2 ] && ok \
+[ $rc = 3 ] && grep -q "every problem diverged" "$tmp/dv.err" && [ "$(grep -c '^  status: diverged' "$tmp/dv/summary.yaml")" = 2 ] && ok \
   || bad "a run whose every problem diverged: exit $rc (expected 3), $(cat "$tmp/dv.err")"
 "$dtrun" check "$tmp/p1" > /dev/null 2>&1; rc=$?
 [ $rc = 0 ] && ok || bad "check of a completed run: exit $rc (expected 0)"

@@ -19,7 +19,7 @@ cfg=tests/e2e/sweep.yaml
 
 "$dtrun" $cfg --output-dir "$tmp/s1" --quiet > "$tmp/s1.log" 2>&1 || bad "sweep at P=1 failed: $(tail -3 "$tmp/s1.log")"
 for p in 000 001 002 003; do [ -s "$tmp/s1/$p/dsgt_results.csv" ] && [ -s "$tmp/s1/$p/config.yaml" ] || bad "point $p has no results"; done
-grep -q 'values: {"graph": "complete", "experiment.seed": "1"}' "$tmp/s1/sweep.yaml" && ok || bad "sweep.yaml lacks point 3's values"
+grep -q 'values: {graph: "complete", experiment.seed: "1"}' "$tmp/s1/sweep.yaml" && ok || bad "sweep.yaml lacks point 3's values"
 grep -q "type: complete" "$tmp/s1/003/config.yaml" && grep -q "seed: 1" "$tmp/s1/003/config.yaml" && ok \
   || bad "point 003's config.yaml is not graph complete, seed 1"
 [ "$(sqlite3 "$tmp/s1/results.sqlite" "SELECT count(*) FROM runs WHERE status = 'completed'")" = 4 ] && ok || bad "the database should hold 4 completed runs"
@@ -39,7 +39,7 @@ same_results "$tmp/s1/002" "$tmp/alone" "point 002 alone"
 # --sweep: replaces the file's seed axis and adds one
 "$dtrun" $cfg --sweep experiment.seed=5 --sweep problem_configs.dsgd.optimizer_config.alpha0=0.01,0.03 --output-dir "$tmp/cli" \
   --quiet > "$tmp/cli.log" 2>&1 || bad "--sweep run failed: $(tail -3 "$tmp/cli.log")"
-[ "$(grep -c '^  - point' "$tmp/cli/sweep.yaml")" = 4 ] && grep -q 'values: {"graph": "cycle", "experiment.seed": "5", "problem_configs.dsgd.optimizer_config.alpha0": "0.03"}' "$tmp/cli/sweep.yaml" \
+[ "$(grep -c '^- point' "$tmp/cli/sweep.yaml")" = 4 ] && grep -q 'values: {graph: "cycle", experiment.seed: "5", problem_configs.dsgd.optimizer_config.alpha0: "0.03"}' "$tmp/cli/sweep.yaml" \
   && grep -q "alpha0: 0.03" "$tmp/cli/001/config.yaml" && ok || bad "--sweep did not make the 2 x 1 x 2 grid: $(cat "$tmp/cli/sweep.yaml")"
 
 # stopped by SIGINT in its second point, resumed (on 2 ranks): the files of the sweep never stopped
