@@ -256,6 +256,7 @@ void dt_graph_emit_yaml(const dt_graph *g, dt_yemit *y) {
     dt_yemit_end(y);
     dt_yemit_end(y);
   }
+  dt_yemit_end(y);
 }
 
 /* ---- placement ------------------------------------------------------------------------------- */
