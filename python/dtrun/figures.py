@@ -11,6 +11,7 @@ leaves no partial figure.
 import math
 import os
 import tempfile
+import textwrap
 
 import matplotlib
 
@@ -134,7 +135,17 @@ def _log_axes(log, metric, x):
     return "x" in log, "y" in log
 
 
-def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=None):
+def _text_width(text_, points):
+    """About how wide text is in inches at a font size (DejaVu Sans averages 0.55 em per glyph)."""
+    return max((len(line) for line in str(text_).split("\n")), default=0) * points * 0.55 / 72
+
+
+def _wrap(text_, width_in, points):
+    """text broken into lines that fit width_in inches at a font size."""
+    return textwrap.fill(str(text_), width=max(8, int(width_in * 72 / (points * 0.55))))
+
+
+def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=None, legend_texts=()):
     """A figure of rows x cols panels and a legend area (below them on paper, beside them on a
     slide): the panels' axes (a list of rows) and the legend's axes."""
     if size not in SIZES:
@@ -157,6 +168,9 @@ def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=No
         grid = [[gs[r, c] for c in range(cols)] for r in range(rows)]
     else:
         height = max(sz["height"], rows * sz["min_h"] + title_h + 0.4, legend_entries * line + 0.8)
+        # the legend's column as wide as its longest text and the line sample, within bounds
+        widest = max((_text_width(t, sz["font"] - 2) for t in legend_texts), default=1.0)
+        sz["legend_w"] = min(max(widest + 0.9, 1.6), sz["legend_w"])
         panel_w = (sz["width"] - sz["legend_w"]) / cols
         fig = plt.figure(figsize=(sz["width"], height), layout="constrained")
         gs = fig.add_gridspec(rows, cols + 1, width_ratios=[panel_w] * cols + [sz["legend_w"]])
@@ -208,7 +222,10 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
     all_seeds = set().union(*(o["seeds"] for o in order.values()))
     all_bands = set().union(*(o["bands"] for o in order.values()))
     legend_cols = 1 if size == "slide" or len(order) < 4 or cols == 1 else 2
-    fig, grid, legend_ax = _new_figure(size, len(metrics) * frows, cols, len(order), title, legend_cols)
+    legend_title = "Mean over nodes; band: " + _band_text(all_bands, all_seeds)
+    fig, grid, legend_ax = _new_figure(size, len(metrics) * frows, cols, len(order), title, legend_cols,
+                                       legend_texts=list(order) + legend_title.split("; "))
+    panel_w = fig.get_size_inches()[0] / (cols + (1 if size == "slide" else 0)) - 0.3
     first = None
     for mi, metric in enumerate(metrics):
         logx, logy = _log_axes(log, metric, x)
@@ -238,7 +255,7 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
             if logy:
                 ax.set_yscale("log")
             if facet is not None:
-                ax.set_title(facet_title(facet, fval, labels), pad=2)
+                ax.set_title(_wrap(facet_title(facet, fval, labels), panel_w, plt.rcParams["axes.titlesize"]), pad=2)
             if c == 0:
                 ax.set_ylabel(text(metric, labels))
             else:
@@ -256,7 +273,6 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
         handles.append(Line2D([], [], color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
                               markersize=3.5 if size == "paper" else 6, linewidth=1.1 if size == "paper" else 1.8))
         names.append(ident)
-    legend_title = "Mean over nodes; band: " + _band_text(all_bands, all_seeds)
     _legend(legend_ax, size, handles, names, legend_title, legend_cols)
     return fig
 
