@@ -276,7 +276,9 @@ static dt_status choose_backend(runner *r) {
   DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), threads, note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
   r->be->tf32 = e->tf32;
-  if (r->rank != 0 || r->opt->quiet) return DT_OK;
+  if (r->rank != 0) return DT_OK;
+  dt_log_debug("backend %s, %d thread%s per rank, %d rank%s, %d node%s on rank 0", r->be->name, threads, threads == 1 ? "" : "s", r->size,
+               r->size == 1 ? "" : "s", r->count, r->count == 1 ? "" : "s");
   if (e->tf32 && strcmp(r->be->name, "cpu") == 0) dt_log_warn("experiment.tf32 is true, but the run is on the CPU backend, which computes in float32");
   if (note[0] != '\0') dt_log_warn("%s", note);
   else if (e->use_cuda && strcmp(r->be->name, "cpu") == 0)

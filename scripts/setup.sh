@@ -36,8 +36,8 @@ for d in "${extra[@]}"; do
   esac
 done
 
-# bold only on a terminal: a pipe or a log file gets plain text
-if [ -t 1 ]; then say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }; else say() { printf 'setup: %s\n' "$*"; }; fi
+# bold only on a terminal (and not with NO_COLOR set): a pipe or a log file gets plain text
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }; else say() { printf 'setup: %s\n' "$*"; }; fi
 
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin

@@ -15,9 +15,12 @@ typedef enum dt_log_level {
 } dt_log_level;
 
 /* Sets this process's rank and rank count (for the prefix) and the threshold. Call once, early;
- * before it the prefix is omitted and the level is INFO. DT_LOG_LEVEL=error|warn|info|debug in
- * the environment overrides `level`. Not collective. */
+ * before it the prefix is omitted and the level is INFO (dtrun's main sets it from --log-level,
+ * DT_LOG_LEVEL or --quiet). Not collective. */
 void dt_log_init(int rank, int size, dt_log_level level);
+
+/* "error", "warn", "info" or "debug" into *out; false when s is none of them. */
+bool dt_log_parse_level(const char *s, dt_log_level *out);
 
 /* Current threshold; messages above it are dropped. */
 dt_log_level dt_log_get_level(void);

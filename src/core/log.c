@@ -13,8 +13,7 @@ static dt_log_level log_level = DT_LOG_INFO;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-/* "error", "warn", "info" or "debug"; false when s is none of them. */
-static bool parse_level(const char *s, dt_log_level *out) {
+bool dt_log_parse_level(const char *s, dt_log_level *out) {
   for (int i = 0; i <= DT_LOG_DEBUG; i++) {
     if (strcmp(s, level_names[i]) == 0) {
       *out = (dt_log_level)i;
@@ -28,9 +27,6 @@ void dt_log_init(int rank, int size, dt_log_level level) {
   log_rank = rank;
   log_size = size;
   log_level = level;
-  const char *env = getenv("DT_LOG_LEVEL");
-  dt_log_level parsed;
-  if (env != NULL && parse_level(env, &parsed)) log_level = parsed;
 }
 
 dt_log_level dt_log_get_level(void) { return log_level; }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The command line (experiments/cli.c): help for every command from the option table, getopt_long
+# forms (--opt=value, --opt value, -s, combined short flags, -- ending the options), unknown
+# options with the nearest one, --log-level and DT_LOG_LEVEL (a wrong value exit 2 before
+# anything runs; error silences the run's lines, debug adds its own), and bash completion run in a
+# bash started here. The runs need data/mnist (skipped without it: exit 77).
+# usage: cli.sh DTRUN MPIEXEC SOURCE_ROOT
+set -u
+. "$(dirname "$0")/../checks.sh"
+e2e_begin "$@"
+cfg=$tmp/one.yaml # one problem, a few rounds: the runs here test the command line, not learning
+cat > "$cfg" <<YAML
+experiment: {name: cli, data_dir: $PWD/data/mnist, seed: 7, graph: {num_nodes: 3, type: cycle}}
+problem_configs:
+  dinno:
+    evaluate_frequency: 2
+    optimizer_config: {alg_name: dsgd, outer_iterations: 4, alpha0: 0.02}
+YAML
+short=()
+
+# help: dtrun --help, help COMMAND and COMMAND --help, every option of the table in its command's help
+"$dtrun" --help > "$tmp/help" 2>&1 && grep -q "^  compare  *tables and figures" "$tmp/help" && grep -q "^algorithms" "$tmp/help" && ok \
+  || bad "dtrun --help: $(head -3 "$tmp/help")"
+for c in run check resume compare runs help completion; do
+  "$dtrun" help $c > "$tmp/h1" 2>&1 && "$dtrun" $c --help > "$tmp/h2" 2>&1 && cmp -s "$tmp/h1" "$tmp/h2" \
+    && grep -q "^usage: dtrun $c " "$tmp/h1" && grep -q "^example:" "$tmp/h1" && ok || bad "help $c: $(head -3 "$tmp/h1")"
+  [ "$(awk 'length > 100' "$tmp/h1" | wc -l)" = 0 ] && ok || bad "help $c has lines over 100 columns"
+done
+for o in --set --sweep --output-dir --force --quiet --progress --point --dump-trace --log-level; do
+  grep -q -- "$o" <("$dtrun" help run) && ok || bad "help run lacks $o"
+done
+for o in --metric --target --x --against --where --csv --plot --size --facet --label --title --xlim --ylim --log; do
+  grep -q -- " $o" <("$dtrun" help compare) && ok || bad "help compare lacks $o"
+done
+"$dtrun" help nope > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "no such command" "$tmp/err" && ok || bad "help of a command that does not exist: exit $rc"
+
+# option forms: --opt=value, --opt value and -s are one; -- ends the options; combined short flags
+"$dtrun" check $cfg --set=experiment.seed=3 > "$tmp/c1" 2>&1 && "$dtrun" check $cfg --set experiment.seed=3 > "$tmp/c2" 2>&1 \
+  && "$dtrun" check -s experiment.seed=3 $cfg > "$tmp/c3" 2>&1 && cmp -s "$tmp/c1" "$tmp/c2" && cmp -s "$tmp/c1" "$tmp/c3" \
+  && grep -q "seed: 3" "$tmp/c1" && ok || bad "--set=, --set and -s differ: $(head -3 "$tmp/c1")"
+cp "$cfg" "$tmp/-odd.yaml"
+"$dtrun" check -- "$tmp/-odd.yaml" > /dev/null 2>&1 && ok || bad "-- does not end the options"
+"$dtrun" run $cfg "${short[@]}" -qfo "$tmp/q" > "$tmp/q.out" 2>&1 && "$dtrun" run $cfg "${short[@]}" -qfo "$tmp/q" > "$tmp/q.out" 2>&1 \
+  && [ -s "$tmp/q/dinno_results.csv" ] && ! grep -q "^ *round" "$tmp/q.out" && ok || bad "-qfo DIR: $(tail -3 "$tmp/q.out")"
+
+# unknown options: exit 2 with the nearest, or the command that has it
+"$dtrun" check $cfg --sett x=1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "did you mean --set?" "$tmp/err" && ok || bad "--sett: exit $rc, $(cat "$tmp/err")"
+"$dtrun" run $cfg --target 0.5 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q -- "--target is an option of compare, not of run" "$tmp/err" && ok || bad "run --target: exit $rc, $(cat "$tmp/err")"
+"$dtrun" check $cfg --set > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q -- "--set needs KEY=VALUE" "$tmp/err" && ok || bad "--set without a value: exit $rc, $(cat "$tmp/err")"
+"$dtrun" check $cfg experiment.seed=3 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "goes after --set" "$tmp/err" && ok || bad "a key=value without --set: exit $rc, $(cat "$tmp/err")"
+
+# log levels: a wrong value stops before anything runs; error prints nothing but the end; debug adds
+DT_LOG_LEVEL=loud "$dtrun" run $cfg "${short[@]}" -o "$tmp/l0" > "$tmp/l0.out" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "DT_LOG_LEVEL=loud: expected error, warn, info or debug" "$tmp/l0.out" && [ ! -e "$tmp/l0" ] && ok \
+  || bad "DT_LOG_LEVEL=loud: exit $rc, $(head -2 "$tmp/l0.out")"
+"$dtrun" run $cfg "${short[@]}" -o "$tmp/l1" --log-level=loud > "$tmp/l1.out" 2>&1; rc=$?
+[ $rc = 2 ] && [ ! -e "$tmp/l1" ] && ok || bad "--log-level loud: exit $rc"
+DT_LOG_LEVEL=error "$dtrun" run $cfg "${short[@]}" -o "$tmp/l2" > "$tmp/l2.out" 2>&1 && [ -s "$tmp/l2/dinno_results.csv" ] \
+  && ! grep -q "^== dinno" "$tmp/l2.out" && ok || bad "DT_LOG_LEVEL=error still prints the run: $(head -3 "$tmp/l2.out")"
+DT_LOG_LEVEL=error "$dtrun" run $cfg "${short[@]}" -o "$tmp/l3" --log-level debug > "$tmp/l3.out" 2>&1 \
+  && grep -q "^backend cpu, .* threads\? per rank" "$tmp/l3.out" && grep -q "^== dinno" "$tmp/l3.out" && ok \
+  || bad "--log-level debug over DT_LOG_LEVEL=error: $(head -3 "$tmp/l3.out")"
+"$dtrun" run $cfg "${short[@]}" -o "$tmp/l4" > "$tmp/l4.out" 2>&1 && ! grep -q "^backend cpu" "$tmp/l4.out" && ok \
+  || bad "the default level prints debug lines"
+
+# bash completion, in a bash started here
+"$dtrun" completion bash > "$tmp/dtrun.bash" || bad "completion bash failed"
+complete_words() { # the words completed for the command line "$@" (the last word being completed)
+  bash --norc --noprofile -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _dtrun; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$tmp/dtrun.bash" "$@" 2>&1
+}
+[ "$(complete_words dtrun comp)" = "$(printf 'compare\ncompletion')" ] && ok || bad "completing 'comp': $(complete_words dtrun comp)"
+[ "$(complete_words dtrun compare --fa)" = "--facet" ] && ok || bad "completing 'compare --fa': $(complete_words dtrun compare --fa)"
+[ "$(complete_words dtrun compare outputs --size s)" = "slide" ] && ok || bad "completing --size: $(complete_words dtrun compare outputs --size s)"
+[ "$(complete_words dtrun run x.yaml --set experiment.graph.num_n)" = "experiment.graph.num_nodes=" ] && ok \
+  || bad "completing a config key: $(complete_words dtrun run x.yaml --set experiment.graph.num_n)"
+complete_words dtrun run --p | grep -qx -- "--progress" && ! complete_words dtrun run --p | grep -qx -- "--plot" && ok \
+  || bad "run's options: $(complete_words dtrun run --p)"
+"$dtrun" completion zsh > "$tmp/_dtrun" && head -1 "$tmp/_dtrun" | grep -q "^#compdef dtrun" && ok || bad "completion zsh"
+if command -v zsh > /dev/null; then zsh -n "$tmp/_dtrun" && ok || bad "the zsh completion does not parse"; fi
+"$dtrun" completion fish > /dev/null 2>&1; [ $? = 2 ] && ok || bad "completion fish should exit 2"
+
+echo "cli: $pass ok, $fail failed"
+[ $fail = 0 ]
