@@ -2,6 +2,7 @@
  * size, rounds and traffic per problem — after building what `run` builds before training (the
  * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dt/graph.h"
@@ -93,6 +94,45 @@ static void print_faults(const dt_config *cfg, FILE *out) {
 }
 
 /* The model: its parameter count and its layers. */
+/* What the split gave each node: its samples and, for up to 10 classes, how many of each (more
+ * classes: how many it holds and its largest class's share); 24 nodes at most, then the last. */
+static void print_split(const dt_experiment_config *e, const dt_samples *train, const dt_split *split, FILE *out) {
+  static const char *const kinds[] = {"random", "hetero (by class)", "dirichlet"};
+  const int nc = train->num_classes, n = split->num_nodes, wide = nc > 10;
+  size_t lo = (size_t)-1, hi = 0;
+  for (int i = 0; i < n; i++) {
+    const size_t k = split->start[i + 1] - split->start[i];
+    lo = k < lo ? k : lo, hi = k > hi ? k : hi;
+  }
+  fprintf(out, "# split: %s", kinds[e->data_split_type]);
+  if (e->data_split_type == DT_SPLIT_DIRICHLET) fprintf(out, ", alpha %g", e->dirichlet_alpha);
+  fprintf(out, ", %zu samples over %d nodes (%zu to %zu each)\n#   node  samples", split->start[n], n, lo, hi);
+  if (wide) fprintf(out, "  classes  largest class (share)\n");
+  else {
+    for (int c = 0; c < nc; c++) fprintf(out, " %6s%d", "c", c);
+    fputc('\n', out);
+  }
+  int *hist = calloc((size_t)(nc > 0 ? nc : 1), sizeof *hist);
+  if (hist == NULL) return;
+  for (int i = 0; i < n; i++) {
+    if (n > 25 && i == 24) fprintf(out, "#   ... (%d nodes more; a run's split.csv lists every node)\n", n - 25);
+    if (n > 25 && i >= 24 && i < n - 1) continue;
+    memset(hist, 0, sizeof *hist * (size_t)nc);
+    for (size_t s = split->start[i]; s < split->start[i + 1]; s++) hist[train->labels[split->idx[s]]]++;
+    const size_t size = split->start[i + 1] - split->start[i];
+    fprintf(out, "#   %4d %8zu", i, size);
+    if (wide) {
+      int held = 0, top = 0;
+      for (int c = 0; c < nc; c++) held += hist[c] > 0, top = hist[c] > hist[top] ? c : top;
+      fprintf(out, "  %7d  %d (%.2f)\n", held, top, size > 0 ? (double)hist[top] / (double)size : 0.0);
+    } else {
+      for (int c = 0; c < nc; c++) fprintf(out, " %7d", hist[c]);
+      fputc('\n', out);
+    }
+  }
+  free(hist);
+}
+
 static void print_model(const dt_model *m, FILE *out) {
   char desc[4096];
   dt_model_describe(m, desc, sizeof desc);
@@ -123,6 +163,7 @@ static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_sche
     fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d%s, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
             pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, evals, batch, share * dt_optimizer_bytes_per_round(def, g, m, d, pc->alg_opts) / 1e6,
             sched != NULL && def->traffic_per_edge ? " (mean over the rounds)" : "", def->plugin.summary);
+    if (def->graph_unused != NULL) fprintf(out, "#   (%s does not use the graph: %s)\n", pc->alg_name, def->graph_unused);
   }
   return DT_OK;
 }
@@ -174,6 +215,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   print_graph(cfg, g, sched, out);
   DT_TRY_GOTO(print_network(cfg, m, out));
   print_faults(cfg, out);
+  print_split(&cfg->experiment, &data.train, &split, out);
   print_model(m, out);
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));

@@ -11,7 +11,7 @@
 #include "dt/optimizer.h"
 #include "dt_config.h"
 
-enum { C_RUN = 1, C_CHECK = 2, C_RESUME = 4, C_COMPARE = 8, C_RUNS = 16, C_HELP = 32, C_COMPLETION = 64 };
+enum { C_RUN = 1, C_CHECK = 2, C_RESUME = 4, C_COMPARE = 8, C_RUNS = 16, C_HELP = 32, C_COMPLETION = 64, C_MAN = 128 };
 
 typedef struct cli_cmd {
   const char *name;
@@ -53,6 +53,9 @@ static const cli_cmd cli_cmds[] = {
     {"completion", C_COMPLETION, "bash | zsh", "a shell completion script for dtrun",
      "Prints the completion script of commands, options, their values and config keys for bash or zsh.",
      "source <(dtrun completion bash)"},
+    {"man", C_MAN, "", "the manual page (roff): commands, options, exit codes, environment, config keys",
+     "Prints dtrun's manual page, made from the same tables as the help, the completions and configs/README.md.",
+     "dtrun man | man -l -"},
 };
 enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
@@ -73,7 +76,7 @@ typedef struct cli_opt {
   const char *help;
 } cli_opt;
 
-#define ALL (C_RUN | C_CHECK | C_RESUME | C_COMPARE | C_RUNS | C_HELP | C_COMPLETION)
+#define ALL (C_RUN | C_CHECK | C_RESUME | C_COMPARE | C_RUNS | C_HELP | C_COMPLETION | C_MAN)
 static const cli_opt cli_opts[] = {
     {"help", 'h', O_HELP, ALL, NULL, NULL, "this command's usage, options and an example"},
     {"log-level", 0, O_LOG_LEVEL, C_RUN | C_CHECK | C_RESUME | C_COMPARE | C_RUNS, "LEVEL", "error warn info debug",
@@ -170,10 +173,13 @@ static dt_status check_choice(const cli_opt *o, const char *v) {
   const size_t n = strlen(v);
   for (const char *p = o->values; n > 0 && (p = strstr(p, v)) != NULL; p += n)
     if ((p == o->values || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return DT_OK;
-  char list[128];
-  snprintf(list, sizeof list, "%s", o->values);
-  for (char *q = list; *q; q++) *q = *q == ' ' ? ',' : *q;
-  return DT_ERROR(DT_ERR_USAGE, "--%s %s: expected one of %s", o->name, v, list);
+  char list[160] = "", words[128]; /* "a, b or c" */
+  snprintf(words, sizeof words, "%s", o->values);
+  const char *last = strrchr(words, ' ') != NULL ? strrchr(words, ' ') + 1 : words;
+  char *save = NULL;
+  for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] == '\0' ? "" : w == last ? " or " : ", ", w);
+  return DT_ERROR(DT_ERR_USAGE, "--%s: expected %s, found '%s'", o->name, list, v);
 }
 
 /* KEY=VALUE with a non-empty KEY. */
@@ -310,6 +316,10 @@ static dt_status positional(const char *s, args *a) {
 /* What each command needs, and options that do not go together. */
 static dt_status check_args(const args *a) {
   if (strcmp(a->cmd, "runs") == 0 || strcmp(a->cmd, "help") == 0) return DT_OK;
+  if (strcmp(a->cmd, "man") == 0) {
+    DT_CHECK(a->file == NULL, DT_ERR_USAGE, "man takes no argument (found '%s')", a->file);
+    return DT_OK;
+  }
   if (strcmp(a->cmd, "completion") == 0) {
     DT_CHECK(a->file != NULL, DT_ERR_USAGE, "completion needs a shell: bash or zsh");
     return DT_OK;
@@ -452,7 +462,7 @@ dt_status cli_help(const char *command, FILE *out) {
     const char *names[NCMDS];
     for (int i = 0; i < NCMDS; i++) names[i] = cli_cmds[i].name;
     const char *near = dt_nearest(command, names, NCMDS);
-    return DT_ERROR(DT_ERR_USAGE, "help %s: no such command%s%s%s; the commands are run, check, resume, compare, runs, help, completion",
+    return DT_ERROR(DT_ERR_USAGE, "help %s: no such command%s%s%s; the commands are run, check, resume, compare, runs, help, completion, man",
                     command, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
   }
   fprintf(out, "usage: dtrun %s %s [OPTIONS]\n\n", cmd->name, cmd->args);
@@ -568,4 +578,87 @@ dt_status cli_completion(const char *shell, FILE *out) {
   else if (strcmp(shell, "zsh") == 0) zsh_completion(out);
   else return DT_ERROR(DT_ERR_USAGE, "completion %s: expected bash or zsh", shell);
   return DT_OK;
+}
+
+/* ---- the manual page ------------------------------------------------------------------------ */
+
+/* text for roff: backslashes, hyphens (as \-) and a line's leading dot or quote escaped. */
+static void roff(FILE *out, const char *text) {
+  if (text[0] == '.' || text[0] == '\'') fputs("\\&", out);
+  for (const char *p = text; *p; p++) {
+    if (*p == '\\') fputs("\\e", out);
+    else if (*p == '-') fputs("\\-", out);
+    else if (*p == '\n') fputc(' ', out);
+    else fputc(*p, out);
+  }
+}
+
+static void man_option(FILE *out, const cli_opt *o) {
+  fputs(".TP\n", out);
+  if (o->shortc) fprintf(out, "\\fB\\-%c\\fR, ", o->shortc);
+  fputs("\\fB", out);
+  roff(out, "--");
+  roff(out, o->name);
+  fputs("\\fR", out);
+  if (o->metavar) {
+    fputs(" \\fI", out);
+    roff(out, o->metavar);
+    fputs("\\fR", out);
+  }
+  fputc('\n', out);
+  roff(out, o->help);
+  fputc('\n', out);
+}
+
+static void man_key(const char *path, const dt_key *k, void *ctx) {
+  FILE *out = ctx;
+  if (k->type == DT_KEY_SECTION || k->type == DT_KEY_SPECIAL) return;
+  fputs(".TP\n\\fB", out);
+  roff(out, path);
+  fputs("\\fR", out);
+  if (k->def != NULL && k->def[0] != '\0') {
+    fputs(" (default ", out);
+    roff(out, k->def);
+    fputc(')', out);
+  }
+  fputc('\n', out);
+  roff(out, k->help != NULL ? k->help : "");
+  if (k->alias_of != NULL) {
+    fputs("; alias of ", out);
+    roff(out, k->alias_of);
+  }
+  fputc('\n', out);
+}
+
+dt_status cli_man(FILE *out) {
+  fprintf(out, ".TH DTRUN 1 \"\" \"dtrun %s\" \"User Commands\"\n.SH NAME\ndtrun \\- run and compare decentralized-optimization "
+               "experiments\n.SH SYNOPSIS\n.B dtrun\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGUMENTS\\fR]\n.br\n.B dtrun\n"
+               "\\fIEXPERIMENT.yaml\\fR [\\fIOPTIONS\\fR]\n.SH DESCRIPTION\n", DT_VERSION);
+  roff(out, "dtrun reads one YAML experiment (a communication graph, a split of a dataset over its nodes, a model and a list "
+            "of problems, each an optimizer) and runs every problem from identical initial weights and data split. Without "
+            "mpirun all graph nodes run in one process; under mpirun -np P they spread over P ranks with identical results.");
+  fputs("\n.SH COMMANDS\n", out);
+  for (int i = 0; i < NCMDS; i++) {
+    fprintf(out, ".SS %s ", cli_cmds[i].name);
+    roff(out, cli_cmds[i].args);
+    fputc('\n', out);
+    roff(out, cli_cmds[i].about);
+    fputs("\n.PP\nOptions:\n", out);
+    for (int k = 0; k < NOPTS; k++)
+      if (cli_opts[k].cmds & cli_cmds[i].bit) man_option(out, &cli_opts[k]);
+    fputs(".PP\nExample:\n.nf\n.RS\n", out);
+    roff(out, cli_cmds[i].example);
+    fputs("\n.RE\n.fi\n", out);
+  }
+  fputs(".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\nruntime failure (memory, MPI, I/O, a bug)\n.TP\n2\nbad input (usage, "
+        "config, data files), found before anything runs\n.TP\n3\nevery problem diverged (the files are written)\n.TP\n4\n"
+        "\\fBcheck\\fR RUN_DIR: the run did not complete\n.TP\n130\ninterrupted (SIGINT, SIGTERM, SIGHUP); resume continues it\n",
+        out);
+  fputs(".SH ENVIRONMENT\n.TP\nDT_LOG_LEVEL\nerror, warn, info or debug, as \\fB\\-\\-log\\-level\\fR\n.TP\nDT_THREADS\n"
+        "threads per rank\n.TP\nDTRUN_PYTHON\nthe Python with matplotlib and pandas that \\fBcompare \\-\\-plot\\fR runs\n"
+        ".TP\nNO_COLOR\nno colour from scripts/setup.sh\n", out);
+  fputs(".SH CONFIGURATION KEYS\nEvery key of an experiment file, with its default (configs/README.md has the same table):\n", out);
+  dt_config_visit_keys(&dt_builtin, man_key, out);
+  fputs(".SH SEE ALSO\n\\fBmpirun\\fR(1), README.md and configs/README.md in dtrun's sources\n", out);
+  return ferror(out) ? DT_ERROR(DT_ERR_IO, "cannot write the manual page") : DT_OK;
 }

@@ -13,7 +13,7 @@
 enum { CLI_MAX_SETS = 64, CLI_MAX_DIRS = 256 };
 
 typedef struct args {
-  const char *cmd;      /* run, check, resume, compare, runs, help, completion, version */
+  const char *cmd;      /* run, check, resume, compare, runs, help, completion, man, version */
   const char *file;     /* run, check: the experiment file (or check's run folder); runs: the folder;
                            help: the command asked about; completion: the shell */
   const char *argv_dir; /* resume: the run folder as given */
@@ -43,5 +43,8 @@ DT_MUST_USE dt_status cli_help(const char *command, FILE *out);
 /* `dtrun completion bash|zsh`: the completion script, generated from the same tables as the
  * parser (commands, options, their values) and the config keys (configs/README.md's table). */
 DT_MUST_USE dt_status cli_completion(const char *shell, FILE *out);
+
+/* `dtrun man`: the manual page in roff, from the same tables (and every config key). */
+DT_MUST_USE dt_status cli_man(FILE *out);
 
 #endif

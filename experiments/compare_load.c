@@ -336,6 +336,10 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     c->wall = sqlite3_column_double(probs, 6);
     const int p = sqlite3_column_int(probs, 0);
     DT_TRY(load_problem(db, t, ri->run, p, p >= 0 && p < DT_MAX_PROBLEMS ? ri->sample[p] : 0, c, path));
+    if (c->bytes == 0 && c->wall == 0 && c->n > 0) { /* not finished (running, killed, interrupted): what its last evaluation counted */
+      c->bytes = c->x[2][c->n - 1];
+      c->wall = c->x[3][c->n - 1];
+    }
   }
   return DT_OK;
 }

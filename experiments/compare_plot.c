@@ -195,7 +195,10 @@ typedef struct figure_job {
  * error (exit 2) carrying the module's own message. */
 static dt_status draw(const figure_job *job) {
   const char *python = getenv("DTRUN_PYTHON") != NULL && getenv("DTRUN_PYTHON")[0] ? getenv("DTRUN_PYTHON") : DT_PYTHON;
-  const char *dir = getenv("DTRUN_PYTHONPATH") != NULL && getenv("DTRUN_PYTHONPATH")[0] ? getenv("DTRUN_PYTHONPATH") : DT_PYTHON_DIR;
+  /* the module: DTRUN_PYTHONPATH, else the source tree's, else where meson install put it */
+  const int given = getenv("DTRUN_PYTHONPATH") != NULL && getenv("DTRUN_PYTHONPATH")[0] != '\0';
+  const char *dir = given ? getenv("DTRUN_PYTHONPATH") : DT_PYTHON_DIR;
+  if (!given && access(DT_PYTHON_DIR "/dtrun/plotcmd.py", R_OK) != 0 && DT_PYTHON_INSTALL_DIR[0] != '\0') dir = DT_PYTHON_INSTALL_DIR;
   char *const argv[] = {(char *)python, "-c",
                         "import sys; sys.path.insert(0, sys.argv[1]); from dtrun.plotcmd import main; sys.exit(main())",
                         (char *)dir, NULL};

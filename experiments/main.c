@@ -236,6 +236,7 @@ int main(int argc, char **argv) {
   if (strcmp(a.cmd, "version") == 0) return version_command();
   if (strcmp(a.cmd, "help") == 0) return report(cli_help(a.file, stdout), 0);
   if (strcmp(a.cmd, "completion") == 0) return report(cli_completion(a.file, stdout), 0);
+  if (strcmp(a.cmd, "man") == 0) return report(cli_man(stdout), 0);
   dt_log_level level;
   if ((st = log_level_of(&a, &level)) != DT_OK) return report(st, 0);
   dt_log_init(0, 1, level);

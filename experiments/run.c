@@ -188,6 +188,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   runner_tb_begin(r, &pr, start > 0 ? (scheduled ? start + 1 : start) : 0);
   runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
              r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
+  if (def->graph_unused != NULL) runner_say(r, "   (%s does not use the graph: %s)\n", pc->alg_name, def->graph_unused);
   if (pc->verbose_evals) { /* the header names exactly the columns the evaluation lines print */
     char head[256] = "";
     size_t used = 0;

@@ -5,7 +5,10 @@
 # their SHA-256 checked. Idempotent: a second run with nothing changed takes about a second.
 #
 # usage: scripts/setup.sh [--with-torch] [--no-build] [--no-data] [--dataset cifar10|cifar100]...
+#                         [--prefix DIR]
 #   --with-torch  also install python3-torch (PyTorch cross-check test and benchmarks)
+#   --prefix DIR  also install dtrun into DIR (DIR/bin/dtrun, its completions, man page, Python
+#                 module and example configs: meson install), e.g. --prefix ~/.local
 #   --dataset D   also install CIFAR-10 or CIFAR-100 under data/D: the official binary archive
 #                 (www.cs.toronto.edu/~kriz), SHA-256 checked; where this machine cannot
 #                 download it, copy the archive to data/ by hand and run this again
@@ -13,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-with_torch=0 build=1 data=1 extra=()
+with_torch=0 build=1 data=1 extra=() prefix=
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-torch) with_torch=1 ;;
@@ -24,7 +27,12 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "setup.sh: --dataset needs a name: cifar10 or cifar100" >&2; exit 2; }
       extra+=("$2")
       shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --prefix=*) prefix=${1#--prefix=} ;;
+    --prefix)
+      [ $# -ge 2 ] || { echo "setup.sh: --prefix needs a folder" >&2; exit 2; }
+      prefix=$2
+      shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -78,6 +86,12 @@ if [ "$build" = 1 ]; then
   fi
   say "building"
   ninja -C build >/dev/null || { ninja -C build; exit 1; }
+  if [ -n "$prefix" ]; then
+    say "installing into $prefix"
+    meson configure build --prefix="$(realpath -m "$prefix")" >/dev/null
+    meson install -C build --quiet >/dev/null || { meson install -C build; exit 1; }
+    say "dtrun is $(realpath -m "$prefix")/bin/dtrun (put $(realpath -m "$prefix")/bin on PATH)"
+  fi
 fi
 
 # ---- datasets --------------------------------------------------------------------------------

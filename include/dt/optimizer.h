@@ -273,6 +273,9 @@ struct dt_optimizer_def {
   /* An asynchronous algorithm (optimizers/async.h): its events happen on the simulated clock, so
    * it needs experiment.network's speed, and it refuses node churn. */
   int asynchronous;
+  /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
+   * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */
+  const char *graph_unused;
 };
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */

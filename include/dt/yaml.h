@@ -16,6 +16,7 @@ typedef struct dt_ynode {
   dt_ynode_kind kind;
   int line, col;         /* 1-based position in the file */
   const char *origin;    /* NULL: from the file; else the --set override that made it */
+  const char *file;      /* NULL: the file being loaded; else the included file it came from */
   char *text;            /* scalar text */
   int plain;             /* scalar was unquoted (so true/123 keep YAML meaning) */
   int n, cap;

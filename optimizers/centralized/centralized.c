@@ -105,5 +105,6 @@ const dt_optimizer_def dt_optimizer_centralized = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
+    .graph_unused = "each node sends its gradient to a centre with node 0",
     .gradient_step = gradient_step,
 };

@@ -191,4 +191,5 @@ const dt_optimizer_def dt_optimizer_downpour = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
+    .graph_unused = "each node pushes to and pulls from a server with node 0",
 };

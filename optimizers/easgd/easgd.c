@@ -137,5 +137,6 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
+    .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
 };

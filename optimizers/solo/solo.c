@@ -95,6 +95,7 @@ const dt_optimizer_def dt_optimizer_solo = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
+    .graph_unused = "each node trains alone",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
 };

@@ -83,4 +83,12 @@ DT_MUST_USE dt_status config_read_metrics_config(const schema_ctx *ctx, const dt
  * so the run differs from the seed reference's (dt_config_order_note). */
 void config_mark_seed_order(const schema_ctx *ctx, const dt_ynode *problem, dt_problem_config *pc);
 
+/* ---- compose.c: include, extends, ${...}, ??? (on the tree, before the schema) ---- */
+
+/* Merges root's include: files (relative to file, themselves composed) under its own keys. */
+DT_MUST_USE dt_status config_compose_includes(dt_ynode *root, const char *file);
+/* After --set: problems' extends:, then ${path} and ${oc.env:VAR[,default]}, then any ??? left
+ * is an error naming its key. */
+DT_MUST_USE dt_status config_compose_finish(dt_ynode *root, const char *file);
+
 #endif

@@ -294,6 +294,7 @@ dt_status dt_config_load_overrides(const char *text, size_t len, const char *nam
   snprintf(out->source, sizeof out->source, "%s", name);
   schema_ctx ctx = {.file = name, .reg = reg};
   DT_TRY_GOTO(dt_yaml_parse(text, len, name, &root));
+  DT_TRY_GOTO(config_compose_includes(root, name)); /* include: first, so that --set overrides what they give */
   if (num_overrides > 0) DT_CHECK_GOTO((made = calloc((size_t)num_overrides, sizeof *made)) != NULL, DT_ERR_MEMORY, "out of memory");
   for (int i = 0; i < num_overrides; i++) {
     const char *origin = origins != NULL && origins[i] != NULL ? origins[i] : NULL;
@@ -312,6 +313,7 @@ dt_status dt_config_load_overrides(const char *text, size_t len, const char *nam
     DT_TRY_GOTO(check_problem_key(&ctx, root, path, origin));
     DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, origin));
   }
+  DT_TRY_GOTO(config_compose_finish(root, name)); /* extends, ${...}, ??? */
   DT_TRY_GOTO(load_tree(&ctx, root, out));
 cleanup:
   dt_ynode_free(root);

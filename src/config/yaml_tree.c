@@ -336,13 +336,13 @@ dt_ynode *dt_ynode_get(const dt_ynode *map, const char *key) {
 
 void dt_ynode_where(const dt_ynode *n, const char *file, char *buf, size_t size) {
   if (n != NULL && n->origin != NULL) snprintf(buf, size, "%s", n->origin);
-  else if (n != NULL) snprintf(buf, size, "%s:%d:%d", file, n->line, n->col);
+  else if (n != NULL) snprintf(buf, size, "%s:%d:%d", n->file != NULL ? n->file : file, n->line, n->col);
   else snprintf(buf, size, "%s", file);
 }
 
 dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const char *file) {
   if (n != NULL && n->origin != NULL) return dt_error_set_where(code, n->origin, 0, 0);
-  if (n != NULL) return dt_error_set_where(code, file, n->line, n->col);
+  if (n != NULL) return dt_error_set_where(code, n->file != NULL ? n->file : file, n->line, n->col);
   return dt_error_set_where(code, file, 0, 0);
 }
 

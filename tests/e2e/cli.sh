@@ -54,6 +54,27 @@ cp "$cfg" "$tmp/-odd.yaml"
 "$dtrun" check $cfg experiment.seed=3 > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q "goes after --set" "$tmp/err" && ok || bad "a key=value without --set: exit $rc, $(cat "$tmp/err")"
 
+# check shows what the split gave each node: per class counts that add up to its samples
+"$dtrun" check "$cfg" --set experiment.data_split_type=dirichlet --set experiment.split.alpha=0.3 > "$tmp/split" 2>&1
+python3 - "$tmp/split" <<'PY' && ok || bad "check's split table: $(grep -A5 '^# split' "$tmp/split")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+i = next(k for k, l in enumerate(lines) if l.startswith("# split: dirichlet, alpha 0.3, 60000 samples over 3 nodes"))
+assert lines[i + 1].split()[1:4] == ["node", "samples", "c0"], lines[i + 1]
+total = 0
+for row in lines[i + 2:i + 5]:
+    f = [int(x) for x in row.split()[1:]]
+    assert len(f) == 12 and sum(f[2:]) == f[1], row
+    total += f[1]
+assert total == 60000, total
+PY
+
+# an algorithm that does not use the graph says so, in check and in the run
+sed 's/alg_name: dsgd, outer_iterations: 4, alpha0: 0.02/alg_name: easgd, outer_iterations: 4/' "$cfg" > "$tmp/easgd.yaml"
+"$dtrun" check "$tmp/easgd.yaml" 2>&1 | grep -q "(easgd does not use the graph: each node talks to the elastic centre with node 0)" && ok \
+  || bad "check does not say easgd ignores the graph"
+"$dtrun" run "$tmp/easgd.yaml" -o "$tmp/easgd" 2>&1 | grep -q "(easgd does not use the graph" && ok || bad "the run does not say easgd ignores the graph"
+
 # log levels: a wrong value stops before anything runs; error prints nothing but the end; debug adds
 DT_LOG_LEVEL=loud "$dtrun" run $cfg "${short[@]}" -o "$tmp/l0" > "$tmp/l0.out" 2>&1; rc=$?
 [ $rc = 2 ] && grep -q "DT_LOG_LEVEL=loud: expected error, warn, info or debug" "$tmp/l0.out" && [ ! -e "$tmp/l0" ] && ok \

@@ -116,7 +116,7 @@ fails "is not one of the figure's metrics" --ylim consensus_error=0:1 --plot "$t
 fails "give --plot" --facet graph
 fails "give one of them" --facet graph --against experiment.graph.type --target 0.9 --plot "$tmp/fail/a.png"
 fails "did you mean experiment.graph.type" --facet experiment.graph.typ --plot "$tmp/fail/a.png"
-fails "--log needs auto, none, x, y or xy" --log z --plot "$tmp/fail/a.png"
+fails "--log: expected auto, none, x, y or xy, found 'z'" --log z --plot "$tmp/fail/a.png"
 fails "--label needs KEY=TEXT" --label dinno --plot "$tmp/fail/a.png"
 fails "the folder $tmp/nowhere does not exist" --plot "$tmp/nowhere/a.png"
 

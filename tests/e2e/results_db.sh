@@ -95,6 +95,10 @@ print(n, "printed evaluations found")
 PY
 [ "$(sqlite3 "$tmp/killed/results.sqlite" "SELECT status FROM problems WHERE problem_name = 'dinno'")" = running ] && ok \
   || bad "the killed problem should be marked running"
+# compare shows what the killed problem sent and its seconds so far (its last evaluation's), not 0
+"$dtrun" compare "$tmp/killed" --csv > "$tmp/killed.csv" 2>&1
+awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) col[$i] = i} $2 == "dinno" {found = 1; if ($col["mb_sent"] <= 0 || $col["wall_seconds"] <= 0) exit 1}
+         END {exit !found}' "$tmp/killed.csv" && ok || bad "compare of a killed problem shows no traffic: $(cat "$tmp/killed.csv")"
 
 # TensorBoard after a kill and a resume: the resumed problem's new file purges what the killed
 # run wrote after its checkpoint, and TensorBoard then shows what an uninterrupted run's shows

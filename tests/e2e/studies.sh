@@ -20,10 +20,10 @@ grep -q "sweep: 12 points over 2 axes" "$tmp/dinno_figure.check" && grep -q "gra
 "$dtrun" configs/dinno_figure.yaml --output-dir "$tmp/fig" --quiet --set 'problem_configs.*.optimizer_config.outer_iterations=4' \
   --set 'problem_configs.*.evaluate_frequency=2' > "$tmp/fig.log" 2>&1 || bad "dinno_figure failed: $(tail -3 "$tmp/fig.log")"
 python3 - "$tmp/fig" <<'PY' && ok || bad "a dinno_figure point's graph is wrong"
-import re, sys
-index = open(f"{sys.argv[1]}/sweep.yaml").read()
+import re, sys, yaml
+index = yaml.safe_load(open(f"{sys.argv[1]}/sweep.yaml"))
 seen = 0
-for folder, label in re.findall(r'folder: "(\d+)"\n +values: \{"graph": "([^"]+)"', index):
+for folder, label in ((r["folder"], r["values"]["graph"]) for r in index["runs"]):
     g = open(f"{sys.argv[1]}/{folder}/graph.yaml").read()
     value = float(re.search(r"^fiedler_value: (\S+)", g, re.M).group(1))
     kind = re.search(r"^type: (\S+)", g, re.M).group(1)
