@@ -170,7 +170,7 @@ static dt_status check_range(const char *option, const char *value, const char *
 
 /* v is one of the option's space-separated choices. */
 static dt_status check_choice(const cli_opt *o, const char *v) {
-  const size_t n = strlen(v);
+  const size_t n = strchr(v, ' ') != NULL ? 0 : strlen(v); /* one word */
   for (const char *p = o->values; n > 0 && (p = strstr(p, v)) != NULL; p += n)
     if ((p == o->values || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return DT_OK;
   char list[160] = "", words[128]; /* "a, b or c" */
@@ -371,6 +371,13 @@ dt_status cli_parse(int argc, char **argv, args *a) {
   while (st == DT_OK && (c = getopt_long(n, copy, shorts, longs, NULL)) != -1) {
     const char *word = copy[optind - 1 >= 1 ? optind - 1 : 1];
     if (c == '?') {
+      const cli_opt *flag = NULL; /* --force=1: getopt's '?' with the flag's id in optopt */
+      for (int i = 0; optopt >= O_HELP && i < NOPTS; i++)
+        if (cli_opts[i].id == optopt) flag = &cli_opts[i];
+      if (flag != NULL) {
+        st = DT_ERROR(DT_ERR_USAGE, "--%s takes no value (found '%s')", flag->name, word);
+        break;
+      }
       char w[8] = "-?";
       w[1] = (char)optopt;
       st = unknown_option(cmd, optopt != 0 ? w : word);

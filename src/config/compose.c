@@ -133,6 +133,13 @@ static dt_ynode *take(dt_ynode *map, const char *key, dt_ynode **key_node) {
   return NULL;
 }
 
+/* Exchanges the contents (children, text) of a and b, each keeping its own place and file. */
+static void swap_contents(dt_ynode *a, dt_ynode *b) {
+  dt_ynode t = *a;
+  a->kind = b->kind, a->text = b->text, a->plain = b->plain, a->n = b->n, a->cap = b->cap, a->keys = b->keys, a->items = b->items;
+  b->kind = t.kind, b->text = t.text, b->plain = t.plain, b->n = t.n, b->cap = t.cap, b->keys = t.keys, b->items = t.items;
+}
+
 /* ---- include -------------------------------------------------------------------------------- */
 
 static dt_status compose_includes(dt_ynode *root, const char *file, int depth, char (*stack)[PATH_MAX]);
@@ -206,10 +213,8 @@ static dt_status compose_includes(dt_ynode *root, const char *file, int depth, c
     dt_ynode_free(acc);
     return st;
   }
-  /* the including file's keys over its includes: acc becomes root */
-  dt_ynode own = *root;
-  *root = *acc;
-  *acc = own;
+  /* the including file's keys over its includes: root takes acc's keys, then its own over them */
+  swap_contents(root, acc);
   return merge(root, acc);
 }
 
@@ -222,11 +227,17 @@ dt_status config_compose_includes(dt_ynode *root, const char *file) {
 
 /* ---- extends -------------------------------------------------------------------------------- */
 
-static dt_status extend_problem(dt_ynode *pcs, int i, const char *file, int depth) {
+/* Resolves problem i's extends: (state[k]: 0 not yet, 1 being resolved, 2 done), its base's first. */
+static dt_status extend_problem(dt_ynode *pcs, int i, const char *file, char *state) {
   dt_ynode *pc = pcs->items[i], *key = NULL;
-  if (pc->kind != DT_YN_MAP) return DT_OK;
+  if (state[i] == 2 || pc->kind != DT_YN_MAP) return DT_OK;
+  if (state[i] == 1) return located(pc, file, "extends: problem %s extends itself (through the problems it extends)", pcs->keys[i]->text);
+  state[i] = 1;
   dt_ynode *ext = take(pc, "extends", &key);
-  if (ext == NULL) return DT_OK;
+  if (ext == NULL) {
+    state[i] = 2;
+    return DT_OK;
+  }
   dt_status st = DT_OK;
   int b = 0;
   if (ext->kind == DT_YN_SCALAR)
@@ -239,23 +250,33 @@ static dt_status extend_problem(dt_ynode *pcs, int i, const char *file, int dept
     const char *near = ext->kind == DT_YN_SCALAR ? dt_nearest(ext->text, names, n) : NULL;
     st = located(ext, file, "extends: expected the name of another problem%s%s%s", near ? "; did you mean " : "",
                                   near ? near : "", near ? "?" : "");
-  } else if (b == i || depth >= MAX_INTERP_DEPTH) {
-    st = located(ext, file, "extends: problem %s extends itself (through the problems it extends)", pcs->keys[i]->text);
-  } else if ((st = extend_problem(pcs, b, file, depth + 1)) == DT_OK) {
+  } else if (b == i) {
+    st = located(ext, file, "extends: problem %s extends itself", pcs->keys[i]->text);
+  } else if ((st = extend_problem(pcs, b, file, state)) == DT_OK) {
     dt_ynode *base = copy_node(pcs->items[b]);
     if (base == NULL) st = DT_ERROR(DT_ERR_MEMORY, "out of memory composing the config");
     else if (base->kind != DT_YN_MAP) {
       dt_ynode_free(base);
       st = located(ext, file, "extends: problem %s is not a mapping", ext->text);
     } else { /* base with this problem's own keys over it */
-      dt_ynode own = *pc;
-      *pc = *base;
-      *base = own;
+      swap_contents(pc, base);
       st = merge(pc, base);
     }
   }
   dt_ynode_free(key);
   dt_ynode_free(ext);
+  state[i] = 2;
+  return st;
+}
+
+dt_status config_compose_extends(dt_ynode *root, const char *file) {
+  dt_ynode *pcs = root->kind == DT_YN_MAP ? dt_ynode_get(root, "problem_configs") : NULL;
+  if (pcs == NULL || pcs->kind != DT_YN_MAP || pcs->n == 0) return DT_OK;
+  char *state = calloc((size_t)pcs->n, 1);
+  DT_CHECK(state != NULL, DT_ERR_MEMORY, "out of memory");
+  dt_status st = DT_OK;
+  for (int i = 0; st == DT_OK && i < pcs->n; i++) st = extend_problem(pcs, i, file, state);
+  free(state);
   return st;
 }
 
@@ -283,7 +304,8 @@ static dt_status resolve_ref(dt_ynode *root, const dt_ynode *at, const char *bod
     if (v == NULL && comma == NULL)
       return located(at, file, "${%s}: the environment variable %s is not set (give a default: ${oc.env:%s,VALUE})",
                                       body, var, var);
-    snprintf(out, size, "%s", v != NULL ? v : comma + 1);
+    if ((size_t)snprintf(out, size, "%s", v != NULL ? v : comma + 1) >= size)
+      return located(at, file, "${%s}: the value is longer than %zu characters", body, size - 1);
     return DT_OK;
   }
   dt_ynode *ref = at_path(root, body);
@@ -292,7 +314,8 @@ static dt_status resolve_ref(dt_ynode *root, const dt_ynode *at, const char *bod
   if (depth >= MAX_INTERP_DEPTH)
     return located(at, file, "${%s}: the references go round in a circle", body);
   DT_TRY(interpolate(root, ref, file, depth + 1));
-  snprintf(out, size, "%s", ref->text);
+  if ((size_t)snprintf(out, size, "%s", ref->text) >= size)
+    return located(at, file, "${%s}: the value is longer than %zu characters", body, size - 1);
   return DT_OK;
 }
 
@@ -307,16 +330,18 @@ static dt_status interpolate(dt_ynode *root, dt_ynode *n, const char *file, int 
   for (const char *p = n->text; *p;) {
     const char *open = strstr(p, "${");
     if (open == NULL) {
-      used += (size_t)snprintf(out + used, used < sizeof out ? sizeof out - used : 0, "%s", p);
+      if (used < sizeof out) used += (size_t)snprintf(out + used, sizeof out - used, "%s", p);
       break;
     }
     const char *close = strchr(open, '}');
     if (close == NULL) return located(n, file, "'%s': a ${ without its }", n->text);
-    used += (size_t)snprintf(out + used, used < sizeof out ? sizeof out - used : 0, "%.*s", (int)(open - p), p);
+    if (used < sizeof out) used += (size_t)snprintf(out + used, sizeof out - used, "%.*s", (int)(open - p), p);
     char body[512], val[2048];
+    if (close - open - 2 >= (long)sizeof body) return located(n, file, "a ${...} reference longer than %zu characters", sizeof body - 1);
+    if (close == open + 2) return located(n, file, "'%s': an empty ${}", n->text);
     snprintf(body, sizeof body, "%.*s", (int)(close - open - 2), open + 2);
     DT_TRY(resolve_ref(root, n, body, file, depth, val, sizeof val));
-    used += (size_t)snprintf(out + used, used < sizeof out ? sizeof out - used : 0, "%s", val);
+    if (used < sizeof out) used += (size_t)snprintf(out + used, sizeof out - used, "%s", val);
     p = close + 1;
   }
   if (used >= sizeof out) return located(n, file, "'%s': longer than %zu characters once resolved", n->text, sizeof out - 1);
@@ -346,8 +371,7 @@ static dt_status required(const dt_ynode *n, const char *path, const char *file)
 
 dt_status config_compose_finish(dt_ynode *root, const char *file) {
   if (root->kind != DT_YN_MAP) return DT_OK;
-  dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
-  for (int i = 0; pcs != NULL && pcs->kind == DT_YN_MAP && i < pcs->n; i++) DT_TRY(extend_problem(pcs, i, file, 0));
+  DT_TRY(config_compose_extends(root, file));
   DT_TRY(interpolate(root, root, file, 0));
   return required(root, "", file);
 }

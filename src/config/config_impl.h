@@ -87,6 +87,8 @@ void config_mark_seed_order(const schema_ctx *ctx, const dt_ynode *problem, dt_p
 
 /* Merges root's include: files (relative to file, themselves composed) under its own keys. */
 DT_MUST_USE dt_status config_compose_includes(dt_ynode *root, const char *file);
+/* Problems' extends: (each problem's base's keys under its own). */
+DT_MUST_USE dt_status config_compose_extends(dt_ynode *root, const char *file);
 /* After --set: problems' extends:, then ${path} and ${oc.env:VAR[,default]}, then any ??? left
  * is an error naming its key. */
 DT_MUST_USE dt_status config_compose_finish(dt_ynode *root, const char *file);

@@ -51,6 +51,11 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
     const dt_status st = dt_error_set_key(DT_ERROR(code, "%s: %s", cfg->source, msg), "%s", key);
     return dt_error_set_where(st, cfg->source, 0, 0);
   }
+  /* the file as the loader composed it (includes, extends), so that a key from an included file
+   * is found there; a composition that fails leaves the file's own keys to walk */
+  dt_status composed = config_compose_includes(root, cfg->source);
+  if (composed == DT_OK) composed = config_compose_extends(root, cfg->source);
+  (void)composed; /* where it fails, the walk takes the tree as far as it composed */
   int exact;
   const dt_ynode *n = walk(root, key, &exact);
   char where[DT_PATH_MAX + 64];

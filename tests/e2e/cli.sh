@@ -49,6 +49,8 @@ cp "$cfg" "$tmp/-odd.yaml"
 [ $rc = 2 ] && grep -q "did you mean --set?" "$tmp/err" && ok || bad "--sett: exit $rc, $(cat "$tmp/err")"
 "$dtrun" run $cfg --target 0.5 > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q -- "--target is an option of compare, not of run" "$tmp/err" && ok || bad "run --target: exit $rc, $(cat "$tmp/err")"
+"$dtrun" run $cfg --force=1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q -- "--force takes no value (found '--force=1')" "$tmp/err" && ok || bad "--force=1: exit $rc, $(cat "$tmp/err")"
 "$dtrun" check $cfg --set > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 2 ] && grep -q -- "--set needs KEY=VALUE" "$tmp/err" && ok || bad "--set without a value: exit $rc, $(cat "$tmp/err")"
 "$dtrun" check $cfg experiment.seed=3 > /dev/null 2> "$tmp/err"; rc=$?

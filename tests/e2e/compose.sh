@@ -72,6 +72,8 @@ printf 'include: [common/base.yaml, loop.yaml]\n' > "$tmp/conf/bad.yaml"
 bad_case "an include cycle" "loop.yaml includes itself"
 printf 'include: common/base.yaml\nproblem_configs:\n  f: {extends: dsdg}\n' > "$tmp/conf/bad.yaml"
 bad_case "extends of an unknown problem" "bad.yaml:3:16: extends: expected the name of another problem; did you mean dsgd?"
+printf 'include: common/base.yaml\nproblem_configs:\n  a: {extends: b}\n  b: {extends: a}\n' > "$tmp/conf/bad.yaml"
+bad_case "an extends cycle" "extends: problem a extends itself (through the problems it extends)"
 printf 'include: common/base.yaml\nexperiment: {name: "${experiment.graph.nodes}"}\n' > "$tmp/conf/bad.yaml"
 bad_case "a reference to no key" 'bad.yaml:2:20: ${experiment.graph.nodes}: no such key in the config'
 printf 'include: common/base.yaml\nexperiment: {name: "${oc.env:DT_NOT_SET_ANYWHERE}"}\n' > "$tmp/conf/bad.yaml"
