@@ -309,6 +309,9 @@ dt_status dt_config_load_overrides(const char *text, size_t len, const char *nam
     DT_CHECK_GOTO((size_t)(eq - overrides[i]) < sizeof path, DT_ERR_USAGE, "%.80s...: the key path is longer than %zu characters", origin,
                   sizeof path - 1);
     snprintf(path, sizeof path, "%.*s", (int)(eq - overrides[i]), overrides[i]);
+    DT_CHECK_GOTO(strcmp(path, "sweep") != 0 && strncmp(path, "sweep.", 6) != 0, DT_ERR_USAGE,
+                  "%s: a sweep's axes are not set with --set (it would be ignored): give them with --sweep KEY=V1,V2,... or the "
+                  "file's sweep: key", origin);
     DT_CHECK_GOTO(root->kind == DT_YN_MAP, DT_ERR_CONFIG, "%s: the file's top level is not a mapping", name);
     DT_TRY_GOTO(check_problem_key(&ctx, root, path, origin));
     DT_TRY_GOTO(dt_ynode_set_path(root, path, eq + 1, origin));
