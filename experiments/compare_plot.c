@@ -45,6 +45,18 @@ static void json_member(FILE *f, const char *key, const char *value, int first) 
   else fputs("null", f);
 }
 
+/* n "KEY=VALUE" words (--label, --ylim M=LO:HI) as one JSON object {"KEY": "VALUE", ...}. */
+static void json_pairs(FILE *f, const char *const *pairs, int n) {
+  fputs("{", f);
+  for (int i = 0; i < n; i++) {
+    const char *eq = strchr(pairs[i], '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - pairs[i]), pairs[i]);
+    json_member(f, key, eq + 1, i == 0);
+  }
+  fputs("}", f);
+}
+
 /* The options every figure shares: output, size, title, labels, limits, log axes, x. */
 static void json_options(FILE *f, const dt_compare_options *opt, int xk) {
   json_member(f, "output", opt->plot, 0);
@@ -53,26 +65,11 @@ static void json_options(FILE *f, const dt_compare_options *opt, int xk) {
   json_member(f, "xlim", opt->xlim, 0);
   json_member(f, "log", opt->log ? opt->log : "auto", 0);
   json_member(f, "x", compare_x_name(xk), 0);
-  fputs(", \"labels\": {", f);
-  for (int i = 0; i < opt->num_labels; i++) {
-    const char *eq = strchr(opt->labels[i], '=');
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - opt->labels[i]), opt->labels[i]);
-    json_member(f, key, eq + 1, i == 0);
-  }
-  fputs("}, \"ylim\": ", f);
-  if (opt->num_ylim == 1 && strchr(opt->ylim[0], '=') == NULL) { /* one range for every panel */
-    json_str(f, opt->ylim[0]);
-  } else {
-    fputs("{", f);
-    for (int i = 0; i < opt->num_ylim; i++) {
-      const char *eq = strchr(opt->ylim[i], '=');
-      char key[64];
-      snprintf(key, sizeof key, "%.*s", (int)(eq - opt->ylim[i]), opt->ylim[i]);
-      json_member(f, key, eq + 1, i == 0);
-    }
-    fputs("}", f);
-  }
+  fputs(", \"labels\": ", f);
+  json_pairs(f, opt->labels, opt->num_labels);
+  fputs(", \"ylim\": ", f);
+  if (opt->num_ylim == 1 && strchr(opt->ylim[0], '=') == NULL) json_str(f, opt->ylim[0]); /* one range for every panel */
+  else json_pairs(f, opt->ylim, opt->num_ylim);
 }
 
 /* A curve's swept pairs ("key\x1fvalue", '\x1e' between) as [["key", "value"], ...]. */

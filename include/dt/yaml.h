@@ -44,7 +44,7 @@ DT_MUST_USE dt_status dt_ynode_locate(dt_status code, const dt_ynode *n, const c
 
 /* v as the shortest text that reads back to the same double (YAML's .nan, .inf and -.inf for
  * those; an exponent form gets its '.', 1.0e-05, so YAML 1.1 readers take a float), into buf;
- * returns buf. For the files dtrun writes by hand (graph.yaml, summary.yaml). */
+ * returns buf. dt_yemit_double writes numbers with it. */
 const char *dt_yaml_double(double v, char *buf, size_t size);
 
 /* ---- writing: libyaml's emitter, for every YAML file dtrun writes (src/config/yemit.c) ------ */
