@@ -666,6 +666,6 @@ dt_status cli_man(FILE *out) {
         ".TP\nNO_COLOR\nno colour from scripts/setup.sh\n", out);
   fputs(".SH CONFIGURATION KEYS\nEvery key of an experiment file, with its default (configs/README.md has the same table):\n", out);
   dt_config_visit_keys(&dt_builtin, man_key, out);
-  fputs(".SH SEE ALSO\n\\fBmpirun\\fR(1), README.md and configs/README.md in dtrun's sources\n", out);
+  fputs(".SH SEE ALSO\n\\fBmpirun\\fR(1), README.md, docs/ and configs/README.md in dtrun's sources\n", out);
   return ferror(out) ? DT_ERROR(DT_ERR_IO, "cannot write the manual page") : DT_OK;
 }

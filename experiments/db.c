@@ -1,7 +1,7 @@
 /* results.sqlite: every evaluation of a run (or of every point of a sweep) in one SQLite file,
  * in WAL mode, committed as it is measured, so that a run killed by any means keeps every
  * evaluation it printed and a reader (pandas, the sqlite3 shell, `dtrun compare`) can read it
- * while it runs. Only rank 0 writes. The schema (README.md "Results database"):
+ * while it runs. Only rank 0 writes. The schema (docs/results.md, "The results database"):
  *
  *   runs        one row per run folder: run, folder (relative to the database), point, swept
  *               (a JSON object of the swept keys' values), seed, experiment, config (resolved

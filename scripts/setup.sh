@@ -5,8 +5,9 @@
 # their SHA-256 checked. Idempotent: a second run with nothing changed takes about a second.
 #
 # usage: scripts/setup.sh [--with-torch] [--no-build] [--no-data] [--dataset cifar10|cifar100]...
-#                         [--prefix DIR]
+#                         [--install | --prefix DIR]
 #   --with-torch  also install python3-torch (PyTorch cross-check test and benchmarks)
+#   --install     also install dtrun into /usr/local (sudo where needed), so `dtrun` is on PATH
 #   --prefix DIR  also install dtrun into DIR (DIR/bin/dtrun, its completions, man page, Python
 #                 module and example configs: meson install), e.g. --prefix ~/.local
 #   --dataset D   also install CIFAR-10 or CIFAR-100 under data/D: the official binary archive
@@ -27,12 +28,13 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "setup.sh: --dataset needs a name: cifar10 or cifar100" >&2; exit 2; }
       extra+=("$2")
       shift ;;
+    --install) prefix=/usr/local ;;
     --prefix=*) prefix=${1#--prefix=} ;;
     --prefix)
       [ $# -ge 2 ] || { echo "setup.sh: --prefix needs a folder" >&2; exit 2; }
       prefix=$2
       shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -89,8 +91,19 @@ if [ "$build" = 1 ]; then
   if [ -n "$prefix" ]; then
     say "installing into $prefix"
     meson configure build --prefix="$(realpath -m "$prefix")" >/dev/null
-    meson install -C build --quiet >/dev/null || { meson install -C build; exit 1; }
-    say "dtrun is $(realpath -m "$prefix")/bin/dtrun (put $(realpath -m "$prefix")/bin on PATH)"
+    ninja -C build >/dev/null || { ninja -C build; exit 1; } # as this user: the install below may be sudo's
+    as_root=()
+    mkdir -p "$prefix" 2>/dev/null || true
+    if [ ! -w "$prefix" ] && [ "$(id -u)" != 0 ]; then
+      command -v sudo >/dev/null || { echo "setup.sh: $prefix is not writable and there is no sudo: use --prefix ~/.local" >&2; exit 1; }
+      as_root=(sudo)
+    fi
+    "${as_root[@]}" meson install -C build --no-rebuild --quiet >/dev/null || { "${as_root[@]}" meson install -C build --no-rebuild; exit 1; }
+    bin=$(realpath -m "$prefix")/bin
+    case ":$PATH:" in
+      *":$bin:"*) say "dtrun is $bin/dtrun" ;;
+      *) say "dtrun is $bin/dtrun: put $bin on PATH (export PATH=$bin:\$PATH)" ;;
+    esac
   fi
 fi
 

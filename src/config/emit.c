@@ -105,32 +105,6 @@ static void emit_rows(dt_yemit *em, const dt_key *keys, const void *base) {
   }
 }
 
-/* A relative edge_file is relative to the config file's folder: the emitted config (a run's
- * archived config.yaml, which re-runs and resumes from the run folder) names it absolutely. */
-static dt_status absolute_edge_file(const dt_config *cfg, dt_config **copy) {
-  const char *ef = cfg->experiment.graph.edge_file;
-  *copy = NULL;
-  if (ef[0] == '\0' || ef[0] == '/') return DT_OK;
-  char dir[DT_PATH_MAX], abs[2 * DT_PATH_MAX + 2];
-  snprintf(dir, sizeof dir, "%s", cfg->source);
-  char *slash = strrchr(dir, '/');
-  if (slash != NULL) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
-  char *real = realpath(dir, NULL);
-  const int n = snprintf(abs, sizeof abs, "%s/%s", real != NULL ? real : dir, ef);
-  free(real);
-  if (n < 0 || (size_t)n >= sizeof cfg->experiment.graph.edge_file) {
-    const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s: experiment.graph.edge_file '%s' is longer than %zu characters as an absolute path",
-                                  cfg->source, ef, sizeof cfg->experiment.graph.edge_file - 1);
-    return dt_error_set_where(dt_error_set_key(st, "experiment.graph.edge_file"), cfg->source, 0, 0);
-  }
-  *copy = malloc(sizeof **copy);
-  DT_CHECK(*copy != NULL, DT_ERR_MEMORY, "out of memory");
-  memcpy(*copy, cfg, sizeof **copy);
-  snprintf((*copy)->experiment.graph.edge_file, sizeof (*copy)->experiment.graph.edge_file, "%s", abs);
-  return DT_OK;
-}
-
 static dt_status emit_config(const dt_config *cfg, const dt_registry *reg, FILE *f) {
   experiment_table t;
   DT_TRY(config_experiment_table_make(reg, &t));
@@ -167,42 +141,27 @@ static dt_status emit_config(const dt_config *cfg, const dt_registry *reg, FILE 
   return dt_yemit_finish(em, "the resolved config");
 }
 
-dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f) {
-  dt_config *copy;
-  DT_TRY(absolute_edge_file(cfg, &copy));
-  const dt_status st = emit_config(copy != NULL ? copy : cfg, reg, f);
-  free(copy);
-  return st;
-}
+dt_status dt_config_emit(const dt_config *cfg, const dt_registry *reg, FILE *f) { return emit_config(cfg, reg, f); }
 
 /* ---- the archived copy ---------------------------------------------------------------------- */
 
-/* path made absolute: against `base` (a folder, itself made absolute against the working
- * directory), unless it is absolute or empty already. */
-static void absolute(char *path, size_t size, const char *base) {
+/* path made absolute against the working directory (loading made every relative path relative to
+ * it), unless it is absolute or empty already. */
+static void absolute(char *path, size_t size) {
   if (path[0] == '\0' || path[0] == '/') return;
-  char cwd[DT_PATH_MAX], out[3 * DT_PATH_MAX + 8];
+  char cwd[DT_PATH_MAX], out[2 * DT_PATH_MAX + 2];
   if (getcwd(cwd, sizeof cwd) == NULL) return; /* left as it is: it still works from here */
-  if (base == NULL || base[0] == '\0' || strcmp(base, ".") == 0) snprintf(out, sizeof out, "%s/%s", cwd, path);
-  else if (base[0] == '/') snprintf(out, sizeof out, "%s/%s", base, path);
-  else snprintf(out, sizeof out, "%s/%s/%s", cwd, base, path);
-  const char *p = out;
-  while (strncmp(p, "./", 2) == 0) p += 2;
-  if (strlen(p) < size) snprintf(path, size, "%s", p);
+  snprintf(out, sizeof out, "%s/%s", cwd, strncmp(path, "./", 2) == 0 ? path + 2 : path);
+  if (strlen(out) < size) snprintf(path, size, "%s", out);
 }
 
 dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, FILE *f) {
   dt_config *a = malloc(sizeof *a);
   DT_CHECK(a != NULL, DT_ERR_MEMORY, "out of memory");
   *a = *cfg;
-  char dir[DT_PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", cfg->source);
-  char *slash = strrchr(dir, '/');
-  if (slash != NULL) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
-  absolute(a->experiment.data_dir, sizeof a->experiment.data_dir, NULL);
-  absolute(a->experiment.output_metadir, sizeof a->experiment.output_metadir, NULL);
-  absolute(a->experiment.graph.edge_file, sizeof a->experiment.graph.edge_file, dir); /* relative to the config file */
+  absolute(a->experiment.data_dir, sizeof a->experiment.data_dir);
+  absolute(a->experiment.output_metadir, sizeof a->experiment.output_metadir);
+  absolute(a->experiment.graph.edge_file, sizeof a->experiment.graph.edge_file);
   dt_status st = dt_config_emit(a, reg, f);
   free(a);
   return st;

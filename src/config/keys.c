@@ -182,9 +182,9 @@ static const dt_key experiment_keys[] = {
     {.name = "name", .type = DT_KEY_STRING, .offset = OFF(name), .size = DT_NAME_MAX, .def = "experiment",
      .help = "experiment name; part of the output folder name"},
     {.name = "data_dir", .type = DT_KEY_STRING, .offset = OFF(data_dir), .size = DT_PATH_MAX, .def = "",
-     .help = "folder with the dataset's files (IDX, CIFAR binary), or the folder a torchvision root or the official archive unpacks into; empty = data/<dataset> of the working directory"},
+     .help = "folder with the dataset's files (IDX, CIFAR binary), or the folder a torchvision root or the official archive unpacks into (relative to the config file); empty = data/<dataset> of the working directory"},
     {.name = "output_metadir", .type = DT_KEY_STRING, .offset = OFF(output_metadir), .size = DT_PATH_MAX, .def = "outputs",
-     .help = "where run folders are created"},
+     .help = "where run folders are created (relative to the working directory)"},
     {.name = "writeout", .type = DT_KEY_BOOL, .offset = OFF(writeout), .def = "true", .help = "write result files (false: write nothing)"},
     {.name = "use_cuda", .type = DT_KEY_BOOL, .offset = OFF(use_cuda), .def = "false",
      .help = "seed key: true with backend cpu only warns that the run stays on the CPU; choose the device with backend"},
@@ -342,7 +342,7 @@ const dt_key config_root_keys[] = {
     {.name = "experiment", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the experiment"},
     {.name = "problem_configs", .type = DT_KEY_SPECIAL, .flags = DT_KEY_REQUIRED, .help = "the (problem, optimizer) pairs"},
     /* read by dt_sweep_load (src/config/sweep.c); a single run ignores it */
-    {.name = "sweep", .type = DT_KEY_SPECIAL, .help = "a grid of experiments over config keys (README \"Sweeps\")"},
+    {.name = "sweep", .type = DT_KEY_SPECIAL, .help = "a grid of experiments over config keys (configs/README.md, \"Sweeps\")"},
     {0},
 };
 

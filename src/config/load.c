@@ -247,6 +247,72 @@ static dt_status read_problems(const schema_ctx *ctx, const dt_ynode *pcs, dt_co
   return DT_OK;
 }
 
+/* ---- paths ------------------------------------------------------------------------------- */
+
+/* dir/rel with "." and "name/.." folded away lexically ("configs/../data/mnist" is
+ * "data/mnist"); leading ".." of a relative result are kept. false when it does not fit. */
+static bool join_folded(const char *dir, const char *rel, char *out, size_t size) {
+  char buf[2 * DT_PATH_MAX + 2];
+  const int n = snprintf(buf, sizeof buf, "%s/%s", dir, rel);
+  if (n < 0 || (size_t)n >= sizeof buf) return false;
+  const bool abs = buf[0] == '/';
+  char *parts[DT_PATH_MAX / 2];
+  int np = 0, ups = 0; /* ups: leading ".." of a relative path */
+  for (char *save = NULL, *t = strtok_r(buf, "/", &save); t != NULL; t = strtok_r(NULL, "/", &save)) {
+    if (strcmp(t, ".") == 0) continue;
+    if (strcmp(t, "..") == 0) {
+      if (np > ups) np--;
+      else if (!abs) parts[np++] = t, ups++; /* "/.." is "/" */
+      continue;
+    }
+    if (np == (int)(sizeof parts / sizeof *parts)) return false;
+    parts[np++] = t;
+  }
+  size_t used = 0;
+  out[0] = '\0';
+  if (abs) used = (size_t)snprintf(out, size, "/");
+  for (int i = 0; i < np && used < size; i++) used += (size_t)snprintf(out + used, size - used, "%s%s", i ? "/" : "", parts[i]);
+  if (used >= size) return false;
+  if (np == 0 && !abs) snprintf(out, size, ".");
+  return true;
+}
+
+/* The one rule for a relative path that names an input file or folder: it is relative to the
+ * folder of the file that wrote it (an include:d file's for its keys), and a value given on the
+ * command line (--set, --sweep) to the working directory. The value becomes a path from the
+ * working directory, so everything after loading opens it as it is. */
+static dt_status resolve_input(const schema_ctx *ctx, const dt_ynode *n, const char *key, char *path, size_t size) {
+  if (n == NULL || path[0] == '\0' || path[0] == '/') return DT_OK;
+  if (n->origin != NULL && strncmp(n->origin, "--", 2) == 0) return DT_OK;
+  char dir[DT_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", n->file != NULL ? n->file : ctx->file);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL) return DT_OK; /* a file in the working directory */
+  *slash = '\0';
+  char out[DT_PATH_MAX];
+  if (!join_folded(slash == dir ? "/" : dir, path, out, sizeof out) || strlen(out) >= size)
+    return schema_error(ctx, n, key, "'%s' relative to the folder of %s is longer than %zu characters", path, dir, size - 1);
+  snprintf(path, size, "%s", out);
+  return DT_OK;
+}
+
+/* A file in the seed reference's layout (a problem with metrics_config or problem_name). */
+static bool seed_layout(const dt_ynode *root) {
+  const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
+  for (int i = 0; pcs != NULL && pcs->kind == DT_YN_MAP && i < pcs->n; i++)
+    if (dt_ynode_get(pcs->items[i], "metrics_config") != NULL || dt_ynode_get(pcs->items[i], "problem_name") != NULL) return true;
+  return false;
+}
+
+static dt_status resolve_paths(const schema_ctx *ctx, const dt_ynode *root, dt_experiment_config *e) {
+  const dt_ynode *exp = dt_ynode_get(root, "experiment");
+  DT_TRY(resolve_input(ctx, dt_ynode_get(dt_ynode_get(exp, "graph"), "edge_file"), "experiment.graph.edge_file", e->graph.edge_file,
+                       sizeof e->graph.edge_file));
+  /* the seed's files name data_dir from the working directory they were run in (its repository) */
+  if (!seed_layout(root)) DT_TRY(resolve_input(ctx, dt_ynode_get(exp, "data_dir"), "experiment.data_dir", e->data_dir, sizeof e->data_dir));
+  return DT_OK;
+}
+
 static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg) {
   char found[96];
   if (root->kind != DT_YN_MAP)
@@ -255,6 +321,7 @@ static dt_status load_tree(const schema_ctx *ctx, dt_ynode *root, dt_config *cfg
   DT_TRY(schema_read(ctx, config_root_keys, root, "", cfg));
   DT_TRY(read_experiment(ctx, dt_ynode_get(root, "experiment"), &cfg->experiment));
   DT_TRY(read_problems(ctx, dt_ynode_get(root, "problem_configs"), cfg));
+  DT_TRY(resolve_paths(ctx, root, &cfg->experiment));
   return config_validate(ctx, root, cfg);
 }
 

@@ -35,7 +35,8 @@ static dt_status find_file(const char *dir, const char *torch_sub, const char *s
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
-                        "experiment.data_dir: '%s' is not a folder; run scripts/setup.sh to fetch the datasets "
+                        "experiment.data_dir: '%s' is not a folder (a relative data_dir is relative to its config file's folder); "
+                        "run scripts/setup.sh to fetch the datasets "
                         "or set experiment.data_dir",
                         dir);
   return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
@@ -89,7 +90,8 @@ static dt_status find_cifar_dir(const char *dir, const char *name, const char *s
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
-                        "experiment.data_dir: '%s' is not a folder; run scripts/setup.sh --dataset %s or set "
+                        "experiment.data_dir: '%s' is not a folder (a relative data_dir is relative to its config file's folder); "
+                        "run scripts/setup.sh --dataset %s or set "
                         "experiment.data_dir",
                         dir, name);
   return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",

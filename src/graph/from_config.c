@@ -2,7 +2,6 @@
  * describes, edge files found relative to the config file, and graph errors positioned at their
  * key in that file (by the key path each error carries: dt_config_positioned). Here rather than
  * in each command so that run, check and sweep build the same graph with the same messages. */
-#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +11,6 @@
 
 static void graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   const dt_graph_config *g = &cfg->experiment.graph;
-  static _Thread_local char edge_path[2 * DT_PATH_MAX + 2];
   memset(spec, 0, sizeof *spec);
   spec->type = (dt_graph_type)g->type;
   spec->num_nodes = g->num_nodes;
@@ -27,17 +25,8 @@ static void graph_spec_from_config(const dt_config *cfg, dt_graph_spec *spec) {
   spec->fiedler_tolerance = g->fiedler_tolerance;
   spec->mixing = (dt_mixing)g->mixing;
   spec->directed = g->directed;
-  if (g->edge_file[0] != '\0') {
-    /* relative edge files are relative to the config file's folder */
-    if (g->edge_file[0] == '/') {
-      snprintf(edge_path, sizeof edge_path, "%s", g->edge_file);
-    } else {
-      char src[DT_PATH_MAX];
-      snprintf(src, sizeof src, "%s", cfg->source);
-      snprintf(edge_path, sizeof edge_path, "%s/%s", dirname(src), g->edge_file);
-    }
-    spec->edge_file = edge_path;
-  }
+  /* relative to the working directory: loading resolved it (src/config/load.c, resolve_input) */
+  if (g->edge_file[0] != '\0') spec->edge_file = g->edge_file;
 }
 
 dt_status dt_graph_from_config(const dt_config *cfg, dt_graph **out) {

@@ -83,7 +83,6 @@ scale_config() { # nodes rounds profile -> yaml
   cat <<YEOF
 experiment:
   name: gpu_scale_$1
-  data_dir: data/mnist
   data_split_type: random
   backend: cuda
   seed: 1
@@ -129,7 +128,6 @@ rounds=$([ -n "$quick" ] && echo 10 || echo 40)
 cat > "$tmp/large.yaml" <<YEOF
 experiment:
   name: gpu_large_cnn
-  data_dir: data/mnist
   data_split_type: random
   backend: cuda
   seed: 1

@@ -7,6 +7,7 @@
 set -u
 . "$(dirname "$0")/../checks.sh"
 e2e_begin "$@"
+src=$PWD
 mkdir -p "$tmp/conf/common" "$tmp/elsewhere"
 cat > "$tmp/conf/common/base.yaml" <<YAML
 experiment:
@@ -78,6 +79,28 @@ printf 'include: common/base.yaml\nexperiment: {name: "${experiment.graph.nodes}
 bad_case "a reference to no key" 'bad.yaml:2:20: ${experiment.graph.nodes}: no such key in the config'
 printf 'include: common/base.yaml\nexperiment: {name: "${oc.env:DT_NOT_SET_ANYWHERE}"}\n' > "$tmp/conf/bad.yaml"
 bad_case "an unset variable without a default" "the environment variable DT_NOT_SET_ANYWHERE is not set"
+
+# paths: an input path written in a file is relative to that file's folder (an included file's
+# for its keys); one given on the command line, or in a seed-layout file's data_dir, to the
+# working directory; the archive names them absolutely
+ln -s "$src/data" "$tmp/conf/data"
+printf '0 1\n1 2\n2 0\n' > "$tmp/conf/common/ring.txt"
+printf 'experiment:\n  graph: {type: file, edge_file: ring.txt}\n' > "$tmp/conf/common/edges.yaml"
+printf 'include: [common/base.yaml, common/edges.yaml]\nexperiment: {data_dir: data/mnist}\n' > "$tmp/conf/paths.yaml"
+"$dtrun" check "$tmp/conf/paths.yaml" --set experiment.seed=1 > "$tmp/paths.out" 2>&1 \
+  && grep -qF "data_dir: \"$tmp/conf/data/mnist\"" "$tmp/paths.out" && grep -qF "edge_file: \"$tmp/conf/common/ring.txt\"" "$tmp/paths.out" \
+  && ok || bad "paths relative to their files: $(grep -E 'error|data_dir|edge_file' "$tmp/paths.out" | head -3)"
+"$dtrun" run "$tmp/conf/paths.yaml" --set experiment.seed=1 --set 'problem_configs.*.optimizer_config.outer_iterations=1' \
+  -o "$tmp/rp" --quiet > "$tmp/rp.log" 2>&1 && grep -qF "data_dir: \"$tmp/conf/data/mnist\"" "$tmp/rp/config.yaml" \
+  && grep -qF "edge_file: \"$tmp/conf/common/ring.txt\"" "$tmp/rp/config.yaml" && ok || bad "the archive's paths: $(tail -2 "$tmp/rp.log")"
+"$dtrun" check "$tmp/conf/paths.yaml" --set experiment.seed=1 --set experiment.data_dir=data/mnist > "$tmp/bad.out" 2>&1
+[ $? = 2 ] && grep -qF "experiment.data_dir: 'data/mnist' is not a folder" "$tmp/bad.out" && ok \
+  || bad "--set data_dir is not relative to the working directory: $(head -2 "$tmp/bad.out")"
+printf 'include: common/base.yaml\nexperiment: {data_dir: data/mnist}\nproblem_configs:\n  dsgd: {problem_name: d}\n' \
+  > "$tmp/conf/seed.yaml"
+"$dtrun" check "$tmp/conf/seed.yaml" --set experiment.seed=1 > "$tmp/bad.out" 2>&1
+[ $? = 2 ] && grep -qF "experiment.data_dir: 'data/mnist' is not a folder" "$tmp/bad.out" && ok \
+  || bad "a seed-layout file's data_dir is not relative to the working directory: $(head -2 "$tmp/bad.out")"
 
 echo "compose: $pass ok, $fail failed"
 [ $fail = 0 ]

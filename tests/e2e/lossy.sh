@@ -79,7 +79,6 @@ refused() { # what expected-message dtrun-arguments...
 }
 cat > "$tmp/relay.yaml" <<'YAML'
 experiment:
-  data_dir: data/mnist
   graph: {num_nodes: 4, type: cycle}
   network: {loss: 0.05}
 problem_configs:

@@ -184,7 +184,7 @@ rc=${PIPESTATUS[0]}
 
 # exit codes a script can trust: every problem diverged → 3 (files written); check RUN_DIR → 0 for
 # a completed run, 4 for one that did not complete (interrupted here)
-printf 'experiment: {name: dv, data_dir: data/mnist, seed: 7, graph: {num_nodes: 5, type: cycle}}\nproblem_configs:\n  dsgd: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgd, outer_iterations: 20, alpha0: 1e30}}\n  dsgt: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgt, outer_iterations: 20, alpha: 1e30}}\n' > "$tmp/dv.yaml"
+printf 'experiment: {name: dv, seed: 7, graph: {num_nodes: 5, type: cycle}}\nproblem_configs:\n  dsgd: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgd, outer_iterations: 20, alpha0: 1e30}}\n  dsgt: {evaluate_frequency: 10, optimizer_config: {alg_name: dsgt, outer_iterations: 20, alpha: 1e30}}\n' > "$tmp/dv.yaml"
 "$dtrun" "$tmp/dv.yaml" --output-dir "$tmp/dv" --quiet > /dev/null 2> "$tmp/dv.err"; rc=$?
 [ $rc = 3 ] && grep -q "every problem diverged" "$tmp/dv.err" && [ "$(grep -c '^  status: diverged' "$tmp/dv/summary.yaml")" = 2 ] && ok \
   || bad "a run whose every problem diverged: exit $rc (expected 3), $(cat "$tmp/dv.err")"
@@ -248,21 +248,21 @@ grep -q "^# graph: torus (2 rows x 3 columns), 6 nodes" "$tmp/show.check" && gre
   "$tmp/show.check" && grep -q "^# problem dsgt: dsgt, 60 rounds, evaluate every 20, batch 64," "$tmp/show.check" && ok \
   || bad "check should show the torus shape and full batch: $(grep '^# [gp]' "$tmp/show.check")"
 for v in $(grep -rhoE 'getenv\("[A-Z_]+"\)' src experiments problems optimizers | sed 's/getenv("//; s/")//' | sort -u); do
-  grep -q "\`$v" README.md || { bad "README.md does not document the environment variable $v"; break; }
+  grep -q "\`$v" docs/guide.md || { bad "docs/guide.md does not document the environment variable $v"; break; }
 done && ok
 
 # A seed-format config running DSGD or DSGT without update_order gets one note, in check and at
 # the run's start; once the order is given, or in dtrun's own format, none.
-"$dtrun" check configs/dist_mnist.yaml > "$tmp/seed.check" 2>&1
+"$dtrun" check tests/e2e/seed_format.yaml > "$tmp/seed.check" 2>&1
 grep -q "^# note: dsgd (dsgd), dsgt (dsgt) run the synchronous update" "$tmp/seed.check" && grep -q "^#   in optimizer_config reproduces it" \
   "$tmp/seed.check" && ok || bad "check of a seed config should note the update order: $(tail -4 "$tmp/seed.check")"
-"$dtrun" check configs/dist_mnist.yaml --set problem_configs.problem2.optimizer_config.update_order=sequential 2>&1 \
+"$dtrun" check tests/e2e/seed_format.yaml --set problem_configs.problem2.optimizer_config.update_order=sequential 2>&1 \
   | grep -q "^# note: dsgt (dsgt) runs the synchronous" && ok || bad "the note should name only the problem without update_order"
-"$dtrun" configs/dist_mnist.yaml --output-dir "$tmp/seed" --progress never --set 'problem_configs.*.optimizer_config.outer_iterations=1' \
+"$dtrun" tests/e2e/seed_format.yaml --output-dir "$tmp/seed" --progress never --set 'problem_configs.*.optimizer_config.outer_iterations=1' \
   --set problem_configs.problem1.metrics_config.evaluate_frequency=1 > "$tmp/seed.log" 2>&1 || bad "seed config run failed: $(tail -3 "$tmp/seed.log")"
 [ "$(grep -c "^note: dsgd (dsgd), dsgt (dsgt) run the synchronous update" "$tmp/seed.log")" = 1 ] && ok \
   || bad "the run should print the note once: $(head -8 "$tmp/seed.log")"
-for c in configs/dist_mnist_paper.yaml tests/e2e/small.yaml "$tmp/seed/config.yaml"; do
+for c in configs/dist_mnist.yaml configs/dist_mnist_paper.yaml tests/e2e/small.yaml "$tmp/seed/config.yaml"; do
   ! "$dtrun" check "$c" 2>&1 | grep -q "note:" || { bad "$c should get no update-order note"; break; }
 done && ok
 

@@ -20,7 +20,9 @@ strip() { # file
          SELECT run, problem, round, node, forward_pass_count, validation_loss, top1_accuracy, consensus_error,
                 consensus_error_raw, current_epoch, train_loss, bytes_sent FROM evaluations
            ORDER BY run, problem, round, node;" ;;
-    */summary.yaml) grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|command|checkpoints|checkpoint_seconds|hosts|threads_rank0|build):' "$1" ;;
+    */summary.yaml) # the command with its continuation lines (a longer path wraps it differently)
+      awk '/^command:/ {cmd = 1; next} cmd && /^  / && !/^  [a-z_]+:/ {next} {cmd = 0; print}' "$1" |
+        grep -Ev '^ *(wall_seconds|time_compute|time_comm|time_eval|started|updated|checkpoints|checkpoint_seconds|hosts|threads_rank0|build):' ;;
     *) cat "$1" ;;
   esac
 }
