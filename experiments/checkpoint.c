@@ -417,7 +417,7 @@ static dt_status choose_checkpoint(const runner *r, char *dir, size_t size, int 
 
 /* run.ckpt's head: magic, config hash, problem p, round, node count and the number of problem
  * results that follow, checked against this run. */
-static dt_status decode_head(reader *rd, const runner *r, uint64_t *p, uint64_t *round, uint64_t *nres) {
+static dt_status decode_head(reader *rd, const ckpt_expect *x, uint64_t *p, uint64_t *round, uint64_t *nres) {
   const char *path = rd->path;
   char magic[8];
   uint64_t hash = 0, n = 0;
@@ -425,14 +425,14 @@ static dt_status decode_head(reader *rd, const runner *r, uint64_t *p, uint64_t 
   DT_CHECK(is_run_magic(magic), DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
   rd->v1 = memcmp(magic, run_magic_v1, 8) == 0;
   DT_TRY(get_u64(rd, &hash));
-  DT_CHECK(hash == r->config_hash, DT_ERR_CONFIG, "%s was written for another config than %s/config.yaml (was the config edited?)", path,
-           r->outdir);
+  DT_CHECK(hash == x->config_hash, DT_ERR_CONFIG, "%s was written for another config than %s/config.yaml (was the config edited?)", path,
+           x->outdir);
   DT_TRY(get_u64(rd, p));
   DT_TRY(get_u64(rd, round));
   DT_TRY(get_u64(rd, &n));
   DT_TRY(get_u64(rd, nres));
-  DT_CHECK(n == (uint64_t)r->n && *p <= (uint64_t)r->cfg->num_problems && *nres <= *p + 1 &&
-               *round <= (uint64_t)(*p < (uint64_t)r->cfg->num_problems ? r->cfg->problems[*p].outer_iterations : 0),
+  DT_CHECK(n == (uint64_t)x->n && *p <= (uint64_t)x->cfg->num_problems && *nres <= *p + 1 && *nres <= (uint64_t)x->cfg->num_problems &&
+               *round <= (uint64_t)(*p < (uint64_t)x->cfg->num_problems ? x->cfg->problems[*p].outer_iterations : 0),
            DT_ERR_DATA, "%s: corrupt (problem %llu, round %llu)", path, (unsigned long long)*p, (unsigned long long)*round);
   return DT_OK;
 }
@@ -483,32 +483,36 @@ static dt_status decode_progress(reader *rd, resume_point *rp) {
   return DT_OK;
 }
 
+dt_status runner_checkpoint_decode(const char *path, const unsigned char *file, size_t size, int checked, const ckpt_expect *x,
+                                   problem_result *res, resume_point *rp) {
+  if (checked && !trailer_ok(file, size, &size)) return DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its checksum does not match)", path);
+  reader rd = {.path = path, .p = file, .end = file + size};
+  const unsigned char *table = NULL; /* the node files' table: the content ends before it */
+  if (checked && size >= 32 && memcmp(file + 24, &(uint64_t){0}, 8) != 0 && node_table(file, size, x->n, &table)) rd.end = table;
+  uint64_t p = 0, round = 0, nres = 0;
+  DT_TRY(decode_head(&rd, x, &p, &round, &nres));
+  rp->found = 1;
+  rp->problem = (int)p;
+  rp->round = (int)round;
+  for (uint64_t q = 0; q < nres; q++) DT_TRY(decode_result(&rd, &res[q]));
+  if (round > 0) DT_TRY(decode_progress(&rd, rp));
+  DT_CHECK(rd.p == rd.end, DT_ERR_DATA, "%s: unexpected bytes at the end", path);
+  return DT_OK;
+}
+
 /* Rank 0: reads the newest intact checkpoint in r->outdir, if there is one, into rp and r->res. */
 static dt_status read_run(runner *r, resume_point *rp) {
   int found = 0;
   DT_TRY(choose_checkpoint(r, rp->dir, sizeof rp->dir, &found));
   if (!found) return DT_OK;
-  dt_status st = DT_OK;
   unsigned char *buf = NULL;
   size_t size = 0;
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
-  reader rd = {.path = path};
   rp->checked = ckpt_format(rp->dir) >= 3;
-  DT_TRY_GOTO(read_file(path, rp->checked, &buf, &size));
-  rd.p = buf;
-  rd.end = buf + size;
-  const unsigned char *table = NULL; /* verified by choose_checkpoint: the content ends before it */
-  if (rp->checked && size >= 32 && memcmp(buf + 24, &(uint64_t){0}, 8) != 0 && node_table(buf, size, r->n, &table)) rd.end = table;
-  uint64_t p = 0, round = 0, nres = 0;
-  DT_TRY_GOTO(decode_head(&rd, r, &p, &round, &nres));
-  rp->found = 1;
-  rp->problem = (int)p;
-  rp->round = (int)round;
-  for (uint64_t q = 0; q < nres; q++) DT_TRY_GOTO(decode_result(&rd, &r->res[q]));
-  if (round > 0) DT_TRY_GOTO(decode_progress(&rd, rp));
-  DT_CHECK_GOTO(rd.p == rd.end, DT_ERR_DATA, "%s: unexpected bytes at the end", path);
-cleanup:
+  DT_TRY(read_file(path, 0, &buf, &size)); /* the trailer is the decoder's to verify */
+  const ckpt_expect x = {.config_hash = r->config_hash, .n = r->n, .cfg = r->cfg, .outdir = r->outdir};
+  const dt_status st = runner_checkpoint_decode(path, buf, size, rp->checked, &x, r->res, rp);
   free(buf);
   return st;
 }

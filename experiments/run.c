@@ -419,6 +419,11 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
     if (done < cfg->num_problems) DT_TRY_GOTO(runner_checkpoint(&r, done, 0, NULL));
   }
   DT_TRY_GOTO(stop_agreed(&r, &sig));
+  if (sig && done == cfg->num_problems && (done == 0 || strcmp(r.res[done - 1].status, "interrupted") != 0)) {
+    /* the signal came as the last problem finished: nothing is left to resume */
+    runner_say(&r, "signal %d arrived as the last problem finished: the run is complete\n", sig);
+    sig = 0;
+  }
   DT_TRY_GOTO(runner_write_summary(&r, done, sig ? "interrupted" : "completed"));
   if (!sig) DT_TRY_GOTO(runner_checkpoint_remove(&r));
   runner_print_table(&r, done);

@@ -121,6 +121,20 @@ int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);
 /* Draws r->eval_rank from the experiment's seed. */
 DT_MUST_USE dt_status runner_eval_draw(runner *r);
 
+/* checkpoint.c. What a run's checkpoint must match: its config (by hash), node count and
+ * folder (for messages). */
+typedef struct ckpt_expect {
+  uint64_t config_hash;
+  int n;
+  const dt_config *cfg;
+  const char *outdir;
+} ckpt_expect;
+/* run.ckpt's bytes as read (file, size; ending in the checksum trailer when `checked`), verified
+ * and decoded into rp and res[0..]: no I/O, so the fuzz harness drives it
+ * (tests/fuzz/fuzz_checkpoint.c). */
+DT_MUST_USE dt_status runner_checkpoint_decode(const char *path, const unsigned char *file, size_t size, int checked,
+                                               const ckpt_expect *x, problem_result *res, resume_point *rp);
+
 /* checkpoint.c. A checkpoint after round `round` of problem p (pr = its run; round 0 and pr
  * NULL: the problems before p are done). Collective. */
 DT_MUST_USE dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr);

@@ -34,6 +34,10 @@ static dt_status check_points(const dt_sweep *sw, const char *const *sets, int n
   for (int p = 0; p < sw->num_points; p++) {
     dt_status st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
     dt_graph *g = NULL;
+    if (st == DT_OK && !cfg.experiment.writeout) /* a point that writes nothing could never be found done */
+      st = dt_config_positioned(&cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.writeout",
+                                                   "experiment.writeout: false in a sweep: each point is a run folder that "
+                                                   "resume and compare read, so every point must write one"));
     if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
     if (st == DT_OK) st = dt_optimizers_graph_check(&cfg, g);
     dt_graph_free(g);

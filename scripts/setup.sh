@@ -51,7 +51,7 @@ if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then say() { printf '\033[1msetup:\033[0m
 
 # ---- Debian packages -------------------------------------------------------------------------
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev libopenmpi-dev openmpi-bin
-      libigraph-dev libopenblas-dev zlib1g-dev nettle-dev libsqlite3-dev sqlite3 dataset-fashion-mnist
+      libigraph-dev libopenblas-dev zlib1g-dev nettle-dev libsqlite3-dev sqlite3 libunistring-dev dataset-fashion-mnist
       python3-matplotlib python3-pandas # compare --plot's figures and the results module (python/dtrun)
       poppler-utils # pdfinfo/pdffonts/pdftoppm check the figures compare draws
       python3-protobuf python3-yaml # the tests read TensorBoard's event files and the twins' configs

@@ -93,4 +93,8 @@ DT_MUST_USE dt_status config_compose_extends(dt_ynode *root, const char *file);
  * is an error naming its key. */
 DT_MUST_USE dt_status config_compose_finish(dt_ynode *root, const char *file);
 
+/* s as a message shows it: control, format and invisible code points (a zero-width space) as
+ * <U+200B>; cut to fit size. */
+void config_name_shown(const char *s, char *out, size_t size);
+
 #endif

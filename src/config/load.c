@@ -196,8 +196,10 @@ static dt_status read_problem(const schema_ctx *ctx, const char *key, const dt_y
   if (pc->problem_name[0] == '\0') snprintf(pc->problem_name, sizeof pc->problem_name, "%s", key);
   if (!dt_config_file_name_ok(pc->problem_name)) {
     const dt_ynode *at = dt_ynode_get(n, "problem_name");
-    return schema_error(ctx, at != NULL ? at : n, path, "problem_name '%s' must be a file name: not empty, '.' or '..', without '/', "
-                        "'\\' or control characters (it names result files)", pc->problem_name);
+    char shown[4 * DT_NAME_MAX];
+    config_name_shown(pc->problem_name, shown, sizeof shown);
+    return schema_error(ctx, at != NULL ? at : n, path, "problem_name '%s' must be a file name: not empty, '.' or '..', UTF-8 without "
+                        "'/', '\\', control or invisible characters (it names result files)", shown);
   }
   DT_TRY(config_read_metrics_config(ctx, n, path, pc));
   snprintf(sub, sizeof sub, "%s.metrics", path);

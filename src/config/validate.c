@@ -2,7 +2,12 @@
  * that would collide in the run folder, a graph type and its schedule, each algorithm and a
  * time-varying graph, the backends this build has, the metrics the problem can record. Each
  * error is positioned at the node that is most likely wrong. */
+#include <stdlib.h>
 #include <string.h>
+#include <unicase.h>
+#include <unictype.h>
+#include <uninorm.h>
+#include <unistr.h>
 
 #include "config_impl.h"
 #include "dt/graph.h"
@@ -11,25 +16,69 @@
 
 bool dt_config_file_name_ok(const char *s) {
   if (s[0] == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return false;
-  for (; *s; s++)
-    if (*s == '/' || *s == '\\' || (unsigned char)*s < 32 || *s == 127) return false;
+  const uint8_t *u = (const uint8_t *)s;
+  const size_t len = strlen(s);
+  if (u8_check(u, len) != NULL) return false; /* not UTF-8 */
+  for (const uint8_t *p = u; p < u + len;) {
+    ucs4_t c;
+    p += u8_mbtouc(&c, p, (size_t)(u + len - p));
+    if (c == '/' || c == '\\' || uc_is_general_category(c, UC_CATEGORY_C) || uc_is_property_default_ignorable_code_point(c))
+      return false; /* a separator, or a control, format (zero-width, bidi) or unassigned code point */
+  }
+  return true;
+}
+
+void config_name_shown(const char *s, char *out, size_t size) {
+  const uint8_t *u = (const uint8_t *)s, *end = u + strlen(s);
+  size_t used = 0;
+  out[0] = '\0';
+  while (u < end && used + 12 < size) {
+    ucs4_t c;
+    const int n = u8_mbtouc(&c, u, (size_t)(end - u));
+    if (c == 0xfffd || uc_is_general_category(c, UC_CATEGORY_C) || uc_is_property_default_ignorable_code_point(c))
+      used += (size_t)snprintf(out + used, size - used, "<U+%04X>", (unsigned)c);
+    else
+      used += (size_t)snprintf(out + used, size - used, "%.*s", n, (const char *)u);
+    u += n;
+  }
+}
+
+/* The name a case-insensitive, normalising file system sees: case folded, in NFKC. */
+static bool file_name_key(const char *s, char *out, size_t size) {
+  size_t len = size - 1;
+  uint8_t *k = u8_casefold((const uint8_t *)s, strlen(s), NULL, UNINORM_NFKC, (uint8_t *)out, &len);
+  if (k == NULL) return false;
+  if (k != (uint8_t *)out) { /* longer than out: libunistring allocated it */
+    free(k);
+    return false;
+  }
+  out[len] = '\0';
   return true;
 }
 
 /* Every file name unique and usable in the run folder: problem names, the experiment's name,
  * and solo_results.csv, which individual_training writes. */
 static dt_status check_names(const schema_ctx *ctx, const dt_ynode *exp, const dt_ynode *pcs, const dt_config *cfg) {
+  char ki[4 * DT_NAME_MAX], kj[4 * DT_NAME_MAX];
   for (int i = 0; i < cfg->num_problems; i++)
-    for (int j = 0; j < i; j++)
-      if (strcmp(cfg->problems[i].problem_name, cfg->problems[j].problem_name) == 0)
+    for (int j = 0; j < i; j++) {
+      const char *a = cfg->problems[j].problem_name, *b = cfg->problems[i].problem_name;
+      if (strcmp(a, b) == 0)
         return schema_error(ctx, pcs->items[i], "problem_configs", "problems '%s' and '%s' share problem_name '%s'; result files "
-                            "would collide", cfg->problems[j].key, cfg->problems[i].key, cfg->problems[i].problem_name);
+                            "would collide", cfg->problems[j].key, cfg->problems[i].key, b);
+      if (file_name_key(a, kj, sizeof kj) && file_name_key(b, ki, sizeof ki) && strcmp(ki, kj) == 0)
+        return schema_error(ctx, pcs->items[i], "problem_configs", "problems '%s' and '%s' have problem_names '%s' and '%s', which "
+                            "differ only in case or Unicode form: their result files would collide on a file system that ignores "
+                            "case (macOS, Windows) or normalises names", cfg->problems[j].key, cfg->problems[i].key, a, b);
+    }
   const dt_experiment_config *e = &cfg->experiment;
   if (!dt_config_file_name_ok(e->name)) {
     const dt_ynode *at = dt_ynode_get(exp, "name");
+    char shown[4 * DT_NAME_MAX];
+    config_name_shown(e->name, shown, sizeof shown);
     return schema_error(ctx, at != NULL ? at : exp, "experiment.name",
-                        "'%s' must be a file name: not empty, '.' or '..', without '/', '\\' or control characters (it names "
-                        "the output folder)", e->name);
+                        "'%s' must be a file name: not empty, '.' or '..', UTF-8 without '/', '\\', control or invisible "
+                        "characters (it names the output folder)", shown);
   }
   for (int i = 0; i < cfg->num_problems && e->individual_training.train_solo; i++)
     if (strcmp(cfg->problems[i].problem_name, "solo") == 0)

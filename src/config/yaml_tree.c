@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistr.h>
 #include <yaml.h>
 
 #include "config_impl.h"
@@ -45,6 +46,33 @@ static dt_status fail_at(const builder *b, int line, int col, const char *fmt, .
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return dt_error_set_where(DT_ERROR(DT_ERR_CONFIG, "%s:%d:%d: %s", b->name, line, col, msg), b->name, line, col);
+}
+
+/* The encoding, checked before libyaml, whose reader errors carry no position: the first byte
+ * that is not UTF-8, a control character (a binary file), or a byte-order mark after the start (a
+ * file saved twice "with BOM"), at its line and column. UTF-16 and UTF-32 files (which begin with their BOM) are libyaml's to read. */
+static dt_status check_encoding(const builder *b) {
+  const uint8_t *u = (const uint8_t *)b->text, *end = u + b->len;
+  if (b->len >= 2 && ((u[0] == 0xfe && u[1] == 0xff) || (u[0] == 0xff && u[1] == 0xfe))) return DT_OK;
+  static const uint8_t bom[3] = {0xef, 0xbb, 0xbf};
+  const uint8_t *start = b->len >= 3 && memcmp(u, bom, 3) == 0 ? u + 3 : u;
+  const uint8_t *bad = u8_check(start, (size_t)(end - start)), *stray = NULL, *ctl = NULL;
+  for (const uint8_t *p = start; p < (bad != NULL ? bad : end) && stray == NULL && ctl == NULL; p++) {
+    if (end - p >= 3 && memcmp(p, bom, 3) == 0) stray = p;
+    if ((*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') || *p == 0x7f) ctl = p;
+  }
+  const uint8_t *at = stray != NULL ? stray : ctl != NULL ? ctl : bad;
+  if (at == NULL) return DT_OK;
+  int line = 1, col = 1;
+  for (const uint8_t *p = start; p < at; p++) {
+    if (*p == '\n') line++, col = 1;
+    else if ((*p & 0xc0) != 0x80) col++; /* a character's first byte */
+  }
+  if (ctl != NULL) return fail_at(b, line, col, "not a text file: control character 0x%02X", *ctl);
+  if (stray != NULL)
+    return fail_at(b, line, col, "a byte-order mark (U+FEFF) after the start of the file (saved twice as UTF-8 with BOM?); "
+                                 "remove it");
+  return fail_at(b, line, col, "byte 0x%02X is not UTF-8 (a Latin-1 or Windows-1252 file? save it as UTF-8)", *bad);
 }
 
 static dt_ynode *new_node(builder *b, dt_ynode_kind kind, const yaml_mark_t *m) {
@@ -285,6 +313,7 @@ dt_status dt_yaml_parse(const char *text, size_t len, const char *name, dt_ynode
   DT_CHECK(len <= DT_YAML_MAX_BYTES, DT_ERR_CONFIG,
            "%s: the file is %zu bytes; an experiment file may hold at most %d bytes", name, len,
            DT_YAML_MAX_BYTES);
+  DT_TRY(check_encoding(&b));
   DT_CHECK_GOTO(yaml_parser_initialize(&b.parser), DT_ERR_MEMORY, "cannot initialise the YAML parser");
   parser_ok = 1;
   yaml_parser_set_input_string(&b.parser, (const unsigned char *)text, len);

@@ -3,9 +3,11 @@
  * naming the file and line, so that a hand-written file is easy to fix. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "topology_impl.h"
 
@@ -80,15 +82,22 @@ dt_status topology_read_edge_file(const char *path, int n, int directed, int **e
   edge_at *at = NULL;
   long total = 0;
   char line[EDGE_LINE_MAX];
-  struct stat sb;
+  struct stat sb = {0};
   FILE *f = NULL;
-  DT_CHECK_KEY_GOTO(stat(path, &sb) == 0, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path,
-                    strerror(errno));
-  DT_CHECK_KEY_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "experiment.graph.edge_file",
-                    "graph.edge_file '%s' is a folder, expected a file of lines 'u v'", path);
-  f = fopen(path, "r");
-  DT_CHECK_KEY_GOTO(f != NULL, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path,
-                    strerror(errno));
+  /* opened without blocking (a FIFO must not hang the open), then checked on the open file */
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  DT_CHECK_KEY_GOTO(fd >= 0, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+      (f = fdopen(fd, "r")) == NULL) {
+    const int dir = S_ISDIR(sb.st_mode);
+    close(fd);
+    DT_CHECK_KEY_GOTO(!dir, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s' is a folder, expected a file of lines 'u v'",
+                      path);
+    DT_CHECK_KEY_GOTO(0, DT_ERR_CONFIG, "experiment.graph.edge_file",
+                      "graph.edge_file '%s' is not a regular file (a FIFO, a device or a socket), expected a file of lines 'u v'", path);
+  }
+  DT_CHECK_KEY_GOTO(sb.st_size <= EDGE_FILE_MAX_BYTES, DT_ERR_CONFIG, "experiment.graph.edge_file",
+                    "%s: larger than %ld MiB: not an edge list", path, EDGE_FILE_MAX_BYTES >> 20);
   DT_ALLOC_GOTO(edges, 2 * cap, "edge list");
   DT_ALLOC_GOTO(at, cap, "edge list");
   for (;;) {

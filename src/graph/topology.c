@@ -327,7 +327,8 @@ static dt_status build_fixed(const dt_graph_spec *spec, dt_graph *g, int **edges
   char which[200];
   describe_unreachable(g, which, sizeof which);
   if (spec->type == DT_GRAPH_FILE)
-    return DT_ERROR(DT_ERR_CONFIG, "%s: the graph is not %sconnected: %s", spec->edge_file, spec->directed ? "strongly " : "", which);
+    return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph.edge_file", "%s: the graph is not %sconnected: %s", spec->edge_file,
+                        spec->directed ? "strongly " : "", which);
   return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.graph", "graph: the %s graph on %d nodes is not connected", type_names[spec->type],
                       spec->num_nodes);
 }

@@ -15,7 +15,8 @@
 #  (f) a checkpoint file truncated to nothing, in checkpoint/ only: resumed from checkpoint.old/;
 #  (g) the disk fills (a small tmpfs) while the run evaluates: exit 1 with every printed
 #      evaluation in results.sqlite; resumed once there is room, to the same files;
-#  (h) killed before its first checkpoint inside the problem (the start's only): resumed.
+#  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
+#  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -77,7 +78,30 @@ kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ckpt" ]; then
   bad "the run was not killed with two checkpoints: $(ls "$tmp/k")"
-  echo "faults: $pass passed, $fail failed"
+  # (i) a signal while the last problem runs its last (here: only) round: the problem finishes and
+#     the run is complete (exit 0, status completed, no checkpoint left), not interrupted
+cat > "$tmp/last.yaml" <<EOF
+experiment:
+  name: last
+  data_dir: $tmp/mnist
+  seed: 3
+  graph: {num_nodes: 48, type: cycle}
+problem_configs:
+  dsgd:
+    evaluate_frequency: 1
+    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
+EOF
+"$dtrun" "$tmp/last.yaml" --output-dir "$tmp/i" --progress never > "$tmp/i.log" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do grep -q '^== dsgd' "$tmp/i.log" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] && grep -q '^status: completed' "$tmp/i/summary.yaml" && [ ! -e "$tmp/i/checkpoint" ] \
+  && grep -q 'arrived as the last problem finished: the run is complete' "$tmp/i.log" && ok \
+  || bad "(i) a signal in the last round: exit $rc, $(grep '^status' "$tmp/i/summary.yaml"), $(tail -2 "$tmp/i.log")"
+
+echo "faults: $pass passed, $fail failed"
   exit 1
 fi
 echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
@@ -172,6 +196,29 @@ if mount -t tmpfs -o size=6m tmpfs "$tmp/full" 2>/dev/null; then
 else
   echo "note: (g) skipped: no tmpfs could be mounted here"
 fi
+
+# (i) a signal while the last problem runs its last (here: only) round: the problem finishes and
+#     the run is complete (exit 0, status completed, no checkpoint left), not interrupted
+cat > "$tmp/last.yaml" <<EOF
+experiment:
+  name: last
+  data_dir: $tmp/mnist
+  seed: 3
+  graph: {num_nodes: 48, type: cycle}
+problem_configs:
+  dsgd:
+    evaluate_frequency: 1
+    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
+EOF
+"$dtrun" "$tmp/last.yaml" --output-dir "$tmp/i" --progress never > "$tmp/i.log" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do grep -q '^== dsgd' "$tmp/i.log" && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] && grep -q '^status: completed' "$tmp/i/summary.yaml" && [ ! -e "$tmp/i/checkpoint" ] \
+  && grep -q 'arrived as the last problem finished: the run is complete' "$tmp/i.log" && ok \
+  || bad "(i) a signal in the last round: exit $rc, $(grep '^status' "$tmp/i/summary.yaml"), $(tail -2 "$tmp/i.log")"
 
 echo "faults: $pass passed, $fail failed"
 exit $((fail > 0))

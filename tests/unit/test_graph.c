@@ -2,6 +2,7 @@
  * closed forms; and every edge-file error with its message. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <math.h>
@@ -230,7 +231,22 @@ static void test_edge_file(void) {
   CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.edge_file '/nonexistent/edges.txt': cannot open");
   /* inputs that once hung or said only "read error" */
   s.edge_file = "/dev/zero"; /* endless NUL bytes */
-  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "/dev/zero:1: a NUL byte: not a text file");
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.edge_file '/dev/zero' is not a regular file");
+  char fifo[] = "/tmp/dt_edges_fifo_XXXXXX"; /* a FIFO nobody writes: its open once blocked forever */
+  CHECK(mkdtemp(fifo) != NULL, "mkdtemp");
+  char fifo_path[64];
+  snprintf(fifo_path, sizeof fifo_path, "%s/edges", fifo);
+  CHECK(mkfifo(fifo_path, 0600) == 0, "mkfifo");
+  s.edge_file = fifo_path;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "is not a regular file (a FIFO, a device or a socket)");
+  unlink(fifo_path);
+  rmdir(fifo);
+  char nul[] = "/tmp/dt_edges_nul_XXXXXX";
+  const int nul_fd = mkstemp(nul);
+  CHECK(nul_fd >= 0 && write(nul_fd, "0 1\n\0\0", 6) == 6, "mkstemp");
+  close(nul_fd);
+  s.edge_file = nul;
+  CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, ":2: a NUL byte: not a text file");
   s.edge_file = "/tmp";
   CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "graph.edge_file '/tmp' is a folder");
   char big[] = "/tmp/dt_edges_big_XXXXXX";
@@ -243,10 +259,11 @@ static void test_edge_file(void) {
   CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_CONFIG, "larger than 256 MiB: not an edge list");
   unlink(big);
   /* a signal during a load ends it */
-  s.edge_file = "/dev/zero";
+  s.edge_file = nul;
   dt_stop_request(15);
   CHECK_FAILS(dt_graph_build(&s, &g), DT_ERR_INTERRUPTED, "reading interrupted by signal 15");
   dt_stop_request(0);
+  unlink(nul);
 }
 
 static void test_placement(void) {
