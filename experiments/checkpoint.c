@@ -596,6 +596,7 @@ dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, proble
     sb_put(&pr->csv, rp->csv.data, rp->csv.len);
     sb_put(&pr->consensus_csv, rp->consensus_csv.data, rp->consensus_csv.len);
     DT_CHECK(!pr->csv.failed && !pr->consensus_csv.failed, DT_ERR_MEMORY, "out of memory");
+    DT_TRY(runner_db_put_csv(r, rp->problem, rp->csv.data, rp->csv.len)); /* rows rebuilt: this problem's so far */
   }
   return DT_OK;
 }

@@ -17,14 +17,18 @@
  * A write that fails does not stop the round loop on rank 0 alone (the other ranks would wait in
  * a collective): the first failure is kept and reported when the problem's files are written,
  * which every rank agrees on. */
+#include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dt/log.h"
+#include "dt/yaml.h"
 #include "dt_config.h"
 #include "runner_impl.h"
+#include "writer_impl.h"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS runs (\n"
@@ -196,10 +200,162 @@ static int insert_run(runner *r, sqlite3_int64 old, const char *folder, const ch
   return good;
 }
 
+/* ---- a resumed run without its rows: rebuilt from its files -------------------------------- */
+
+/* Whether the database answers PRAGMA quick_check with "ok"; its first complaint into why. */
+static int db_intact(runner *r, char *why, size_t size) {
+  sqlite3_stmt *s = NULL;
+  int ok = 0;
+  snprintf(why, size, "%s", "it cannot be read");
+  if (sqlite3_prepare_v2(r->db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(s, 0);
+    ok = v != NULL && strcmp(v, "ok") == 0;
+    if (!ok) snprintf(why, size, "%s", v != NULL ? v : "no answer");
+  } else if (r->db != NULL) {
+    snprintf(why, size, "%s", sqlite3_errmsg(r->db));
+  }
+  sqlite3_finalize(s);
+  return ok;
+}
+
+/* Opens the database; on a resume, a damaged one (it does not open, or fails quick_check) is set
+ * aside as results.sqlite.damaged (with its -wal and -shm) and a new one made in its place. */
+static dt_status open_db_resumed(runner *r) {
+  dt_status st = open_db(r);
+  char why[512] = "";
+  if (st == DT_OK && (!r->opt->resume || db_intact(r, why, sizeof why))) return DT_OK;
+  if (st != DT_OK && !r->opt->resume) return st;
+  if (st != DT_OK) snprintf(why, sizeof why, "%s", r->db != NULL ? sqlite3_errmsg(r->db) : dt_error_message());
+  runner_db_close(r);
+  r->db_failed = 0;
+  static const char *const parts[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    char from[sizeof r->db_dir + 48], to[sizeof r->db_dir + 64];
+    snprintf(from, sizeof from, "%s/results.sqlite%s", r->db_dir, parts[i]);
+    snprintf(to, sizeof to, "%s/results.sqlite.damaged%s", r->db_dir, parts[i]);
+    DT_CHECK(rename(from, to) == 0 || errno == ENOENT, DT_ERR_IO, "%s/results.sqlite is damaged (%s) and cannot be set aside: %s: %s",
+             r->db_dir, why, from, strerror(errno));
+  }
+  dt_log_warn("%s/results.sqlite was damaged (%s): kept as results.sqlite.damaged; a new one is made", r->db_dir, why);
+  return open_db(r);
+}
+
+/* The evaluations of problem p from a results CSV's text (a header "round,node,<columns>", then
+ * a row per node and evaluation; "nan" and empty cells are NULL). Inside the open transaction. */
+static int put_csv_rows(runner *r, int p, const char *text, size_t len, long *rows) {
+  int col_of[NCOL + 2], ncols = 0, good = 1;
+  const char *end = text + len, *line = text;
+  const char *nl = memchr(line, '\n', (size_t)(end - line));
+  if (nl == NULL) return 1; /* no header: nothing measured */
+  for (const char *f = line; f < nl && ncols < NCOL + 2;) {
+    const char *comma = memchr(f, ',', (size_t)(nl - f));
+    const size_t n = (size_t)((comma != NULL ? comma : nl) - f);
+    col_of[ncols] = -1;
+    for (int c = 0; c < NCOL; c++)
+      if (strlen(runner_col_names[c]) == n && strncmp(f, runner_col_names[c], n) == 0) col_of[ncols] = c;
+    ncols++;
+    f = comma != NULL ? comma + 1 : nl;
+  }
+  sqlite3_stmt *s = r->db_eval;
+  for (line = nl + 1; good && line < end; line = nl + 1) {
+    nl = memchr(line, '\n', (size_t)(end - line));
+    if (nl == NULL) nl = end;
+    if (nl == line) continue;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s); /* columns the CSV does not have stay NULL */
+    sqlite3_bind_int64(s, 1, r->db_run);
+    sqlite3_bind_int(s, 2, p);
+    const char *f = line;
+    for (int k = 0; k < ncols && f <= nl; k++) {
+      char cell[64];
+      const char *comma = memchr(f, ',', (size_t)(nl - f));
+      const size_t n = (size_t)((comma != NULL ? comma : nl) - f);
+      snprintf(cell, sizeof cell, "%.*s", (int)(n < sizeof cell ? n : sizeof cell - 1), f);
+      char *stop = NULL;
+      const double v = strtod(cell, &stop);
+      const int number = n > 0 && stop != NULL && *stop == '\0' && !isnan(v);
+      if (k < 2) sqlite3_bind_int(s, 3 + k, number ? (int)v : -1); /* round, node */
+      else if (col_of[k] >= 0 && number) sqlite3_bind_double(s, 5 + col_of[k], v);
+      f = comma != NULL ? comma + 1 : nl + 1;
+    }
+    good = step_all(r, s, "rebuild evaluations");
+    ++*rows;
+  }
+  return good;
+}
+
+/* The finished problems' rows, from summary.yaml and each one's <problem>_results.csv; the
+ * problem a checkpoint holds (status running) gets its rows from runner_db_put_csv. */
+static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
+  char path[DT_PATH_MAX + 160];
+  snprintf(path, sizeof path, "%s/summary.yaml", r->outdir);
+  size_t len = 0;
+  char *text = dt_read_file_bounded(path, DT_YAML_MAX_BYTES, &len);
+  DT_CHECK(text != NULL, DT_ERR_DATA, "%s: cannot read it to rebuild results.sqlite: %s", path, strerror(errno));
+  dt_ynode *root = NULL;
+  dt_status st = dt_yaml_parse(text, len, path, &root);
+  free(text);
+  DT_TRY(st);
+  const dt_ynode *list = dt_ynode_get(root, "problems");
+  int good = exec(r, "BEGIN IMMEDIATE");
+  for (int q = 0; good && list != NULL && list->kind == DT_YN_SEQ && q < list->n && q < r->cfg->num_problems; q++) {
+    const dt_ynode *it = list->items[q];
+    const dt_ynode *name = dt_ynode_get(it, "problem_name"), *status = dt_ynode_get(it, "status");
+    if (name == NULL || status == NULL || strcmp(name->text, r->cfg->problems[q].problem_name) != 0 || strcmp(status->text, "running") == 0)
+      continue;
+    static const char *const nums[] = {"rounds_completed", "bytes_sent", "wall_seconds", "time_compute", "time_comm", "time_eval"};
+    sqlite3_stmt *s = r->db_problem;
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, r->db_run);
+    sqlite3_bind_int(s, 2, q);
+    bind_text(s, 3, r->cfg->problems[q].problem_name);
+    bind_text(s, 4, r->cfg->problems[q].alg_name);
+    bind_text(s, 5, status->text);
+    sqlite3_bind_int(s, 6, r->cfg->problems[q].outer_iterations);
+    for (int k = 0; k < 6; k++) {
+      const dt_ynode *v = dt_ynode_get(it, nums[k]);
+      if (v != NULL && v->kind == DT_YN_SCALAR) sqlite3_bind_double(s, 7 + k, strtod(v->text, NULL));
+      else sqlite3_bind_null(s, 7 + k);
+    }
+    good = step_all(r, s, "rebuild problems");
+    snprintf(path, sizeof path, "%s/%s_results.csv", r->outdir, r->cfg->problems[q].problem_name);
+    const size_t bound = (size_t)(r->cfg->problems[q].outer_iterations + 2) * (size_t)r->n * (NCOL + 2) * 32 + 4096;
+    char *csv = good ? dt_read_file_bounded(path, bound, &len) : NULL;
+    if (csv != NULL) good = put_csv_rows(r, q, csv, len, rows);
+    free(csv);
+    ++*problems;
+  }
+  /* the run's row as summary.yaml has it (a resumed run updates it as it goes on) */
+  sqlite3_stmt *s = good ? prepare(r, "UPDATE runs SET status = ?1, started = ?2, updated = ?3, wall_seconds = ?4, ranks = ?5 "
+                                      "WHERE run = ?6") : NULL;
+  good = good && s != NULL;
+  if (good) {
+    static const char *const keys[] = {"status", "started", "updated", "wall_seconds", "ranks"};
+    for (int k = 0; k < 5; k++) {
+      const dt_ynode *v = dt_ynode_get(root, keys[k]);
+      if (v == NULL || v->kind != DT_YN_SCALAR) sqlite3_bind_null(s, 1 + k);
+      else if (k < 3) bind_text(s, 1 + k, v->text);
+      else sqlite3_bind_double(s, 1 + k, strtod(v->text, NULL));
+    }
+    sqlite3_bind_int64(s, 6, r->db_run);
+    good = step_all(r, s, "rebuild runs");
+  }
+  sqlite3_finalize(s);
+  dt_ynode_free(root);
+  return end_tx(r, good) ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+}
+
+dt_status runner_db_put_csv(runner *r, int p, const char *csv, size_t len) {
+  if (r->db == NULL || !r->db_rebuilt) return DT_OK;
+  long rows = 0;
+  const int good = exec(r, "BEGIN IMMEDIATE") && end_tx(r, put_csv_rows(r, p, csv, len, &rows));
+  return good ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+}
+
 dt_status runner_db_open(runner *r, const char *config_text) {
   if (!r->write) return DT_OK;
   snprintf(r->db_dir, sizeof r->db_dir, "%s", r->opt->db_dir != NULL ? r->opt->db_dir : r->outdir);
-  DT_TRY(open_db(r));
+  DT_TRY(open_db_resumed(r));
   const char *folder = folder_name(r);
   int good = exec(r, "BEGIN IMMEDIATE");
   /* the row the database has for this folder: a resumed run keeps it (its evaluations up to the
@@ -217,7 +373,19 @@ dt_status runner_db_open(runner *r, const char *config_text) {
     r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     good = r->db_eval != NULL && r->db_problem != NULL;
   }
-  return good ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+  if (!good) return DT_ERROR(DT_ERR_IO, "%s", r->db_error);
+  if (r->opt->resume && old == 0) {
+    /* resumed, but the database has no rows of this run (deleted, emptied, damaged): what its
+     * files hold goes back in, rather than a database silently missing what came before */
+    int problems = 0;
+    long rows = 0;
+    r->db_rebuilt = 1;
+    DT_TRY(rebuild_rows(r, &problems, &rows));
+    dt_log_warn("%s/results.sqlite had no rows of %s: rebuilt from its files (%d finished problem%s, %ld evaluation rows; "
+                "values at the CSVs' 9 significant digits)", r->db_dir, strcmp(folder, ".") == 0 ? "this run" : folder, problems,
+                problems == 1 ? "" : "s", rows);
+  }
+  return DT_OK;
 }
 
 static int put_problem(runner *r, int p, const char *status) {

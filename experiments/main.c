@@ -154,7 +154,11 @@ static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_swee
     return DT_OK;
   }
   if (resume) DT_TRY(resumable(a->argv_dir, a->file, a->quiet, &nothing));
-  if (!nothing) DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
+  DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
+  if (nothing) { /* completed: its rows are in results.sqlite, or rebuilt there */
+    const dt_run_options ro = {.output_dir = a->argv_dir, .quiet = a->quiet, .resume = 1};
+    DT_TRY(dt_experiment_db_repair(cfg, &ro));
+  }
   *mode = nothing ? NOTHING : RUN;
   return DT_OK;
 }

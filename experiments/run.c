@@ -303,6 +303,25 @@ static dt_status config_text(const dt_config *cfg, char **text, uint64_t *hash) 
   return st;
 }
 
+dt_status dt_experiment_db_repair(const dt_config *cfg, const dt_run_options *opt) {
+  static runner r; /* static: a runner is large */
+  memset(&r, 0, sizeof r);
+  r.cfg = cfg;
+  r.opt = opt;
+  r.size = 1;
+  r.n = cfg->experiment.graph.num_nodes;
+  r.write = cfg->experiment.writeout;
+  r.t_start = dt_time_now();
+  runner_wall_clock(r.started, sizeof r.started);
+  snprintf(r.outdir, sizeof r.outdir, "%s", opt->output_dir);
+  char *text = NULL;
+  dt_status st = config_text(cfg, &text, &r.config_hash);
+  if (st == DT_OK) st = runner_db_open(&r, text);
+  free(text);
+  runner_db_close(&r);
+  return st;
+}
+
 /* Everything the problems share: placement, backend, graph, data, split, model, θ0, metric
  * buffers, and the output folder. */
 static dt_status runner_setup(runner *r) {

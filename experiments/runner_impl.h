@@ -79,6 +79,7 @@ typedef struct runner {
   char db_dir[DT_PATH_MAX + 64]; /* the database's folder: the run folder, or its sweep's */
   long long db_run;              /* this run's row in `runs` */
   int db_failed;                 /* a write failed: reported when the problem's files are written */
+  int db_rebuilt;                /* resumed without this run's rows: rebuilt from its files */
   char db_error[1024];
   /* experiment.tensorboard (tensorboard.c; rank 0 of a writing run): the problem's event file */
   FILE *tb;
@@ -202,6 +203,9 @@ DT_MUST_USE dt_status runner_db_open(runner *r, const char *config_text);
 /* Problem p begins or continues: its evaluations after round `keep` (-1: all) and every later
  * problem's are dropped, to be measured again. */
 void runner_db_begin_problem(runner *r, int p, int keep);
+/* Rank 0, a run resumed whose rows were rebuilt (r->db_rebuilt): problem p's evaluations so far
+ * from the CSV text a checkpoint kept (header first). */
+DT_MUST_USE dt_status runner_db_put_csv(runner *r, int p, const char *csv, size_t len);
 /* TensorBoard's copy (tensorboard.c, rank 0; nothing without experiment.tensorboard): a problem's
  * event file opened (purge_from > 0: a resumed problem, whose events from that round on are
  * written again), each evaluation's scalars appended, the file closed. */

@@ -184,8 +184,7 @@ static dt_status plan_point(const sweep_index *ix, const char *dir, int p, int r
   *action = POINT_RUN;
   if (resume && strcmp(status, "completed") == 0) *action = POINT_SKIP;
   else if (resume && strcmp(status, "unknown") != 0) *action = POINT_RESUME;
-  if (*action == POINT_SKIP) return DT_OK;
-  DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s)", folder, holder);
+  if (*action != POINT_SKIP) DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s)", folder, holder);
   snprintf(path, sizeof path, "%s/config.yaml", folder);
   return dt_config_load(path, &dt_builtin, NULL, 0, cfg);
 }
@@ -333,19 +332,25 @@ static void announce_point(const sweep_run *sr, int p, int action) {
   fflush(stdout);
 }
 
-/* Point p as an ordinary run of its folder (resumed, or over the config.yaml already there),
- * recorded in the sweep's database; an interrupt says how to continue the sweep. */
-static dt_status run_point(sweep_run *sr, int p, int action) {
+/* The run options of point p: its folder, recorded in the sweep's database with its values. */
+static dt_run_options point_options(const sweep_run *sr, int p, int action) {
   dt_run_options ro = *sr->opt;
   ro.output_dir = sr->folder;
   ro.force = action == POINT_RUN; /* the folder holds its config.yaml */
-  ro.resume = action == POINT_RESUME;
+  ro.resume = action == POINT_RESUME || action == POINT_SKIP;
   ro.db_dir = sr->dir;
   ro.point = p;
   ro.swept_json = sr->json;
   ro.num_swept = sr->rank == 0 ? dt_ynode_get(sr->ix.runs->items[p], "values")->n : 0;
   ro.swept_keys = sr->keys;
   ro.swept_values = sr->values;
+  return ro;
+}
+
+/* Point p as an ordinary run of its folder (resumed, or over the config.yaml already there),
+ * recorded in the sweep's database; an interrupt says how to continue the sweep. */
+static dt_status run_point(sweep_run *sr, int p, int action) {
+  const dt_run_options ro = point_options(sr, p, action);
   dt_status st = dt_experiment_run(sr->comm, &sr->cfg, &ro);
   if (st == DT_ERR_DIVERGED) st = DT_OK; /* a point whose problems all diverged is a result of the sweep, marked in its rows */
   if (st == DT_ERR_INTERRUPTED) {
@@ -378,8 +383,12 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
   for (int p = opt->single ? opt->single_point : 0; p < (opt->single ? opt->single_point + 1 : sr.num_points); p++) {
     int action = POINT_FAILED;
     DT_TRY_GOTO(share_point(&sr, p, &action));
-    if (action == POINT_SKIP) {
+    if (action == POINT_SKIP) { /* completed: its rows are in the database, or rebuilt there */
       skipped++;
+      if (sr.rank == 0) {
+        const dt_run_options ro = point_options(&sr, p, action);
+        DT_TRY_GOTO(dt_experiment_db_repair(&sr.cfg, &ro));
+      }
       continue;
     }
     announce_point(&sr, p, action);

@@ -42,6 +42,11 @@ enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };
  * measured are written, marked interrupted). Collective. */
 DT_MUST_USE dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt);
 
+/* Rank 0, a completed run that `resume` has nothing left to run (opt->output_dir; a sweep point
+ * with opt's db_dir and swept values): its rows in results.sqlite, rebuilt from its files where
+ * the database lacks them or is damaged (a damaged one is kept as results.sqlite.damaged). */
+DT_MUST_USE dt_status dt_experiment_db_repair(const dt_config *cfg, const dt_run_options *opt);
+
 
 /* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
  * naming the key otherwise. Not collective. */

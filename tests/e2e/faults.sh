@@ -16,7 +16,8 @@
 #  (g) the disk fills (a small tmpfs) while the run evaluates: exit 1 with every printed
 #      evaluation in results.sqlite; resumed once there is room, to the same files;
 #  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
-#  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted.
+#  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
+#  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -100,6 +101,65 @@ rc=$?
 [ $rc = 0 ] && grep -q '^status: completed' "$tmp/i/summary.yaml" && [ ! -e "$tmp/i/checkpoint" ] \
   && grep -q 'arrived as the last problem finished: the run is complete' "$tmp/i.log" && ok \
   || bad "(i) a signal in the last round: exit $rc, $(grep '^status' "$tmp/i/summary.yaml"), $(tail -2 "$tmp/i.log")"
+
+# (j) results.sqlite deleted after a kill, then damaged after the run completed: resume rebuilds
+#     the run's rows from its files (the finished problems' CSVs and summary.yaml, the current
+#     problem's rows so far from the checkpoint), never a database silently missing what came
+#     before; a damaged database is kept as results.sqlite.damaged. Rows as the uninterrupted
+#     run's, at the CSVs' 9 significant digits.
+cat > "$tmp/two.yaml" <<EOF
+experiment:
+  name: two
+  data_dir: $tmp/mnist
+  seed: 3
+  checkpoint_every: 50
+  graph: {num_nodes: 4, type: cycle}
+problem_configs:
+  a:
+    train_batch_size: 16
+    evaluate_frequency: 50
+    evaluation: {test_samples: 200}
+    optimizer_config: {alg_name: dsgd, outer_iterations: 400}
+  b:
+    train_batch_size: 16
+    evaluate_frequency: 50
+    evaluation: {test_samples: 200}
+    optimizer_config: {alg_name: dsgt, outer_iterations: 400}
+EOF
+same_rows() { # reference run what: evaluations, problems and the run's status as the reference's
+  python3 - "$1/results.sqlite" "$2/results.sqlite" <<'PY' && ok || bad "$3: the rebuilt rows differ from the reference's"
+import sqlite3, sys
+def rows(p):
+    c = sqlite3.connect(p)
+    ev = [tuple(None if v is None else float("%.9g" % v) for v in r) for r in c.execute(
+        "SELECT problem, round, node, forward_pass_count, validation_loss, top1_accuracy, consensus_error, current_epoch, "
+        "train_loss, bytes_sent FROM evaluations ORDER BY problem, round, node")]
+    pr = list(c.execute("SELECT problem, problem_name, alg_name, status, rounds, rounds_completed FROM problems ORDER BY problem"))
+    return ev, pr, list(c.execute("SELECT status, experiment, nodes FROM runs"))
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(a[0]) == 2 * 9 * 4 and a == b, (len(a[0]), len(b[0]), a[1:], b[1:])
+PY
+}
+"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/two_ref" --quiet > /dev/null 2>&1 || bad "(j) the reference run failed"
+"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/j" --quiet > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 2400); do # killed inside the second problem, after a checkpoint of it
+  p=$(od -An -t u8 -j 16 -N 8 "$tmp/j/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
+  r=$(round_of "$tmp/j/checkpoint")
+  [ -n "$p" ] && [ "$p" -ge 1 ] && [ -n "$r" ] && [ "$r" -ge 100 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+rm -f "$tmp/j/results.sqlite" "$tmp/j/results.sqlite-wal" "$tmp/j/results.sqlite-shm"
+"$dtrun" resume "$tmp/j" --quiet > "$tmp/j.log" 2>&1 && grep -q "results.sqlite had no rows of this run: rebuilt from its files (1 finished problem" \
+  "$tmp/j.log" && ok || bad "(j) resume without results.sqlite: $(tail -3 "$tmp/j.log")"
+same_rows "$tmp/two_ref" "$tmp/j" "(j) killed, results.sqlite deleted, resumed"
+printf 'not a database: these bytes replace the file that was one, and resume must notice it ......\n' > "$tmp/j/results.sqlite"
+"$dtrun" resume "$tmp/j" > "$tmp/j2.log" 2>&1 && grep -q "results.sqlite was damaged (file is not a database): kept as results.sqlite.damaged" \
+  "$tmp/j2.log" && [ -f "$tmp/j/results.sqlite.damaged" ] && ok || bad "(j) resume of a completed run with a damaged database: $(tail -3 "$tmp/j2.log")"
+same_rows "$tmp/two_ref" "$tmp/j" "(j) completed, results.sqlite damaged, resumed"
 
 echo "faults: $pass passed, $fail failed"
   exit 1
@@ -219,6 +279,65 @@ rc=$?
 [ $rc = 0 ] && grep -q '^status: completed' "$tmp/i/summary.yaml" && [ ! -e "$tmp/i/checkpoint" ] \
   && grep -q 'arrived as the last problem finished: the run is complete' "$tmp/i.log" && ok \
   || bad "(i) a signal in the last round: exit $rc, $(grep '^status' "$tmp/i/summary.yaml"), $(tail -2 "$tmp/i.log")"
+
+# (j) results.sqlite deleted after a kill, then damaged after the run completed: resume rebuilds
+#     the run's rows from its files (the finished problems' CSVs and summary.yaml, the current
+#     problem's rows so far from the checkpoint), never a database silently missing what came
+#     before; a damaged database is kept as results.sqlite.damaged. Rows as the uninterrupted
+#     run's, at the CSVs' 9 significant digits.
+cat > "$tmp/two.yaml" <<EOF
+experiment:
+  name: two
+  data_dir: $tmp/mnist
+  seed: 3
+  checkpoint_every: 50
+  graph: {num_nodes: 4, type: cycle}
+problem_configs:
+  a:
+    train_batch_size: 16
+    evaluate_frequency: 50
+    evaluation: {test_samples: 200}
+    optimizer_config: {alg_name: dsgd, outer_iterations: 400}
+  b:
+    train_batch_size: 16
+    evaluate_frequency: 50
+    evaluation: {test_samples: 200}
+    optimizer_config: {alg_name: dsgt, outer_iterations: 400}
+EOF
+same_rows() { # reference run what: evaluations, problems and the run's status as the reference's
+  python3 - "$1/results.sqlite" "$2/results.sqlite" <<'PY' && ok || bad "$3: the rebuilt rows differ from the reference's"
+import sqlite3, sys
+def rows(p):
+    c = sqlite3.connect(p)
+    ev = [tuple(None if v is None else float("%.9g" % v) for v in r) for r in c.execute(
+        "SELECT problem, round, node, forward_pass_count, validation_loss, top1_accuracy, consensus_error, current_epoch, "
+        "train_loss, bytes_sent FROM evaluations ORDER BY problem, round, node")]
+    pr = list(c.execute("SELECT problem, problem_name, alg_name, status, rounds, rounds_completed FROM problems ORDER BY problem"))
+    return ev, pr, list(c.execute("SELECT status, experiment, nodes FROM runs"))
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(a[0]) == 2 * 9 * 4 and a == b, (len(a[0]), len(b[0]), a[1:], b[1:])
+PY
+}
+"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/two_ref" --quiet > /dev/null 2>&1 || bad "(j) the reference run failed"
+"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/j" --quiet > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 2400); do # killed inside the second problem, after a checkpoint of it
+  p=$(od -An -t u8 -j 16 -N 8 "$tmp/j/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
+  r=$(round_of "$tmp/j/checkpoint")
+  [ -n "$p" ] && [ "$p" -ge 1 ] && [ -n "$r" ] && [ "$r" -ge 100 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+rm -f "$tmp/j/results.sqlite" "$tmp/j/results.sqlite-wal" "$tmp/j/results.sqlite-shm"
+"$dtrun" resume "$tmp/j" --quiet > "$tmp/j.log" 2>&1 && grep -q "results.sqlite had no rows of this run: rebuilt from its files (1 finished problem" \
+  "$tmp/j.log" && ok || bad "(j) resume without results.sqlite: $(tail -3 "$tmp/j.log")"
+same_rows "$tmp/two_ref" "$tmp/j" "(j) killed, results.sqlite deleted, resumed"
+printf 'not a database: these bytes replace the file that was one, and resume must notice it ......\n' > "$tmp/j/results.sqlite"
+"$dtrun" resume "$tmp/j" > "$tmp/j2.log" 2>&1 && grep -q "results.sqlite was damaged (file is not a database): kept as results.sqlite.damaged" \
+  "$tmp/j2.log" && [ -f "$tmp/j/results.sqlite.damaged" ] && ok || bad "(j) resume of a completed run with a damaged database: $(tail -3 "$tmp/j2.log")"
+same_rows "$tmp/two_ref" "$tmp/j" "(j) completed, results.sqlite damaged, resumed"
 
 echo "faults: $pass passed, $fail failed"
 exit $((fail > 0))
