@@ -60,7 +60,7 @@ static const cli_cmd cli_cmds[] = {
 enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
 enum opt_id {
-  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_FORCE, O_POINT, O_DUMP_TRACE,
+  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
   O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_CSV,
   O_MARKDOWN, O_LATEX, O_SORT, O_JSON
 };
@@ -89,6 +89,8 @@ static const cli_opt cli_opts[] = {
     {"quiet", 'q', O_QUIET, C_RUN | C_RESUME, NULL, NULL, "print only warnings, errors and the final summary (--log-level warn)"},
     {"progress", 0, O_PROGRESS, C_RUN | C_RESUME, "WHEN", "auto always never",
      "the live progress bar: auto (default: only on a terminal, mpirun's own output included), always, never"},
+    {"watchdog", 0, O_WATCHDOG, C_RUN | C_RESUME, "SECONDS", NULL,
+     "end the job when no rank makes progress for SECONDS (default 600; 0: never), the last checkpoint kept"},
     {"point", 0, O_POINT, C_RUN, "K|slurm", "slurm",
      "run point K (from 0; slurm: SLURM_ARRAY_TASK_ID) of the sweep alone into --output-dir, the folder every job of "
      "an array shares"},
@@ -206,6 +208,13 @@ static dt_status apply(const cli_opt *o, const char *v, args *a) {
     case O_FORCE: a->force = 1; break;
     case O_QUIET: a->quiet = 1; break;
     case O_PROGRESS: DT_TRY(parse_progress(v, &a->progress)); break;
+    case O_WATCHDOG: {
+      char *end = NULL;
+      a->watchdog = strtod(v, &end);
+      DT_CHECK(end != v && *end == '\0' && a->watchdog >= 0 && a->watchdog <= 1e7, DT_ERR_USAGE,
+               "--watchdog: expected seconds from 0 (never) to 1e7, found '%s'", v);
+      break;
+    }
     case O_POINT: a->point = v; break;
     case O_DUMP_TRACE:
       DT_CHECK(v[0] != '\0', DT_ERR_USAGE, "--dump-trace needs a folder");
@@ -336,6 +345,7 @@ static dt_status check_args(const args *a) {
 
 dt_status cli_parse(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
+  a->watchdog = -1;
   a->cmd = "run";
   int first = 1;
   if (argc > 1 && find_cmd(argv[1]) != NULL) a->cmd = argv[first++];
@@ -657,7 +667,8 @@ dt_status cli_man(FILE *out) {
     roff(out, cli_cmds[i].example);
     fputs("\n.RE\n.fi\n", out);
   }
-  fputs(".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\nruntime failure (memory, MPI, I/O, a bug)\n.TP\n2\nbad input (usage, "
+  fputs(".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\nruntime failure (memory, MPI, I/O, no progress for "
+        "\\fB\\-\\-watchdog\\fR seconds, a bug)\n.TP\n2\nbad input (usage, "
         "config, data files), found before anything runs\n.TP\n3\nevery problem diverged (the files are written)\n.TP\n4\n"
         "\\fBcheck\\fR RUN_DIR: the run did not complete\n.TP\n130\ninterrupted (SIGINT, SIGTERM, SIGHUP); resume continues it\n",
         out);

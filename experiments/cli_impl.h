@@ -25,6 +25,7 @@ typedef struct args {
   int nsweeps;
   int quiet;
   int progress;
+  double watchdog; /* --watchdog SECONDS; < 0: not given (600) */
   int force;
   const char *dirs[CLI_MAX_DIRS];
   int ndirs;

@@ -134,10 +134,12 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
   const double t_rounds = dt_time_now();
   for (int k = start; k < pc->outer_iterations; k++) {
     round_flags f = {0, 0};
+    runner_watchdog_at(r, "a round", p, k + 1);
     DT_TRY(round_and_agree(r, def, state, pr, k, &f));
     pr->rounds_run = k + 1;
     const int end = k + 1 == pc->outer_iterations;
     const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
+    runner_watchdog_at(r, "an evaluation", p, k + 1);
     if (scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
     runner_progress(r, pc, k, start, pr->t_start, t_rounds);
     if (f.stop == 2) {
@@ -147,6 +149,7 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
       runner_say(r, "%s diverged (a loss became NaN or infinite) at round %d; going on with the next problem\n", pc->problem_name, k + 1);
       break;
     }
+    runner_watchdog_at(r, "a checkpoint", p, k + 1);
     if ((f.checkpoint || f.stop == 1) && !end) DT_TRY(runner_checkpoint(r, p, k + 1, pr));
     if (f.stop == 1 && !end) {
       if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
@@ -406,6 +409,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   resume_point rp;
   memset(&rp, 0, sizeof rp);
   int done = 0, sig = 0, refused = 0;
+  DT_TRY_GOTO(runner_watchdog_start(&r));
   DT_TRY_GOTO(runner_setup(&r));
   if (opt->dump_trace != NULL) {
     DT_CHECK_GOTO(r.schedule == NULL, DT_ERR_USAGE, "--dump-trace traces static graphs; this experiment's graph changes every round");
@@ -464,6 +468,7 @@ cleanup:
     (void)best_effort;
     st = DT_ERROR(code, "%s", msg);
   }
+  runner_watchdog_stop(&r);
   runner_resume_point_free(&rp);
   runner_db_close(&r);
   runner_unlock(&r);

@@ -73,6 +73,7 @@ typedef struct runner {
   double last_ckpt, ckpt_seconds; /* this process's checkpoints: when the last, time spent in all */
   int num_ckpt;
   int lock_fd;          /* rank 0: the run folder's lock (runner_lock), or -1 */
+  struct runner_watchdog *watchdog; /* --watchdog's thread (watchdog.c), or NULL */
   /* results.sqlite (db.c; rank 0 of a writing run) */
   struct sqlite3 *db;
   struct sqlite3_stmt *db_eval, *db_problem;
@@ -121,6 +122,17 @@ DT_MUST_USE dt_status runner_write_trace_setup(runner *r, const char *dir);
 int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);
 /* Draws r->eval_rank from the experiment's seed. */
 DT_MUST_USE dt_status runner_eval_draw(runner *r);
+
+/* watchdog.c. The exit code of a job the watchdog ended (no progress for --watchdog seconds). */
+enum { DT_WATCHDOG_EXIT = 1 };
+typedef struct runner_watchdog runner_watchdog;
+/* Starts the thread that ends the job after opt->watchdog seconds without a heartbeat (none for
+ * 0). */
+DT_MUST_USE dt_status runner_watchdog_start(runner *r);
+/* A heartbeat, and where the run is now (phase: a static string, "a round", ...), for the
+ * watchdog's message. */
+void runner_watchdog_at(runner *r, const char *phase, int problem, int round);
+void runner_watchdog_stop(runner *r);
 
 /* checkpoint.c. What a run's checkpoint must match: its config (by hash), node count and
  * folder (for messages). */

@@ -33,6 +33,9 @@ typedef struct dt_run_options {
    * every job shares; the sweep folder is made by whichever job comes first */
   int single;
   int single_point;
+  /* seconds without progress (a frozen rank, a step that hangs) after which the job ends, the
+   * last checkpoint kept (experiments/watchdog.c); 0: no watchdog */
+  double watchdog;
 } dt_run_options;
 
 enum { DT_PROGRESS_AUTO = 0, DT_PROGRESS_ALWAYS, DT_PROGRESS_NEVER };

@@ -13,6 +13,13 @@ double dt_time_now(void);
  * result files; measure intervals with dt_time_now. Not collective. */
 void dt_time_local(char *buf, size_t size, const char *format);
 
+/* The run's heartbeat, for its watchdog (experiments/watchdog.c): loops that may run long (a
+ * node's gradients or evaluation, a round, a checkpoint) call dt_heartbeat() as they make
+ * progress; dt_heartbeat_age() is the seconds since the last beat (since the first call of
+ * either). Thread-safe and cheap (a clock read and a relaxed atomic store). */
+void dt_heartbeat(void);
+double dt_heartbeat_age(void);
+
 typedef struct dt_timer {
   double total;   /* accumulated seconds over finished intervals */
   double started; /* start of the running interval, or < 0 when stopped */

@@ -17,7 +17,8 @@
 #      evaluation in results.sqlite; resumed once there is room, to the same files;
 #  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
 #  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
-#  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows.
+#  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows;
+#  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -79,89 +80,7 @@ kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ckpt" ]; then
   bad "the run was not killed with two checkpoints: $(ls "$tmp/k")"
-  # (i) a signal while the last problem runs its last (here: only) round: the problem finishes and
-#     the run is complete (exit 0, status completed, no checkpoint left), not interrupted
-cat > "$tmp/last.yaml" <<EOF
-experiment:
-  name: last
-  data_dir: $tmp/mnist
-  seed: 3
-  graph: {num_nodes: 48, type: cycle}
-problem_configs:
-  dsgd:
-    evaluate_frequency: 1
-    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
-EOF
-"$dtrun" "$tmp/last.yaml" --output-dir "$tmp/i" --progress never > "$tmp/i.log" 2>&1 &
-pid=$!
-for _ in $(seq 1200); do grep -q '^== dsgd' "$tmp/i.log" && break; sleep 0.05; done
-kill -TERM $pid
-wait $pid
-rc=$?
-[ $rc = 0 ] && grep -q '^status: completed' "$tmp/i/summary.yaml" && [ ! -e "$tmp/i/checkpoint" ] \
-  && grep -q 'arrived as the last problem finished: the run is complete' "$tmp/i.log" && ok \
-  || bad "(i) a signal in the last round: exit $rc, $(grep '^status' "$tmp/i/summary.yaml"), $(tail -2 "$tmp/i.log")"
-
-# (j) results.sqlite deleted after a kill, then damaged after the run completed: resume rebuilds
-#     the run's rows from its files (the finished problems' CSVs and summary.yaml, the current
-#     problem's rows so far from the checkpoint), never a database silently missing what came
-#     before; a damaged database is kept as results.sqlite.damaged. Rows as the uninterrupted
-#     run's, at the CSVs' 9 significant digits.
-cat > "$tmp/two.yaml" <<EOF
-experiment:
-  name: two
-  data_dir: $tmp/mnist
-  seed: 3
-  checkpoint_every: 50
-  graph: {num_nodes: 4, type: cycle}
-problem_configs:
-  a:
-    train_batch_size: 16
-    evaluate_frequency: 50
-    evaluation: {test_samples: 200}
-    optimizer_config: {alg_name: dsgd, outer_iterations: 400}
-  b:
-    train_batch_size: 16
-    evaluate_frequency: 50
-    evaluation: {test_samples: 200}
-    optimizer_config: {alg_name: dsgt, outer_iterations: 400}
-EOF
-same_rows() { # reference run what: evaluations, problems and the run's status as the reference's
-  python3 - "$1/results.sqlite" "$2/results.sqlite" <<'PY' && ok || bad "$3: the rebuilt rows differ from the reference's"
-import sqlite3, sys
-def rows(p):
-    c = sqlite3.connect(p)
-    ev = [tuple(None if v is None else float("%.9g" % v) for v in r) for r in c.execute(
-        "SELECT problem, round, node, forward_pass_count, validation_loss, top1_accuracy, consensus_error, current_epoch, "
-        "train_loss, bytes_sent FROM evaluations ORDER BY problem, round, node")]
-    pr = list(c.execute("SELECT problem, problem_name, alg_name, status, rounds, rounds_completed FROM problems ORDER BY problem"))
-    return ev, pr, list(c.execute("SELECT status, experiment, nodes FROM runs"))
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
-assert len(a[0]) == 2 * 9 * 4 and a == b, (len(a[0]), len(b[0]), a[1:], b[1:])
-PY
-}
-"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/two_ref" --quiet > /dev/null 2>&1 || bad "(j) the reference run failed"
-"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/j" --quiet > /dev/null 2>&1 &
-pid=$!
-for _ in $(seq 2400); do # killed inside the second problem, after a checkpoint of it
-  p=$(od -An -t u8 -j 16 -N 8 "$tmp/j/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
-  r=$(round_of "$tmp/j/checkpoint")
-  [ -n "$p" ] && [ "$p" -ge 1 ] && [ -n "$r" ] && [ "$r" -ge 100 ] && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.02
-done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-rm -f "$tmp/j/results.sqlite" "$tmp/j/results.sqlite-wal" "$tmp/j/results.sqlite-shm"
-"$dtrun" resume "$tmp/j" --quiet > "$tmp/j.log" 2>&1 && grep -q "results.sqlite had no rows of this run: rebuilt from its files (1 finished problem" \
-  "$tmp/j.log" && ok || bad "(j) resume without results.sqlite: $(tail -3 "$tmp/j.log")"
-same_rows "$tmp/two_ref" "$tmp/j" "(j) killed, results.sqlite deleted, resumed"
-printf 'not a database: these bytes replace the file that was one, and resume must notice it ......\n' > "$tmp/j/results.sqlite"
-"$dtrun" resume "$tmp/j" > "$tmp/j2.log" 2>&1 && grep -q "results.sqlite was damaged (file is not a database): kept as results.sqlite.damaged" \
-  "$tmp/j2.log" && [ -f "$tmp/j/results.sqlite.damaged" ] && ok || bad "(j) resume of a completed run with a damaged database: $(tail -3 "$tmp/j2.log")"
-same_rows "$tmp/two_ref" "$tmp/j" "(j) completed, results.sqlite damaged, resumed"
-
-echo "faults: $pass passed, $fail failed"
+  echo "faults: $pass passed, $fail failed"
   exit 1
 fi
 echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
@@ -338,6 +257,31 @@ printf 'not a database: these bytes replace the file that was one, and resume mu
 "$dtrun" resume "$tmp/j" > "$tmp/j2.log" 2>&1 && grep -q "results.sqlite was damaged (file is not a database): kept as results.sqlite.damaged" \
   "$tmp/j2.log" && [ -f "$tmp/j/results.sqlite.damaged" ] && ok || bad "(j) resume of a completed run with a damaged database: $(tail -3 "$tmp/j2.log")"
 same_rows "$tmp/two_ref" "$tmp/j" "(j) completed, results.sqlite damaged, resumed"
+
+# (k) a rank that stops answering (SIGSTOP) under mpirun: the others' watchdog ends the job
+#     after --watchdog seconds without progress, saying where it waited; the last checkpoint is
+#     kept and resume (at P = 1) ends with the files and rows of a run never interrupted
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/two.yaml" --output-dir "$tmp/wd" --watchdog 3 --quiet > "$tmp/wd.log" 2>&1 &
+pid=$!
+for _ in $(seq 2400); do
+  r=$(round_of "$tmp/wd/checkpoint")
+  [ -n "$r" ] && [ "$r" -ge 100 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+for p in $(pgrep -f "$tmp/two.yaml --output-dir $tmp/wd"); do
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && kill -STOP "$p"
+done
+t0=$(date +%s)
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+waited=$(($(date +%s) - t0))
+kill -0 $pid 2>/dev/null && { pkill -9 -f "$tmp/wd"; bad "(k) the job still runs 60 s after a rank stopped"; }
+wait $pid
+rc=$?
+[ $rc != 0 ] && [ $waited -le 30 ] && grep -q "rank 0 of 2 (.*): no progress for [0-9]* s, in .* of problem .* ending the job (--watchdog 3 s)" \
+  "$tmp/wd.log" && ok || bad "(k) a frozen rank: exit $rc after $waited s: $(head -3 "$tmp/wd.log")"
+"$dtrun" resume "$tmp/wd" --quiet > "$tmp/wd2.log" 2>&1 && ok || bad "(k) resume after the watchdog: $(tail -3 "$tmp/wd2.log")"
+same_run "$tmp/two_ref" "$tmp/wd" "(k) ended by the watchdog, resumed"
 
 echo "faults: $pass passed, $fail failed"
 exit $((fail > 0))

@@ -5,6 +5,7 @@
 #include "cpu_impl.h"
 #include "dt/nn.h"
 #include "dt/parallel.h"
+#include "dt/timer.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -76,6 +77,7 @@ typedef struct node_call {
 
 static dt_status gradient_node(void *ctx, int l) {
   const node_call *c = ctx;
+  dt_heartbeat();
   const dt_node_batch *nb = c->nb;
   if (nb->batch[l] == 0) return DT_OK;
   return dt_model_forward_backward(c->be, c->plan->m, c->plan->ws[thread_id()],
@@ -87,6 +89,7 @@ static dt_status gradient_node(void *ctx, int l) {
 
 static dt_status evaluate_node(void *ctx, int l) {
   const node_call *c = ctx;
+  dt_heartbeat();
   const dt_node_eval *ne = c->ne;
   return dt_model_evaluate(c->be, c->plan->m, c->plan->ews[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
                            ne->buffers != NULL ? ne->buffers + (size_t)l * ne->buffers_stride : NULL, ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);

@@ -6,6 +6,7 @@
 
 #include "cpu_impl.h"
 #include "dt/nn.h"
+#include "dt/timer.h"
 
 static const cpu_layer_ops *const layer_ops[DT_LAYER_KIND_COUNT] = {
 #define CPU_LAYER_ENTRY(upper, lower) [DT_LAYER_##upper] = &dt_cpu_layer_##lower,
@@ -183,6 +184,7 @@ dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws,
   for (int start = 0; start < n; start += ws->max_batch) {
     int b = n - start < ws->max_batch ? n - start : ws->max_batch;
     forward(ws, params, (float *)buffers /* eval mode reads them only */, x + (size_t)start * d, b, NULL, 0);
+    dt_heartbeat();
     *loss_sum += dt_cpu_log_softmax_nll(b, ws->classes, ws->act[ws->L], y + start, NULL, 0.0f, correct);
   }
   return DT_OK;
