@@ -97,13 +97,19 @@ static dt_status evaluate_sample(runner *r, problem_run *pr, double *vl, double 
 }
 
 /* This rank's rows of the evaluation into r->rows. */
-static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw) {
+/* The rows of this rank's nodes; *stopped: a signal ended the models' evaluation early (the
+ * collectives still run, so that every rank learns it together). */
+static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw, int *stopped) {
   const dt_problem_config *pc = pr->pc;
   dt_optimizer_run *run = &pr->run;
   if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) {
-    if (pc->evaluation.nodes == DT_EVAL_MEAN) DT_TRY(evaluate_mean(r, pr, vl, acc));
-    else if (pc->evaluation.sample > 0) DT_TRY(evaluate_sample(r, pr, vl, acc));
-    else DT_TRY(dt_task_evaluate(r->task, &run->theta, pc->evaluation.test_samples, vl, acc));
+    dt_status e;
+    if (pc->evaluation.nodes == DT_EVAL_MEAN) e = evaluate_mean(r, pr, vl, acc);
+    else if (pc->evaluation.sample > 0) e = evaluate_sample(r, pr, vl, acc);
+    else e = dt_task_evaluate(r->task, &run->theta, pc->evaluation.test_samples, vl, acc);
+    *stopped = e == DT_ERR_INTERRUPTED;
+    if (*stopped) dt_error_clear();
+    else DT_TRY(e);
   }
   if (pc->metrics & (DT_METRIC_CONSENSUS_ERROR | DT_METRIC_CONSENSUS_MATRIX))
     DT_TRY(consensus(r, run, (pc->metrics & DT_METRIC_CONSENSUS_ERROR) != 0, cons, cons_raw));
@@ -123,22 +129,33 @@ static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, do
     row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
     row[COL_SIM_TIME] = run->sim_clock != NULL ? run->sim_clock[i] : NAN;
     for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = run->msgs != NULL ? (double)run->msgs[3 * (size_t)l + c] : NAN;
-    run->train_loss_sum[l] = 0;
-    run->train_loss_n[l] = 0;
   }
   return DT_OK;
 }
 
-dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res) {
+dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res, int may_stop) {
   dt_status st = DT_OK;
   double *vl = NULL, *acc = NULL, *cons = NULL, *cons_raw = NULL;
+  int stopped = 0;
   dt_timer_start(&pr->t_eval);
   DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   DT_ALLOC_GOTO(vl, r->count, "evaluation");
   DT_ALLOC_GOTO(acc, r->count, "evaluation");
   DT_ALLOC_GOTO(cons, r->count, "evaluation");
   DT_ALLOC_GOTO(cons_raw, r->count, "evaluation");
-  DT_TRY_GOTO(measure(r, pr, vl, acc, cons, cons_raw));
+  dt_stop_evaluations(may_stop == 1 || (may_stop == 2 && !dt_stop_requested()));
+  st = measure(r, pr, vl, acc, cons, cons_raw, &stopped);
+  dt_stop_evaluations(0);
+  DT_TRY_GOTO(st);
+  /* a signal during the models' evaluation on any rank: this round's evaluation is dropped on
+   * every rank (nothing recorded, the training losses kept), to be measured again on resume */
+  double whole = !stopped;
+  DT_TRY_GOTO(dt_comm_allreduce_min_f64(r->comm, &whole, 1));
+  if (whole != 1) {
+    st = DT_ERROR(DT_ERR_INTERRUPTED, "the evaluation of round %d was interrupted by a signal", round);
+    goto cleanup;
+  }
+  for (int l = 0; l < r->count; l++) pr->run.train_loss_sum[l] = 0, pr->run.train_loss_n[l] = 0;
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, r->rows, NCOL, r->all_rows));
   if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
   if (r->rank == 0) {

@@ -128,9 +128,42 @@ static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *s
  * evaluate_frequency rounds and at the last round run. A stop signal checkpoints the state after
  * the round (before the extra evaluation an interrupted problem's files get), so that resuming
  * gives exactly the files of a run never stopped. */
+/* Whether the evaluation of round `start`, where a resumed problem goes on, is still to be made:
+ * the round is one the problem evaluates and the checkpoint's rows end before it (a signal
+ * stopped that evaluation). Rank 0 reads the rows; every rank learns it. Collective. */
+static dt_status evaluation_pending(runner *r, const problem_run *pr, int start, int *pending) {
+  const dt_problem_config *pc = pr->pc;
+  double flag = 0;
+  if (r->rank == 0 && (start % pc->evaluate_frequency == 0 || start == pc->outer_iterations)) {
+    const char *csv = pr->csv.data, *last = NULL;
+    for (size_t i = 0; csv != NULL && i + 1 < pr->csv.len; i++)
+      if (csv[i] == '\n') last = csv + i + 1; /* the last row's start (the text ends in a newline) */
+    flag = last == NULL || atoi(last) < start;
+  }
+  DT_TRY(dt_comm_bcast(r->comm, &flag, sizeof flag, 0));
+  *pending = flag != 0;
+  return DT_OK;
+}
+
+/* A signal stopped an evaluation (may_stop): the problem is interrupted, its state after round
+ * `round` checkpointed (round 0: the checkpoint at the problem's start stands), the evaluation
+ * left to resume. */
+static dt_status evaluation_stopped(runner *r, int p, int round, problem_run *pr, problem_result *res) {
+  if (round > 0) DT_TRY(runner_checkpoint(r, p, round, pr));
+  res->status = "interrupted";
+  runner_say(r, "interrupted during the evaluation of round %d; saving what was measured%s%s\n", round,
+             r->write ? "; continue with: dtrun resume " : "", r->write ? r->outdir : "");
+  return DT_OK;
+}
+
 static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimizer_def *def, void *state, problem_result *res, int start) {
   const dt_problem_config *pc = pr->pc;
-  if (start == 0) DT_TRY(runner_evaluate(r, pr, 0, res));
+  int pending = start == 0;
+  if (start > 0) DT_TRY(evaluation_pending(r, pr, start, &pending));
+  runner_watchdog_at(r, "an evaluation", p, start);
+  dt_status st = pending ? runner_evaluate(r, pr, start, res, 1) : DT_OK;
+  if (st == DT_ERR_INTERRUPTED) return evaluation_stopped(r, p, start, pr, res);
+  DT_TRY(st);
   const double t_rounds = dt_time_now();
   for (int k = start; k < pc->outer_iterations; k++) {
     round_flags f = {0, 0};
@@ -140,10 +173,12 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
     const int end = k + 1 == pc->outer_iterations;
     const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
     runner_watchdog_at(r, "an evaluation", p, k + 1);
-    if (scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
+    st = scheduled ? runner_evaluate(r, pr, k + 1, res, end ? 2 : 1) : DT_OK;
+    if (st == DT_ERR_INTERRUPTED) return evaluation_stopped(r, p, k + 1, pr, res);
+    DT_TRY(st);
     runner_progress(r, pc, k, start, pr->t_start, t_rounds);
     if (f.stop == 2) {
-      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
+      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res, 0));
       res->status = "diverged";
       res->diverged_round = k + 1;
       runner_say(r, "%s diverged (a loss became NaN or infinite) at round %d; going on with the next problem\n", pc->problem_name, k + 1);
@@ -152,7 +187,7 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
     runner_watchdog_at(r, "a checkpoint", p, k + 1);
     if ((f.checkpoint || f.stop == 1) && !end) DT_TRY(runner_checkpoint(r, p, k + 1, pr));
     if (f.stop == 1 && !end) {
-      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res));
+      if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res, 0));
       res->status = "interrupted";
       runner_say(r, "interrupted at round %d; saving what was measured%s%s\n", k + 1, r->write ? "; continue with: dtrun resume " : "",
                  r->write ? r->outdir : "");

@@ -45,6 +45,12 @@ int dt_status_exit_code(dt_status code);
  * (file loads, the round loop), which then end with DT_ERR_INTERRUPTED. Async-signal-safe. */
 void dt_stop_request(int sig);
 int dt_stop_requested(void);
+/* Whether an evaluation under way may stop for a stop request (set by the runner around the
+ * evaluations it can repeat on resume): the backends' evaluation loops then end between nodes
+ * and batches with DT_ERR_INTERRUPTED, so that a signal acts within a node's evaluation, not a
+ * whole one of thousands of nodes. dt_stop_evaluation() is that test. Not collective. */
+void dt_stop_evaluations(int may);
+int dt_stop_evaluation(void);
 
 /* Records a new error (clearing any earlier record) and returns code. Not collective. */
 DT_MUST_USE dt_status dt_error_set(dt_status code, const char *file, int line, const char *func,

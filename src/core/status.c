@@ -64,6 +64,11 @@ static volatile sig_atomic_t stop_sig = 0;
 void dt_stop_request(int sig) { stop_sig = sig; }
 int dt_stop_requested(void) { return stop_sig; }
 
+static volatile int evaluations_may_stop = 0;
+
+void dt_stop_evaluations(int may) { evaluations_may_stop = may; }
+int dt_stop_evaluation(void) { return evaluations_may_stop && stop_sig != 0; }
+
 static void add_frame(const char *file, int line, const char *func) {
   if (rec.frames >= DT_MAX_FRAMES) {
     rec.dropped++;

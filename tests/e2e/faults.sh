@@ -18,7 +18,8 @@
 #  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
 #  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
 #  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows;
-#  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed.
+#  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed;
+#  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -183,15 +184,17 @@ experiment:
   name: last
   data_dir: $tmp/mnist
   seed: 3
-  graph: {num_nodes: 48, type: cycle}
+  graph: {num_nodes: 4, type: cycle}
 problem_configs:
-  dsgd:
+  dsgd: # one long round (2 full-batch steps per node), short evaluations: the signal lands in the round
+    full_batch: true
     evaluate_frequency: 1
-    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
+    evaluation: {test_samples: 100}
+    optimizer_config: {alg_name: local_dsgd, outer_iterations: 1, local_steps: 2}
 EOF
 "$dtrun" "$tmp/last.yaml" --output-dir "$tmp/i" --progress never > "$tmp/i.log" 2>&1 &
 pid=$!
-for _ in $(seq 1200); do grep -q '^== dsgd' "$tmp/i.log" && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -qE '^dsgd +0 [|]' "$tmp/i.log" && break; sleep 0.02; done # round 0 evaluated: in the round
 kill -TERM $pid
 wait $pid
 rc=$?
@@ -282,6 +285,35 @@ rc=$?
   "$tmp/wd.log" && ok || bad "(k) a frozen rank: exit $rc after $waited s: $(head -3 "$tmp/wd.log")"
 "$dtrun" resume "$tmp/wd" --quiet > "$tmp/wd2.log" 2>&1 && ok || bad "(k) resume after the watchdog: $(tail -3 "$tmp/wd2.log")"
 same_run "$tmp/two_ref" "$tmp/wd" "(k) ended by the watchdog, resumed"
+
+# (l) a stop signal during a long evaluation (128 nodes, the whole test set each): it stops
+#     between nodes, on every rank, nothing of it recorded; the state after its round is
+#     checkpointed and resume measures that evaluation again, to the files and rows of a run
+#     never interrupted
+cat > "$tmp/ev.yaml" <<EOF
+experiment:
+  name: ev
+  data_dir: $tmp/mnist
+  seed: 3
+  graph: {num_nodes: 128, type: cycle}
+problem_configs:
+  dsgd:
+    train_batch_size: 16
+    evaluate_frequency: 5
+    optimizer_config: {alg_name: dsgd, outer_iterations: 10}
+EOF
+"$dtrun" "$tmp/ev.yaml" --output-dir "$tmp/ev_ref" --quiet > /dev/null 2>&1 || bad "(l) the reference run failed"
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/ev.yaml" --output-dir "$tmp/ev" --progress never > "$tmp/ev.log" 2>&1 &
+pid=$!
+for _ in $(seq 1500); do grep -qE '^dsgd +0 [|]' "$tmp/ev.log" && break; sleep 0.02; done
+sleep 0.5 # rounds 1-5 take a fraction of that; the evaluation of round 5 several times more
+kill -USR2 $pid # mpirun forwards SIGUSR2 as it is and exits with the ranks' 130 (docs/guide.md)
+wait $pid
+rc=$?
+[ $rc = 130 ] && grep -q "interrupted during the evaluation of round 5" "$tmp/ev.log" && ! grep -qE '^dsgd +5 [|]' "$tmp/ev.log" && ok \
+  || bad "(l) a signal during an evaluation: exit $rc, $(grep -E 'interrupt|^dsgd' "$tmp/ev.log" | tail -3)"
+"$dtrun" resume "$tmp/ev" --quiet > "$tmp/ev2.log" 2>&1 && ok || bad "(l) resume: $(tail -3 "$tmp/ev2.log")"
+same_run "$tmp/ev_ref" "$tmp/ev" "(l) stopped in an evaluation, resumed"
 
 echo "faults: $pass passed, $fail failed"
 exit $((fail > 0))

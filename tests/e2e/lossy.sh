@@ -84,7 +84,7 @@ experiment:
 problem_configs:
   relay: {optimizer_config: {alg_name: relaysgd, outer_iterations: 2}}
 YAML
-refused "relaysgd under loss" "relay.yaml:6:40: relaysgd has no rule for a message that does not arrive" \
+refused "relaysgd under loss" "relay.yaml:5:40: relaysgd has no rule for a message that does not arrive" \
   "$tmp/relay.yaml"
 refused "a sequential sweep under loss" "dsgd's update_order: sequential cannot run under experiment.network's faults" \
   "$tmp/lossy.yaml" --set problem_configs.dsgd.optimizer_config.update_order=sequential

@@ -90,6 +90,7 @@ static dt_status gradient_node(void *ctx, int l) {
 static dt_status evaluate_node(void *ctx, int l) {
   const node_call *c = ctx;
   dt_heartbeat();
+  DT_CHECK(!dt_stop_evaluation(), DT_ERR_INTERRUPTED, "evaluation interrupted by signal %d", dt_stop_requested());
   const dt_node_eval *ne = c->ne;
   return dt_model_evaluate(c->be, c->plan->m, c->plan->ews[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
                            ne->buffers != NULL ? ne->buffers + (size_t)l * ne->buffers_stride : NULL, ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);

@@ -183,6 +183,7 @@ dt_status dt_model_evaluate(dt_backend *be, const dt_model *m, dt_workspace *ws,
   const size_t d = dt_model_input_size(m);
   for (int start = 0; start < n; start += ws->max_batch) {
     int b = n - start < ws->max_batch ? n - start : ws->max_batch;
+    DT_CHECK(!dt_stop_evaluation(), DT_ERR_INTERRUPTED, "evaluation interrupted by signal %d", dt_stop_requested());
     forward(ws, params, (float *)buffers /* eval mode reads them only */, x + (size_t)start * d, b, NULL, 0);
     dt_heartbeat();
     *loss_sum += dt_cpu_log_softmax_nll(b, ws->classes, ws->act[ws->L], y + start, NULL, 0.0f, correct);
