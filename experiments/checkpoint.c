@@ -122,11 +122,13 @@ typedef struct write_ctx {
 
 static dt_status give_node(void *ctx, int l, const void **data, size_t *size) {
   write_ctx *w = ctx;
+  dt_heartbeat();
   return dt_run_save_node(w->run, l, data, size);
 }
 
 static dt_status take_node(void *ctx, int node, const void *data, size_t size) {
   write_ctx *w = ctx;
+  dt_heartbeat();
   char name[64];
   snprintf(name, sizeof name, "node_%d.ckpt", node);
   w->node_size[node] = size;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dt/log.h"
 #include "dt/yaml.h"
@@ -202,41 +203,61 @@ static int insert_run(runner *r, sqlite3_int64 old, const char *folder, const ch
 
 /* ---- a resumed run without its rows: rebuilt from its files -------------------------------- */
 
-/* Whether the database answers PRAGMA quick_check with "ok"; its first complaint into why. */
-static int db_intact(runner *r, char *why, size_t size) {
+/* Whether the database is damaged: it is not a database, SQLite found it corrupt, or PRAGMA
+ * quick_check answers other than "ok" (its first complaint into why). A database that is busy,
+ * locked, read-only or on a full disk is not damaged: its error stands. */
+static int db_damaged(runner *r, dt_status opened, char *why, size_t size) {
+  if (r->db == NULL) return 0;
+  const int code = sqlite3_errcode(r->db) & 0xff;
+  if (opened != DT_OK) {
+    snprintf(why, size, "%s", sqlite3_errmsg(r->db));
+    return code == SQLITE_NOTADB || code == SQLITE_CORRUPT;
+  }
   sqlite3_stmt *s = NULL;
-  int ok = 0;
-  snprintf(why, size, "%s", "it cannot be read");
+  int damaged = 0;
   if (sqlite3_prepare_v2(r->db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
     const char *v = (const char *)sqlite3_column_text(s, 0);
-    ok = v != NULL && strcmp(v, "ok") == 0;
-    if (!ok) snprintf(why, size, "%s", v != NULL ? v : "no answer");
-  } else if (r->db != NULL) {
+    damaged = v == NULL || strcmp(v, "ok") != 0;
+    snprintf(why, size, "%s", v != NULL ? v : "no answer");
+  } else {
+    const int c = sqlite3_errcode(r->db) & 0xff;
+    damaged = c == SQLITE_NOTADB || c == SQLITE_CORRUPT;
     snprintf(why, size, "%s", sqlite3_errmsg(r->db));
   }
   sqlite3_finalize(s);
-  return ok;
+  return damaged;
 }
 
-/* Opens the database; on a resume, a damaged one (it does not open, or fails quick_check) is set
- * aside as results.sqlite.damaged (with its -wal and -shm) and a new one made in its place. */
+/* Opens the database; on a resume, a damaged one (db_damaged) is set aside under a name no
+ * earlier one has (results.sqlite.damaged, .damaged.1, ...: with its -wal and -shm) and a new
+ * one made in its place. Any other failure to open stays an error. */
 static dt_status open_db_resumed(runner *r) {
   dt_status st = open_db(r);
   char why[512] = "";
-  if (st == DT_OK && (!r->opt->resume || db_intact(r, why, sizeof why))) return DT_OK;
-  if (st != DT_OK && !r->opt->resume) return st;
-  if (st != DT_OK) snprintf(why, sizeof why, "%s", r->db != NULL ? sqlite3_errmsg(r->db) : dt_error_message());
+  if (!r->opt->resume) return st;
+  if (!db_damaged(r, st, why, sizeof why)) {
+    if (st == DT_OK && why[0] != '\0' && strcmp(why, "ok") != 0) /* quick_check could not run: busy, locked */
+      st = DT_ERROR(DT_ERR_IO, "%s/results.sqlite: cannot check it: %s", r->db_dir, why);
+    return st;
+  }
   runner_db_close(r);
   r->db_failed = 0;
+  char aside[sizeof r->db_dir + 64];
+  for (int k = 0;; k++) {
+    snprintf(aside, sizeof aside, "%s/results.sqlite.damaged%s%.0d", r->db_dir, k ? "." : "", k);
+    if (access(aside, F_OK) != 0) break;
+    DT_CHECK(k < 1000, DT_ERR_IO, "%s/results.sqlite is damaged (%s) and %s exists: move the damaged copies away", r->db_dir, why,
+             aside);
+  }
   static const char *const parts[] = {"", "-wal", "-shm"};
   for (int i = 0; i < 3; i++) {
-    char from[sizeof r->db_dir + 48], to[sizeof r->db_dir + 64];
+    char from[sizeof r->db_dir + 48], to[sizeof aside + 8];
     snprintf(from, sizeof from, "%s/results.sqlite%s", r->db_dir, parts[i]);
-    snprintf(to, sizeof to, "%s/results.sqlite.damaged%s", r->db_dir, parts[i]);
+    snprintf(to, sizeof to, "%s%s", aside, parts[i]);
     DT_CHECK(rename(from, to) == 0 || errno == ENOENT, DT_ERR_IO, "%s/results.sqlite is damaged (%s) and cannot be set aside: %s: %s",
              r->db_dir, why, from, strerror(errno));
   }
-  dt_log_warn("%s/results.sqlite was damaged (%s): kept as results.sqlite.damaged; a new one is made", r->db_dir, why);
+  dt_log_warn("%s/results.sqlite was damaged (%s): kept as %s; a new one is made", r->db_dir, why, strrchr(aside, '/') + 1);
   return open_db(r);
 }
 
@@ -267,7 +288,7 @@ static int put_csv_rows(runner *r, int p, const char *text, size_t len, long *ro
     sqlite3_bind_int(s, 2, p);
     const char *f = line;
     for (int k = 0; k < ncols && f <= nl; k++) {
-      char cell[64];
+      char cell[128];
       const char *comma = memchr(f, ',', (size_t)(nl - f));
       const size_t n = (size_t)((comma != NULL ? comma : nl) - f);
       snprintf(cell, sizeof cell, "%.*s", (int)(n < sizeof cell ? n : sizeof cell - 1), f);
@@ -301,7 +322,8 @@ static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
   for (int q = 0; good && list != NULL && list->kind == DT_YN_SEQ && q < list->n && q < r->cfg->num_problems; q++) {
     const dt_ynode *it = list->items[q];
     const dt_ynode *name = dt_ynode_get(it, "problem_name"), *status = dt_ynode_get(it, "status");
-    if (name == NULL || status == NULL || strcmp(name->text, r->cfg->problems[q].problem_name) != 0 || strcmp(status->text, "running") == 0)
+    if (name == NULL || status == NULL || name->kind != DT_YN_SCALAR || status->kind != DT_YN_SCALAR ||
+        strcmp(name->text, r->cfg->problems[q].problem_name) != 0 || strcmp(status->text, "running") == 0)
       continue;
     static const char *const nums[] = {"rounds_completed", "bytes_sent", "wall_seconds", "time_compute", "time_comm", "time_eval"};
     sqlite3_stmt *s = r->db_problem;
@@ -380,7 +402,12 @@ dt_status runner_db_open(runner *r, const char *config_text) {
     int problems = 0;
     long rows = 0;
     r->db_rebuilt = 1;
-    DT_TRY(rebuild_rows(r, &problems, &rows));
+    if (rebuild_rows(r, &problems, &rows) != DT_OK) { /* what the files could not give is said, and the run goes on */
+      dt_log_warn("%s/results.sqlite had no rows of %s, and they could not be rebuilt from its files: %s", r->db_dir,
+                  strcmp(folder, ".") == 0 ? "this run" : folder, dt_error_message());
+      r->db_failed = 0;
+      return DT_OK;
+    }
     dt_log_warn("%s/results.sqlite had no rows of %s: rebuilt from its files (%d finished problem%s, %ld evaluation rows; "
                 "values at the CSVs' 9 significant digits)", r->db_dir, strcmp(folder, ".") == 0 ? "this run" : folder, problems,
                 problems == 1 ? "" : "s", rows);

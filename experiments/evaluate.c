@@ -41,6 +41,7 @@ static dt_status consensus_matrix(runner *r, problem_run *pr, int round) {
   for (int i = 0; i < r->n && r->rank == 0; i++)
     for (int j = 0; j < r->n; j++) {
       double s;
+      if (j == 0) dt_heartbeat(); /* n² distances on rank 0: the others wait */
       DT_TRY_GOTO(dt_be_sqdist(r->host, d, all + (size_t)i * d, all + (size_t)j * d, &s));
       sb_printf(&pr->consensus_csv, "%d,%d,%d,%.9g\n", round, i, j, sqrt(s));
     }
@@ -143,7 +144,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
   DT_ALLOC_GOTO(acc, r->count, "evaluation");
   DT_ALLOC_GOTO(cons, r->count, "evaluation");
   DT_ALLOC_GOTO(cons_raw, r->count, "evaluation");
-  dt_stop_evaluations(may_stop == 1 || (may_stop == 2 && !dt_stop_requested()));
+  dt_stop_evaluations(may_stop);
   st = measure(r, pr, vl, acc, cons, cons_raw, &stopped);
   dt_stop_evaluations(0);
   DT_TRY_GOTO(st);

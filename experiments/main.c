@@ -154,10 +154,13 @@ static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_swee
     return DT_OK;
   }
   if (resume) DT_TRY(resumable(a->argv_dir, a->file, a->quiet, &nothing));
-  DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
-  if (nothing) { /* completed: its rows are in results.sqlite, or rebuilt there */
+  if (nothing) { /* completed: its rows are in results.sqlite, or rebuilt there (best effort) */
     const dt_run_options ro = {.output_dir = a->argv_dir, .quiet = a->quiet, .resume = 1};
-    DT_TRY(dt_experiment_db_repair(cfg, &ro));
+    dt_status st = dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg);
+    if (st == DT_OK) st = dt_experiment_db_repair(cfg, &ro);
+    if (st != DT_OK) dt_log_warn("%s: its rows in results.sqlite were not checked: %s", a->argv_dir, dt_error_message());
+  } else {
+    DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
   }
   *mode = nothing ? NOTHING : RUN;
   return DT_OK;

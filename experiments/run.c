@@ -173,7 +173,9 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
     const int end = k + 1 == pc->outer_iterations;
     const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
     runner_watchdog_at(r, "an evaluation", p, k + 1);
-    st = scheduled ? runner_evaluate(r, pr, k + 1, res, end ? 2 : 1) : DT_OK;
+    /* stoppable, but not where the problem already agreed to end (the last round, which a signal
+     * lets finish; a diverging one, whose rows say so) */
+    st = scheduled ? runner_evaluate(r, pr, k + 1, res, !(end && f.stop == 1) && f.stop != 2) : DT_OK;
     if (st == DT_ERR_INTERRUPTED) return evaluation_stopped(r, p, k + 1, pr, res);
     DT_TRY(st);
     runner_progress(r, pc, k, start, pr->t_start, t_rounds);

@@ -185,11 +185,10 @@ void runner_unlock(runner *r);
 
 /* evaluate.c: evaluates every node at round `round`, appends the rows to pr's CSVs and the
  * node statistics to res (rank 0). Collective. */
-/* may_stop 1: a signal may end the models' evaluation early, on every rank, with
+/* may_stop: a signal may end the models' evaluation early, on every rank, with
  * DT_ERR_INTERRUPTED and nothing recorded (an evaluation the round loop measures again on
- * resume); 2: only a signal that comes during it (a problem's last evaluation: a signal in its
- * last round lets the problem finish); 0: none (those that save what was measured as a run
- * stops). */
+ * resume); not for those that save what was measured as a run stops, nor where the ranks agreed
+ * already that the problem ends (its last round with a signal, a diverging round). */
 DT_MUST_USE dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result *res, int may_stop);
 
 /* The time stamp the result files record (summary.yaml's and the runs table's started and

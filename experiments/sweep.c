@@ -186,7 +186,11 @@ static dt_status plan_point(const sweep_index *ix, const char *dir, int p, int r
   else if (resume && strcmp(status, "unknown") != 0) *action = POINT_RESUME;
   if (*action != POINT_SKIP) DT_CHECK(strcmp(status, "running") != 0, DT_ERR_USAGE, "%s is still running (%s)", folder, holder);
   snprintf(path, sizeof path, "%s/config.yaml", folder);
-  return dt_config_load(path, &dt_builtin, NULL, 0, cfg);
+  const dt_status st = dt_config_load(path, &dt_builtin, NULL, 0, cfg);
+  if (st == DT_OK || *action != POINT_SKIP) return st;
+  dt_log_warn("%s: its rows in results.sqlite were not checked: %s", folder, dt_error_message());
+  cfg->num_problems = -1; /* a completed point whose config no longer loads: nothing to repair with */
+  return DT_OK;
 }
 
 /* A sweep being run: what every rank learns of it (the folder, the number of points), rank 0's
@@ -385,9 +389,10 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
     DT_TRY_GOTO(share_point(&sr, p, &action));
     if (action == POINT_SKIP) { /* completed: its rows are in the database, or rebuilt there */
       skipped++;
-      if (sr.rank == 0) {
+      if (sr.rank == 0 && sr.cfg.num_problems >= 0) { /* best effort: a point's rows do not stop the sweep */
         const dt_run_options ro = point_options(&sr, p, action);
-        DT_TRY_GOTO(dt_experiment_db_repair(&sr.cfg, &ro));
+        if (dt_experiment_db_repair(&sr.cfg, &ro) != DT_OK)
+          dt_log_warn("%s: its rows in results.sqlite were not checked: %s", sr.folder, dt_error_message());
       }
       continue;
     }

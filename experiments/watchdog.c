@@ -2,7 +2,9 @@
  * --watchdog seconds. A rank that stops answering (a frozen process, a host that went quiet)
  * leaves every other rank waiting in a collective for ever; a step that hangs does the same to
  * its own rank. The run beats its heartbeat (dt_heartbeat, dt/timer.h) in every node's gradients
- * and evaluation, every round and every checkpoint, and says where it is (runner_watchdog_at).
+ * and evaluation, every round, every node of a checkpoint and every row of a consensus matrix,
+ * and says where it is (runner_watchdog_at, which arms the watchdog: the set-up, loading the data
+ * and verifying a checkpoint are not watched).
  * When no beat comes for the limit, this rank prints where it waited and exits: mpirun or srun
  * then ends the other ranks, and without a launcher the process is the job. Nothing is written
  * on the way out, so the last checkpoint stays as it was and `dtrun resume` continues from it. */
@@ -23,6 +25,7 @@ struct runner_watchdog {
   pthread_mutex_t lock;
   pthread_cond_t wake;
   int stop;
+  atomic_int armed; /* from the first round on: set-up, loading and verifying take what they take */
   double limit;
   int rank, size;
   char host[128];
@@ -42,6 +45,7 @@ static void *watch(void *arg) {
     until.tv_sec += 1;
     pthread_cond_timedwait(&w->wake, &w->lock, &until);
     if (w->stop) break;
+    if (!atomic_load(&w->armed)) continue;
     const double age = dt_heartbeat_age();
     if (age < w->limit) continue;
     const int p = atomic_load(&w->problem), k = atomic_load(&w->round);
@@ -93,6 +97,7 @@ void runner_watchdog_at(runner *r, const char *phase, int problem, int round) {
   atomic_store(&w->phase, phase);
   atomic_store(&w->problem, problem);
   atomic_store(&w->round, round);
+  atomic_store(&w->armed, 1);
 }
 
 void runner_watchdog_stop(runner *r) {

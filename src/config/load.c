@@ -262,12 +262,13 @@ static bool join_folded(const char *dir, const char *rel, char *out, size_t size
   int np = 0, ups = 0; /* ups: leading ".." of a relative path */
   for (char *save = NULL, *t = strtok_r(buf, "/", &save); t != NULL; t = strtok_r(NULL, "/", &save)) {
     if (strcmp(t, ".") == 0) continue;
-    if (strcmp(t, "..") == 0) {
-      if (np > ups) np--;
-      else if (!abs) parts[np++] = t, ups++; /* "/.." is "/" */
+    if (strcmp(t, "..") == 0 && np > ups) {
+      np--;
       continue;
     }
+    if (strcmp(t, "..") == 0 && abs) continue; /* "/.." is "/" */
     if (np == (int)(sizeof parts / sizeof *parts)) return false;
+    ups += strcmp(t, "..") == 0;
     parts[np++] = t;
   }
   size_t used = 0;

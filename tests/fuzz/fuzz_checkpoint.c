@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const int checked = data[0] & 1;
   ckpt_expect x = {.config_hash = 1, .n = cfg.experiment.graph.num_nodes, .cfg = &cfg, .outdir = "fuzz"};
   if ((data[0] & 2) && size >= 17) memcpy(&x.config_hash, data + 1 + 8, 8);
-  unsigned char *file = malloc(size); /* its own allocation, so that reads past its end are caught */
+  unsigned char *file = malloc(size > 1 ? size - 1 : 1); /* its own allocation: a read past its end is caught */
   if (file == NULL) abort();
   memcpy(file, data + 1, size - 1);
   static problem_result res[DT_MAX_PROBLEMS];
