@@ -26,7 +26,9 @@ An HTML comment on the lines just above a block changes how it runs (a reader do
   <!-- test: file PATH -->   the block is PATH's text, exactly (a file shown in full)
 
 A block without an info string is output, not an example; one whose lines start with a command
-(dtrun, mpirun, srun, sbatch, scripts/...) is an error: it would escape this test.
+(dtrun, mpirun, srun, sbatch, scripts/...) is an error: it would escape this test. Every relative
+link of README.md, configs/README.md and docs/*.md must name a file that exists, and README.md
+must link every page of docs/.
 """
 import os
 import re
@@ -256,6 +258,24 @@ def run_page(page, dtrun, python, root, scratch):
     return ok, bad
 
 
+def check_links(root, pages):
+    """Every relative link and image of the pages names a file that exists, and README.md links
+    every page of docs/ (so each is reachable from it). The problems found, as lines."""
+    problems = []
+    for page in pages:
+        text = open(os.path.join(root, page), encoding="utf-8").read()
+        here = os.path.dirname(os.path.join(root, page))
+        targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text) + re.findall(r'<img src="([^"]+)"', text)
+        for t in targets:
+            if not re.match(r"^[a-z]+:", t) and not os.path.exists(os.path.normpath(os.path.join(here, t))):
+                problems.append(f"{page}: a link to {t}, which does not exist")
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    for p in sorted(os.listdir(os.path.join(root, "docs"))):
+        if p.endswith(".md") and f"(docs/{p}" not in readme:
+            problems.append(f"README.md does not link docs/{p}")
+    return problems
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
@@ -267,6 +287,10 @@ def main():
                                                  if p.endswith(".md"))
     tmp = tempfile.mkdtemp(prefix="dtrun_docs_")
     total_ok = total_bad = 0
+    for problem in check_links(root, ["README.md", "configs/README.md"] + [os.path.join("docs", p) for p in
+                                      sorted(os.listdir(os.path.join(root, "docs"))) if p.endswith(".md")]):
+        print(f"FAIL {problem}")
+        total_bad += 1
     try:
         for page in pages:
             ok, bad = run_page(os.path.join(root, page), dtrun, python, root,
