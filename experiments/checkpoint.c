@@ -271,7 +271,7 @@ static int ckpt_format(const char *dir) {
   char path[DT_PATH_MAX + 160];
   unsigned char magic[8];
   snprintf(path, sizeof path, "%s/run.ckpt", dir);
-  FILE *f = dt_open_regular(path);
+  FILE *f = dt_open_regular(path, NULL);
   if (f == NULL) return 0;
   const size_t got = fread(magic, 1, 8, f);
   fclose(f);

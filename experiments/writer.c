@@ -59,30 +59,12 @@ char *dt_read_file(const char *path, size_t *len) {
   return sb.data;
 }
 
-FILE *dt_open_regular(const char *path) {
-  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block the open */
-  if (fd < 0) return NULL;
-  struct stat st;
-  int e = 0;
-  if (fstat(fd, &st) != 0) e = errno;
-  else if (!S_ISREG(st.st_mode)) e = EINVAL;
-  else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) e = errno;
-  FILE *f = e == 0 ? fdopen(fd, "rb") : NULL;
-  if (f == NULL) {
-    if (e == 0) e = errno;
-    close(fd);
-    errno = e;
-  }
-  return f;
-}
-
 char *dt_read_file_bounded(const char *path, size_t max, size_t *len) {
-  FILE *f = dt_open_regular(path);
-  if (f == NULL) return NULL;
   struct stat st;
+  FILE *f = dt_open_regular(path, &st);
+  if (f == NULL) return NULL;
   int e = 0;
-  if (fstat(fileno(f), &st) != 0) e = errno;
-  else if ((uintmax_t)st.st_size > (uintmax_t)max) e = EFBIG;
+  if ((uintmax_t)st.st_size > (uintmax_t)max) e = EFBIG;
   char *data = NULL;
   size_t got = 0;
   if (e == 0) {

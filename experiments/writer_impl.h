@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dt/io.h"
 #include "dt/status.h"
 
 typedef struct strbuf {
@@ -30,9 +31,6 @@ DT_MUST_USE dt_status dt_write_emitted(const char *dir, const char *name, dt_sta
 /* A whole file, NUL-terminated, its length (without the NUL) in *len; NULL with errno set when
  * it cannot be read. Free with free(). */
 char *dt_read_file(const char *path, size_t *len);
-/* path opened for reading when it is a regular file; NULL with errno EINVAL when it is not (a FIFO,
- * whose open does not block here, or a device such as /dev/zero, which never ends). */
-FILE *dt_open_regular(const char *path);
 /* dt_read_file for a regular file of at most max bytes: NULL with errno EINVAL (not a regular
  * file), EFBIG (larger) or ESTALE (it changed size while being read). */
 char *dt_read_file_bounded(const char *path, size_t max, size_t *len);

@@ -3,12 +3,11 @@
  * naming the file and line, so that a hand-written file is easy to fix. */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "dt/io.h"
 #include "topology_impl.h"
 
 /* Bounds that keep a wrong path (a device, a huge binary) from hanging or exhausting a run. */
@@ -82,17 +81,13 @@ dt_status topology_read_edge_file(const char *path, int n, int directed, int **e
   edge_at *at = NULL;
   long total = 0;
   char line[EDGE_LINE_MAX];
-  struct stat sb = {0};
-  FILE *f = NULL;
-  /* opened without blocking (a FIFO must not hang the open), then checked on the open file */
-  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  DT_CHECK_KEY_GOTO(fd >= 0, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path, strerror(errno));
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
-      (f = fdopen(fd, "r")) == NULL) {
-    const int dir = S_ISDIR(sb.st_mode);
-    close(fd);
-    DT_CHECK_KEY_GOTO(!dir, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s' is a folder, expected a file of lines 'u v'",
-                      path);
+  struct stat sb;
+  FILE *f = dt_open_regular(path, &sb); /* a FIFO must not hang the open, nor /dev/zero the read */
+  if (f == NULL) {
+    DT_CHECK_KEY_GOTO(errno == EINVAL, DT_ERR_CONFIG, "experiment.graph.edge_file", "graph.edge_file '%s': cannot open: %s", path,
+                      strerror(errno));
+    DT_CHECK_KEY_GOTO(!S_ISDIR(sb.st_mode), DT_ERR_CONFIG, "experiment.graph.edge_file",
+                      "graph.edge_file '%s' is a folder, expected a file of lines 'u v'", path);
     DT_CHECK_KEY_GOTO(0, DT_ERR_CONFIG, "experiment.graph.edge_file",
                       "graph.edge_file '%s' is not a regular file (a FIFO, a device or a socket), expected a file of lines 'u v'", path);
   }

@@ -1,0 +1,15 @@
+/* Opening input files that may be anything a user names: a FIFO must not block the open, and a
+ * device such as /dev/zero, which never ends, must not be read. */
+#ifndef DT_IO_H
+#define DT_IO_H
+
+#include <stdio.h>
+#include <sys/stat.h>
+
+/* path opened for reading when it is a regular file; NULL with errno EINVAL when it is not (a
+ * folder, a FIFO, whose open does not block here, a device or a socket), or the open's errno.
+ * st (may be NULL) receives the open file's status whenever the file could be opened, so that a
+ * caller can tell a folder (S_ISDIR) or check the size (st_size) without a second look. */
+FILE *dt_open_regular(const char *path, struct stat *st);
+
+#endif
