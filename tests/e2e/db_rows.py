@@ -4,6 +4,8 @@ the run's CSV files.
 
   db_rows.py dump DIR [FOLDER]   the rows of DIR/results.sqlite without timings and row ids
                                  (FOLDER: only that run of a sweep's database)
+  db_rows.py dump9 DIR [FOLDER]  the same with every real at the CSV's 9 significant digits (a
+                                 database rebuilt from the CSVs against one written as it ran)
   db_rows.py csv DIR [FOLDER]    exit 1 unless every results CSV in the run folder equals the
                                  database's evaluations, value for value at the CSV's 9 digits
 """
@@ -37,8 +39,10 @@ def rows(db, table, run, order):
     return [n for i, n in enumerate(names) if i in keep], [[r[i] for i in keep] for r in cur]
 
 
-def dump(d, folder):
+def dump(d, folder, digits9=False):
     db = connect(d)
+    if digits9:
+        db.row_factory = lambda cur, row: tuple(float("%.9g" % v) if isinstance(v, float) else v for v in row)
     for run in run_ids(db, folder):
         cols, rs = rows(db, "runs", run, "run")
         for r in rs:
@@ -85,7 +89,10 @@ def check_csv(d, folder):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("dump", "csv"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("dump", "dump9", "csv"):
         sys.exit(__doc__)
     folder = sys.argv[3] if len(sys.argv) > 3 else None
-    (dump if sys.argv[1] == "dump" else check_csv)(sys.argv[2], folder)
+    if sys.argv[1] == "csv":
+        check_csv(sys.argv[2], folder)
+    else:
+        dump(sys.argv[2], folder, sys.argv[1] == "dump9")
