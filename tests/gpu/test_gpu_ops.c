@@ -11,7 +11,13 @@
  *   same Philox words, so the same samples are dropped.
  * - Model calls are deterministic (two calls, same bits) and do not depend on how the nodes are
  *   split between calls (7 nodes at once = 3 + 4), which is what makes results P-invariant.
- * - A finite-difference check of the GPU gradient.
+ * - Buffers (batch norm's running statistics) moved by training calls agree to the same
+ *   tolerance, and a node with batch 0 keeps its own; the models cover every layer type (batch
+ *   and group norm, average pools, bias-free layers, residual blocks with identity and projection
+ *   skips, blocks on a sample-major input), ResNet-20 and VGG-11, with partial batches whose
+ *   padding must not enter batch statistics.
+ * - A finite-difference check of the GPU gradient (train mode where batch statistics make
+ *   evaluation's forward another function).
  * Exits 77 (skipped) where this dtrun has no CUDA backend or no GPU is usable. */
 #include <math.h>
 #include <stddef.h>
@@ -71,6 +77,22 @@ static void check_close(const char *what, const float *cpu_v, const float *gpu_d
   const double tol = 2e-4 * (scale + 1e-3);
   CHECK(worst <= tol, "%s: |gpu - cpu| up to %.3g at %zu (cpu %.9g gpu %.9g), tolerance %.3g", what, worst, at,
         n ? cpu_v[at] : 0.0, n ? g[at] : 0.0, tol);
+  free(g);
+}
+
+/* For deep networks (ResNet-20, VGG-11 in train mode): ‖gpu − cpu‖₂ ≤ 1e-3 · ‖cpu‖₂ over the
+ * array. Element by element they can differ by more than rounding: a max pool's near-tie or a
+ * ReLU's input near 0 decided the other way by a last-bit difference upstream sends one sample's
+ * gradient elsewhere, and batch statistics over a few values amplify last bits. */
+static void check_close_norm(const char *what, const float *cpu_v, const float *gpu_dev, size_t n) {
+  float *g = down(gpu_dev, n);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = (double)g[i] - cpu_v[i];
+    num += d * d, den += (double)cpu_v[i] * cpu_v[i];
+  }
+  const double rel = sqrt(num) / (sqrt(den) + 1e-30);
+  CHECK(rel <= 1e-3, "%s: ||gpu - cpu|| / ||cpu|| = %.3g, tolerance 1e-3", what, rel);
   free(g);
 }
 
@@ -545,6 +567,65 @@ static void gemm_conv_model(dt_model_spec *s) {
   s->layers[5] = (dt_layer_spec){.kind = DT_LAYER_LINEAR, .out_features = 3};
 }
 
+/* Normalisation, average pooling, bias-free layers and residual blocks on 3×10×10 inputs:
+ * conv(→4, bias false) → batchnorm → relu → [conv → groupnorm(2) → relu → conv] + identity →
+ * [conv(→8, stride 2, bias false) → batchnorm → relu → conv] + projection (1×1 conv + batchnorm)
+ * → avgpool 2 → relu → dropout → global_avgpool → flatten → linear(→6, bias false) → relu →
+ * linear(→5). */
+static void norm_model(dt_model_spec *s) {
+  memset(s, 0, sizeof *s);
+  *s = (dt_model_spec){.in_channels = 3, .in_height = 10, .in_width = 10, .num_classes = 5};
+  const dt_layer_spec ls[] = {
+      {.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 1, .padding = 1, .no_bias = 1},
+      {.kind = DT_LAYER_BATCHNORM2D},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_RESIDUAL, .children = 4},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 1, .padding = 1},
+      {.kind = DT_LAYER_GROUPNORM, .groups = 2},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 4, .kernel_size = 3, .stride = 1, .padding = 1},
+      {.kind = DT_LAYER_RESIDUAL, .children = 4},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .stride = 2, .padding = 1, .no_bias = 1},
+      {.kind = DT_LAYER_BATCHNORM2D, .momentum = 0.2},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 8, .kernel_size = 3, .stride = 1, .padding = 1},
+      {.kind = DT_LAYER_AVGPOOL2D, .kernel_size = 2},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_DROPOUT, .p = 0.2},
+      {.kind = DT_LAYER_GLOBAL_AVGPOOL},
+      {.kind = DT_LAYER_FLATTEN},
+      {.kind = DT_LAYER_LINEAR, .out_features = 6, .no_bias = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_LINEAR, .out_features = 5},
+  };
+  s->num_layers = (int)(sizeof ls / sizeof *ls);
+  memcpy(s->layers, ls, sizeof ls);
+}
+
+/* Residual blocks on the input itself (sample-major, while the blocks' convolutions write
+ * channel-major): an identity skip around conv → groupnorm(3), then a stride-2 projection with
+ * group norm; overlapping average pools (k 3, stride 2 over 5×5), and no batch statistics, so
+ * evaluation's forward is training's (the finite-difference check uses it). */
+static void layout_model(dt_model_spec *s) {
+  memset(s, 0, sizeof *s);
+  *s = (dt_model_spec){.in_channels = 3, .in_height = 9, .in_width = 9, .num_classes = 4};
+  const dt_layer_spec ls[] = {
+      {.kind = DT_LAYER_RESIDUAL, .children = 2},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 3, .kernel_size = 3, .stride = 1, .padding = 1, .no_bias = 1},
+      {.kind = DT_LAYER_GROUPNORM, .groups = 3},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_RESIDUAL, .children = 3},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 6, .kernel_size = 3, .stride = 2, .padding = 1},
+      {.kind = DT_LAYER_GROUPNORM, .groups = 2},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_AVGPOOL2D, .kernel_size = 3, .stride = 2},
+      {.kind = DT_LAYER_FLATTEN},
+      {.kind = DT_LAYER_LINEAR, .out_features = 4},
+  };
+  s->num_layers = (int)(sizeof ls / sizeof *ls);
+  memcpy(s->layers, ls, sizeof ls);
+}
+
 /* softmax regression: flatten → linear, the shared-input path of evaluation */
 static void logreg_model(dt_model_spec *s) {
   memset(s, 0, sizeof *s);
@@ -558,36 +639,122 @@ enum { NODES = 7, MAXB = 9, EVAL_N = 23 };
 typedef struct model_case {
   const char *name;
   dt_model *m;
-  size_t P, d, ps, xs, ys;
+  size_t P, d, ps, xs, ys, B, bs; /* B: buffers per node, bs their stride (0: none) */
   float *theta, *x;
   int32_t *y, *ey;
   float *ex;
 } model_case;
 
-/* gradients (and losses) of nodes [first, first + count) on backend be; dropout streams fresh */
-static void gradients(dt_backend *be, model_case *mc, int first, int count, const float *theta, const float *x,
-                      const int32_t *y, float *grad, float *loss, const int *batch) {
+/* gradients (and losses) of nodes [first, first + count) on backend be, moving the nodes' buffers
+ * (NULL: none); dropout streams fresh, or none with `dropout` 0 */
+static void gradients_ex(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
+                         const int32_t *y, float *grad, float *loss, const int *batch, int dropout) {
   void *plan = NULL;
   CHECK_OK(dt_be_plan_create(be, mc->m, MAXB, count, NODES, &plan));
   dt_rng drop[NODES];
   for (int l = 0; l < count; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)(first + l));
   const dt_node_batch nb = {.count = count, .theta = theta + first * mc->ps, .theta_stride = mc->ps,
+                            .buffers = bufs != NULL ? bufs + first * mc->bs : NULL, .buffers_stride = mc->bs,
                             .grad = grad + first * mc->ps, .grad_stride = mc->ps, .x = x + first * mc->xs,
                             .x_stride = mc->xs, .y = y + first * mc->ys, .y_stride = mc->ys, .batch = batch + first,
-                            .loss = loss + first, .dropout = drop};
+                            .loss = loss + first, .dropout = dropout ? drop : NULL};
   CHECK_OK(dt_be_model_gradients(be, plan, &nb));
   dt_be_plan_free(be, plan);
+}
+
+static void gradients(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
+                      const int32_t *y, float *grad, float *loss, const int *batch) {
+  gradients_ex(be, mc, first, count, theta, bufs, x, y, grad, loss, batch, 1);
+}
+
+/* Buffers as a trained model has them: running means near 0, variances near 1, not exactly. */
+static float *fresh_buffers(const model_case *mc) {
+  if (mc->B == 0) return NULL;
+  float *b = calloc(NODES * mc->bs, sizeof(float));
+  for (int l = 0; l < NODES; l++) {
+    dt_model_init_buffers(mc->m, b + l * mc->bs);
+    for (size_t i = 0; i < mc->B; i++) b[l * mc->bs + i] += 0.2f * (dt_rng_float(&rng) - 0.5f);
+  }
+  return b;
+}
+
+/* The mean training loss of node 0's full batch at the GPU's current parameters: evaluation's
+ * forward (eval mode), or with `train` a training call without dropout (batch statistics; the
+ * buffers it moves are a scratch copy). */
+static double loss_at(model_case *mc, const float *gtheta, const float *gbufs, const float *gx, const int32_t *gy, int train,
+                      void *plan_eval) {
+  if (train) {
+    const int full = MAXB;
+    float loss = 0.0f, *gb = NULL, *gg = dev(NULL, sizeof(float) * mc->ps);
+    if (mc->B > 0) {
+      gb = dev(NULL, sizeof(float) * mc->bs);
+      CHECK_OK(dt_be_copy(gpu, mc->bs, gbufs, gb));
+    }
+    gradients_ex(gpu, mc, 0, 1, gtheta, gb, gx, gy, gg, &loss, &full, 0);
+    dt_be_free(gpu, gb), dt_be_free(gpu, gg);
+    return loss;
+  }
+  double ls = 0;
+  long c = 0;
+  const dt_node_eval e = {.count = 1, .theta = gtheta, .theta_stride = mc->ps, .buffers = gbufs, .buffers_stride = mc->bs,
+                          .x = gx, .y = gy, .n = MAXB, .loss_sum = &ls, .correct = &c};
+  CHECK_OK(dt_be_model_evaluate(gpu, plan_eval, &e));
+  return ls / MAXB;
+}
+
+/* Finite differences of the GPU's loss against its gradient (no dropout), on node 0's full batch:
+ * d/dθ_i of the mean NLL over the batch, at 12 random parameters. */
+static void fd_check(model_case *mc, float *gtheta, const float *gbufs, const float *gx, const int32_t *gy, int train, float step) {
+  void *pe = NULL;
+  CHECK_OK(dt_be_plan_create(gpu, mc->m, MAXB, 1, 1, &pe));
+  float l0, *gg = dev(NULL, sizeof(float) * mc->ps), *gb = NULL;
+  if (mc->B > 0) {
+    gb = dev(NULL, sizeof(float) * mc->bs);
+    CHECK_OK(dt_be_copy(gpu, mc->bs, gbufs, gb));
+  }
+  const int full = MAXB;
+  gradients_ex(gpu, mc, 0, 1, gtheta, gb, gx, gy, gg, &l0, &full, 0);
+  float *g = down(gg, mc->P), *th = down(gtheta, mc->P);
+  for (int t = 0; t < 12; t++) {
+    const size_t i = dt_rng_below(&rng, (uint32_t)mc->P);
+    const float h = step * fmaxf(1.0f, fabsf(th[i]));
+    double f[2];
+    for (int sgn = 0; sgn < 2; sgn++) {
+      const float v = th[i] + (sgn ? -h : h);
+      CHECK_OK(dt_be_upload(gpu, gtheta + i, &v, sizeof v));
+      f[sgn] = loss_at(mc, gtheta, gbufs, gx, gy, train, pe);
+    }
+    CHECK_OK(dt_be_upload(gpu, gtheta + i, &th[i], sizeof th[i]));
+    const double fd = (f[0] - f[1]) / (2.0 * h);
+    CHECK(fabs(fd - g[i]) <= 2e-3 + 2e-2 * fabs(g[i]), "%s: parameter %zu: finite difference %.6g, gradient %.6g", mc->name, i, fd,
+          g[i]);
+  }
+  free(g), free(th);
+  dt_be_free(gpu, gg), dt_be_free(gpu, gb);
+  dt_be_plan_free(gpu, pe);
+}
+
+/* Compares two device arrays of every node's buffers bit for bit; returns the differing count. */
+static size_t differing(const float *ga, const float *gb, size_t n) {
+  float *a = down(ga, n), *b = down(gb, n);
+  size_t d = 0;
+  for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  free(a), free(b);
+  return d;
 }
 
 static void test_model(const char *name, const dt_model_spec *spec) {
   model_case mc = {.name = name};
   CHECK_OK(dt_model_create(spec, &mc.m));
+  if (mc.m == NULL) return;
   mc.P = dt_model_num_params(mc.m);
   mc.d = dt_model_input_size(mc.m);
   mc.ps = dt_slab_stride(mc.P);
+  mc.B = dt_model_num_buffers(mc.m);
+  mc.bs = mc.B > 0 ? dt_slab_stride(mc.B) : 0;
   mc.xs = dt_slab_stride(MAXB * mc.d);
   mc.ys = 16;
-  const size_t np = NODES * mc.ps, nx = NODES * mc.xs, ny = NODES * mc.ys;
+  const size_t np = NODES * mc.ps, nx = NODES * mc.xs, ny = NODES * mc.ys, nb = NODES * mc.bs;
   float *theta = calloc(np, sizeof(float)), *x = calloc(nx, sizeof(float)), *grad = calloc(np, sizeof(float));
   int32_t *y = calloc(ny, sizeof(int32_t));
   for (int l = 0; l < NODES; l++) {
@@ -595,85 +762,73 @@ static void test_model(const char *name, const dt_model_spec *spec) {
     fill_random(x + l * mc.xs, MAXB * mc.d, 1.0f);
     for (int s = 0; s < MAXB; s++) y[l * mc.ys + s] = (int32_t)dt_rng_below(&rng, (uint32_t)spec->num_classes);
   }
-  const int batch[NODES] = {9, 4, 0, 9, 1, 7, 9}; /* partial batches and an idle node */
+  float *bufs0 = fresh_buffers(&mc), *bufc = NULL;
+  if (mc.B > 0) {
+    bufc = malloc(sizeof(float) * nb);
+    memcpy(bufc, bufs0, sizeof(float) * nb);
+  }
+  const int batch[NODES] = {9, 4, 0, 9, 1, 7, 9}; /* partial batches (one of a single sample) and an idle node */
   float loss_c[NODES] = {0}, loss_g[NODES] = {0}, loss_g2[NODES] = {0};
-  gradients(cpu, &mc, 0, NODES, theta, x, y, grad, loss_c, batch);
+  gradients(cpu, &mc, 0, NODES, theta, bufc, x, y, grad, loss_c, batch);
 
   float *gtheta = dev(theta, sizeof(float) * np), *gx = dev(x, sizeof(float) * nx), *ggrad = dev(NULL, sizeof(float) * np);
   float *ggrad2 = dev(NULL, sizeof(float) * np);
+  float *gbufs = mc.B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL, *gbufs2 = mc.B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
   int32_t *gy = dev(y, sizeof(int32_t) * ny);
-  gradients(gpu, &mc, 0, NODES, gtheta, gx, gy, ggrad, loss_g, batch);
+  gradients(gpu, &mc, 0, NODES, gtheta, gbufs, gx, gy, ggrad, loss_g, batch);
+  const int deep = strncmp(name, "resnet", 6) == 0 || strncmp(name, "vgg", 3) == 0;
   char what[96];
   for (int l = 0; l < NODES; l++) {
     if (batch[l] == 0) continue;
     snprintf(what, sizeof what, "%s: node %d gradient", name, l);
-    check_close(what, grad + l * mc.ps, ggrad + l * mc.ps, mc.P);
+    (deep ? check_close_norm : check_close)(what, grad + l * mc.ps, ggrad + l * mc.ps, mc.P);
     CHECK_CLOSE(loss_g[l], loss_c[l], 1e-5, 1e-6);
+    if (mc.B > 0) {
+      snprintf(what, sizeof what, "%s: node %d running statistics", name, l);
+      (deep ? check_close_norm : check_close)(what, bufc + l * mc.bs, gbufs + l * mc.bs, mc.B);
+    }
   }
   float *untouched = down(ggrad + 2 * mc.ps, mc.P);
   int zero = 1;
   for (size_t i = 0; i < mc.P; i++) zero &= untouched[i] == 0.0f;
   CHECK(zero, "%s: the gradient of a node with batch 0 was written", name);
   free(untouched);
-
-  /* the same nodes as two calls (3 + 4): the same bits, so results do not depend on placement */
-  gradients(gpu, &mc, 0, 3, gtheta, gx, gy, ggrad2, loss_g2, batch);
-  gradients(gpu, &mc, 3, 4, gtheta, gx, gy, ggrad2, loss_g2, batch);
-  float *a = down(ggrad, np), *b = down(ggrad2, np);
-  size_t differ = 0;
-  for (int l = 0; l < NODES; l++)
-    for (size_t i = 0; i < mc.P; i++) differ += memcmp(&a[l * mc.ps + i], &b[l * mc.ps + i], sizeof(float)) != 0;
-  CHECK(differ == 0, "%s: %zu gradient values change when the nodes are split 3 + 4", name, differ);
-  CHECK(memcmp(loss_g, loss_g2, sizeof loss_g) == 0, "%s: losses change when the nodes are split 3 + 4", name);
-  /* and again: the same bits */
-  gradients(gpu, &mc, 0, NODES, gtheta, gx, gy, ggrad2, loss_g2, batch);
-  free(b);
-  b = down(ggrad2, np);
-  differ = 0;
-  for (size_t i = 0; i < np; i++) differ += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-  CHECK(differ == 0, "%s: a second call gave %zu other gradient values", name, differ);
-  free(a), free(b);
-
-  /* finite differences of the GPU's loss (no dropout: evaluation's forward) against its
-   * gradient, on node 0's full batch: d/dθ_i of the mean NLL over the batch */
-  if (strcmp(name, "logreg") == 0 || strcmp(name, "seed cnn") == 0) {
-    void *pe = NULL, *pt = NULL;
-    CHECK_OK(dt_be_plan_create(gpu, mc.m, MAXB, 1, 1, &pe));
-    CHECK_OK(dt_be_plan_create(gpu, mc.m, MAXB, 1, 1, &pt));
-    float l0;
-    const int full = MAXB;
-    const dt_node_batch nb = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .grad = ggrad, .grad_stride = mc.ps,
-                              .x = gx, .x_stride = mc.xs, .y = gy, .y_stride = mc.ys, .batch = &full, .loss = &l0,
-                              .dropout = NULL};
-    CHECK_OK(dt_be_model_gradients(gpu, pt, &nb));
-    float *g = down(ggrad, mc.P), *th = down(gtheta, mc.P);
-    for (int t = 0; t < 12; t++) {
-      const size_t i = dt_rng_below(&rng, (uint32_t)mc.P);
-      const float h = 1e-2f * fmaxf(1.0f, fabsf(th[i]));
-      double f[2];
-      for (int sgn = 0; sgn < 2; sgn++) {
-        const float v = th[i] + (sgn ? -h : h);
-        CHECK_OK(dt_be_upload(gpu, gtheta + i, &v, sizeof v));
-        double ls = 0;
-        long c = 0;
-        const dt_node_eval e = {.count = 1, .theta = gtheta, .theta_stride = mc.ps, .x = gx, .y = gy, .n = MAXB,
-                                .loss_sum = &ls, .correct = &c};
-        CHECK_OK(dt_be_model_evaluate(gpu, pe, &e));
-        f[sgn] = ls / MAXB;
-      }
-      CHECK_OK(dt_be_upload(gpu, gtheta + i, &th[i], sizeof th[i]));
-      const double fd = (f[0] - f[1]) / (2.0 * h);
-      CHECK(fabs(fd - g[i]) <= 2e-3 + 2e-2 * fabs(g[i]), "%s: parameter %zu: finite difference %.6g, gradient %.6g", name, i,
-            fd, g[i]);
-    }
-    free(g), free(th);
-    dt_be_plan_free(gpu, pe);
-    dt_be_plan_free(gpu, pt);
+  if (mc.B > 0) {
+    snprintf(what, sizeof what, "%s: the running statistics of a node with batch 0", name);
+    check_exact(what, bufs0 + 2 * mc.bs, gbufs + 2 * mc.bs, mc.B);
   }
 
-  void *all[] = {gtheta, gx, ggrad, ggrad2, gy};
+  /* the same nodes as two calls (3 + 4): the same bits, so results do not depend on placement */
+  gradients(gpu, &mc, 0, 3, gtheta, gbufs2, gx, gy, ggrad2, loss_g2, batch);
+  gradients(gpu, &mc, 3, 4, gtheta, gbufs2, gx, gy, ggrad2, loss_g2, batch);
+  size_t differ = differing(ggrad, ggrad2, np);
+  CHECK(differ == 0, "%s: %zu gradient values change when the nodes are split 3 + 4", name, differ);
+  CHECK(memcmp(loss_g, loss_g2, sizeof loss_g) == 0, "%s: losses change when the nodes are split 3 + 4", name);
+  if (mc.B > 0) {
+    differ = differing(gbufs, gbufs2, nb);
+    CHECK(differ == 0, "%s: %zu running statistics change when the nodes are split 3 + 4", name, differ);
+    CHECK_OK(dt_be_upload(gpu, gbufs2, bufs0, sizeof(float) * nb));
+  }
+  /* and again: the same bits */
+  gradients(gpu, &mc, 0, NODES, gtheta, gbufs2, gx, gy, ggrad2, loss_g2, batch);
+  differ = differing(ggrad, ggrad2, np);
+  CHECK(differ == 0, "%s: a second call gave %zu other gradient values", name, differ);
+  if (mc.B > 0) {
+    differ = differing(gbufs, gbufs2, nb);
+    CHECK(differ == 0, "%s: a second call gave %zu other running statistics", name, differ);
+  }
+
+  /* finite differences: the small models (deep ones cross ReLU kinks at any useful step); a
+   * normalisation couples a whole group, so a step moves many ReLU inputs: a smaller one there */
+  const int batch_stats = strcmp(name, "norms") == 0, normed = batch_stats || strcmp(name, "layouts") == 0;
+  if (strcmp(name, "logreg") == 0 || strcmp(name, "seed cnn") == 0 || normed) {
+    if (mc.B > 0) CHECK_OK(dt_be_upload(gpu, gbufs, bufs0, sizeof(float) * nb));
+    fd_check(&mc, gtheta, gbufs, gx, gy, batch_stats, normed ? 2e-3f : 1e-2f);
+  }
+
+  void *all[] = {gtheta, gx, ggrad, ggrad2, gy, gbufs, gbufs2};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) dt_be_free(gpu, all[i]);
-  free(theta), free(x), free(grad), free(y);
+  free(theta), free(x), free(grad), free(y), free(bufs0), free(bufc);
   dt_model_free(mc.m);
 }
 
@@ -685,10 +840,12 @@ static void test_evaluate(const char *name, const dt_model_spec *spec) {
   mc.P = dt_model_num_params(mc.m);
   mc.d = dt_model_input_size(mc.m);
   mc.ps = dt_slab_stride(mc.P);
+  mc.B = dt_model_num_buffers(mc.m);
+  mc.bs = mc.B > 0 ? dt_slab_stride(mc.B) : 0;
   const size_t np = NODES * mc.ps;
-  float *theta = calloc(np, sizeof(float));
+  float *theta = calloc(np, sizeof(float)), *bufs = fresh_buffers(&mc);
   for (int l = 0; l < NODES; l++) dt_model_init_params(mc.m, 200 + (uint64_t)l, theta + l * mc.ps);
-  float *gtheta = dev(theta, sizeof(float) * np);
+  float *gtheta = dev(theta, sizeof(float) * np), *gbufs = mc.B > 0 ? dev(bufs, sizeof(float) * NODES * mc.bs) : NULL;
   float *ex = malloc(sizeof(float) * EVAL_N * mc.d);
   int32_t ey[EVAL_N];
   fill_random(ex, EVAL_N * mc.d, 1.0f);
@@ -700,10 +857,10 @@ static void test_evaluate(const char *name, const dt_model_spec *spec) {
   void *pc = NULL, *pg = NULL;
   CHECK_OK(dt_be_plan_create(cpu, mc.m, 10, NODES, NODES, &pc));
   CHECK_OK(dt_be_plan_create(gpu, mc.m, 10, NODES, NODES, &pg));
-  const dt_node_eval ec = {.count = NODES, .theta = theta, .theta_stride = mc.ps, .x = ex, .y = ey, .n = EVAL_N,
-                           .loss_sum = ls_c, .correct = cor_c};
-  const dt_node_eval eg = {.count = NODES, .theta = gtheta, .theta_stride = mc.ps, .x = gex, .y = gey, .n = EVAL_N,
-                           .loss_sum = ls_g, .correct = cor_g};
+  const dt_node_eval ec = {.count = NODES, .theta = theta, .theta_stride = mc.ps, .buffers = bufs, .buffers_stride = mc.bs,
+                           .x = ex, .y = ey, .n = EVAL_N, .loss_sum = ls_c, .correct = cor_c};
+  const dt_node_eval eg = {.count = NODES, .theta = gtheta, .theta_stride = mc.ps, .buffers = gbufs, .buffers_stride = mc.bs,
+                           .x = gex, .y = gey, .n = EVAL_N, .loss_sum = ls_g, .correct = cor_g};
   CHECK_OK(dt_be_model_evaluate(cpu, pc, &ec));
   CHECK_OK(dt_be_model_evaluate(gpu, pg, &eg));
   for (int l = 0; l < NODES; l++) {
@@ -713,8 +870,8 @@ static void test_evaluate(const char *name, const dt_model_spec *spec) {
   dt_be_plan_free(cpu, pc);
   dt_be_plan_free(gpu, pg);
 
-  dt_be_free(gpu, gtheta), dt_be_free(gpu, gex), dt_be_free(gpu, gey);
-  free(theta), free(ex);
+  dt_be_free(gpu, gtheta), dt_be_free(gpu, gex), dt_be_free(gpu, gey), dt_be_free(gpu, gbufs);
+  free(theta), free(ex), free(bufs);
   dt_model_free(mc.m);
 }
 
@@ -732,6 +889,16 @@ static void each_model(void (*fn)(const char *, const dt_model_spec *)) {
   fn("large cnn", &spec);
   gemm_conv_model(&spec);
   fn("gemm conv", &spec);
+  norm_model(&spec);
+  fn("norms", &spec);
+  layout_model(&spec);
+  fn("layouts", &spec);
+  dt_model_spec_named(&spec, DT_MODEL_RESNET20, DT_NORM_BATCH, 2, 0, 3, 16, 16, 10);
+  fn("resnet20 batch norm", &spec);
+  dt_model_spec_named(&spec, DT_MODEL_RESNET20, DT_NORM_GROUP, 2, 0, 3, 16, 16, 10);
+  fn("resnet20 group norm", &spec);
+  dt_model_spec_named(&spec, DT_MODEL_VGG11, DT_NORM_BATCH, 2, 0, 3, 32, 32, 10);
+  fn("vgg11 batch norm", &spec);
 }
 
 /* Plans of every size the runner asks for: one node, a group's worth, and more nodes in the run

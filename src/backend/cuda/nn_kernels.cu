@@ -73,7 +73,7 @@ __global__ void k_conv_direct(int count, unsigned per, dt_conv_shape sh, int S, 
           if (iw >= 0 && iw < sh.w) acc += wf[(c * K + ki) * K + kj] * xs[(size_t)c * cs + (size_t)ih * sh.w + iw];
         }
       }
-    y[g * yns + i] = acc + b[g * pns + f];
+    y[g * yns + i] = b != NULL ? acc + b[g * pns + f] : acc;
   }
 }
 
@@ -184,55 +184,59 @@ __global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float
 }
 
 /* dx of one input element: the dy of every window whose maximum it was, windows in order. */
-__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, const int32_t *argmax, size_t yns,
-                               float *dx, size_t xns) {
+__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
+                               size_t ans, float *dx, size_t xns) {
   const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
   NODE_LOOP(g, i, count, per) {
     const unsigned pp = i / inp;
     const int p = (int)(i % inp), ih = p / sh.w, iw = p % sh.w;
     const int oh0 = ih >= sh.k ? (ih - sh.k) / sh.stride + 1 : 0, ow0 = iw >= sh.k ? (iw - sh.k) / sh.stride + 1 : 0;
-    const size_t base = g * yns + (size_t)pp * outp;
+    const size_t base = (size_t)pp * outp;
     float acc = 0.0f;
     for (int oh = oh0; oh <= ih / sh.stride && oh < sh.oh; oh++)
       for (int ow = ow0; ow <= iw / sh.stride && ow < sh.ow; ow++) {
         const size_t o = base + (size_t)oh * sh.ow + ow;
-        if (argmax[o] == p) acc += dy[o];
+        if (argmax[g * ans + o] == p) acc += dy[g * dyns + o];
       }
     dx[g * xns + i] = acc;
   }
 }
 
-__global__ void k_relu(size_t n, const float *x, float *y) { GRID_STRIDE(i, n) y[i] = dt_f_relu(x[i]); }
-__global__ void k_relu_back(size_t n, const float *y, const float *dy, float *dx) {
-  GRID_STRIDE(i, n) dx[i] = dt_f_relu_back(y[i], dy[i]);
+__global__ void k_relu(int count, unsigned per, const float *x, size_t xns, float *y, size_t yns) {
+  NODE_LOOP(g, i, count, per) y[g * yns + i] = dt_f_relu(x[g * xns + i]);
+}
+__global__ void k_relu_back(int count, unsigned per, const float *y, size_t yns, float *d, size_t dns) {
+  NODE_LOOP(g, i, count, per) d[g * dns + i] = dt_f_relu_back(y[g * yns + i], d[g * dns + i]);
 }
 
-/* Dropout over G nodes of S samples of C planes of `plane` floats, stored with (cs, ss); the
- * element's word in node g's stream is its CPU (sample-major) position. Samples at or past
- * batch[g] (or every sample, for batch == NULL a count of S) get mask 0. */
-__global__ void k_dropout(int count, unsigned per, int C, int S, unsigned plane, size_t ns, size_t cs, size_t ss, float p, float scale,
-                          const dt_rng *st, const int *batch, const float *x, float *y, uint8_t *mask) {
+/* Dropout over G nodes of S samples of C planes of `plane` floats, stored with (cs, ss) at node
+ * strides xns (x), yns (y) and mns (mask); the element's word in node g's stream is its CPU
+ * (sample-major) position. Samples at or past batch[g] (or every sample, for batch == NULL a
+ * count of S) get mask 0. */
+__global__ void k_dropout(int count, unsigned per, int C, int S, unsigned plane, size_t xns, size_t yns, size_t mns, size_t cs,
+                          size_t ss, float p, float scale, const dt_rng *st, const int *batch, const float *x, float *y,
+                          uint8_t *mask) {
   NODE_LOOP(g, i, count, per) {
     const unsigned c = i / ((unsigned)S * plane), s = i / plane % (unsigned)S, q = i % plane;
-    const size_t at = g * ns + (size_t)c * cs + (size_t)s * ss + q;
+    const size_t at = (size_t)c * cs + (size_t)s * ss + q;
     uint8_t keep = 0;
     if ((int)s < (batch != NULL ? batch[g] : S)) {
       const uint64_t word = (uint64_t)s * C * plane + (uint64_t)c * plane + q;
       keep = (uint8_t)dt_f_dropout_keep(dt_philox_word_at(st[g].key, st[g].ctr, st[g].buf, st[g].used, word), p);
     }
-    mask[at] = keep;
-    y[at] = dt_f_dropout_apply(keep, x[at], scale);
+    mask[g * mns + at] = keep;
+    y[g * yns + at] = dt_f_dropout_apply(keep, x[g * xns + at], scale);
   }
 }
 
-__global__ void k_dropout_back(size_t n, float scale, const uint8_t *mask, const float *dy, float *dx) {
-  GRID_STRIDE(i, n) dx[i] = dt_f_dropout_apply(mask[i], dy[i], scale);
+__global__ void k_dropout_back(int count, unsigned per, float scale, const uint8_t *mask, size_t mns, float *d, size_t dns) {
+  NODE_LOOP(g, i, count, per) d[g * dns + i] = dt_f_dropout_apply(mask[g * mns + i], d[g * dns + i], scale);
 }
 
 /* Log-softmax + NLL per (node, sample): the sample's loss and hit, and scale·(softmax − onehot)
  * for samples inside the node's batch (zero past it). */
 __global__ void k_softmax_nll(size_t n, int classes, int S, const float *z, size_t zns, const int32_t *y, size_t yns,
-                              const int *batch, const float *scale, float *dz, double *loss, int *hit) {
+                              const int *batch, const float *scale, float *dz, size_t dzns, double *loss, int *hit) {
   GRID_STRIDE(i, n) {
     const size_t g = i / S;
     const int s = (int)(i % S);
@@ -244,7 +248,7 @@ __global__ void k_softmax_nll(size_t n, int classes, int S, const float *z, size
     loss[i] = valid ? (double)(lse - zr[label]) : 0.0;
     hit[i] = valid && arg == label;
     if (dz != NULL) {
-      float *d = dz + g * zns + (size_t)s * classes;
+      float *d = dz + g * dzns + (size_t)s * classes;
       const float sc = valid ? scale[g] : 0.0f;
       for (int c = 0; c < classes; c++) d[c] = dt_f_softmax_scaled(sc, zr[c], lse);
       if (valid) d[label] -= sc;
@@ -294,4 +298,21 @@ __global__ void k_scatter_grad(int count, unsigned per, const float *src, size_t
   NODE_LOOP(g, i, count, per) {
     if (batch[g] > 0) dst[g * ds + i] = src[g * ss + i];
   }
+}
+
+/* y (its layout) = x (its layout), or y += x: element (c, s, p) of each node. */
+__global__ void k_relayout(int count, unsigned per, int C, int S, unsigned plane, const float *x, size_t xs, size_t xcs, size_t xss,
+                           float *y, size_t ys, size_t ycs, size_t yss, int accumulate) {
+  NODE_LOOP(g, i, count, per) {
+    const unsigned c = i / ((unsigned)S * plane), s = i / plane % (unsigned)S, q = i % plane;
+    const float v = x[g * xs + (size_t)c * xcs + (size_t)s * xss + q];
+    float *o = y + g * ys + (size_t)c * ycs + (size_t)s * yss + q;
+    *o = accumulate ? *o + v : v;
+  }
+}
+
+dt_status cu_relayout(dt_backend *be, int count, int C, int S, size_t plane, const float *x, size_t xs, size_t xcs, size_t xss,
+                      float *y, size_t ys, size_t ycs, size_t yss, int accumulate) {
+  NODE_KERNEL(k_relayout, be, count, (size_t)C * S * plane, C, S, (unsigned)plane, x, xs, xcs, xss, y, ys, ycs, yss, accumulate);
+  return DT_OK;
 }

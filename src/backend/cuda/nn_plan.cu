@@ -15,10 +15,14 @@ enum { MIN_GROUP = 64, GROUP_SHARE = 16, MAX_GROUPS = 4 };
 /* a convolution runs directly (cu_plan.direct) with at most DIRECT_MAX_TAPS taps (c·k·k) and
  * either at most DIRECT_MAX_FILTERS filters or at most DIRECT_SHORT_TAPS taps */
 enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_FILTERS = 16, DIRECT_SHORT_TAPS = 32 };
-static_assert((int)DT_PROFILE_LAYERS >= (int)DT_MAX_LAYERS, "the profile keeps a time per layer");
 
 static void free_host(void *p) {
   if (p != NULL) (void)cudaFreeHost(p);
+}
+
+int cu_conv_direct(const dt_conv_shape *s) {
+  const int ckk = s->c * s->k * s->k;
+  return ckk <= DIRECT_MAX_TAPS && (s->f <= DIRECT_MAX_FILTERS || ckk <= DIRECT_SHORT_TAPS);
 }
 
 void cu_plan_free(dt_backend *be, void *p) {
@@ -27,12 +31,9 @@ void cu_plan_free(dt_backend *be, void *p) {
   for (int e = 0; e < pl->ev_made; e++) (void)cudaEventDestroy(pl->ev[e / (pl->L + 1)][e % (pl->L + 1)]);
   cu_free(be, pl->theta);
   cu_free(be, pl->grad);
-  for (int l = 0; l <= DT_MAX_LAYERS; l++) cu_free(be, pl->buf[l]);
-  for (int l = 0; l < DT_MAX_LAYERS; l++) {
-    cu_free(be, pl->tin[l]);
-    cu_free(be, pl->argmax[l]);
-    cu_free(be, pl->mask[l]);
-  }
+  cu_free(be, pl->bufs);
+  for (int l = 0; l <= CU_MAX_L; l++) cu_free(be, pl->act[l]);
+  for (int l = 0; l < CU_MAX_L; l++) cu_free(be, pl->scr[l]);
   cu_free(be, pl->ga);
   cu_free(be, pl->gb);
   cu_free(be, pl->col);
@@ -59,8 +60,11 @@ static dt_status host_alloc(size_t bytes, void **out) {
   return DT_OK;
 }
 
-/* The model's shapes: layer l's info, each activation's layout and (channels, plane) split, and
- * the largest activation (*max_act floats per sample) and im2col buffer (*max_cols) a node needs. */
+static size_t round64(size_t floats) { return (floats + 63) & ~(size_t)63; }
+
+/* The model's shapes through the layer table: each activation's layout, (channels, plane) split
+ * and node stride, which layers alias their input, each layer's scratch, the largest activation
+ * (*max_act floats per sample) and im2col buffer (*max_cols floats per sample). */
 static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl, size_t *max_act, size_t *max_cols) {
   pl->L = dt_model_num_layers(m);
   pl->classes = dt_model_num_classes(m);
@@ -68,56 +72,50 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
   pl->nodes = nodes > 0 ? nodes : 1;
   pl->P = dt_model_num_params(m);
   pl->ps = dt_slab_stride(pl->P);
+  pl->B = dt_model_num_buffers(m);
+  pl->bs = pl->B > 0 ? dt_slab_stride(pl->B) : 0;
   pl->in_dim = dt_model_input_size(m);
+  const size_t S = (size_t)max_batch;
   size_t maxs = pl->in_dim, cols = 0;
+  const dt_layer_info *l0 = dt_model_layer(m, 0);
+  pl->cnhw[0] = 0, pl->chan[0] = (size_t)l0->in_c, pl->plane[0] = (size_t)l0->in_h * l0->in_w;
+  pl->as[0] = round64(S * pl->in_dim);
   for (int l = 0; l < pl->L; l++) {
     const dt_layer_info li = *dt_model_layer(m, l);
+    const cu_layer_ops *ops = cu_layer_ops_of(li.kind);
     pl->ly[l] = li;
-    if (l == 0) { /* the input: sample-major, split as the first spatial layer sees it */
-      pl->chan[0] = li.kind == DT_LAYER_CONV2D ? (size_t)li.conv.c : li.kind == DT_LAYER_MAXPOOL2D ? (size_t)li.pool.c : 1;
-      pl->plane[0] = pl->in_dim / pl->chan[0];
-    }
     if (li.out_size > maxs) maxs = li.out_size;
-    switch (li.kind) {
-      case DT_LAYER_CONV2D: {
-        const size_t c = (size_t)li.conv.c * li.conv.k * li.conv.k * li.conv.oh * li.conv.ow;
-        const int ckk = li.conv.c * li.conv.k * li.conv.k;
-        /* im2col + GEMM wins where the GEMM has work in both dimensions; few filters or short
-         * filters give a skinny GEMM over a col buffer ckk times the input: compute directly */
-        pl->direct[l] = ckk <= DIRECT_MAX_TAPS && (li.conv.f <= DIRECT_MAX_FILTERS || ckk <= DIRECT_SHORT_TAPS);
-        cols = c > cols ? c : cols;
-        pl->cnhw[l + 1] = 1, pl->chan[l + 1] = (size_t)li.conv.f, pl->plane[l + 1] = (size_t)li.conv.oh * li.conv.ow;
-        break;
-      }
-      case DT_LAYER_MAXPOOL2D:
-        pl->cnhw[l + 1] = pl->cnhw[l], pl->chan[l + 1] = (size_t)li.pool.c, pl->plane[l + 1] = (size_t)li.pool.oh * li.pool.ow;
-        break;
-      case DT_LAYER_RELU:
-      case DT_LAYER_DROPOUT:
-        pl->cnhw[l + 1] = pl->cnhw[l], pl->chan[l + 1] = pl->chan[l], pl->plane[l + 1] = pl->plane[l];
-        pl->dropouts += li.kind == DT_LAYER_DROPOUT;
-        break;
-      default: /* flatten, linear: sample-major vectors */
-        pl->cnhw[l + 1] = 0, pl->chan[l + 1] = 1, pl->plane[l + 1] = li.out_size;
-        break;
+    const dt_conv_shape *conv = li.kind == DT_LAYER_CONV2D || (li.kind == DT_LAYER_RESIDUAL_END && li.projection) ? &li.conv : NULL;
+    if (conv != NULL) {
+      const size_t c = (size_t)conv->c * conv->k * conv->k * conv->oh * conv->ow;
+      pl->direct[l] = (uint8_t)cu_conv_direct(conv);
+      cols = c > cols ? c : cols;
     }
+    if (li.kind == DT_LAYER_DROPOUT) pl->drop_index[l] = pl->dropouts++;
+    pl->cnhw[l + 1] = ops->out_cnhw != NULL ? ops->out_cnhw(pl, l) : pl->cnhw[l];
+    pl->chan[l + 1] = (size_t)li.out_c, pl->plane[l + 1] = (size_t)li.out_h * li.out_w;
+    pl->alias[l] = ops->aliases != NULL && ops->aliases(pl, l);
+    pl->as[l + 1] = pl->alias[l] ? 0 : round64(S * li.out_size);
+    pl->scr_stride[l] = ops->scratch != NULL ? cu_round256(ops->scratch(pl, l)) : 0;
   }
   *max_act = maxs;
   *max_cols = cols;
 }
 
-/* Buffer strides and the group size G (see MIN_GROUP), from the model, the batch, the run's
- * node count and the GPU's total memory. */
+/* Gradient and im2col strides and the group size G (see MIN_GROUP), from the model, the batch,
+ * the run's node count and the GPU's total memory. */
 static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes, size_t device_bytes) {
   const dt_layer_kind k0 = pl->ly[0].kind;
   pl->shared_input = k0 == DT_LAYER_CONV2D || k0 == DT_LAYER_LINEAR ||
                      (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
   const size_t S = (size_t)pl->S;
-  pl->ns = (S * maxs + 63) & ~(size_t)63;
-  pl->cols = (S * cols + 63) & ~(size_t)63;
-  /* per node at most: L+1 activations, a transpose and a mask or argmax per layer, two
-   * gradient buffers, two im2col buffers, parameters and gradient */
-  const size_t per_node = sizeof(float) * ((2 * (size_t)pl->L + 3) * pl->ns + 2 * pl->cols + 2 * pl->ps);
+  pl->ns = round64(S * maxs);
+  pl->cols = round64(S * cols);
+  /* per node: every activation and scratch, two gradient buffers, two im2col buffers,
+   * parameters, gradient and buffers */
+  size_t per_node = sizeof(float) * (2 * pl->ns + 2 * pl->cols + 2 * pl->ps + pl->bs);
+  for (int l = 0; l <= pl->L; l++) per_node += sizeof(float) * pl->as[l];
+  for (int l = 0; l < pl->L; l++) per_node += pl->scr_stride[l];
   size_t g = device_bytes / GROUP_SHARE / (per_node > 0 ? per_node : 1);
   const size_t run = (size_t)(run_nodes > 0 ? run_nodes : 1);
   const size_t quarter = (run + MAX_GROUPS - 1) / MAX_GROUPS, most = quarter > (size_t)MIN_GROUP ? quarter : (size_t)MIN_GROUP;
@@ -127,21 +125,21 @@ static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes, siz
 }
 
 /* The plan's device buffers (a group's worth, and per-call blocks for every group) and the
- * pinned host sources of its uploads. */
+ * pinned host sources of its uploads. Scratch is zeroed once. */
 static dt_status plan_alloc(dt_backend *be, cu_plan *pl) {
   const size_t G = (size_t)pl->G, S = (size_t)pl->S, slots = (size_t)pl->groups_cap * G;
 #define PL_ALLOC(p, count) DT_TRY(cu_alloc(be, sizeof(*(p)) * (size_t)(count), (void **)&(p)))
 #define PL_HOST(p, count) DT_TRY(host_alloc(sizeof(*(p)) * (size_t)(count), (void **)&(p)))
   PL_ALLOC(pl->theta, G * pl->ps);
   PL_ALLOC(pl->grad, G * pl->ps);
-  PL_ALLOC(pl->buf[0], G * pl->ns);
-  for (int l = 0; l < pl->L; l++) {
-    const dt_layer_kind k = pl->ly[l].kind;
-    if (k != DT_LAYER_FLATTEN || pl->cnhw[l]) PL_ALLOC(pl->buf[l + 1], G * pl->ns);
-    if (k == DT_LAYER_LINEAR && pl->cnhw[l]) PL_ALLOC(pl->tin[l], G * pl->ns);
-    if (k == DT_LAYER_MAXPOOL2D) PL_ALLOC(pl->argmax[l], G * pl->ns);
-    if (k == DT_LAYER_DROPOUT) PL_ALLOC(pl->mask[l], G * pl->ns);
-  }
+  if (pl->B > 0) PL_ALLOC(pl->bufs, G * pl->bs);
+  for (int l = 0; l <= pl->L; l++)
+    if (pl->as[l] > 0) PL_ALLOC(pl->act[l], G * pl->as[l]);
+  for (int l = 0; l < pl->L; l++)
+    if (pl->scr_stride[l] > 0) {
+      DT_TRY(cu_alloc(be, G * pl->scr_stride[l], &pl->scr[l]));
+      CU_CALL(cudaMemsetAsync(pl->scr[l], 0, G * pl->scr_stride[l], ctx_of(be)->stream));
+    }
   PL_ALLOC(pl->ga, G * pl->ns);
   PL_ALLOC(pl->gb, G * pl->ns);
   if (pl->cols > 0) {
@@ -169,6 +167,7 @@ static dt_status plan_alloc(dt_backend *be, cu_plan *pl) {
 /* Shapes, the group size, and the plan's memory. */
 static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, cu_plan *pl) {
   size_t maxs, cols;
+  DT_CHECK(dt_model_num_layers(m) <= CU_MAX_L, DT_ERR_INTERNAL, "a model of %d compiled layers", dt_model_num_layers(m));
   plan_shapes(m, max_batch, nodes, pl, &maxs, &cols);
   plan_group(pl, maxs, cols, run_nodes, ctx_of(be)->prop.totalGlobalMem);
   const size_t most = pl->ns > pl->cols ? pl->ns : pl->cols;
@@ -178,27 +177,11 @@ static dt_status plan_fill(dt_backend *be, const dt_model *m, int max_batch, int
   return plan_alloc(be, pl);
 }
 
-/* The layers this executor runs: the six of the seed models, with biases. Normalisation, average
- * pooling and residual blocks run on the CPU backend only, until they have kernels here that a
- * GPU has tested against the CPU's. */
-static dt_status check_supported(const dt_model *m) {
-  for (int l = 0; l < dt_model_num_layers(m); l++) {
-    const dt_layer_info *li = dt_model_layer(m, l);
-    const int ok = li->kind == DT_LAYER_MAXPOOL2D || li->kind == DT_LAYER_RELU || li->kind == DT_LAYER_FLATTEN ||
-                   li->kind == DT_LAYER_DROPOUT || ((li->kind == DT_LAYER_CONV2D || li->kind == DT_LAYER_LINEAR) && li->n_b > 0);
-    DT_CHECK(ok, DT_ERR_UNSUPPORTED, "the cuda backend does not run %s%s layers yet (%s); use backend: cpu",
-             dt_layer_kind_name(li->kind), li->n_b == 0 && (li->kind == DT_LAYER_CONV2D || li->kind == DT_LAYER_LINEAR) ? " (bias: false)" : "",
-             li->key);
-  }
-  return DT_OK;
-}
-
 dt_status cu_plan_create(dt_backend *be, const dt_model *m, int max_batch, int nodes, int run_nodes, void **out) {
   dt_status st = DT_OK;
   cu_plan *pl = NULL;
   *out = NULL;
   DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
-  DT_TRY(check_supported(m));
   CU_HOST_NEW(pl, "model plan");
   DT_TRY_GOTO(plan_fill(be, m, max_batch, nodes, run_nodes, pl));
   *out = pl;
