@@ -80,10 +80,13 @@ static void check_close(const char *what, const float *cpu_v, const float *gpu_d
   free(g);
 }
 
-/* For deep networks (ResNet-20, VGG-11 in train mode): ‖gpu − cpu‖₂ ≤ 1e-3 · ‖cpu‖₂ over the
- * array. Element by element they can differ by more than rounding: a max pool's near-tie or a
- * ReLU's input near 0 decided the other way by a last-bit difference upstream sends one sample's
- * gradient elsewhere, and batch statistics over a few values amplify last bits. */
+/* For deep networks (ResNet-20, VGG-11 in train mode): ‖gpu − cpu‖₂ ≤ 1e-2 · ‖cpu‖₂ over the
+ * array. Element by element they can differ by far more than rounding: a max pool's near-tie or
+ * a ReLU's input near 0 decided the other way by a last-bit difference upstream sends a sample's
+ * gradient elsewhere, and batch statistics spread it. Measured on the CPU alone: moving VGG-11's
+ * input by one ulp moved its gradient by 2e-6 (relative norm) in 11 of 12 draws and by 9.2e-4 in
+ * one; on the H200 one node of four differed from the CPU by 1.8e-3. A wrong layer is off by
+ * order 1. */
 static void check_close_norm(const char *what, const float *cpu_v, const float *gpu_dev, size_t n) {
   float *g = down(gpu_dev, n);
   double num = 0, den = 0;
@@ -92,7 +95,7 @@ static void check_close_norm(const char *what, const float *cpu_v, const float *
     num += d * d, den += (double)cpu_v[i] * cpu_v[i];
   }
   const double rel = sqrt(num) / (sqrt(den) + 1e-30);
-  CHECK(rel <= 1e-3, "%s: ||gpu - cpu|| / ||cpu|| = %.3g, tolerance 1e-3", what, rel);
+  CHECK(rel <= 1e-2, "%s: ||gpu - cpu|| / ||cpu|| = %.3g, tolerance 1e-2", what, rel);
   free(g);
 }
 

@@ -24,7 +24,8 @@ typedef struct cu_plan {
   size_t P, ps;         /* parameters per node, and the group's node stride for them */
   size_t B, bs;         /* buffers (running statistics) per node, and their node stride (0: none) */
   size_t ns;            /* floats per node of the activation-gradient buffers */
-  size_t cols;          /* floats per node of the im2col buffers */
+  size_t cols;          /* floats per node of the im2col buffers (and of direct convolutions' partial sums) */
+  size_t dw_part;       /* floats per node of direct convolutions' weight-gradient partial sums */
   size_t in_dim;        /* floats per input sample */
   int shared_input;     /* evaluation may read the one input for all nodes (stride 0) */
   dt_layer_info ly[CU_MAX_L];
@@ -57,9 +58,8 @@ typedef struct cu_plan {
    * order) and backward ([1], in reverse), made at the first profiled call */
   cudaEvent_t ev[2][CU_MAX_L + 1];
   int ev_made; /* events made so far, in the order [0][0..L], [1][0..L] */
-  /* per layer: convolution computed directly (one thread per output, dW by a block reduction)
-   * instead of im2col + GEMM, where the GEMM would be skinny (cu_conv_direct); for a residual_end,
-   * its projection's */
+  /* per layer: convolution computed directly (no im2col; layer_conv2d.cu) instead of im2col +
+   * GEMM, where the GEMM would be skinny (cu_conv_direct); for a residual_end, its projection's */
   uint8_t direct[CU_MAX_L];
 } cu_plan;
 
@@ -135,8 +135,10 @@ DT_MUST_USE dt_status cu_conv_forward(dt_backend *be, int count, int S, const dt
 DT_MUST_USE dt_status cu_conv_backward(dt_backend *be, int count, int S, const dt_conv_shape *s, const float *x, size_t xs, size_t cs,
                                        size_t ss, const float *w, size_t ps, const float *dy, size_t ys, float *dw, float *db,
                                        size_t gs, float *dx, size_t dxs, float *col, float *dcol, size_t cols, int direct);
-/* Whether a convolution runs directly (nn_plan.cu's rule). */
+/* Whether a convolution runs directly (nn_plan.cu's rule), and the chunks its weight gradient's
+ * first pass splits n output positions into (layer_conv2d.cu). */
 int cu_conv_direct(const dt_conv_shape *s);
+size_t cu_conv_dw_chunks(size_t n);
 /* Normalisation over a group (layer_norm.cu): x and y (and dy, dx) in one layout (cs, ss) with
  * node strides; stats: 2 floats per statistic group and node at node stride sts (train mode: the
  * forward writes them for the backward). Only each slot's first batch[g] samples (all S where
@@ -164,14 +166,6 @@ __global__ void k_col2im(int count, unsigned per, dt_conv_shape sh, int S, const
                          size_t cs, size_t ss);
 __global__ void k_bias_rows(int count, unsigned per, unsigned N, const float *b, size_t bns, float *y, size_t yns);
 __global__ void k_row_sums(int f, size_t N, const float *dy, size_t yns, float *db, size_t bns);
-
-/* direct convolution (few filters or short filters): forward (b NULL: no bias), and dW in
- * CONV_RB taps per block */
-enum { CONV_RB = 8 };
-__global__ void k_conv_direct(int count, unsigned per, dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss,
-                              const float *w, const float *b, size_t pns, float *y, size_t yns);
-__global__ void k_conv_dw(dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss, const float *dy,
-                          size_t yns, float *dw, size_t gns);
 
 /* linear layers: bias columns and their gradient */
 __global__ void k_bias_cols(int count, unsigned per, unsigned out, const float *b, size_t bns, float *y, size_t yns);

@@ -87,9 +87,13 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
     if (li.out_size > maxs) maxs = li.out_size;
     const dt_conv_shape *conv = li.kind == DT_LAYER_CONV2D || (li.kind == DT_LAYER_RESIDUAL_END && li.projection) ? &li.conv : NULL;
     if (conv != NULL) {
-      const size_t c = (size_t)conv->c * conv->k * conv->k * conv->oh * conv->ow;
+      const size_t ckk = (size_t)conv->c * conv->k * conv->k, c = ckk * conv->oh * conv->ow;
       pl->direct[l] = (uint8_t)cu_conv_direct(conv);
       cols = c > cols ? c : cols;
+      if (pl->direct[l]) { /* the weight gradient's partial sums, in dcol (layer_conv2d.cu) */
+        const size_t part = (size_t)conv->f * cu_conv_dw_chunks(S * conv->oh * conv->ow) * ckk;
+        pl->dw_part = part > pl->dw_part ? part : pl->dw_part;
+      }
     }
     if (li.kind == DT_LAYER_DROPOUT) pl->drop_index[l] = pl->dropouts++;
     pl->cnhw[l + 1] = ops->out_cnhw != NULL ? ops->out_cnhw(pl, l) : pl->cnhw[l];
@@ -110,7 +114,7 @@ static void plan_group(cu_plan *pl, size_t maxs, size_t cols, int run_nodes, siz
                      (k0 == DT_LAYER_FLATTEN && pl->L > 1 && pl->ly[1].kind == DT_LAYER_LINEAR);
   const size_t S = (size_t)pl->S;
   pl->ns = round64(S * maxs);
-  pl->cols = round64(S * cols);
+  pl->cols = round64(S * cols > pl->dw_part ? S * cols : pl->dw_part);
   /* per node: every activation and scratch, two gradient buffers, two im2col buffers,
    * parameters, gradient and buffers */
   size_t per_node = sizeof(float) * (2 * pl->ns + 2 * pl->cols + 2 * pl->ps + pl->bs);
