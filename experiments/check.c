@@ -8,6 +8,7 @@
 #include "dt/graph.h"
 #include "dt/data.h"
 #include "dt/optimizer.h"
+#include "dt/problem.h"
 #include "dt/run.h"
 
 /* The graph: type, shape, size, degrees, Fiedler value and spectral gap, and its schedule. */
@@ -209,6 +210,10 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_model_spec ms;
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_problem_model(cfg, &data.train, &ms)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));
+  /* the memory of a run with every node in one process (as `dtrun CONFIG` runs it) */
+  dt_memory mem;
+  DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, g->n), cfg->experiment.backend == DT_BACKEND_CPU, &mem));
+  DT_TRY_GOTO(dt_memory_check(cfg, &mem));
   if (cfg->experiment.writeout) DT_TRY_GOTO(dt_config_positioned(cfg, dt_output_check(cfg)));
   DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   fprintf(out, "# ---- summary ----\n");
@@ -218,6 +223,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   print_split(&cfg->experiment, &data.train, &split, out);
   print_model(m, out);
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
+  dt_memory_print(cfg, &mem, out);
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);

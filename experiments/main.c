@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dt/io.h"
 #include "dt/config.h"
 #include "dt/exchange.h"
 #include "dt/log.h"
@@ -229,6 +230,7 @@ static int mpi_command(const args *a, int resume, dt_config *cfg, dt_sweep *swee
 }
 
 int main(int argc, char **argv) {
+  dt_rss_mark_start(); /* the memory estimate's baseline: the process before it loads anything */
   /* first, before MPI or threads: this may restart the process once with better BLAS kernels */
   dt_cpu_select_kernels(argv);
   dt_log_init(0, 1, DT_LOG_INFO);

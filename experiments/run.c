@@ -216,6 +216,8 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   pr.index = p;
   dt_optimizer_run *run = &pr.run;
   dt_timer_reset(&pr.t_eval);
+  const size_t mem_before = r->be->mem_live; /* the backend memory the problem adds (--log-level debug) */
+  r->be->mem_peak = mem_before;
   DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
   run->schedule = r->schedule;
   if (r->net != NULL) DT_TRY_GOTO(dt_run_set_network(run, r->net));
@@ -276,6 +278,15 @@ cleanup:
   const dt_status trace_st = dt_trace_close(run->trace);
   if (st == DT_OK) st = trace_st;
   dt_run_free(run);
+  if (def->state_size != NULL) { /* what the problem added against its estimate (tests/e2e/memory.sh) */
+    const dt_state_size ss = def->state_size(pc->alg_opts, dt_task_dim(r->task));
+    double edges = 0;
+    for (int l = 0; l < r->count; l++) edges += dt_graph_degree(r->graph, r->first + l);
+    const double vec = 4.0 * (double)dt_slab_stride(dt_task_dim(r->task));
+    dt_log_debug("memory: problem %s: backend memory %zu bytes before it, at most %zu more during it (estimated %.0f), %zu after it\n",
+                 pc->problem_name, mem_before, r->be->mem_peak - mem_before,
+                 vec * ((1.0 + ss.per_node) * r->count + ss.per_edge * edges + ss.per_rank), r->be->mem_live);
+  }
   dt_free(pr.round_seconds);
   sb_free(&pr.csv);
   sb_free(&pr.consensus_csv);
@@ -306,6 +317,23 @@ static void runner_free(runner *r) {
   dt_network_free(r->net);
   dt_faults_free(r->faults);
   dt_graph_free(r->graph);
+}
+
+/* Refuses, before anything sized by the model is allocated, a run whose estimated memory per
+ * rank (experiments/memory.c) exceeds this rank's share of its host's memory. */
+static dt_status check_memory(runner *r, const dt_model_spec *ms) {
+  dt_model *m = NULL;
+  DT_TRY(dt_config_positioned(r->cfg, dt_model_create(ms, &m)));
+  dt_memory mem;
+  dt_status st = dt_memory_estimate(r->cfg, &r->data, r->graph, m, r->size, dt_run_threads(r->comm, r->count), r->be->host_memory,
+                                    &mem);
+  dt_model_free(m);
+  DT_TRY(st);
+  mem.host_ranks = dt_comm_host_size(r->comm);
+  mem.limit /= mem.host_ranks;
+  if (r->rank == 0) dt_log_debug("memory: estimated %.0f bytes per rank (process %.0f, data %.0f, workspaces %.0f, state %.0f)\n",
+                                 mem.total, mem.base, mem.data, mem.work, mem.state);
+  return dt_memory_check(r->cfg, &mem);
 }
 
 /* The backend the config chose, with one note on rank 0 when it is not what was asked: a
@@ -377,6 +405,7 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)));
   dt_model_spec ms;
   DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &r->data.train, &ms)));
+  DT_TRY(check_memory(r, &ms));
   DT_TRY(dt_config_positioned(
       cfg, dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task)));
   DT_TRY(dt_config_positioned(cfg, dt_task_set_augment(r->task, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));

@@ -15,6 +15,15 @@ const dt_key dt_compression_keys[] = {
     {0},
 };
 
+size_t dt_compression_msg_len(const dt_compression_opts *c, size_t dim) {
+  dt_codec codec;
+  if (dt_codec_init(&codec, c->op, dim, c->ratio, c->levels) != DT_OK) { /* the config's checks refuse these first */
+    dt_error_clear();
+    return 0;
+  }
+  return (codec.bytes + sizeof(float) - 1) / sizeof(float);
+}
+
 dt_status dt_compression_trace(dt_optimizer_run *run, const dt_codec *c, int l, const char *tag, const void *msg,
                                uint64_t id, float *scratch) {
   float *q = scratch, *bytes = scratch + run->dim;

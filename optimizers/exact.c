@@ -109,6 +109,14 @@ double dt_exact_gradient_step(const void *opts) {
   return dt_local_step_stable(o->alpha, o->local_optimizer, &o->x);
 }
 
+/* Per node: prev, dprev, grad, d and mixed, the local optimizer's moments (none for plain SGD) and
+ * the exchange's send vector. */
+dt_state_size dt_exact_state_size(const void *opts, size_t dim) {
+  const dt_exact_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum)};
+}
+
 int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size) {
   const dt_exact_opts *o = opts;
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);

@@ -322,7 +322,7 @@ int dt_run_threads(const dt_comm *comm, int count) {
   const char *env = getenv("DT_THREADS");
   int t = env != NULL ? atoi(env) : 0;
   if (t <= 0) {
-    t = (int)sysconf(_SC_NPROCESSORS_ONLN) / dt_comm_host_size(comm);
+    t = (int)sysconf(_SC_NPROCESSORS_ONLN) / (comm != NULL ? dt_comm_host_size(comm) : 1); /* NULL: one process */
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < t) t = CPU_COUNT(&set);
     const char *slurm = getenv("SLURM_CPUS_PER_TASK"); /* set even where SLURM sets no affinity */

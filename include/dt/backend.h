@@ -238,6 +238,9 @@ struct dt_backend {
   int tf32;        /* a device backend's matrix products may round inputs to TF32 (experiment.tf32) */
   void *ctx;       /* the backend's own state */
   dt_profile *profile; /* profile: true: where phases are charged (dt_backend_profile), else NULL */
+  /* The bytes its alloc holds now and the most it has held (the CPU backend counts them; 0 where
+   * a backend does not): what `dtrun check`'s memory estimate is tested against. */
+  size_t mem_live, mem_peak;
 };
 
 /* DT_ERR_UNSUPPORTED: backend be does not have op `op` (its table entry is NULL). */

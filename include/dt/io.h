@@ -12,4 +12,13 @@
  * caller can tell a folder (S_ISDIR) or check the size (st_size) without a second look. */
 FILE *dt_open_regular(const char *path, struct stat *st);
 
+/* This process's resident memory in bytes now (/proc/self/statm; 0 where it cannot be read), and
+ * as dt_rss_mark_start recorded it when the program started (the baseline of `dtrun check`'s
+ * memory estimate: libraries and runtime, before any data). */
+size_t dt_rss_bytes(void);
+void dt_rss_mark_start(void);
+size_t dt_rss_at_start(void);
+/* The host's physical memory in bytes (0 where unknown). */
+size_t dt_host_memory_bytes(void);
+
 #endif

@@ -62,6 +62,11 @@ typedef struct dt_grad_extra {
 
 typedef struct dt_local_opt dt_local_opt;
 
+
+/* Vectors of dim floats per node that dt_local_opt_create allocates for this kind and momentum
+ * (the moment buffers: SGD and RMSprop keep m only as a momentum buffer). */
+int dt_local_opt_state_vectors(dt_local_opt_kind kind, float momentum);
+
 /* State for count nodes of dim parameters in be's memory. */
 DT_MUST_USE dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int count, size_t dim,
                                           dt_local_opt **out);

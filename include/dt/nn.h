@@ -65,6 +65,11 @@ typedef struct dt_layer_spec {
 /* Entries of a layer list (nested blocks' entries included), of a compiled model (each residual
  * block adds its residual_end), and tensors per compiled layer. */
 enum { DT_MAX_LAYERS = 128, DT_MAX_COMPILED = 2 * DT_MAX_LAYERS, DT_LAYER_MAX_TENSORS = 6 };
+/* The largest activation per sample (floats: shapes are 32-bit ints) and the largest parameter
+ * (or buffer) vector of a node, 2^36 floats (256 GiB): counts beyond are refused as config errors
+ * before anything is sized from them (no product of shapes can wrap). */
+#define DT_MAX_ACTIVATION 2147483647
+#define DT_MAX_PARAMS ((size_t)1 << 36)
 
 typedef struct dt_model_spec {
   int in_channels, in_height, in_width; /* e.g. 1 x 28 x 28 */
@@ -244,6 +249,9 @@ DT_MUST_USE dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int
  * nothing reads them any more, so it holds a few activations instead of every layer's. */
 DT_MUST_USE dt_status dt_workspace_create_eval(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out);
 void dt_workspace_free(dt_backend *be, dt_workspace *ws);
+/* The bytes dt_workspace_create (or, with eval, dt_workspace_create_eval) allocates on the CPU
+ * backend for this model and batch, counted without allocating (the memory estimate). */
+size_t dt_workspace_bytes(const dt_model *m, int max_batch, int eval);
 const dt_model *dt_workspace_model(const dt_workspace *ws);
 
 /* One training step's worth of math, in train mode: forward on x (batch × input_size floats)

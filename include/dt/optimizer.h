@@ -26,6 +26,12 @@
 
 typedef struct dt_optimizer_def dt_optimizer_def;
 
+/* An algorithm's backend memory in vectors of dim floats (dt_optimizer_def.state_size): per local
+ * node, per local node's out-edge, and once per rank. Fractions are fine (a compressed message). */
+typedef struct dt_state_size {
+  double per_node, per_edge, per_rank;
+} dt_state_size;
+
 typedef struct dt_optimizer_run {
   dt_comm *comm;
   dt_backend *be;
@@ -132,7 +138,8 @@ DT_MUST_USE dt_status dt_run_for_nodes(dt_optimizer_run *run, dt_status (*fn)(vo
 /* Threads to use for count local nodes on this rank of comm: DT_THREADS if set, else the host's
  * cores divided among the ranks on it (at least 1), and never more than the cores this rank may run on (its CPU affinity, which mpirun's
  * --bind-to / --map-by ...:pe=N set; SLURM_CPUS_PER_TASK under SLURM), nor more than count.
- * One rank per host thus uses the host's cores; five ranks on two cores use one thread each. */
+ * One rank per host thus uses the host's cores; five ranks on two cores use one thread each.
+ * comm NULL: a process alone on its host (`dtrun check`). */
 int dt_run_threads(const dt_comm *comm, int count);
 /* The run's exchange for nvec vectors of dim floats (created on first use). Collective. */
 DT_MUST_USE dt_status dt_run_exchange(dt_optimizer_run *run, int nvec, dt_exchange **out);
@@ -276,6 +283,11 @@ struct dt_optimizer_def {
   /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
    * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */
   const char *graph_unused;
+  /* The backend memory it allocates with these options for dim-float parameters, in vectors of
+   * dim floats (θ, which the runner allocates, excluded; its exchange buffers included), for
+   * `dtrun check`'s memory estimate: tests/e2e/memory.sh checks it against what the CPU backend
+   * counts. */
+  dt_state_size (*state_size)(const void *opts, size_t dim);
 };
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */

@@ -73,6 +73,27 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
  * so that it fails where run would. Not collective. */
 DT_MUST_USE dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
 
+/* ---- memory (experiments/memory.c) ---- */
+
+/* The memory a run needs per rank, in bytes, estimated before anything is allocated (the file's
+ * head says what each part counts): the busiest rank's `count` nodes among `ranks`, `threads`
+ * computing them; host_backend: the backend computes in host memory (the CPU backend). */
+typedef struct dt_memory {
+  int ranks, count, threads;
+  double base, data, work, state, total;
+  double per_node; /* state / count */
+  int problem;     /* the problem whose state is the largest */
+  double limit;    /* the memory one rank may take: the host's, shared by host_ranks ranks */
+  int host_ranks;
+} dt_memory;
+struct dt_data;
+DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
+                                         const dt_model *m, int ranks, int threads, int host_backend, dt_memory *out);
+/* Two summary lines for `dtrun check`. */
+void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out);
+/* DT_ERR_CONFIG at experiment.model (positioned) when the estimate exceeds the host's memory. */
+DT_MUST_USE dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem);
+
 /* ---- sweeps (experiments/sweep.c) ---- */
 
 /* Runs every point of sw (rank 0's; NULL elsewhere) into one sweep folder (opt->output_dir, or

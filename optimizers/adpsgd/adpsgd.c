@@ -222,6 +222,17 @@ static int faults_ok(const void *opts, char *err, size_t err_size) {
   return 0;
 }
 
+/* Per node: the learners' grad and moments, and x (push_sum); per out-edge: the asynchronous
+ * inboxes, two of dim floats (pairwise) or one of dim + 1 (push_sum). A cross-rank send's scratch
+ * vector (made when first needed) is not counted. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_adpsgd_opts *o = opts;
+  const int push = o->mode == MODE_PUSH_SUM;
+  return (dt_state_size){
+      .per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum) + push,
+      .per_edge = push ? ((double)dim + 1) / (double)dim : 2};
+}
+
 const dt_optimizer_def dt_optimizer_adpsgd = {
     .plugin =
         {
@@ -239,4 +250,5 @@ const dt_optimizer_def dt_optimizer_adpsgd = {
     .on_missing = DT_MISSING_SKIP,
     .faults_ok = faults_ok,
     .asynchronous = 1,
+    .state_size = state_size,
 };

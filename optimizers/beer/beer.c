@@ -162,6 +162,13 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, 0, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
+/* Per node: v, gprev, h, sh, g, sg, grad and diff, and the exchange's two send messages (msg_len
+ * floats each). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_beer_opts *o = opts;
+  return (dt_state_size){.per_node = 8 + 2.0 * (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
+}
+
 const dt_optimizer_def dt_optimizer_beer = {
     .plugin =
         {
@@ -176,4 +183,5 @@ const dt_optimizer_def dt_optimizer_beer = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
+    .state_size = state_size,
 };

@@ -134,6 +134,14 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)dim * sizeof(float); /* θ to every neighbour */
 }
 
+/* Per node: the primal learners' grad and moments (no momentum), dual, b, s and t, and the
+ * exchange's send vector. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_cadmm_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->primal_optimizer, 0.0f)};
+}
+
 const dt_optimizer_def dt_optimizer_cadmm = {
     .plugin =
         {
@@ -149,4 +157,5 @@ const dt_optimizer_def dt_optimizer_cadmm = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .on_missing = DT_MISSING_SKIP,
+    .state_size = state_size,
 };

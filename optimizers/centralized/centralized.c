@@ -92,6 +92,14 @@ static double gradient_step(const void *opts) {
   return o->optimizer == DT_LOCAL_SGD ? o->lr : 0;
 }
 
+/* Per node: the learners' grad and moments (no momentum); per rank: avg and the run's sum (dim
+ * doubles, made in round 0). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_centralized_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f), .per_rank = 3};
+}
+
 const dt_optimizer_def dt_optimizer_centralized = {
     .plugin =
         {
@@ -107,4 +115,5 @@ const dt_optimizer_def dt_optimizer_centralized = {
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node sends its gradient to a centre with node 0",
     .gradient_step = gradient_step,
+    .state_size = state_size,
 };

@@ -249,6 +249,16 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
+/* Per node (a static graph without faults): the learners' grad and moments, diff, xhat and s, and
+ * the exchange's send message (msg_len floats). A time-varying graph or faults would trade xhat
+ * and s for per-edge xout, xin and messages, which the options alone do not show. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_choco_opts *o = opts;
+  const double msg = (double)dt_compression_msg_len(&o->compression, dim) / (double)dim;
+  return (dt_state_size){
+      .per_node = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum) + msg};
+}
+
 const dt_optimizer_def dt_optimizer_choco = {
     .plugin =
         {
@@ -267,4 +277,5 @@ const dt_optimizer_def dt_optimizer_choco = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
+    .state_size = state_size,
 };

@@ -178,6 +178,16 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes, N fetches */
 }
 
+/* Per node: the workers' grad and moments and max_staleness + 1 outboxes; per rank: server, push,
+ * the server optimizer's moments (one row) and the run's sum (dim doubles). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_downpour_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){
+      .per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, 0.0f) + (o->max_staleness + 1),
+      .per_rank = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f)};
+}
+
 const dt_optimizer_def dt_optimizer_downpour = {
     .plugin =
         {
@@ -192,4 +202,5 @@ const dt_optimizer_def dt_optimizer_downpour = {
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node pushes to and pulls from a server with node 0",
+    .state_size = state_size,
 };

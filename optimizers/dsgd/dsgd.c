@@ -131,6 +131,15 @@ static int faults_ok(const void *opts, char *err, size_t err_size) {
   return 0;
 }
 
+/* Per node: mixed, grad (the learners' for a local optimizer other than plain SGD, with its moments)
+ * and the exchange's send vector; per rank, a sequential sweep's scratch vector while it runs. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_dsgd_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 3 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+                         .per_rank = o->update_order == DT_ORDER_SEQUENTIAL ? 1 : 0};
+}
+
 const dt_optimizer_def dt_optimizer_dsgd = {
     .plugin =
         {
@@ -149,4 +158,5 @@ const dt_optimizer_def dt_optimizer_dsgd = {
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE,
     .faults_ok = faults_ok,
+    .state_size = state_size,
 };

@@ -91,6 +91,14 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
+/* Per node: mixed, the learners' grad and momentum buffer (momentum > 0) and the exchange's send
+ * vector. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_dsgdm_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 3 + dt_local_opt_state_vectors(DT_LOCAL_SGD, (float)o->momentum)};
+}
+
 const dt_optimizer_def dt_optimizer_dsgdm = {
     .plugin =
         {
@@ -108,4 +116,5 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE,
+    .state_size = state_size,
 };

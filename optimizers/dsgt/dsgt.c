@@ -173,6 +173,15 @@ static int faults_ok(const void *opts, char *err, size_t err_size) {
   return 0;
 }
 
+/* Per node: y, g, gnew and tmp, the local optimizer's moments (none for plain SGD) and the
+ * exchange's two send vectors; per rank, a sequential sweep's scratch vector while it runs. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_dsgt_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+                         .per_rank = o->update_order == DT_ORDER_SEQUENTIAL ? 1 : 0};
+}
+
 const dt_optimizer_def dt_optimizer_dsgt = {
     .plugin =
         {
@@ -191,4 +200,5 @@ const dt_optimizer_def dt_optimizer_dsgt = {
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE,
     .faults_ok = faults_ok,
+    .state_size = state_size,
 };

@@ -123,6 +123,15 @@ static double gradient_step(const void *opts) {
   return o->worker_optimizer == DT_LOCAL_SGD && o->momentum == 0 ? o->lr : 0;
 }
 
+/* Per node: the workers' grad and moments; per rank: centre, mean and the run's sum (dim doubles). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_easgd_opts *o = opts;
+  (void)dim;
+  const float momentum = o->momentum > 0 ? (float)o->momentum : 0.0f; /* as create's spec */
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, momentum),
+                         .per_rank = 4};
+}
+
 const dt_optimizer_def dt_optimizer_easgd = {
     .plugin =
         {
@@ -139,4 +148,5 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
+    .state_size = state_size,
 };

@@ -25,5 +25,6 @@ const dt_optimizer_def dt_optimizer_extra = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
+    .state_size = dt_exact_state_size,
     .on_missing = DT_MISSING_RENORMALISE,
 };

@@ -202,6 +202,13 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
+/* Per node: the learners' grad and moments and the exchange's send vector. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_gossip_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 2 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum)};
+}
+
 const dt_optimizer_def dt_optimizer_gossip = {
     .plugin =
         {
@@ -218,4 +225,5 @@ const dt_optimizer_def dt_optimizer_gossip = {
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
+    .state_size = state_size,
 };

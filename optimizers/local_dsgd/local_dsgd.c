@@ -78,6 +78,13 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
+/* Per node: the learners' grad and moments and the exchange's send vector. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_local_dsgd_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 2 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum)};
+}
+
 const dt_optimizer_def dt_optimizer_local_dsgd = {
     .plugin =
         {
@@ -95,4 +102,5 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE,
+    .state_size = state_size,
 };

@@ -361,6 +361,16 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
 
 static const char *const aliases[] = {"power_gossip", NULL};
 
+/* Per node: the learners' grad and moments; per out-edge: the per-edge exchange's send message of
+ * buf_floats = nv + max(np, nq), which only the model's shapes give (create's layout). Estimated
+ * here as 2 rank sqrt(dim) floats (a weight matrix's larger factor), never above dim. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_powergossip_opts *o = opts;
+  const double msg = 2.0 * o->rank * sqrt((double)dim) / (double)dim;
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+                         .per_edge = msg < 1 ? msg : 1};
+}
+
 const dt_optimizer_def dt_optimizer_powergossip = {
     .plugin =
         {
@@ -378,4 +388,5 @@ const dt_optimizer_def dt_optimizer_powergossip = {
     .bytes_per_round_model = bytes_per_round_model,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .state_size = state_size,
 };

@@ -107,6 +107,12 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
+/* Per node: mhat, grad, m and old, and the exchange's send vector. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  (void)opts, (void)dim;
+  return (dt_state_size){.per_node = 5};
+}
+
 const dt_optimizer_def dt_optimizer_qg_dsgdm = {
     .plugin =
         {
@@ -124,4 +130,5 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE,
+    .state_size = state_size,
 };

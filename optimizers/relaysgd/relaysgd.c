@@ -214,6 +214,15 @@ static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_s
   return 0;
 }
 
+/* Per node: the learners' grad and moments; per out-edge: the relayed `in` row and the per-edge
+ * exchange's send vector; per rank: x0 and the run's sum (dim doubles). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_relay_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+                         .per_edge = 2, .per_rank = 3};
+}
+
 const dt_optimizer_def dt_optimizer_relaysgd = {
     .plugin =
         {
@@ -229,4 +238,5 @@ const dt_optimizer_def dt_optimizer_relaysgd = {
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .graph_ok = graph_ok,
+    .state_size = state_size,
 };

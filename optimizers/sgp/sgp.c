@@ -176,6 +176,15 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
 
 static const char *const aliases[] = {"push_sum", NULL};
 
+/* Per node: x, mixed (dim + 1), grad (for a local step other than plain SGD the learners', with
+ * `before` and the moments), the inbox (overlap) and the exchange's send message (dim + 1). */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_sgp_opts *o = opts;
+  const int plain = dt_local_step_plain(o->local_optimizer, &o->x);
+  const double before = plain ? 0 : 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum);
+  return (dt_state_size){.per_node = 2 + 2.0 * ((double)dim + 1) / (double)dim + (o->overlap ? 1 : 0) + before};
+}
+
 const dt_optimizer_def dt_optimizer_sgp = {
     .plugin =
         {
@@ -194,4 +203,5 @@ const dt_optimizer_def dt_optimizer_sgp = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .directed_ok = 1,
+    .state_size = state_size,
 };

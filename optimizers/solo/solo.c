@@ -81,6 +81,13 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->optimizer, &o->x, rounds, err, err_size);
 }
 
+/* Per node: the learners' grad and moments. */
+static dt_state_size state_size(const void *opts, size_t dim) {
+  const dt_solo_opts *o = opts;
+  (void)dim;
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, (float)o->x.momentum)};
+}
+
 const dt_optimizer_def dt_optimizer_solo = {
     .plugin =
         {
@@ -98,4 +105,5 @@ const dt_optimizer_def dt_optimizer_solo = {
     .graph_unused = "each node trains alone",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
+    .state_size = state_size,
 };

@@ -25,3 +25,21 @@ FILE *dt_open_regular(const char *path, struct stat *st) {
   }
   return f;
 }
+
+size_t dt_rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0, resident = 0;
+  const int got = f != NULL ? fscanf(f, "%lu %lu", &pages, &resident) : 0;
+  if (f != NULL) fclose(f);
+  const long page = sysconf(_SC_PAGESIZE);
+  return got == 2 && page > 0 ? (size_t)resident * (size_t)page : 0;
+}
+
+static size_t rss_start;
+void dt_rss_mark_start(void) { rss_start = dt_rss_bytes(); }
+size_t dt_rss_at_start(void) { return rss_start; }
+
+size_t dt_host_memory_bytes(void) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}

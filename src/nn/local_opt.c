@@ -36,6 +36,12 @@ dt_local_opt_spec dt_local_opt_spec_default(dt_local_opt_kind kind) {
   return s;
 }
 
+/* The moment buffers a kind keeps: m (SGD and RMSprop only as a momentum buffer) and v. */
+static int has_m(dt_local_opt_kind kind, float momentum) {
+  return !(kind == DT_LOCAL_SGD || kind == DT_LOCAL_RMSPROP) || momentum != 0.0f;
+}
+static int has_v(dt_local_opt_kind kind) { return kind != DT_LOCAL_SGD; }
+
 dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int count, size_t dim, dt_local_opt **out) {
   dt_status st = DT_OK;
   dt_local_opt *o = NULL;
@@ -52,9 +58,8 @@ dt_status dt_local_opt_create(dt_backend *be, const dt_local_opt_spec *spec, int
     DT_ALLOC_GOTO(o->mu_prod_at, count, "local optimizer");
     for (int l = 0; l < count; l++) o->mu_prod_at[l] = -1;
   }
-  const int plain = spec->kind == DT_LOCAL_SGD || spec->kind == DT_LOCAL_RMSPROP; /* m only as a momentum buffer */
-  if (!plain || spec->momentum != 0.0f) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
-  if (spec->kind != DT_LOCAL_SGD) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->v));
+  if (has_m(spec->kind, spec->momentum)) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->m));
+  if (has_v(spec->kind)) DT_TRY_GOTO(dt_slab_create(be, count, dim, &o->v));
   *out = o;
   o = NULL;
 cleanup:
@@ -177,3 +182,5 @@ dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab 
   if (o->count == 0) return DT_OK;
   return step_span(o, 0, (size_t)(o->count - 1) * params->stride + o->dim, params->data, grad->data, lr, NULL);
 }
+
+int dt_local_opt_state_vectors(dt_local_opt_kind kind, float momentum) { return has_m(kind, momentum) + has_v(kind); }

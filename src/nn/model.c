@@ -61,6 +61,13 @@ void dt_model_spec_lenet5(dt_model_spec *s, int in_c, int in_h, int in_w, int cl
 /* The config key a model's errors are about (dt_config_positioned places them in the file). */
 #define DT_MODEL_KEY "experiment.model.layers"
 
+/* A count as digits (for messages). */
+static const char *size_text(size_t n) {
+  static _Thread_local char buf[32];
+  snprintf(buf, sizeof buf, "%zu", n);
+  return buf;
+}
+
 typedef struct builder {
   dt_model *m;
   size_t poff, boff;
@@ -88,8 +95,17 @@ static dt_status add_entry(builder *bd, const dt_layer_spec *ls, dt_layer_kind k
   if (st == DT_ERR_CONFIG) st = dt_error_set_key(st, "%s", key); /* its layer's entry */
   DT_TRY(st);
   *s = b.out;
+  const size_t out_size = (size_t)s->c * s->h * s->w;
+  DT_CHECK_KEY(s->c > 0 && s->h > 0 && s->w > 0 && out_size <= DT_MAX_ACTIVATION, DT_ERR_CONFIG, key,
+               "model layer %s (%s): its output, %dx%dx%d, is more than %d floats per sample", where, dt_layer_kind_name(kind),
+               s->c, s->h, s->w, DT_MAX_ACTIVATION);
+  DT_CHECK_KEY(bd->poff <= DT_MAX_PARAMS && bd->boff <= DT_MAX_PARAMS, DT_ERR_CONFIG, key,
+               "model layer %s (%s): the model reaches %s%s floats of %s, more than a node can hold (at most %llu)", where,
+               dt_layer_kind_name(kind), bd->poff == SIZE_MAX || bd->boff == SIZE_MAX ? "more than 2^64 " : "",
+               bd->poff == SIZE_MAX || bd->boff == SIZE_MAX ? "" : size_text(bd->poff > bd->boff ? bd->poff : bd->boff),
+               bd->poff > bd->boff ? "parameters" : "buffers", (unsigned long long)DT_MAX_PARAMS);
   li->out_c = s->c, li->out_h = s->h, li->out_w = s->w;
-  li->out_size = (size_t)s->c * s->h * s->w;
+  li->out_size = out_size;
   if (li->out_size > m->max_size) m->max_size = li->out_size;
   if (b.col_size > m->col_size) m->col_size = b.col_size;
   m->L++;

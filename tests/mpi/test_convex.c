@@ -88,6 +88,8 @@ static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
 static void load_cases(void) {
   for (int o = 0; dt_optimizers[o] != NULL; o++) {
     const dt_optimizer_def *def = dt_optimizers[o];
+    /* and its state_size, which `dtrun check`'s memory estimate needs (tests/e2e/memory.sh checks it) */
+    CHECK(def->state_size != NULL, "optimizer %s has no state_size: every plug-in says what memory it takes", def->plugin.name);
     char path[1024];
     snprintf(path, sizeof path, "%s/optimizers/%s/convex.yaml", source_root(), def->plugin.name);
     FILE *f = fopen(path, "rb");

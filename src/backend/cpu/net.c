@@ -27,12 +27,18 @@ struct dt_workspace {
   float *col, *dcol;
   int eval;                          /* forward only (dt_workspace_create_eval): outputs share pool */
   float *pool[DT_MAX_COMPILED];      /* eval: the buffers the layers' outputs take turns in */
+  int dry;                           /* dt_workspace_bytes: nothing allocated, the bytes counted */
+  size_t dry_bytes;
 };
 
 const dt_model *dt_workspace_model(const dt_workspace *ws) { return ws->m; }
 
 void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
   if (ws == NULL) return;
+  if (ws->dry) { /* dt_workspace_bytes: nothing was allocated */
+    dt_free(ws);
+    return;
+  }
   for (int l = 0; l <= DT_MAX_COMPILED; l++)
     if (ws->owned[l]) dt_be_free(be, ws->act[l]);
   for (int k = 0; k < DT_MAX_COMPILED; k++) dt_be_free(be, ws->pool[k]);
@@ -45,7 +51,14 @@ void dt_workspace_free(dt_backend *be, dt_workspace *ws) {
 }
 
 /* count elements of *p's type in backend memory */
-#define BE_ALLOC(p, count) dt_be_alloc(be, (size_t)(count) * sizeof(*(p)), (void **)&(p))
+/* An allocation of the workspace, or with ws->dry its size counted as dt_calloc_ rounds it. */
+static dt_status ws_alloc(dt_backend *be, dt_workspace *ws, size_t bytes, void **out) {
+  if (!ws->dry) return dt_be_alloc(be, bytes, out);
+  ws->dry_bytes += (bytes + 63) & ~(size_t)63;
+  *out = NULL;
+  return DT_OK;
+}
+#define BE_ALLOC(p, count) ws_alloc(be, ws, (size_t)(count) * sizeof(*(p)), (void **)&(p))
 
 /* Forward only, each layer's output lives from the layer that writes it to its last reader: the
  * next layer, and the residual end that adds its block's input. Outputs whose lives do not
@@ -80,12 +93,13 @@ static dt_status eval_buffers(dt_backend *be, dt_workspace *ws, size_t B) {
   return DT_OK;
 }
 
-static dt_status workspace_make(dt_backend *be, const dt_model *m, int max_batch, int eval, dt_workspace **out) {
+static dt_status workspace_make(dt_backend *be, const dt_model *m, int max_batch, int eval, int dry, dt_workspace **out) {
   dt_status st = DT_OK;
   dt_workspace *ws = NULL;
   *out = NULL;
   DT_CHECK(max_batch >= 1, DT_ERR_CONFIG, "batch size must be at least 1, found %d", max_batch);
   DT_ALLOC_GOTO(ws, 1, "workspace");
+  ws->dry = dry;
   ws->max_batch = max_batch;
   ws->m = m;
   ws->L = dt_model_num_layers(m);
@@ -97,7 +111,7 @@ static dt_status workspace_make(dt_backend *be, const dt_model *m, int max_batch
     const dt_layer_info *li = &ws->layers[l];
     const cpu_layer_ops *ops = layer_ops[li->kind];
     if (ops->scratch != NULL && ops->scratch(li, max_batch) > 0)
-      DT_TRY_GOTO(dt_be_alloc(be, ops->scratch(li, max_batch), &ws->scratch[l]));
+      DT_TRY_GOTO(ws_alloc(be, ws, ops->scratch(li, max_batch), &ws->scratch[l]));
     if (ops->forward_alias || eval) continue; /* its output is its input; eval: eval_buffers */
     DT_TRY_GOTO(BE_ALLOC(ws->act[l + 1], B * li->out_size));
     ws->owned[l + 1] = 1;
@@ -120,11 +134,22 @@ cleanup:
 }
 
 dt_status dt_workspace_create(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
-  return workspace_make(be, m, max_batch, 0, out);
+  return workspace_make(be, m, max_batch, 0, 0, out);
 }
 
 dt_status dt_workspace_create_eval(dt_backend *be, const dt_model *m, int max_batch, dt_workspace **out) {
-  return workspace_make(be, m, max_batch, 1, out);
+  return workspace_make(be, m, max_batch, 1, 0, out);
+}
+
+size_t dt_workspace_bytes(const dt_model *m, int max_batch, int eval) {
+  dt_workspace *ws = NULL;
+  if (workspace_make(NULL, m, max_batch, eval, 1, &ws) != DT_OK) {
+    dt_error_clear();
+    return 0;
+  }
+  const size_t bytes = ws->dry_bytes;
+  dt_workspace_free(NULL, ws);
+  return bytes;
 }
 
 /* A call on layer l with what every layer gets. */

@@ -2,6 +2,7 @@
  * formulas. Reductions accumulate in double in index order, so they give the same bits whatever
  * the thread count; elementwise loops are vectorised by gcc and, over whole slabs, split over the
  * backend's threads. */
+#include <malloc.h>
 #include <math.h>
 #include <string.h>
 
@@ -15,14 +16,19 @@ enum { CHUNK = 1 << 15 };
 #define PARALLEL_CHUNKS(be, n) _Pragma("omp parallel for schedule(static) num_threads((be)->threads) if (CHUNKS(n) > 1 && (be)->threads > 1)")
 
 dt_status dt_cpu_alloc(dt_backend *be, size_t bytes, void **out) {
-  (void)be;
   *out = dt_calloc_(bytes > 0 ? bytes : 1, 1);
   if (*out == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
+  /* counted as the allocator holds it (its usable size, the same at free) */
+  const size_t live = __atomic_add_fetch(&be->mem_live, malloc_usable_size(*out), __ATOMIC_RELAXED);
+  size_t peak = __atomic_load_n(&be->mem_peak, __ATOMIC_RELAXED);
+  while (live > peak && !__atomic_compare_exchange_n(&be->mem_peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
   return DT_OK;
 }
 
 void dt_cpu_free(dt_backend *be, void *p) {
-  (void)be;
+  if (p == NULL) return;
+  __atomic_sub_fetch(&be->mem_live, malloc_usable_size(p), __ATOMIC_RELAXED);
   dt_free(p);
 }
 

@@ -1,6 +1,8 @@
 /* Services the layer definitions build with: registering tensors, a convolution's geometry, a
  * normalisation's tensors, messages, and the definitions by kind and by name. */
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,15 +46,21 @@ size_t dt_layer_tensor(dt_layer_build *b, const char *suffix, dt_tensor_role rol
   t->role = role;
   t->init = init;
   t->rank = rank;
+  /* sizes saturate at SIZE_MAX (fan-ins at INT_MAX) instead of wrapping: the model then refuses
+   * the count (DT_MAX_PARAMS) */
   t->n = 1;
-  for (int d = 0; d < rank; d++) t->dims[d] = dims[d], t->n *= (size_t)dims[d];
+  for (int d = 0; d < rank; d++) {
+    t->dims[d] = dims[d];
+    if (__builtin_mul_overflow(t->n, (size_t)dims[d], &t->n)) t->n = SIZE_MAX;
+  }
   /* a weight's fan-in: every dimension but the first (a bias shares its weight's) */
   t->fan_in = 1;
-  for (int d = 1; d < rank; d++) t->fan_in *= dims[d];
+  for (int d = 1; d < rank; d++)
+    if (__builtin_mul_overflow(t->fan_in, dims[d], &t->fan_in)) t->fan_in = INT_MAX;
   if (rank == 1 && li->ntensors > 1) t->fan_in = li->tensors[li->ntensors - 2].fan_in;
   size_t *off = role == DT_TENSOR_PARAM ? b->param_off : b->buf_off;
   t->off = *off;
-  *off += t->n;
+  if (__builtin_add_overflow(*off, t->n, off)) *off = SIZE_MAX;
   if (role == DT_TENSOR_PARAM) { /* the first two parameter tensors: weight and bias */
     if (li->n_w == 0) li->w_off = t->off, li->n_w = t->n;
     else if (li->n_b == 0) li->b_off = t->off, li->n_b = t->n;

@@ -16,7 +16,10 @@ static dt_status build_dropout(dt_layer_build *b) {
 }
 
 static dt_status build_flatten(dt_layer_build *b) {
-  b->out = (dt_act_shape){.c = b->in.c * b->in.h * b->in.w, .h = 1, .w = 1, .flat = 1};
+  const size_t n = (size_t)b->in.c * b->in.h * b->in.w;
+  LAYER_CHECK(b, n <= DT_MAX_ACTIVATION, "its input, %dx%dx%d, is more than %d floats per sample", b->in.c, b->in.h, b->in.w,
+              DT_MAX_ACTIVATION);
+  b->out = (dt_act_shape){.c = (int)n, .h = 1, .w = 1, .flat = 1};
   return DT_OK;
 }
 
