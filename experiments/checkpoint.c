@@ -74,8 +74,9 @@ static dt_status write_checked(const char *dir, const char *name, const void *da
   return st;
 }
 
-/* The largest checkpoint file read back: half of this machine's memory (a node's state or the
- * run's CSV text never comes near it; a file beyond it is not one dtrun wrote). */
+/* The largest run.ckpt (or decoded checkpoint) read back: half of this machine's memory (the
+ * run's CSV text never comes near it; a file beyond it is not one dtrun wrote). A node's file is
+ * bounded by its expected record (dt_run_node_record_size). */
 static size_t read_bound(void) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page : (size_t)1 << 32;
@@ -302,10 +303,10 @@ static dt_status get_bytes(reader *rd, const unsigned char **data, size_t *n) {
   return DT_OK;
 }
 
-/* A checkpoint file's content: read with the size bound and, when `checked` (format 3), its
- * trailer verified and cut off (*size is the content's length). */
-static dt_status read_file(const char *path, int checked, unsigned char **data, size_t *size) {
-  *data = (unsigned char *)dt_read_file_bounded(path, read_bound(), size);
+/* A checkpoint file's content: read with the size bound (0: read_bound()) and, when `checked`
+ * (format 3), its trailer verified and cut off (*size is the content's length). */
+static dt_status read_file(const char *path, int checked, size_t bound, unsigned char **data, size_t *size) {
+  *data = (unsigned char *)dt_read_file_bounded(path, bound > 0 ? bound : read_bound(), size);
   DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path,
            errno == EINVAL   ? "not a regular file"
            : errno == EFBIG  ? "larger than a checkpoint can be"
@@ -355,7 +356,7 @@ static dt_status verify_dir(const char *dir, int n) {
   DT_CHECK(format > 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
   unsigned char *run = NULL;
   size_t len = 0;
-  DT_TRY(read_file(path, format >= 3, &run, &len));
+  DT_TRY(read_file(path, format >= 3, 0, &run, &len));
   uint64_t round = 0;
   const unsigned char *table = NULL;
   dt_status st = DT_OK;
@@ -370,12 +371,14 @@ static dt_status verify_dir(const char *dir, int n) {
     }
     unsigned char *data = NULL;
     size_t size = 0;
-    st = read_file(path, 1, &data, &size);
+    uint64_t want = 0;
+    uint32_t crc = 0;
+    memcpy(&want, table + (size_t)i * TABLE_ENTRY, 8);
+    memcpy(&crc, table + (size_t)i * TABLE_ENTRY + 8, 4);
+    /* no more than the length run.ckpt lists for it is read (a grown file is refused unread) */
+    st = want < SIZE_MAX - TRAILER ? read_file(path, 1, (size_t)want + TRAILER, &data, &size)
+                                   : DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its listed length)", path);
     if (st == DT_OK) {
-      uint64_t want = 0;
-      uint32_t crc = 0;
-      memcpy(&want, table + (size_t)i * TABLE_ENTRY, 8);
-      memcpy(&crc, table + (size_t)i * TABLE_ENTRY + 8, 4);
       if (want != size || dt_crc32c(0, data, size) != crc)
         st = DT_ERROR(DT_ERR_DATA, "%s: not the node file this checkpoint wrote (its run.ckpt lists another)", path);
     }
@@ -512,7 +515,7 @@ static dt_status read_run(runner *r, resume_point *rp) {
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
   rp->checked = ckpt_format(rp->dir) >= 3;
-  DT_TRY(read_file(path, 0, &buf, &size)); /* the trailer is the decoder's to verify */
+  DT_TRY(read_file(path, 0, 0, &buf, &size)); /* the trailer is the decoder's to verify */
   const ckpt_expect x = {.config_hash = r->config_hash, .n = r->n, .cfg = r->cfg, .outdir = r->outdir};
   const dt_status st = runner_checkpoint_decode(path, buf, size, rp->checked, &x, r->res, rp);
   free(buf);
@@ -570,7 +573,8 @@ static dt_status give_file(void *ctx, int node, const void **data, size_t *size)
   free(c->buf);
   c->buf = NULL;
   snprintf(c->path, sizeof c->path, "%s/node_%d.ckpt", c->rp->dir, node);
-  DT_TRY(read_file(c->path, c->rp->checked, &c->buf, size));
+  /* a node's file holds exactly its record (and the trailer): nothing larger is read */
+  DT_TRY(read_file(c->path, c->rp->checked, dt_run_node_record_size(c->run, node) + TRAILER, &c->buf, size));
   *data = c->buf;
   return DT_OK;
 }

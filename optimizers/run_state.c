@@ -142,6 +142,17 @@ dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size
   return DT_OK;
 }
 
+size_t dt_run_node_record_size(const dt_optimizer_run *run, int node) {
+  size_t n = 8 + 4 + 4 + 8 + 4; /* put_header */
+  for (int i = 0; i < run->num_items; i++) {
+    const struct dt_run_item *it = &run->items[i];
+    if (is_shared(it)) continue;
+    const size_t rows = it->kind == ITEM_EDGE_SLAB ? (size_t)dt_graph_degree(run->graph, node) : 1;
+    n += 1 + strlen(it->name) + 8 + (it->kind == ITEM_NODES ? it->elem : sizeof(float) * it->slab->dim * rows);
+  }
+  return n + 1 + strlen("task") + 8 + dt_task_node_state_size(run->task, node - run->first);
+}
+
 dt_status dt_run_save_shared(dt_optimizer_run *run, const void **data, size_t *size) {
   size_t used = 0, at;
   DT_TRY(put_header(run, &used, shared_magic, 0, count_items(run, 1)));

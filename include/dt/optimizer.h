@@ -208,6 +208,9 @@ DT_MUST_USE dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *
 /* Node l's kept state as bytes (valid until the next call on run), and back; the bytes depend on
  * the node and the config only, never on the rank count. `what` names the source in messages. */
 DT_MUST_USE dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size_t *size);
+/* The bytes dt_run_save_node writes for node `node` (a global index: any rank's node), from the
+ * items kept and the graph: what a checkpoint reader may expect, and refuses more than. */
+size_t dt_run_node_record_size(const dt_optimizer_run *run, int node);
 DT_MUST_USE dt_status dt_run_load_node(dt_optimizer_run *run, int l, const void *data, size_t size, const char *what);
 /* The replicated state, likewise (the same bytes on every rank). */
 DT_MUST_USE dt_status dt_run_save_shared(dt_optimizer_run *run, const void **data, size_t *size);

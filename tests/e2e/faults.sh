@@ -19,7 +19,9 @@
 #  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
 #  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows;
 #  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed;
-#  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again.
+#  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again;
+#  (m) a node file grown past the record its node can have: refused before it is read (the bound
+#      is the record's exact size), resumed from checkpoint.old/.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -85,7 +87,7 @@ if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ck
   exit 1
 fi
 echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
-for c in a b c d e f; do cp -r "$tmp/k" "$tmp/$c"; done
+for c in a b c d e f m; do cp -r "$tmp/k" "$tmp/$c"; done
 
 # (h) killed before its first checkpoint inside the problem (only the start's, round 0): resumed
 "$dtrun" "$cfg" --output-dir "$tmp/h" --quiet > "$tmp/h.log" 2>&1 &
@@ -133,6 +135,13 @@ rc=$?
 "$dtrun" resume "$tmp/f" --quiet > "$tmp/f.log" 2>&1 && grep -q "resuming from .*checkpoint.old" "$tmp/f.log" && ok \
   || bad "(f) an emptied node file: $(tail -3 "$tmp/f.log")"
 same_run "$tmp/ref" "$tmp/f" "(f) resumed from checkpoint.old"
+
+# (m) a node file grown past its record (64 MB appended): not read past what the node's record can
+# be; resumed from checkpoint.old/
+truncate -s +64M "$tmp/m/checkpoint/node_1.ckpt"
+"$dtrun" resume "$tmp/m" --quiet > "$tmp/m.log" 2>&1 && grep -q "node_1.ckpt: cannot read: larger than a checkpoint can be" "$tmp/m.log" \
+  && grep -q "resuming from .*checkpoint.old" "$tmp/m.log" && ok || bad "(m) a grown node file: $(tail -3 "$tmp/m.log")"
+same_run "$tmp/ref" "$tmp/m" "(m) resumed from checkpoint.old"
 
 # (e) only a config.yaml
 mkdir "$tmp/e2"
