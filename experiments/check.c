@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dt/graph.h"
+#include "dt/backend.h"
 #include "dt/data.h"
 #include "dt/optimizer.h"
 #include "dt/problem.h"
@@ -188,6 +189,16 @@ static dt_status warn_steps(const dt_config *cfg, const dt_data *data, const dt_
   return DT_OK;
 }
 
+/* Whether the run will compute in host memory: the CPU backend, or `auto` where no device backend
+ * is usable (as dt_backend_select decides). */
+static int on_host(const dt_config *cfg) {
+  if (cfg->experiment.backend == DT_BACKEND_CPU) return 1;
+  if (cfg->experiment.backend != DT_BACKEND_AUTO) return 0;
+  const dt_backend_def *cuda = dt_backend_find("cuda");
+  char why[256];
+  return cuda == NULL || !cuda->usable(why, sizeof why);
+}
+
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
@@ -210,10 +221,19 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_model_spec ms;
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_problem_model(cfg, &data.train, &ms)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));
-  /* the memory of a run with every node in one process (as `dtrun CONFIG` runs it) */
-  dt_memory mem;
-  DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, g->n), cfg->experiment.backend == DT_BACKEND_CPU, &mem));
-  DT_TRY_GOTO(dt_memory_check(cfg, &mem));
+  /* the memory of a run with every node in one process (as `dtrun CONFIG` runs it); where that
+   * does not fit, the fewest ranks (one per host) that do, refused only when one node per rank
+   * does not */
+  dt_memory mem, fewest;
+  const int host = on_host(cfg);
+  int min_ranks = 1;
+  DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, g->n), host, &mem));
+  fewest = mem;
+  while (fewest.limit > 0 && fewest.total > fewest.limit && min_ranks < g->n) {
+    min_ranks++;
+    DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, min_ranks, dt_run_threads(NULL, (g->n + min_ranks - 1) / min_ranks), host, &fewest));
+  }
+  DT_TRY_GOTO(dt_memory_check(cfg, &fewest));
   if (cfg->experiment.writeout) DT_TRY_GOTO(dt_config_positioned(cfg, dt_output_check(cfg)));
   DT_TRY_GOTO(dt_config_emit(cfg, &dt_builtin, out));
   fprintf(out, "# ---- summary ----\n");
@@ -224,6 +244,11 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   print_model(m, out);
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   dt_memory_print(cfg, &mem, out);
+  if (min_ranks > 1) {
+    char a[24];
+    fprintf(out, "#   more than this host has: run it with at least %d ranks, one per host (about %s per rank)\n", min_ranks,
+            dt_memory_text(fewest.total, a, sizeof a));
+  }
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);

@@ -376,8 +376,8 @@ static dt_status verify_dir(const char *dir, int n) {
     memcpy(&want, table + (size_t)i * TABLE_ENTRY, 8);
     memcpy(&crc, table + (size_t)i * TABLE_ENTRY + 8, 4);
     /* no more than the length run.ckpt lists for it is read (a grown file is refused unread) */
-    st = want < SIZE_MAX - TRAILER ? read_file(path, 1, (size_t)want + TRAILER, &data, &size)
-                                   : DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its listed length)", path);
+    const size_t bound = want < read_bound() - TRAILER ? (size_t)want + TRAILER : read_bound();
+    st = read_file(path, 1, bound, &data, &size);
     if (st == DT_OK) {
       if (want != size || dt_crc32c(0, data, size) != crc)
         st = DT_ERROR(DT_ERR_DATA, "%s: not the node file this checkpoint wrote (its run.ckpt lists another)", path);

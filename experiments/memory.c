@@ -2,8 +2,8 @@
  * and `run` (like check) refuses, at the model's config key, a run that cannot fit in the host's
  * memory. What it counts, per rank with `count` local nodes (the busiest rank), in bytes:
  *
- * - base: the process as it stands before loading anything (libraries, MPI), read from
- *   /proc/self/statm when the program started;
+ * - base: the process as it stands before loading anything (its libraries; MPI not yet started),
+ *   read from /proc/self/statm when the program started;
  * - data: the data set as held on the host (images as stored, labels, the split's indices), and
  *   in backend memory the test samples evaluation decodes to floats, the nodes' batch buffers,
  *   and, off a host-memory backend, the resident training set;
@@ -26,6 +26,7 @@
 #include "dt/log.h"
 #include "dt/nn.h"
 #include "dt/optimizer.h"
+#include "dt/problem.h"
 #include "dt/run.h"
 
 enum { EVAL_CHUNK = 500 }; /* problems/task.c's evaluation chunk */
@@ -48,30 +49,35 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   /* data: on the host as stored, the split's indices */
   out->data = samples_bytes(&data->train) + samples_bytes(&data->test) + 4.0 * (double)data->train.count;
   const size_t P = dt_model_num_params(m), B = dt_model_num_buffers(m), in = dt_model_input_size(m);
-  double worst = 0, work = 0, eval = 0;
+  double worst = 0, work = 0, eval = 0, subset = 0, edges = 0;
   out->problem = 0;
+  for (int k = 0; k < ranks; k++) { /* the out-edges of the rank that has the most */
+    double e = 0;
+    const int first = dt_placement_first(n, ranks, k), cnt = dt_placement_count(n, ranks, k);
+    for (int i = first; i < first + cnt; i++) e += dt_graph_degree(g, i);
+    edges = e > edges ? e : edges;
+  }
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
     dt_state_size s = {.per_node = 3}; /* a plug-in that does not say: θ's size three times over */
     if (def != NULL && def->state_size != NULL) s = def->state_size(pc->alg_opts, P);
-    /* the busiest rank's out-edges: at most count · the largest degree */
-    int degree = 0;
-    for (int i = 0; i < n; i++) degree = dt_graph_degree(g, i) > degree ? dt_graph_degree(g, i) : degree;
-    const double state = vec_bytes(P) * (count * (3.0 + s.per_node) + (double)count * degree * s.per_edge + s.per_rank) +
+    const double state = vec_bytes(P) * (count * (3.0 + s.per_node) + edges * s.per_edge + s.per_rank) +
                          4.0 * (2.0 * P + 2.0 * P + P) /* the runner's means */ +
                          (B > 0 ? 2.0 * vec_bytes(B) * count + 12.0 * (double)B : 0.0);
     if (state > worst) worst = state, out->problem = p;
-    const int batch = pc->full_batch ? EVAL_CHUNK : pc->train_batch_size;
+    const int batch = pc->full_batch ? DT_FULL_BATCH_CHUNK : pc->train_batch_size;
     const double w = threads * (double)dt_workspace_bytes(m, batch, 0) + 4.0 * (double)dt_slab_stride((size_t)batch * in) * count;
     work = w > work ? w : work;
-    /* the test samples an evaluation decodes to floats */
-    const size_t tests = pc->evaluation.test_samples > 0 && (size_t)pc->evaluation.test_samples < data->test.count
-                             ? (size_t)pc->evaluation.test_samples
-                             : data->test.count;
-    const double e = 4.0 * (double)tests * ((double)data->test.dim + 1.0);
-    eval = e > eval ? e : eval;
+    /* the test samples evaluations decode to floats: the whole set, or a subset beside it */
+    const size_t sub = pc->evaluation.test_samples > 0 && (size_t)pc->evaluation.test_samples < data->test.count
+                           ? (size_t)pc->evaluation.test_samples
+                           : 0;
+    const double decoded = 4.0 * (double)(sub > 0 ? sub : data->test.count) * ((double)data->test.dim + 1.0);
+    if (sub > 0) subset = decoded > subset ? decoded : subset;
+    else eval = decoded;
   }
+  eval += subset;
   out->work = work + threads * (double)dt_workspace_bytes(m, EVAL_CHUNK, 1) + eval;
   if (!host_backend) out->data += samples_bytes(&data->train);
   out->state = worst;
@@ -84,7 +90,7 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   return DT_OK;
 }
 
-static const char *mb(double bytes, char *buf, size_t size) {
+const char *dt_memory_text(double bytes, char *buf, size_t size) {
   const double v = bytes >= 1e12 ? bytes / 1e12 : bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6;
   snprintf(buf, size, v >= 100 ? "%.0f %s" : "%.3g %s", v, bytes >= 1e12 ? "TB" : bytes >= 1e9 ? "GB" : "MB");
   return buf;
@@ -93,14 +99,14 @@ static const char *mb(double bytes, char *buf, size_t size) {
 void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out) {
   char t[7][24];
   if (mem->limit > 0)
-    fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), of %s on this host\n", mb(mem->total, t[0], 24),
-            mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", mb(mem->limit, t[1], 24));
+    fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), of %s on this host\n", dt_memory_text(mem->total, t[0], 24),
+            mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", dt_memory_text(mem->limit, t[1], 24));
   else
     fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), counted as if on the CPU backend\n",
-            mb(mem->total, t[0], 24), mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s");
-  fprintf(out, "#   process %s, data %s, workspaces %s (%d thread%s)\n", mb(mem->base, t[2], 24), mb(mem->data, t[3], 24),
-          mb(mem->work, t[4], 24), mem->threads, mem->threads == 1 ? "" : "s");
-  fprintf(out, "#   state %s, %s per node (the largest: problem %s)\n", mb(mem->state, t[5], 24), mb(mem->per_node, t[6], 24),
+            dt_memory_text(mem->total, t[0], 24), mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s");
+  fprintf(out, "#   process %s, data %s, workspaces %s (%d thread%s)\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24),
+          dt_memory_text(mem->work, t[4], 24), mem->threads, mem->threads == 1 ? "" : "s");
+  fprintf(out, "#   state %s, %s per node (the largest: problem %s)\n", dt_memory_text(mem->state, t[5], 24), dt_memory_text(mem->per_node, t[6], 24),
           cfg->problems[mem->problem].problem_name);
 }
 
@@ -108,15 +114,15 @@ dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem) {
   if (mem->limit <= 0 || mem->total <= mem->limit) return DT_OK;
   char t[6][24], room[96];
   if (mem->host_ranks > 1)
-    snprintf(room, sizeof room, "the %s share of each of the %d ranks on this host", mb(mem->limit, t[5], 24), mem->host_ranks);
+    snprintf(room, sizeof room, "the %s share of each of the %d ranks on this host", dt_memory_text(mem->limit, t[5], 24), mem->host_ranks);
   else
-    snprintf(room, sizeof room, "this host's %s", mb(mem->limit, t[5], 24));
+    snprintf(room, sizeof room, "this host's %s", dt_memory_text(mem->limit, t[5], 24));
   return dt_config_positioned(
       cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
                         "the run needs about %s per rank (problem %s's state %s, %s per node, %d node%s on the busiest rank; "
-                        "data and workspaces %s), more than %s; use a smaller model or batch, fewer nodes per rank (more "
-                        "ranks), or a host with more memory",
-                        mb(mem->total, t[0], 24), cfg->problems[mem->problem].problem_name, mb(mem->state, t[1], 24),
-                        mb(mem->per_node, t[2], 24), mem->count, mem->count == 1 ? "" : "s", mb(mem->data + mem->work, t[3], 24),
-                        room));
+                        "data and workspaces %s), more than %s; use a smaller model or batch%s, or a host with more memory",
+                        dt_memory_text(mem->total, t[0], 24), cfg->problems[mem->problem].problem_name,
+                        dt_memory_text(mem->state, t[1], 24), dt_memory_text(mem->per_node, t[2], 24), mem->count,
+                        mem->count == 1 ? "" : "s", dt_memory_text(mem->data + mem->work, t[3], 24), room,
+                        mem->count > 1 ? ", fewer nodes per rank (more ranks)" : ""));
 }

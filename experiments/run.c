@@ -278,7 +278,7 @@ cleanup:
   const dt_status trace_st = dt_trace_close(run->trace);
   if (st == DT_OK) st = trace_st;
   dt_run_free(run);
-  if (def->state_size != NULL) { /* what the problem added against its estimate (tests/e2e/memory.sh) */
+  if (st == DT_OK && def->state_size != NULL && dt_log_get_level() >= DT_LOG_DEBUG) { /* added against estimated (tests/e2e/memory.sh) */
     const dt_state_size ss = def->state_size(pc->alg_opts, dt_task_dim(r->task));
     double edges = 0;
     for (int l = 0; l < r->count; l++) edges += dt_graph_degree(r->graph, r->first + l);
@@ -331,6 +331,13 @@ static dt_status check_memory(runner *r, const dt_model_spec *ms) {
   DT_TRY(st);
   mem.host_ranks = dt_comm_host_size(r->comm);
   mem.limit /= mem.host_ranks;
+  /* every rank decides alike (a rank refusing alone would leave the others in a collective): the
+   * largest estimate against the smallest room */
+  double most[4] = {mem.total, mem.state, mem.per_node, mem.data + mem.work}, least = mem.limit > 0 ? mem.limit : INFINITY;
+  DT_TRY(dt_comm_allreduce_max_f64(r->comm, most, 4));
+  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &least, 1));
+  mem.total = most[0], mem.state = most[1], mem.per_node = most[2], mem.data = most[3], mem.work = 0;
+  mem.limit = isinf(least) ? 0 : least;
   if (r->rank == 0) dt_log_debug("memory: estimated %.0f bytes per rank (process %.0f, data %.0f, workspaces %.0f, state %.0f)\n",
                                  mem.total, mem.base, mem.data, mem.work, mem.state);
   return dt_memory_check(r->cfg, &mem);

@@ -234,7 +234,7 @@ static dt_status alloc_batches(dt_task *t, int ws_batch) {
 
 dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
   t->l2 = l2;
-  const int ws_batch = full_batch ? 256 : batch_size;
+  const int ws_batch = full_batch ? DT_FULL_BATCH_CHUNK : batch_size;
   for (int l = 0; l < t->count; l++) {
     node_state *ns = &t->node[l];
     const int node = t->first + l;

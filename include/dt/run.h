@@ -89,7 +89,9 @@ typedef struct dt_memory {
 struct dt_data;
 DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
                                          const dt_model *m, int ranks, int threads, int host_backend, dt_memory *out);
-/* Two summary lines for `dtrun check`. */
+/* bytes as "284 MB", "4.27 TB" into buf. */
+const char *dt_memory_text(double bytes, char *buf, size_t size);
+/* Summary lines for `dtrun check`. */
 void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out);
 /* DT_ERR_CONFIG at experiment.model (positioned) when the estimate exceeds the host's memory. */
 DT_MUST_USE dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem);

@@ -63,7 +63,9 @@ cifar_config tests/e2e/resnet.yaml "$tmp/resnet.yaml" "$tmp/c10" 60 100
 within "$(peak "$tmp/r.log" "$dtrun" "$tmp/resnet.yaml" --output-dir "$tmp/r" --quiet)" "$(estimate "$tmp/resnet.yaml")" 0.2 \
   "tests/e2e/resnet.yaml (batch norm, CIFAR-10)"
 
-# (3) 64 nodes of a 13-billion-parameter model: refused at the model's key by check and by run
+# (3) 64 nodes of a 13-billion-parameter model: refused at the model's key by check (even at one
+# node per rank) and by run (all nodes in one process); a model that fits with more ranks: check
+# names the fewest, and only run in one process refuses
 cat > "$tmp/huge.yaml" <<'EOF'
 experiment:
   name: huge
@@ -77,7 +79,7 @@ problem_configs:
   p:
     optimizer_config: {alg_name: dsgd, outer_iterations: 2}
 EOF
-why="huge.yaml:[0-9]+:[0-9]+: the run needs about [0-9.]+ [TP]B per rank \(problem p's state .*more than this host's"
+why="huge.yaml:[0-9]+:[0-9]+: the run needs about [0-9.]+ [GTP]B per rank \(problem p's state .*more than this host's"
 "$dtrun" check "$tmp/huge.yaml" > /dev/null 2> "$tmp/huge_check.err"
 [ $? = 2 ] && grep -Eq "$why" "$tmp/huge_check.err" && ok || bad "check of a run that cannot fit: $(cat "$tmp/huge_check.err")"
 start=$SECONDS
@@ -85,6 +87,18 @@ timeout 120 "$dtrun" "$tmp/huge.yaml" --output-dir "$tmp/h" > /dev/null 2> "$tmp
 rc=$?
 [ $rc = 2 ] && grep -Eq "$why" "$tmp/huge_run.err" && [ $((SECONDS - start)) -lt 60 ] && ok \
   || bad "run of a run that cannot fit: exit $rc after $((SECONDS - start)) s: $(tail -2 "$tmp/huge_run.err")"
+
+sed 's/out_features: 16777216/out_features: 262144/' "$tmp/huge.yaml" > "$tmp/mid.yaml" # about 5 GB per node, 330 GB in all
+if awk '/^MemTotal/ { exit !($2 > 300e6 || $2 < 12e6) }' /proc/meminfo; then
+  echo "memory: this host's memory is outside 12 to 300 GB: the run that fits on more ranks is not checked"
+else
+  "$dtrun" check "$tmp/mid.yaml" > "$tmp/mid.check" 2>&1 && grep -Eq "run it with at least [0-9]+ ranks, one per host" "$tmp/mid.check" \
+    && ok || bad "check of a run that fits on more ranks: $(tail -3 "$tmp/mid.check")"
+  timeout 120 "$dtrun" "$tmp/mid.yaml" --output-dir "$tmp/m" > /dev/null 2> "$tmp/mid_run.err"
+  rc=$?
+  [ $rc = 2 ] && grep -q "64 nodes on the busiest rank" "$tmp/mid_run.err" && ok \
+    || bad "run of 64 large nodes in one process: exit $rc: $(tail -2 "$tmp/mid_run.err")"
+fi
 
 echo "memory: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
