@@ -189,14 +189,11 @@ static dt_status warn_steps(const dt_config *cfg, const dt_data *data, const dt_
   return DT_OK;
 }
 
-/* Whether the run will compute in host memory: the CPU backend, or `auto` where no device backend
- * is usable (as dt_backend_select decides). */
+/* Whether the run will compute in host memory: the CPU backend, or `auto` where it takes the CPU. */
 static int on_host(const dt_config *cfg) {
-  if (cfg->experiment.backend == DT_BACKEND_CPU) return 1;
-  if (cfg->experiment.backend != DT_BACKEND_AUTO) return 0;
-  const dt_backend_def *cuda = dt_backend_find("cuda");
-  char why[256];
-  return cuda == NULL || !cuda->usable(why, sizeof why);
+  char note[320];
+  if (cfg->experiment.backend == DT_BACKEND_AUTO) return dt_backend_auto(note, sizeof note) == dt_backends[0];
+  return cfg->experiment.backend == DT_BACKEND_CPU;
 }
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {

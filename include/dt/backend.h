@@ -272,6 +272,9 @@ typedef struct dt_backend_def {
 extern const dt_backend_def *const dt_backends[];
 const dt_backend_def *dt_backend_find(const char *name);
 
+/* The backend `auto` takes: the first usable device backend, else the CPU, with the one-line note
+ * into note (empty when there is nothing to say). Creates nothing. */
+const dt_backend_def *dt_backend_auto(char *note, size_t note_size);
 /* Selection as the config says (dt_backend_kind of dt/config.h: cpu, cuda, auto): cpu is always
  * there; a named backend that is not usable here is DT_ERR_CONFIG (exit 2); auto takes the first
  * usable device backend, else the CPU, and writes a one-line note to note (empty when there is

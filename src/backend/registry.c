@@ -38,17 +38,21 @@ const char *dt_backend_list(void) {
   return list;
 }
 
+const dt_backend_def *dt_backend_auto(char *note, size_t note_size) {
+  char why[256] = "";
+  if (note_size > 0) note[0] = '\0';
+  for (int i = 1; dt_backends[i] != NULL; i++) { /* device backends first; the CPU is [0] */
+    if (dt_backends[i]->usable(why, sizeof why)) return dt_backends[i];
+    snprintf(note, note_size, "backend auto: %s is built but not usable here (%s); running on the CPU", dt_backends[i]->name, why);
+  }
+  return dt_backends[0];
+}
+
 dt_status dt_backend_select(const char *name, int threads, char *note, size_t note_size, dt_backend **out) {
   char why[256] = "";
   *out = NULL;
   if (note_size > 0) note[0] = '\0';
-  if (strcmp(name, "auto") == 0) {
-    for (int i = 1; dt_backends[i] != NULL; i++) { /* device backends first; the CPU is [0] */
-      if (dt_backends[i]->usable(why, sizeof why)) return dt_backends[i]->create(threads, out);
-      snprintf(note, note_size, "backend auto: %s is built but not usable here (%s); running on the CPU", dt_backends[i]->name, why);
-    }
-    return dt_backends[0]->create(threads, out);
-  }
+  if (strcmp(name, "auto") == 0) return dt_backend_auto(note, note_size)->create(threads, out);
   const dt_backend_def *def = dt_backend_find(name);
   DT_CHECK(def != NULL, DT_ERR_CONFIG, "experiment.backend: %s is not built into this dtrun (built: %s)", name, dt_backend_list());
   DT_CHECK(def->usable(why, sizeof why), DT_ERR_CONFIG, "experiment.backend: %s cannot run here: %s; use backend: cpu or auto", name, why);
