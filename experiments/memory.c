@@ -8,7 +8,7 @@
  *   in backend memory the test samples evaluation decodes to floats, the nodes' batch buffers,
  *   and, off a host-memory backend, the resident training set;
  * - work: the model's workspaces, one training workspace per thread and one evaluation workspace
- *   per thread (chunks of EVAL_CHUNK samples), as the CPU backend makes them (dt_workspace_bytes
+ *   per thread (chunks of DT_EVAL_CHUNK samples), as the CPU backend makes them (dt_workspace_bytes
  *   counts what dt_workspace_create allocates, without allocating);
  * - state: the largest problem's vectors of the parameters' size: θ, the runner's normalised
  *   copy and the task's gradient scratch per node, the algorithm's own (its state_size: per node,
@@ -29,9 +29,13 @@
 #include "dt/problem.h"
 #include "dt/run.h"
 
-enum { EVAL_CHUNK = 500 }; /* problems/task.c's evaluation chunk */
-
 static double vec_bytes(size_t dim) { return 4.0 * (double)dt_slab_stride(dim); }
+
+double dt_memory_state_bytes(const dt_optimizer_def *def, const void *opts, size_t dim, double nodes, double edges) {
+  dt_state_size s = {.per_node = 3}; /* a plug-in that does not say: θ's size three times over */
+  if (def != NULL && def->state_size != NULL) s = def->state_size(opts, dim);
+  return vec_bytes(dim) * (nodes * s.per_node + edges * s.per_edge + s.per_rank);
+}
 
 static double samples_bytes(const dt_samples *s) {
   return (double)s->count * ((s->u8 != NULL ? 1.0 : 4.0) * (double)s->dim + 1.0);
@@ -60,9 +64,8 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
-    dt_state_size s = {.per_node = 3}; /* a plug-in that does not say: θ's size three times over */
-    if (def != NULL && def->state_size != NULL) s = def->state_size(pc->alg_opts, P);
-    const double state = vec_bytes(P) * (count * (3.0 + s.per_node) + edges * s.per_edge + s.per_rank) +
+    /* θ, the runner's normalised copy and the task's gradient scratch, and the algorithm's own */
+    const double state = vec_bytes(P) * 3.0 * count + dt_memory_state_bytes(def, pc->alg_opts, P, count, edges) +
                          4.0 * (2.0 * P + 2.0 * P + P) /* the runner's means */ +
                          (B > 0 ? 2.0 * vec_bytes(B) * count + 12.0 * (double)B : 0.0);
     if (state > worst) worst = state, out->problem = p;
@@ -78,7 +81,7 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
     else eval = decoded;
   }
   eval += subset;
-  out->work = work + threads * (double)dt_workspace_bytes(m, EVAL_CHUNK, 1) + eval;
+  out->work = work + threads * (double)dt_workspace_bytes(m, DT_EVAL_CHUNK, 1) + eval;
   if (!host_backend) out->data += samples_bytes(&data->train);
   out->state = worst;
   out->total = out->base + out->data + out->work + out->state;

@@ -279,13 +279,13 @@ cleanup:
   if (st == DT_OK) st = trace_st;
   dt_run_free(run);
   if (st == DT_OK && def->state_size != NULL && dt_log_get_level() >= DT_LOG_DEBUG) { /* added against estimated (tests/e2e/memory.sh) */
-    const dt_state_size ss = def->state_size(pc->alg_opts, dt_task_dim(r->task));
+    const size_t dim = dt_task_dim(r->task);
     double edges = 0;
     for (int l = 0; l < r->count; l++) edges += dt_graph_degree(r->graph, r->first + l);
-    const double vec = 4.0 * (double)dt_slab_stride(dt_task_dim(r->task));
+    const double theta = 4.0 * (double)dt_slab_stride(dim) * r->count; /* the problem's own θ */
     dt_log_debug("memory: problem %s: backend memory %zu bytes before it, at most %zu more during it (estimated %.0f), %zu after it\n",
                  pc->problem_name, mem_before, r->be->mem_peak - mem_before,
-                 vec * ((1.0 + ss.per_node) * r->count + ss.per_edge * edges + ss.per_rank), r->be->mem_live);
+                 theta + dt_memory_state_bytes(def, pc->alg_opts, dim, r->count, edges), r->be->mem_live);
   }
   dt_free(pr.round_seconds);
   sb_free(&pr.csv);

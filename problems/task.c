@@ -13,7 +13,6 @@
 #include "dt/rng.h"
 #include "dt/trace.h"
 
-enum { EVAL_CHUNK = 500 };
 
 typedef struct node_state {
   dt_rng rng;
@@ -201,7 +200,7 @@ dt_status dt_task_create(dt_backend *be, const dt_samples *train, const dt_sampl
   DT_ALLOC_GOTO(t->nb_loss, count, "task");
   DT_ALLOC_GOTO(t->idx_of, count > 0 ? count : 1, "task");
   DT_TRY_GOTO(dt_be_samples_create(be, train, &t->train_res));
-  DT_TRY_GOTO(dt_be_plan_create(be, t->model, EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
+  DT_TRY_GOTO(dt_be_plan_create(be, t->model, DT_EVAL_CHUNK, count, split->num_nodes, &t->eval_plan));
   const size_t nb = dt_model_num_buffers(t->model);
   if (nb > 0) {
     DT_ALLOC_GOTO(t->buf0, nb, "model buffers");

@@ -100,8 +100,9 @@ typedef struct dt_data_file {
   char sha256[65]; /* 64 hex digits */
 } dt_data_file;
 
-/* A full-batch problem's gradient runs in chunks of this many samples (its workspaces' batch). */
-enum { DT_FULL_BATCH_CHUNK = 256 };
+/* A full-batch problem's gradient runs in chunks of this many samples (its workspaces' batch),
+ * and evaluation in chunks of DT_EVAL_CHUNK test samples. */
+enum { DT_FULL_BATCH_CHUNK = 256, DT_EVAL_CHUNK = 500 };
 
 typedef struct dt_data {
   dt_samples train, test;

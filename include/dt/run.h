@@ -87,8 +87,12 @@ typedef struct dt_memory {
   int host_ranks;
 } dt_memory;
 struct dt_data;
+struct dt_optimizer_def;
 DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
                                          const dt_model *m, int ranks, int threads, int host_backend, dt_memory *out);
+/* The backend memory an algorithm allocates with options opts for dim-float parameters, on
+ * `nodes` local nodes with `edges` out-edges among them (its state_size in bytes). */
+double dt_memory_state_bytes(const struct dt_optimizer_def *def, const void *opts, size_t dim, double nodes, double edges);
 /* bytes as "284 MB", "4.27 TB" into buf. */
 const char *dt_memory_text(double bytes, char *buf, size_t size);
 /* Summary lines for `dtrun check`. */
