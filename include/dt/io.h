@@ -14,7 +14,8 @@ FILE *dt_open_regular(const char *path, struct stat *st);
 
 /* This process's resident memory in bytes now (/proc/self/statm; 0 where it cannot be read), and
  * as dt_rss_mark_start recorded it when the program started (the baseline of `dtrun check`'s
- * memory estimate: libraries and runtime, before any data). */
+ * memory estimate: libraries and runtime, before any data), rounded up to whole 8 MiB so the
+ * estimate does not move with the few pages a run's environment adds. */
 size_t dt_rss_bytes(void);
 void dt_rss_mark_start(void);
 size_t dt_rss_at_start(void);
