@@ -40,7 +40,7 @@ static int is_run_magic(const void *m) {
 
 /* ---- the trailer: "DTCK", the CRC-32C of the content, the content's length (16 bytes) ------- */
 
-enum { TRAILER = 16 };
+enum { TRAILER = 16, TABLE_ENTRY = 16 /* run.ckpt's node table: length, CRC-32C, 4 spare bytes */ };
 
 static void trailer_make(const void *data, size_t len, unsigned char t[TRAILER]) {
   const uint32_t crc = dt_crc32c(0, data, len);
@@ -74,12 +74,29 @@ static dt_status write_checked(const char *dir, const char *name, const void *da
   return st;
 }
 
-/* The largest run.ckpt (or decoded checkpoint) read back: half of this machine's memory (the
- * run's CSV text never comes near it; a file beyond it is not one dtrun wrote). A node's file is
- * bounded by its expected record (dt_run_node_record_size). */
-static size_t read_bound(void) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page : (size_t)1 << 32;
+/* The largest run.ckpt this run can have written, from its config, graph and model: the head,
+ * every problem's result, the largest problem's CSV text (R + 2 evaluations of n + 1 rows, each
+ * column at most 40 characters; its consensus matrix's n² rows where it keeps one), the
+ * algorithm's replicated state (its per-rank vectors, three more, and per-node and per-edge
+ * records, as run_state.c keeps them) and the node table, with 64 KiB to spare. A file beyond it
+ * is not one this run wrote, and is refused unread. */
+static size_t run_ckpt_bound(const runner *r) {
+  const double n = r->n, edges = r->graph != NULL ? (double)r->graph->num_edges : n * (n - 1) / 2;
+  const size_t dim = r->task != NULL ? dt_task_dim(r->task) : 0;
+  double most = 0;
+  for (int p = 0; p < r->cfg->num_problems; p++) {
+    const dt_problem_config *pc = &r->cfg->problems[p];
+    const double evals = pc->outer_iterations + 2.0, row = 2 * 12 + NCOL * 40.0;
+    double text = row + evals * (n + 1) * row;
+    if (pc->metrics & DT_METRIC_CONSENSUS_MATRIX) text += 32 + evals * n * n * 56;
+    const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
+    const dt_state_size s = def != NULL && def->state_size != NULL ? def->state_size(pc->alg_opts, dim) : (dt_state_size){.per_rank = 0};
+    const double shared = 4.0 * (double)dt_slab_stride(dim) * (s.per_rank + 3) + 16 * (n + 2 * edges + 1);
+    most = text + shared > most ? text + shared : most;
+  }
+  const double results = r->cfg->num_problems * (4 * 8 + sizeof r->res[0].final + 6 * 8.0);
+  const double b = 8 + 5 * 8 + results + 4 * 8 + 3 * 8 + most + TABLE_ENTRY * n + 8 + TRAILER + 65536;
+  return b < (double)(SIZE_MAX / 2) ? (size_t)b : SIZE_MAX / 2;
 }
 
 static const char *const statuses[] = {"completed", "interrupted", "diverged", NULL};
@@ -303,10 +320,10 @@ static dt_status get_bytes(reader *rd, const unsigned char **data, size_t *n) {
   return DT_OK;
 }
 
-/* A checkpoint file's content: read with the size bound (0: read_bound()) and, when `checked`
- * (format 3), its trailer verified and cut off (*size is the content's length). */
+/* A checkpoint file's content: read with the size bound and, when `checked` (format 3), its
+ * trailer verified and cut off (*size is the content's length). */
 static dt_status read_file(const char *path, int checked, size_t bound, unsigned char **data, size_t *size) {
-  *data = (unsigned char *)dt_read_file_bounded(path, bound > 0 ? bound : read_bound(), size);
+  *data = (unsigned char *)dt_read_file_bounded(path, bound, size);
   DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path,
            errno == EINVAL   ? "not a regular file"
            : errno == EFBIG  ? "larger than a checkpoint can be"
@@ -335,7 +352,6 @@ int runner_checkpoint_find(const char *outdir, char *dir, size_t size) {
 
 /* The node table at the end of a format-3 run.ckpt after round > 0 (encode_run): its count and
  * entries; 0 when it is not there or not of n nodes. */
-enum { TABLE_ENTRY = 16 };
 static int node_table(const unsigned char *content, size_t len, int n, const unsigned char **table) {
   uint64_t count = 0;
   if (len < 8) return 0;
@@ -345,24 +361,71 @@ static int node_table(const unsigned char *content, size_t len, int n, const uns
   return 1;
 }
 
-/* Rank 0: every file of the checkpoint in dir verified, or the first failure: run.ckpt (format 3:
- * its checksum), then, for a checkpoint inside a problem (round > 0), node_0..n−1.ckpt (format 3:
- * each one's checksum, and its length and CRC against run.ckpt's table, so a node file of
- * another checkpoint is refused too; formats 1 and 2: their presence). */
-static dt_status verify_dir(const char *dir, int n) {
+/* run.ckpt checked without holding it in memory: a regular file of at most `bound` bytes (0: any
+ * size), its checksum (format 3: `checked`) streamed in chunks, a stop signal honoured between
+ * them; its round into *round and, after round > 0 in format 3, its table of n node files into
+ * table (n × TABLE_ENTRY bytes, as encode_run wrote it: each file's length and CRC-32C). */
+static dt_status scan_run(const char *path, int checked, size_t bound, int n, uint64_t *round, unsigned char *table) {
+  struct stat sb;
+  FILE *f = dt_open_regular(path, &sb);
+  DT_CHECK(f != NULL, DT_ERR_DATA, "%s: cannot read: %s", path, errno == EINVAL ? "not a regular file" : strerror(errno));
+  const uint64_t size = (uint64_t)sb.st_size, tail = checked ? TRAILER : 0;
+  const uint64_t content = size >= tail ? size - tail : 0, want = (uint64_t)n * TABLE_ENTRY + 8;
+  dt_status st = DT_OK;
+  unsigned char *buf = NULL, head[32] = {0}, trailer[TRAILER], count[8];
+  if (bound > 0 && size > bound)
+    st = DT_ERROR(DT_ERR_DATA, "%s: cannot read: larger than a checkpoint of this run can be (%llu bytes; at most %zu)", path,
+                  (unsigned long long)size, bound);
+  else if (size < 32 + tail) st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (truncated: %llu bytes)", path, (unsigned long long)size);
+  else if ((buf = malloc(1 << 20)) == NULL) st = DT_ERROR(DT_ERR_MEMORY, "out of memory reading %s", path);
+  uint32_t crc = 0;
+  for (uint64_t at = 0; st == DT_OK && at < content;) {
+    const size_t got = fread(buf, 1, content - at < (1u << 20) ? (size_t)(content - at) : (size_t)1 << 20, f);
+    if (got == 0) st = DT_ERROR(DT_ERR_DATA, "%s: cannot read: %s", path, ferror(f) ? strerror(errno) : "it changed while being read");
+    else if (dt_stop_requested()) st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted while verifying %s", path);
+    if (st != DT_OK) break;
+    if (at == 0) memcpy(head, buf, got < sizeof head ? got : sizeof head);
+    if (checked) crc = dt_crc32c(crc, buf, got);
+    at += got;
+  }
+  free(buf);
+  if (st == DT_OK && checked) {
+    uint32_t c = 0;
+    uint64_t len = 0;
+    if (fread(trailer, 1, TRAILER, f) != TRAILER) st = DT_ERROR(DT_ERR_DATA, "%s: cannot read: it changed while being read", path);
+    else {
+      memcpy(&c, trailer + 4, 4);
+      memcpy(&len, trailer + 8, 8);
+      if (memcmp(trailer, "DTCK", 4) != 0 || len != content || c != crc)
+        st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its checksum does not match)", path);
+    }
+  }
+  memcpy(round, head + 24, 8);
+  /* the node table, at the end of the content: its entries, then their count */
+  if (st == DT_OK && checked && *round > 0) {
+    uint64_t got = 0;
+    if (content < want + 48 || fseeko(f, (off_t)(content - want), SEEK_SET) != 0 || fread(table, 1, want - 8, f) != want - 8 ||
+        fread(count, 1, 8, f) != 8 || (memcpy(&got, count, 8), got != (uint64_t)n))
+      st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its table of node files is not one of %d nodes)", path, n);
+  }
+  fclose(f);
+  return st;
+}
+
+/* Rank 0: every file of the checkpoint in dir verified, or the first failure: run.ckpt (at most
+ * `bound` bytes, 0: any; format 3: its checksum), then, for a checkpoint inside a problem
+ * (round > 0), node_0..n−1.ckpt (format 3: each one's checksum, and its length and CRC against
+ * run.ckpt's table, so a node file of another checkpoint is refused too; formats 1 and 2: their
+ * presence). Nothing larger than a node's file is held in memory. */
+static dt_status verify_dir(const char *dir, int n, size_t bound) {
   const int format = ckpt_format(dir);
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", dir);
   DT_CHECK(format > 0, DT_ERR_DATA, "%s: not a dtrun checkpoint", path);
-  unsigned char *run = NULL;
-  size_t len = 0;
-  DT_TRY(read_file(path, format >= 3, 0, &run, &len));
+  unsigned char *table = malloc((size_t)n * TABLE_ENTRY + 1);
+  DT_CHECK(table != NULL, DT_ERR_MEMORY, "out of memory verifying %s", path);
   uint64_t round = 0;
-  const unsigned char *table = NULL;
-  dt_status st = DT_OK;
-  if (len >= 32) memcpy(&round, run + 24, 8);
-  if (format >= 3 && round > 0 && !node_table(run, len, n, &table))
-    st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its table of node files is not one of %d nodes)", path, n);
+  dt_status st = scan_run(path, format >= 3, bound, n, &round, table);
   for (int i = 0; st == DT_OK && round > 0 && i < n; i++) {
     snprintf(path, sizeof path, "%s/node_%d.ckpt", dir, i);
     if (format < 3) {
@@ -376,15 +439,14 @@ static dt_status verify_dir(const char *dir, int n) {
     memcpy(&want, table + (size_t)i * TABLE_ENTRY, 8);
     memcpy(&crc, table + (size_t)i * TABLE_ENTRY + 8, 4);
     /* no more than the length run.ckpt lists for it is read (a grown file is refused unread) */
-    const size_t bound = want < read_bound() - TRAILER ? (size_t)want + TRAILER : read_bound();
-    st = read_file(path, 1, bound, &data, &size);
+    st = read_file(path, 1, want < SIZE_MAX / 2 ? (size_t)want + TRAILER : SIZE_MAX / 2, &data, &size);
     if (st == DT_OK) {
       if (want != size || dt_crc32c(0, data, size) != crc)
         st = DT_ERROR(DT_ERR_DATA, "%s: not the node file this checkpoint wrote (its run.ckpt lists another)", path);
     }
     free(data);
   }
-  free(run);
+  free(table);
   return st;
 }
 
@@ -400,7 +462,8 @@ static dt_status choose_checkpoint(const runner *r, char *dir, size_t size, int 
     snprintf(cand, sizeof cand, "%s/%s", r->outdir, subs[i]);
     snprintf(path, sizeof path, "%s/run.ckpt", cand);
     if (access(path, F_OK) != 0) continue;
-    if (verify_dir(cand, r->n) == DT_OK) {
+    const dt_status v = verify_dir(cand, r->n, run_ckpt_bound(r));
+    if (v == DT_OK) {
       if (first[0] != '\0') {
         dt_log_warn("%s; resuming from %s, the checkpoint before it", first, cand);
         DT_TRY(remove_dir(damaged));
@@ -409,6 +472,7 @@ static dt_status choose_checkpoint(const runner *r, char *dir, size_t size, int 
       *found = 1;
       return DT_OK;
     }
+    if (v == DT_ERR_INTERRUPTED || v == DT_ERR_MEMORY) return v; /* says nothing about the files */
     if (first[0] == '\0') {
       snprintf(first, sizeof first, "%s", dt_error_message());
       snprintf(damaged, sizeof damaged, "%s", cand);
@@ -515,7 +579,7 @@ static dt_status read_run(runner *r, resume_point *rp) {
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/run.ckpt", rp->dir);
   rp->checked = ckpt_format(rp->dir) >= 3;
-  DT_TRY(read_file(path, 0, 0, &buf, &size)); /* the trailer is the decoder's to verify */
+  DT_TRY(read_file(path, 0, run_ckpt_bound(r), &buf, &size)); /* the trailer is the decoder's to verify */
   const ckpt_expect x = {.config_hash = r->config_hash, .n = r->n, .cfg = r->cfg, .outdir = r->outdir};
   const dt_status st = runner_checkpoint_decode(path, buf, size, rp->checked, &x, r->res, rp);
   free(buf);
@@ -701,7 +765,7 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
     snprintf(cand, sizeof cand, "%s/%s", dir, subs[i]);
     snprintf(path, sizeof path, "%s/run.ckpt", cand);
     if (access(path, F_OK) != 0) continue;
-    if (verify_dir(cand, n) != DT_OK) {
+    if (verify_dir(cand, n, 0) != DT_OK) { /* no model here to bound run.ckpt by: streamed */
       if (bad[0] == '\0') snprintf(bad, sizeof bad, "%s", dt_error_message());
       continue;
     }

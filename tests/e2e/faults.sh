@@ -21,7 +21,10 @@
 #  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed;
 #  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again;
 #  (m) a node file grown past the record its node can have: refused before it is read (the bound
-#      is the record's exact size), resumed from checkpoint.old/.
+#      is the record's exact size), resumed from checkpoint.old/;
+#  (n) run.ckpt grown past what this run can write (its CSV text, state and node table for the
+#      config, graph and model): refused before it is read, resumed from checkpoint.old/; check
+#      (which has no model to bound it by) streams its checksum without holding it.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -87,7 +90,7 @@ if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ck
   exit 1
 fi
 echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
-for c in a b c d e f m; do cp -r "$tmp/k" "$tmp/$c"; done
+for c in a b c d e f m n; do cp -r "$tmp/k" "$tmp/$c"; done
 
 # (h) killed before its first checkpoint inside the problem (only the start's, round 0): resumed
 "$dtrun" "$cfg" --output-dir "$tmp/h" --quiet > "$tmp/h.log" 2>&1 &
@@ -142,6 +145,17 @@ truncate -s +64M "$tmp/m/checkpoint/node_1.ckpt"
 "$dtrun" resume "$tmp/m" --quiet > "$tmp/m.log" 2>&1 && grep -q "node_1.ckpt: cannot read: larger than a checkpoint can be" "$tmp/m.log" \
   && grep -q "resuming from .*checkpoint.old" "$tmp/m.log" && ok || bad "(m) a grown node file: $(tail -3 "$tmp/m.log")"
 same_run "$tmp/ref" "$tmp/m" "(m) resumed from checkpoint.old"
+
+# (n) run.ckpt grown past its bound (256 MB appended, a sparse file): refused unread; check
+#     streams it (its checksum fails); resumed from checkpoint.old/
+truncate -s +256M "$tmp/n/checkpoint/run.ckpt"
+"$dtrun" check "$tmp/n" > "$tmp/n.check" 2>&1
+grep -q "^  checkpoint: .*checkpoint/run.ckpt: damaged or changed.*; resume continues from .*/n/checkpoint.old: problem" \
+  "$tmp/n.check" && ok || bad "(n) check of a grown run.ckpt: $(cat "$tmp/n.check")"
+"$dtrun" resume "$tmp/n" --quiet > "$tmp/n.log" 2>&1 \
+  && grep -q "run.ckpt: cannot read: larger than a checkpoint of this run can be ([0-9]* bytes; at most [0-9]*)" "$tmp/n.log" \
+  && grep -q "resuming from .*checkpoint.old" "$tmp/n.log" && ok || bad "(n) a grown run.ckpt: $(tail -3 "$tmp/n.log")"
+same_run "$tmp/ref" "$tmp/n" "(n) resumed from checkpoint.old"
 
 # (e) only a config.yaml
 mkdir "$tmp/e2"
