@@ -189,11 +189,25 @@ static dt_status warn_steps(const dt_config *cfg, const dt_data *data, const dt_
   return DT_OK;
 }
 
-/* Whether the run will compute in host memory: the CPU backend, or `auto` where it takes the CPU. */
-static int on_host(const dt_config *cfg) {
+/* What the run's backend says of memory, as run would choose it (`auto` too): a device backend
+ * that cannot start here (no GPU) gives its device's size as not known. */
+static dt_memory_backend memory_backend(const dt_config *cfg) {
   char note[320];
-  if (cfg->experiment.backend == DT_BACKEND_AUTO) return dt_backend_auto(note, sizeof note) == dt_backends[0];
-  return cfg->experiment.backend == DT_BACKEND_CPU;
+  dt_memory_backend mb = {.host = 1};
+  dt_backend *be = NULL;
+  const dt_backend_def *def = cfg->experiment.backend == DT_BACKEND_AUTO ? dt_backend_auto(note, sizeof note) : NULL;
+  if (def == dt_backends[0] || cfg->experiment.backend == DT_BACKEND_CPU) { /* the CPU's (DT_CPU_STAGED may make it a "device") */
+    if (dt_backend_select("cpu", 1, note, sizeof note, &be) != DT_OK) return mb;
+  } else if (dt_backend_select(def != NULL ? def->name : dt_backend_kind_name(cfg->experiment.backend), 1, note, sizeof note, &be) !=
+             DT_OK) {
+    dt_error_clear();
+    return (dt_memory_backend){.host = 0};
+  }
+  mb.host = be->host_memory;
+  mb.device_memory = (double)be->device_memory;
+  mb.device_count = be->device_count;
+  dt_backend_free(be);
+  return mb;
 }
 
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
@@ -222,11 +236,11 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
    * does not fit, the fewest ranks (one per host) that do, refused only when one node per rank
    * does not */
   dt_memory mem, fewest;
-  const int host = on_host(cfg);
+  const dt_memory_backend host = memory_backend(cfg);
   int min_ranks = 1;
   DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, g->n), host, &mem));
   fewest = mem;
-  while (fewest.limit > 0 && fewest.total > fewest.limit && min_ranks < g->n) {
+  while (dt_memory_over(&fewest) && min_ranks < g->n) {
     min_ranks++;
     DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, min_ranks, dt_run_threads(NULL, (g->n + min_ranks - 1) / min_ranks), host, &fewest));
   }

@@ -387,6 +387,7 @@ static dt_status scan_run(const char *path, int checked, size_t bound, int n, ui
     if (at == 0) memcpy(head, buf, got < sizeof head ? got : sizeof head);
     if (checked) crc = dt_crc32c(crc, buf, got);
     at += got;
+    dt_heartbeat(); /* the watchdog watches the set-up too */
   }
   free(buf);
   if (st == DT_OK && checked) {

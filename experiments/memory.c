@@ -1,6 +1,7 @@
 /* The memory a run needs per rank, estimated before anything is allocated: `dtrun check` prints it
  * and `run` (like check) refuses, at the model's config key, a run that cannot fit in the host's
- * memory. What it counts, per rank with `count` local nodes (the busiest rank), in bytes:
+ * memory or its GPU's. What it counts, per rank with `count` local nodes (the busiest rank), in
+ * bytes:
  *
  * - base: the process as it stands before loading anything (its libraries; MPI not yet started),
  *   read from /proc/self/statm when the program started;
@@ -13,6 +14,11 @@
  * - state: the largest problem's vectors of the parameters' size: θ, the runner's normalised
  *   copy and the task's gradient scratch per node, the algorithm's own (its state_size: per node,
  *   per out-edge, per rank), the runner's means, and the model's buffers.
+ *
+ * On a device backend (dt_backend.device_memory) the host holds base and data as loaded, the
+ * device the workspaces, the state and the resident training set (the CUDA backend sizes its
+ * groups of nodes from what is left, one node's at least); ranks on a host share its devices
+ * (local rank mod their count) and its memory (dt_memory_share).
  *
  * The CPU backend counts what it allocates (dt_backend.mem_peak), and tests/e2e/memory.sh checks
  * each algorithm's state against it and the whole estimate against measured peaks. */
@@ -41,8 +47,8 @@ static double samples_bytes(const dt_samples *s) {
   return (double)s->count * ((s->u8 != NULL ? 1.0 : 4.0) * (double)s->dim + 1.0);
 }
 
-dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt_graph *g, const dt_model *m, int ranks,
-                             int threads, int host_backend, dt_memory *out) {
+dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt_graph *g, const dt_model *m, int ranks, int threads,
+                             dt_memory_backend be, dt_memory *out) {
   memset(out, 0, sizeof *out);
   const int n = g->n;
   ranks = ranks < 1 ? 1 : ranks > n ? n : ranks;
@@ -82,15 +88,36 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   }
   eval += subset;
   out->work = work + threads * (double)dt_workspace_bytes(m, DT_EVAL_CHUNK, 1) + eval;
-  if (!host_backend) out->data += samples_bytes(&data->train);
   out->state = worst;
-  out->total = out->base + out->data + out->work + out->state;
   out->per_node = worst / count;
-  out->host_ranks = 1;
-  /* a device backend holds the state and workspaces in its own memory: the host's is no limit for
-   * them, and the device's is not estimated yet (the CUDA plan refuses what it cannot index) */
-  out->limit = host_backend ? (double)dt_host_memory_bytes() : 0;
+  if (be.host) {
+    out->total = out->base + out->data + out->work + out->state;
+  } else {
+    /* a device backend: the process and the data as loaded on the host; the state, the
+     * workspaces (a device backend sizes its groups of nodes to what is left: one node's at
+     * least) and the resident training set on the device */
+    out->total = out->base + out->data;
+    out->device = out->work + out->state + samples_bytes(&data->train);
+  }
+  out->limit = (double)dt_host_memory_bytes();
+  out->device_limit = be.host ? 0 : be.device_memory;
+  out->host_ranks = out->device_ranks = 1;
   return DT_OK;
+}
+
+void dt_memory_share(dt_memory *mem, int host_ranks, int device_count) {
+  if (mem->host_ranks > 1) mem->limit *= mem->host_ranks; /* the whole host's again */
+  if (mem->device_ranks > 1) mem->device_limit *= mem->device_ranks;
+  host_ranks = host_ranks < 1 ? 1 : host_ranks;
+  device_count = device_count < 1 ? 1 : device_count;
+  mem->host_ranks = host_ranks;
+  mem->device_ranks = (host_ranks + device_count - 1) / device_count; /* local rank mod the devices */
+  mem->limit /= host_ranks;
+  mem->device_limit /= mem->device_ranks;
+}
+
+int dt_memory_over(const dt_memory *mem) {
+  return (mem->limit > 0 && mem->total > mem->limit) || (mem->device_limit > 0 && mem->device > mem->device_limit);
 }
 
 const char *dt_memory_text(double bytes, char *buf, size_t size) {
@@ -100,32 +127,55 @@ const char *dt_memory_text(double bytes, char *buf, size_t size) {
 }
 
 void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out) {
-  char t[7][24];
-  if (mem->limit > 0)
-    fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), of %s on this host\n", dt_memory_text(mem->total, t[0], 24),
-            mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", dt_memory_text(mem->limit, t[1], 24));
-  else
-    fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), counted as if on the CPU backend\n",
-            dt_memory_text(mem->total, t[0], 24), mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s");
-  fprintf(out, "#   process %s, data %s, workspaces %s (%d thread%s)\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24),
-          dt_memory_text(mem->work, t[4], 24), mem->threads, mem->threads == 1 ? "" : "s");
-  fprintf(out, "#   state %s, %s per node (the largest: problem %s)\n", dt_memory_text(mem->state, t[5], 24), dt_memory_text(mem->per_node, t[6], 24),
-          cfg->problems[mem->problem].problem_name);
+  char t[9][24];
+  fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), of %s on this host\n", dt_memory_text(mem->total, t[0], 24),
+          mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", dt_memory_text(mem->limit, t[1], 24));
+  if (mem->device > 0) { /* a device backend: the process and the data on the host, the rest on the device */
+    fprintf(out, "#   process %s, data %s\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24));
+    char of[48] = " (no GPU here to hold it against)";
+    if (mem->device_limit > 0) snprintf(of, sizeof of, " of its %s", dt_memory_text(mem->device_limit, t[8], 24));
+    fprintf(out, "#   GPU: about %s%s: workspaces %s, the training set %s\n", dt_memory_text(mem->device, t[7], 24), of,
+            dt_memory_text(mem->work, t[4], 24), dt_memory_text(mem->device - mem->work - mem->state, t[3], 24));
+  } else
+    fprintf(out, "#   process %s, data %s, workspaces %s (%d thread%s)\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24),
+            dt_memory_text(mem->work, t[4], 24), mem->threads, mem->threads == 1 ? "" : "s");
+  fprintf(out, "#   state %s, %s per node (the largest: problem %s)%s\n", dt_memory_text(mem->state, t[5], 24),
+          dt_memory_text(mem->per_node, t[6], 24), cfg->problems[mem->problem].problem_name, mem->device > 0 ? ", on the GPU" : "");
 }
 
 dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem) {
+  char t[6][24], room[128];
+  const char *fewer = mem->count > 1 ? ", fewer nodes per rank (more ranks)" : "";
+  if (mem->device_limit > 0 && mem->device > mem->device_limit) {
+    if (mem->device_ranks > 1)
+      snprintf(room, sizeof room, "the %s share of each of the %d ranks on its GPU", dt_memory_text(mem->device_limit, t[5], 24),
+               mem->device_ranks);
+    else snprintf(room, sizeof room, "the GPU's %s", dt_memory_text(mem->device_limit, t[5], 24));
+    return dt_config_positioned(
+        cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
+                          "the run needs about %s of GPU memory per rank (problem %s's state %s, %s per node, %d node%s on the busiest "
+                          "rank; workspaces and the training set %s), more than %s; use a smaller model or batch%s, or more GPUs",
+                          dt_memory_text(mem->device, t[0], 24), cfg->problems[mem->problem].problem_name,
+                          dt_memory_text(mem->state, t[1], 24), dt_memory_text(mem->per_node, t[2], 24), mem->count,
+                          mem->count == 1 ? "" : "s", dt_memory_text(mem->device - mem->state, t[3], 24), room, fewer));
+  }
   if (mem->limit <= 0 || mem->total <= mem->limit) return DT_OK;
-  char t[6][24], room[96];
   if (mem->host_ranks > 1)
     snprintf(room, sizeof room, "the %s share of each of the %d ranks on this host", dt_memory_text(mem->limit, t[5], 24), mem->host_ranks);
   else
     snprintf(room, sizeof room, "this host's %s", dt_memory_text(mem->limit, t[5], 24));
+  if (mem->device > 0) /* only the process and the data are on the host */
+    return dt_config_positioned(
+        cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
+                          "the run needs about %s of host memory per rank (the process %s, the data %s; the rest is on the GPU), "
+                          "more than %s; use a host with more memory, or fewer ranks on it",
+                          dt_memory_text(mem->total, t[0], 24), dt_memory_text(mem->base, t[1], 24), dt_memory_text(mem->data, t[2], 24),
+                          room));
   return dt_config_positioned(
       cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
                         "the run needs about %s per rank (problem %s's state %s, %s per node, %d node%s on the busiest rank; "
                         "data and workspaces %s), more than %s; use a smaller model or batch%s, or a host with more memory",
                         dt_memory_text(mem->total, t[0], 24), cfg->problems[mem->problem].problem_name,
                         dt_memory_text(mem->state, t[1], 24), dt_memory_text(mem->per_node, t[2], 24), mem->count,
-                        mem->count == 1 ? "" : "s", dt_memory_text(mem->data + mem->work, t[3], 24), room,
-                        mem->count > 1 ? ", fewer nodes per rank (more ranks)" : ""));
+                        mem->count == 1 ? "" : "s", dt_memory_text(mem->data + mem->work, t[3], 24), room, fewer));
 }

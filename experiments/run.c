@@ -325,21 +325,23 @@ static dt_status check_memory(runner *r, const dt_model_spec *ms) {
   dt_model *m = NULL;
   DT_TRY(dt_config_positioned(r->cfg, dt_model_create(ms, &m)));
   dt_memory mem;
-  dt_status st = dt_memory_estimate(r->cfg, &r->data, r->graph, m, r->size, dt_run_threads(r->comm, r->count), r->be->host_memory,
-                                    &mem);
+  const dt_memory_backend mb = {.host = r->be->host_memory, .device_memory = (double)r->be->device_memory, .device_count = r->be->device_count};
+  dt_status st = dt_memory_estimate(r->cfg, &r->data, r->graph, m, r->size, dt_run_threads(r->comm, r->count), mb, &mem);
   dt_model_free(m);
   DT_TRY(st);
-  mem.host_ranks = dt_comm_host_size(r->comm);
-  mem.limit /= mem.host_ranks;
+  dt_memory_share(&mem, dt_comm_host_size(r->comm), mb.device_count);
   /* every rank decides alike (a rank refusing alone would leave the others in a collective): the
    * largest estimate against the smallest room */
-  double most[4] = {mem.total, mem.state, mem.per_node, mem.data + mem.work}, least = mem.limit > 0 ? mem.limit : INFINITY;
-  DT_TRY(dt_comm_allreduce_max_f64(r->comm, most, 4));
-  DT_TRY(dt_comm_allreduce_min_f64(r->comm, &least, 1));
-  mem.total = most[0], mem.state = most[1], mem.per_node = most[2], mem.data = most[3], mem.work = 0;
-  mem.limit = isinf(least) ? 0 : least;
-  if (r->rank == 0) dt_log_debug("memory: estimated %.0f bytes per rank (process %.0f, data %.0f, workspaces %.0f, state %.0f)\n",
-                                 mem.total, mem.base, mem.data, mem.work, mem.state);
+  double most[6] = {mem.total, mem.state, mem.per_node, mem.data, mem.work, mem.device};
+  double least[2] = {mem.limit > 0 ? mem.limit : INFINITY, mem.device_limit > 0 ? mem.device_limit : INFINITY};
+  DT_TRY(dt_comm_allreduce_max_f64(r->comm, most, 6));
+  DT_TRY(dt_comm_allreduce_min_f64(r->comm, least, 2));
+  mem.total = most[0], mem.state = most[1], mem.per_node = most[2], mem.data = most[3], mem.work = most[4], mem.device = most[5];
+  mem.limit = isinf(least[0]) ? 0 : least[0];
+  mem.device_limit = isinf(least[1]) ? 0 : least[1];
+  if (r->rank == 0)
+    dt_log_debug("memory: estimated %.0f bytes per rank (process %.0f, data %.0f, workspaces %.0f, state %.0f; %.0f of them on the device)\n",
+                 mem.total + mem.device, mem.base, mem.data, mem.work, mem.state, mem.device);
   return dt_memory_check(r->cfg, &mem);
 }
 
@@ -484,6 +486,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   int done = 0, sig = 0, refused = 0;
   DT_TRY_GOTO(runner_watchdog_start(&r));
   DT_TRY_GOTO(runner_setup(&r));
+  runner_watchdog_folder(&r);
   if (opt->dump_trace != NULL) {
     DT_CHECK_GOTO(r.schedule == NULL, DT_ERR_USAGE, "--dump-trace traces static graphs; this experiment's graph changes every round");
     DT_TRY_GOTO(runner_write_trace_setup(&r, opt->dump_trace));

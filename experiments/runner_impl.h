@@ -127,11 +127,14 @@ DT_MUST_USE dt_status runner_eval_draw(runner *r);
 enum { DT_WATCHDOG_EXIT = 1 };
 typedef struct runner_watchdog runner_watchdog;
 /* Starts the thread that ends the job after opt->watchdog seconds without a heartbeat (none for
- * 0). */
+ * 0), the set-up included. */
 DT_MUST_USE dt_status runner_watchdog_start(runner *r);
 /* A heartbeat, and where the run is now (phase: a static string, "a round", ...), for the
  * watchdog's message. */
 void runner_watchdog_at(runner *r, const char *phase, int problem, int round);
+/* Once the run folder exists (every rank): this rank's record of life in <run>/.alive/, read by
+ * a rank whose watchdog fires to name the rank it waited for. */
+void runner_watchdog_folder(runner *r);
 void runner_watchdog_stop(runner *r);
 
 /* checkpoint.c. What a run's checkpoint must match: its config (by hash), node count and

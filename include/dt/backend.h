@@ -234,6 +234,11 @@ struct dt_backend {
   const dt_backend_ops *ops;
   const char *name;
   int host_memory; /* its pointers are host memory: upload/download to the same address are no-ops */
+  /* A device backend: its device's memory in bytes (0: not known) and how many devices this host
+   * has (the ranks on a host share them, local rank mod count): what the memory estimate holds
+   * the state and workspaces against. */
+  size_t device_memory;
+  int device_count;
   int threads;     /* CPU: threads computing local nodes in parallel */
   int tf32;        /* a device backend's matrix products may round inputs to TF32 (experiment.tf32) */
   void *ctx;       /* the backend's own state */

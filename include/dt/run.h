@@ -77,19 +77,39 @@ DT_MUST_USE dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
 
 /* The memory a run needs per rank, in bytes, estimated before anything is allocated (the file's
  * head says what each part counts): the busiest rank's `count` nodes among `ranks`, `threads`
- * computing them; host_backend: the backend computes in host memory (the CPU backend). */
+ * computing them. On a device backend the state, workspaces and resident training set are in the
+ * device's memory, the process and the data as loaded in the host's. */
 typedef struct dt_memory {
   int ranks, count, threads;
-  double base, data, work, state, total;
+  double base, data, work, state;
+  double total;    /* the host memory per rank: everything on a host backend, else base + data */
   double per_node; /* state / count */
   int problem;     /* the problem whose state is the largest */
-  double limit;    /* the memory one rank may take: the host's, shared by host_ranks ranks */
+  double limit;    /* the host memory one rank may take: the host's, shared by host_ranks ranks */
   int host_ranks;
+  /* a device backend: the device memory per rank (state, workspaces and the resident training
+   * set), and what one rank may take of its device (its memory shared by the ranks on it; 0:
+   * not known, as in `dtrun check` on a host without the GPU) */
+  double device, device_limit;
+  int device_ranks;
 } dt_memory;
+/* What the run's backend says of memory: its pointers are host memory, else its device's size
+ * (0: not known) and the host's number of devices. */
+typedef struct dt_memory_backend {
+  int host;
+  double device_memory;
+  int device_count;
+} dt_memory_backend;
 struct dt_data;
 struct dt_optimizer_def;
+/* The memory a run needs per rank with `ranks` ranks and `threads` threads on the busiest one
+ * (experiments/memory.c), for a run on backend `be`; limits for one rank per host. */
 DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
-                                         const dt_model *m, int ranks, int threads, int host_backend, dt_memory *out);
+                                         const dt_model *m, int ranks, int threads, dt_memory_backend be, dt_memory *out);
+/* The limits for host_ranks ranks on each host (they share its memory and its devices). */
+void dt_memory_share(dt_memory *mem, int host_ranks, int device_count);
+/* Whether the estimate exceeds either limit. */
+int dt_memory_over(const dt_memory *mem);
 /* The backend memory an algorithm allocates with options opts for dim-float parameters, on
  * `nodes` local nodes with `edges` out-edges among them (its state_size in bytes). */
 double dt_memory_state_bytes(const struct dt_optimizer_def *def, const void *opts, size_t dim, double nodes, double edges);

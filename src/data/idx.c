@@ -12,6 +12,7 @@
 #include "data_impl.h"
 #include "dt/data.h"
 #include "dt/formulas.h"
+#include "dt/timer.h"
 
 /* Refuse anything larger than this: a corrupt header must not make us allocate terabytes. */
 #define IDX_MAX_BYTES ((uint64_t)8 << 30)
@@ -99,6 +100,7 @@ static dt_status read_data(gzFile f, const char *path, uint64_t total, uint8_t *
   DT_ALLOC(*buf, cap, path);
   for (;;) {
     DT_CHECK(!dt_stop_requested(), DT_ERR_INTERRUPTED, "%s: loading interrupted by signal %d", path, dt_stop_requested());
+    dt_heartbeat(); /* a long load is progress to the watchdog */
     int64_t got = read_full(f, *buf + have, cap - have);
     DT_CHECK(got >= 0, DT_ERR_DATA, "%s: corrupt file: %s", path, gz_message(f));
     have += (uint64_t)got;

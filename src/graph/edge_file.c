@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "dt/io.h"
+#include "dt/timer.h"
 #include "topology_impl.h"
 
 /* Bounds that keep a wrong path (a device, a huge binary) from hanging or exhausting a run. */
@@ -97,6 +98,7 @@ dt_status topology_read_edge_file(const char *path, int n, int directed, int **e
   DT_ALLOC_GOTO(at, cap, "edge list");
   for (;;) {
     DT_CHECK_GOTO(!dt_stop_requested(), DT_ERR_INTERRUPTED, "%s: reading interrupted by signal %d", path, dt_stop_requested());
+    if ((lineno & 4095) == 0) dt_heartbeat(); /* a long read is progress to the watchdog */
     DT_TRY_GOTO(next_line(f, path, lineno + 1, line, &total, &got));
     if (!got) break;
     lineno++;

@@ -18,13 +18,15 @@
 #  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
 #  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
 #  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows;
-#  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds; resumed;
+#  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds, naming the
+#      stopped rank (from the ranks' records of life in <run>/.alive/); resumed;
 #  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again;
 #  (m) a node file grown past the record its node can have: refused before it is read (the bound
 #      is the record's exact size), resumed from checkpoint.old/;
 #  (n) run.ckpt grown past what this run can write (its CSV text, state and node table for the
 #      config, graph and model): refused before it is read, resumed from checkpoint.old/; check
-#      (which has no model to bound it by) streams its checksum without holding it.
+#      (which has no model to bound it by) streams its checksum without holding it;
+#  (o) a rank stopped during the set-up: the watchdog watches the set-up too.
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -286,7 +288,7 @@ for _ in $(seq 2400); do
   sleep 0.02
 done
 for p in $(pgrep -f "$tmp/two.yaml --output-dir $tmp/wd"); do
-  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && kill -STOP "$p"
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && kill -STOP "$p" && stopped=$p
 done
 t0=$(date +%s)
 for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -294,10 +296,33 @@ waited=$(($(date +%s) - t0))
 kill -0 $pid 2>/dev/null && { pkill -9 -f "$tmp/wd"; bad "(k) the job still runs 60 s after a rank stopped"; }
 wait $pid
 rc=$?
-[ $rc != 0 ] && [ $waited -le 30 ] && grep -q "rank 0 of 2 (.*): no progress for [0-9]* s, in .* of problem .* ending the job (--watchdog 3 s)" \
+[ $rc != 0 ] && [ $waited -le 30 ] && grep -q "rank 0 of 2 (.*): no progress for [0-9]* s, in .* of problem .*; rank 1 (.*, pid $stopped) stopped answering: no sign of life for [0-9]* s, its last in .*: ending the job (--watchdog 3 s)" \
   "$tmp/wd.log" && ok || bad "(k) a frozen rank: exit $rc after $waited s: $(head -3 "$tmp/wd.log")"
+[ -f "$tmp/wd/.alive/rank_1" ] && ok || bad "(k) the ranks' records of life are not in the run folder"
 "$dtrun" resume "$tmp/wd" --quiet > "$tmp/wd2.log" 2>&1 && ok || bad "(k) resume after the watchdog: $(tail -3 "$tmp/wd2.log")"
 same_run "$tmp/two_ref" "$tmp/wd" "(k) ended by the watchdog, resumed"
+[ ! -e "$tmp/wd/.alive" ] && ok || bad "(k) the records of life outlived the run that completed"
+
+# (o) a rank stopped during the set-up (as soon as its watchdog thread exists, before it loads
+#     the data): the other rank's watchdog ends the job, saying it waited in the set-up
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/two.yaml" --output-dir "$tmp/wo" --watchdog 3 --quiet > "$tmp/wo.log" 2>&1 &
+pid=$!
+stopped=
+for _ in $(seq 3000); do
+  for p in $(pgrep -f "$tmp/two.yaml --output-dir $tmp/wo"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && grep -qx dt-watchdog /proc/$p/task/*/comm 2>/dev/null \
+      && kill -STOP "$p" && stopped=$p
+  done
+  [ -n "$stopped" ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.005
+done
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { pkill -9 -f "$tmp/wo"; bad "(o) the job still runs 60 s after a rank stopped in its set-up"; }
+wait $pid
+rc=$?
+[ -n "$stopped" ] && [ $rc != 0 ] && grep -q "rank 0 of 2 (.*): no progress for [0-9]* s, in the set-up.*: ending the job (--watchdog 3 s)" "$tmp/wo.log" \
+  && ok || bad "(o) a rank stopped in the set-up (pid ${stopped:-none}): exit $rc: $(head -3 "$tmp/wo.log")"
 
 # (l) a stop signal during a long evaluation (128 nodes, the whole test set each): it stops
 #     between nodes, on every rank, nothing of it recorded; the state after its round is

@@ -8,7 +8,9 @@
 #     three configs: small.yaml (every algorithm), configs/dist_mnist.yaml cut to 20 rounds, and
 #     tests/e2e/resnet.yaml (batch norm, CIFAR-10 files written here): within 20%;
 # (3) a run that cannot fit is refused, with its position and exit 2, by check and by run, before
-#     anything the model sizes is allocated (run answers in seconds).
+#     anything the model sizes is allocated (run answers in seconds);
+# (4) on a device backend (DT_CPU_STAGED=1 stands in for one), the GPU's part is printed and held
+#     against the device's memory: the same huge model refused for the GPU, by check and by run.
 # Skipped (77) without data/mnist.
 # usage: memory.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
@@ -99,6 +101,20 @@ else
   [ $rc = 2 ] && grep -q "64 nodes on the busiest rank" "$tmp/mid_run.err" && ok \
     || bad "run of 64 large nodes in one process: exit $rc: $(tail -2 "$tmp/mid_run.err")"
 fi
+
+# (4) on a device backend (the CPU backend with DT_CPU_STAGED=1 declares its memory a device of
+# the host's size): check and run hold the state and workspaces against the device, the process
+# and data against the host; check says how much goes to the GPU, and the huge model is refused
+# for the GPU's memory, at the model's key
+DT_CPU_STAGED=1 "$dtrun" check tests/e2e/small.yaml > "$tmp/staged.check" 2>&1 \
+  && grep -Eq "^#   GPU: about [0-9.]+ MB of its [0-9.]+ GB: workspaces [0-9.]+ MB, the training set [0-9.]+ MB$" "$tmp/staged.check" \
+  && grep -q "^#   state .*, on the GPU$" "$tmp/staged.check" && ok || bad "check on a device backend: $(tail -4 "$tmp/staged.check")"
+why="huge.yaml:[0-9]+:[0-9]+: the run needs about [0-9.]+ [GTP]B of GPU memory per rank \(problem p's state .*more than the GPU's"
+DT_CPU_STAGED=1 "$dtrun" check "$tmp/huge.yaml" > /dev/null 2> "$tmp/huge_dev.err"
+[ $? = 2 ] && grep -Eq "$why" "$tmp/huge_dev.err" && ok || bad "check of a run the GPU cannot hold: $(cat "$tmp/huge_dev.err")"
+DT_CPU_STAGED=1 timeout 120 "$dtrun" "$tmp/huge.yaml" --output-dir "$tmp/hd" > /dev/null 2> "$tmp/huge_dev_run.err"
+rc=$?
+[ $rc = 2 ] && grep -Eq "$why" "$tmp/huge_dev_run.err" && ok || bad "run the GPU cannot hold: exit $rc: $(tail -2 "$tmp/huge_dev_run.err")"
 
 echo "memory: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

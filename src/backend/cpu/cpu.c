@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cpu_impl.h"
+#include "dt/io.h"
 #include "dt/nn.h"
 
 /* OpenBLAS's own declarations; not in cblas.h on every distribution. */
@@ -91,6 +92,7 @@ dt_status dt_backend_cpu_create(int threads, dt_backend **out) {
    * ordered sums) runs and is tested on a machine without a GPU. */
   const char *staged = getenv("DT_CPU_STAGED");
   be->host_memory = !(staged != NULL && strcmp(staged, "1") == 0);
+  if (!be->host_memory) be->device_memory = dt_host_memory_bytes(), be->device_count = 1; /* a "device" of the host's size */
   be->threads = threads < 1 ? 1 : threads;
   *out = be;
 cleanup:

@@ -140,6 +140,8 @@ static dt_status setup(dt_backend *be, cuda_ctx *c) {
   c->device = pick_device(count);
   CU_CALL(cudaSetDevice(c->device));
   CU_CALL(cudaGetDeviceProperties(&c->prop, c->device));
+  be->device_memory = c->prop.totalGlobalMem;
+  be->device_count = count;
   CU_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   BLAS_CALL(cublasCreate(&c->blas));
   BLAS_CALL(cublasSetStream(c->blas, c->stream));
