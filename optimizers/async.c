@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EV_STEP_END = 0, EV_ARRIVE = 1 };
+enum { EV_STEP_END = 0, EV_ARRIVE = 1, EV_WAKE = 2 /* an offline node looks again (kind: the round) */ };
 
 typedef struct event {
   double t;
@@ -198,6 +198,21 @@ dt_status dt_async_gradient(dt_async *a, int l, const dt_slab *x, dt_slab *grad)
   return DT_OK;
 }
 
+/* The faults of round r (at least) drawn into a->online and a->up; the round they are of. Never
+ * back: events come in time order, and a time on a boundary may round either way. */
+static int fault_round(dt_async *a, int r) {
+  if (r > a->link_round) dt_faults_round(a->run->faults, r, a->online, a->up), a->link_round = r;
+  return a->link_round;
+}
+
+/* Whether node is online in the round being processed (experiment.network's churn:
+ * node_up_rounds; the runner's round, in which an offline node's state is kept as it was). */
+static int online_now(dt_async *a, int node) {
+  if (!dt_faults_churn(a->run->faults)) return 1;
+  (void)fault_round(a, a->round);
+  return a->online[node];
+}
+
 /* Node's next step starts now: its end is scheduled, and a local node's vector work begins. */
 static dt_status start_step(dt_async *a, int node) {
   dt_optimizer_run *run = a->run;
@@ -211,6 +226,15 @@ static dt_status start_step(dt_async *a, int node) {
     DT_TRY(st);
   }
   return DT_OK;
+}
+
+/* Node's next step starts now when it is online; an offline node looks again at the start of
+ * each next round until it is back (churn: it computes nothing while away). */
+static dt_status begin(dt_async *a, int node, int round) {
+  if (!dt_faults_churn(a->run->faults)) return start_step(a, node);
+  const int r = fault_round(a, round > a->round ? round : a->round);
+  if (a->online[node]) return start_step(a, node);
+  return push(a, (event){.t = (r + 1) * a->delta, .node = node, .type = EV_WAKE, .kind = r + 1});
 }
 
 dt_status dt_async_send(dt_async *a, int node, int to, int kind, float **payload) {
@@ -228,8 +252,7 @@ dt_status dt_async_send(dt_async *a, int node, int to, int kind, float **payload
   int lost = 0;
   a->sent_to = to, a->sent_kind = kind;
   if (run->faults != NULL) {
-    const int r = (int)floor(a->now / a->delta); /* the round the send falls in; never back (rounding at a boundary) */
-    if (r > a->link_round) dt_faults_round(run->faults, r, a->online, a->up), a->link_round = r;
+    (void)fault_round(a, (int)floor(a->now / a->delta)); /* the round the send falls in */
     lost = !a->up[e];
     lost |= dt_faults_lose_one(run->faults, msg, e, run->burst); /* drawn either way: the stream's use is fixed */
   }
@@ -342,6 +365,8 @@ static dt_status handle(dt_async *a, const event *ev) {
   a->now = ev->t;
   a->events++;
   if (a->vectors) run->events++;
+  if (ev->type == EV_WAKE) return begin(a, ev->node, ev->kind);
+  if (ev->type == EV_STEP_END && !online_now(a, ev->node)) return begin(a, ev->node, 0); /* offline as it ends: nothing of it */
   if (ev->type == EV_STEP_END) {
     a->sent_to = -1, a->sent_kind = 0;
     dt_timer_start(&run->t_compute);
@@ -353,7 +378,7 @@ static dt_status handle(dt_async *a, const event *ev) {
       const int32_t v[5] = {(int32_t)(a->events - 1), EV_STEP_END, a->sent_to, a->sent_kind, 1};
       DT_TRY(dt_run_trace_i32(run, l, "AEVT", v, 5));
     }
-    return start_step(a, ev->node);
+    return begin(a, ev->node, 0);
   }
   if (l >= 0 && run->trace != NULL) {
     const int32_t v[5] = {(int32_t)(a->events - 1), EV_ARRIVE, ev->from, ev->kind, ev->delivered};
@@ -361,12 +386,15 @@ static dt_status handle(dt_async *a, const event *ev) {
   }
   a->inflight[ev->kind][a->g->nbr_start[ev->from] + dt_graph_nbr_index(a->g, ev->from, ev->node)] = 0;
   const float *payload = NULL;
-  if (l >= 0 && ev->delivered) {
-    if (!local(a, ev->from)) DT_TRY(receive(a, rank_of(a, ev->from), ev->msg));
+  const int delivered = ev->delivered && online_now(a, ev->node); /* an offline receiver misses it */
+  if (ev->delivered && !delivered && a->vectors && local(a, ev->from) && run->msgs != NULL)
+    run->msgs[3 * (size_t)(ev->from - run->first) + 1] += 1; /* the sender's: sent, not arrived */
+  if (l >= 0 && ev->delivered && !local(a, ev->from)) DT_TRY(receive(a, rank_of(a, ev->from), ev->msg)); /* its payload, in order */
+  if (l >= 0 && delivered) {
     payload = dt_slab_node(&a->inbox[ev->kind], row_of(a, ev->node, ev->from));
     if (run->msgs != NULL) run->msgs[3 * (size_t)l + 2] += 1;
   }
-  DT_TRY(a->def.arrive(a->ctx, a, ev->node, l, ev->from, ev->kind, payload, ev->delivered));
+  DT_TRY(a->def.arrive(a->ctx, a, ev->node, l, ev->from, ev->kind, payload, delivered));
   DT_TRY(flush(a));
   return a->nreqs >= 64 ? reap(a, 0) : DT_OK;
 }
@@ -376,7 +404,7 @@ static dt_status process(dt_async *a, double until) {
   if (!a->started) {
     a->started = 1;
     a->now = 0;
-    for (int i = 0; i < a->g->n; i++) DT_TRY(start_step(a, i));
+    for (int i = 0; i < a->g->n; i++) DT_TRY(begin(a, i, 0));
   }
   while (a->nheap > 0 && a->heap[0].t < until) {
     const event ev = pop(a);
@@ -391,7 +419,11 @@ dt_status dt_async_round(dt_async *a, int k) {
     DT_CHECK(a->next_round == 0 && !a->started && k > 0, DT_ERR_INTERNAL, "asynchronous round %d after %d", k, a->next_round - 1);
     if (run->faults != NULL) dt_faults_burst_start(run->faults, run->burst);
     a->vectors = 0;
-    const dt_status st = process(a, k * a->delta);
+    dt_status st = DT_OK;
+    for (int j = 0; j < k && st == DT_OK; j++) { /* round by round, as they ran (churn asks the round) */
+      a->round = j;
+      st = process(a, (j + 1) * a->delta);
+    }
     a->vectors = 1;
     DT_TRY(st);
   }

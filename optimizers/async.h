@@ -20,9 +20,12 @@
  * flight on an edge), which checkpoints keep; the schedule itself is replayed from time 0 on
  * resume, without vector work.
  *
- * Faults: loss and link failures (a failed link loses what it would carry) apply per message;
- * node churn is refused. The plug-in learns of a lost message at the time it would have
- * arrived (an arrive call with delivered = 0, on every rank). */
+ * Faults: loss and link failures (a failed link loses what it would carry) apply per message at
+ * its send; node churn (the round an event falls in says who is online) at each event: a node
+ * offline when its step ends loses that step (no update, nothing sent) and starts the next one
+ * at the first round it is back in, and a message reaching an offline node is lost. The plug-in
+ * learns of a lost message at the time it would have arrived (an arrive call with delivered = 0,
+ * on every rank). */
 #ifndef DT_ASYNC_H
 #define DT_ASYNC_H
 

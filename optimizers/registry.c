@@ -66,9 +66,6 @@ dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
     else if (def->asynchronous && cfg->problems[i].buffers == DT_BUFFERS_MIX)
       snprintf(err, sizeof err, "%s is asynchronous: its nodes have no common rounds in which to mix model buffers "
                "(buffers: mix); use buffers: local", def->plugin.name);
-    else if (def->asynchronous && cfg->experiment.network.node_up_rounds > 0)
-      snprintf(err, sizeof err, "%s is asynchronous and does not yet run with nodes that leave (experiment.network.node_up_rounds); "
-               "loss and link failures it does", def->plugin.name);
     else if (dt_network_has_faults(&cfg->experiment.network) && def->on_missing == DT_MISSING_REFUSED)
       snprintf(err, sizeof err,
                "%s has no rule for a message that does not arrive, so it cannot run under experiment.network's faults "

@@ -31,6 +31,8 @@ typedef struct dt_faults dt_faults;
 /* The faults of spec on graph g (borrowed; it must outlive the result). Not collective. */
 DT_MUST_USE dt_status dt_faults_create(const dt_network_spec *spec, const dt_graph *g, uint64_t seed, dt_faults **out);
 void dt_faults_free(dt_faults *f);
+/* Whether nodes leave (node_up_rounds > 0). */
+int dt_faults_churn(const dt_faults *f);
 /* Round k's state: online[i] for the n nodes, up[e] for every directed edge (both directions of a
  * link alike). Rounds are asked in increasing order within a problem; an earlier round starts the
  * draws again from round 0, so a resumed problem gets the same states. */

@@ -281,7 +281,7 @@ struct dt_optimizer_def {
    * on_missing is not DT_MISSING_REFUSED. */
   int (*faults_ok)(const void *opts, char *err, size_t err_size);
   /* An asynchronous algorithm (optimizers/async.h): its events happen on the simulated clock, so
-   * it needs experiment.network's speed, and it refuses node churn. */
+   * it needs experiment.network's speed (optimizers/async.h says how faults act on it). */
   int asynchronous;
   /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
    * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */

@@ -86,6 +86,8 @@ cleanup:
   return st;
 }
 
+int dt_faults_churn(const dt_faults *f) { return f != NULL && f->nodes != NULL; }
+
 void dt_faults_round(dt_faults *f, int k, uint8_t *online, uint8_t *up) {
   const dt_graph *g = f->g;
   const dt_network_spec *s = &f->spec;
