@@ -149,6 +149,7 @@ dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *
   DT_CHECK(def->kinds >= 1 && def->kinds <= DT_ASYNC_MAX_KINDS, DT_ERR_INTERNAL, "%d message kinds", def->kinds);
   DT_ALLOC_GOTO(a, 1, "asynchronous engine");
   a->run = run;
+  run->unparked = 1; /* churn is handled event by event here (begin, handle): nothing to put back */
   a->def = *def;
   a->ctx = ctx;
   a->g = g;
@@ -180,6 +181,7 @@ cleanup:
 }
 
 int dt_async_now_round(const dt_async *a) { return a->round; }
+int dt_async_local(const dt_async *a, int node) { return a->vectors && local(a, node) ? node - a->run->first : -1; }
 int dt_async_in_flight(const dt_async *a, int from, int to, int kind) {
   return a->inflight[kind][a->g->nbr_start[from] + dt_graph_nbr_index(a->g, from, to)];
 }

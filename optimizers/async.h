@@ -63,6 +63,9 @@ DT_MUST_USE dt_status dt_async_send(dt_async *a, int node, int to, int kind, flo
 /* Whether a message of kind from `from` to its neighbour `to` is on its way (sent, not yet
  * arrived or known lost): at most one may be, per kind and directed edge. */
 int dt_async_in_flight(const dt_async *a, int from, int to, int kind);
+/* Node's local index where this rank does its vector work now (its own node, not in a replay),
+ * else -1: for a callback that acts on another node than its own (a sender told of a loss). */
+int dt_async_local(const dt_async *a, int node);
 /* The round being run, and the current event's time. */
 int dt_async_now_round(const dt_async *a);
 double dt_async_now(const dt_async *a);

@@ -66,14 +66,14 @@ static dt_status unpark(dt_optimizer_run *run, int l) {
 dt_status run_faults_begin_round(dt_optimizer_run *run, int k) {
   if (run->faults == NULL) return DT_OK;
   dt_faults_round(run->faults, k, run->online, run->link_up);
-  for (int l = 0; l < run->count; l++)
+  for (int l = 0; !run->unparked && l < run->count; l++)
     if (!run->online[run->first + l]) DT_TRY(park(run, l));
   return DT_OK;
 }
 
 dt_status run_faults_end_round(dt_optimizer_run *run) {
   if (run->faults == NULL) return DT_OK;
-  for (int l = 0; l < run->count; l++)
+  for (int l = 0; !run->unparked && l < run->count; l++)
     if (!run->online[run->first + l]) DT_TRY(unpark(run, l));
   return DT_OK;
 }

@@ -89,6 +89,7 @@ typedef struct dt_optimizer_run {
   uint64_t exchanges;     /* exchanges so far in the problem: the loss stream's position (kept) */
   uint64_t *msgs;         /* [3·count] messages each local node sent, lost (sent, not arrived), received (kept) */
   unsigned char **parked; /* [count] an offline node's state during a round */
+  int unparked;           /* the asynchronous engine keeps offline nodes as they were itself: nothing is parked */
   size_t *parked_size;    /* [count] bytes in parked[l] */
   uint64_t events;        /* asynchronous algorithms: events processed since the problem (or its resume) began */
 } dt_optimizer_run;

@@ -44,6 +44,7 @@ typedef struct adpsgd_state {
   dt_learners learners;
   dt_slab x;        /* push_sum: the push-sum vectors (θ = x / w, the de-biased model) */
   float *w;         /* push_sum: [count] push-sum weights (kept) */
+  dt_slab sent;     /* push_sum under faults: a row per local out-edge, the (x, w) of the push on its way (kept) */
   uint8_t *busy;    /* pairwise: [N] a request is out (every rank tracks every node: the schedule) */
   uint64_t *picks;  /* [N] neighbour draws so far (the stream's position; the schedule's) */
 } adpsgd_state;
@@ -54,6 +55,7 @@ static void destroy(void *p) {
   dt_async_free(s->async);
   dt_learners_free(s->run, &s->learners);
   dt_slab_free(s->run->be, &s->x);
+  dt_slab_free(s->run->be, &s->sent);
   dt_free(s->w);
   dt_free(s->busy);
   dt_free(s->picks);
@@ -113,6 +115,12 @@ static dt_status pair_arrive(void *ctx, dt_async *a, int node, int l, int from, 
 
 /* ---- push_sum (asynchronous gradient push) ---------------------------------------------------- */
 
+/* The row of the out-edge from → to among this rank's out-edges (an edge slab's order). */
+static int edge_row(const dt_optimizer_run *run, int from, int to) {
+  const dt_graph *g = run->graph;
+  return g->nbr_start[from] - g->nbr_start[run->first] + dt_graph_nbr_index(g, from, to);
+}
+
 /* θ_i is the de-biased model x_i / w_i: what the gradient is taken at and what is evaluated. */
 static dt_status push_start(void *ctx, dt_async *a, int l) {
   adpsgd_state *s = ctx;
@@ -141,16 +149,29 @@ static dt_status push_end(void *ctx, dt_async *a, int node, int l) {
       DT_TRY(dt_be_copy(be, d, x, msg));
       DT_TRY(dt_be_fill(be, 1, s->w[l], msg + d));
     }
+    if (s->sent.data != NULL) { /* under faults: kept until it arrives, to take back if it is lost */
+      float *keep = dt_slab_node(&s->sent, edge_row(run, node, to));
+      DT_TRY(dt_be_copy(be, d, x, keep));
+      DT_TRY(dt_be_fill(be, 1, s->w[l], keep + d));
+    }
   }
   return dt_be_div(be, d, x, (double)s->w[l], dt_slab_node(&run->theta, l));
 }
 
-/* A push adds to (x_j, w_j); a lost one's half of the mass is gone. */
+/* A push adds to (x_j, w_j). A lost one (under faults) goes back to its sender when the loss is
+ * known, at the time it would have arrived, as a transport's acknowledgement would tell it: the
+ * mass stays whole (a lost push's mass otherwise leaves for good, the weights shrink, and x / w
+ * blows the steps up). */
 static dt_status push_arrive(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered) {
   adpsgd_state *s = ctx;
   dt_optimizer_run *run = s->run;
-  (void)a, (void)node, (void)from, (void)kind;
-  if (l < 0 || !delivered) return DT_OK;
+  (void)kind;
+  if (!delivered) {
+    const int li = dt_async_local(a, from);
+    if (li < 0 || s->sent.data == NULL) return DT_OK;
+    l = li, payload = dt_slab_node(&s->sent, edge_row(run, from, node));
+  } else if (l < 0)
+    return DT_OK;
   float *x = dt_slab_node(&s->x, l), wj;
   DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, payload, x));
   DT_TRY(dt_be_download(run->be, &wj, payload + run->dim, sizeof wj));
@@ -182,6 +203,11 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
     for (int l = 0; l < run->count; l++) s->w[l] = 1.0f;
     DT_TRY_GOTO(dt_run_keep_slab(run, "x", &s->x));
     DT_TRY_GOTO(dt_run_keep_nodes(run, "push_weight", s->w, sizeof(float)));
+    if (run->faults != NULL) {
+      const int out_edges = g->nbr_start[run->first + run->count] - g->nbr_start[run->first];
+      DT_TRY_GOTO(dt_slab_create(run->be, out_edges, run->dim + 1, &s->sent));
+      DT_TRY_GOTO(dt_run_keep_edge_slab(run, "sent", &s->sent));
+    }
   }
   DT_TRY_GOTO(dt_async_create(run, &def, s, &s->async));
   *out = s;
@@ -214,17 +240,10 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* push_sum loses a push's mass with it; the weights then shrink and x / w blows the steps up. */
-static int faults_ok(const void *opts, char *err, size_t err_size) {
-  if (((const dt_adpsgd_opts *)opts)->mode != MODE_PUSH_SUM) return 1;
-  snprintf(err, err_size, "adpsgd's mode: push_sum cannot run under experiment.network's faults: every lost push takes "
-           "half a node's mass with it, and de-biasing by the shrinking weights diverges; use mode: pairwise");
-  return 0;
-}
-
 /* Per node: the learners' grad and moments, and x (push_sum); per out-edge: the asynchronous
- * inboxes, two of dim floats (pairwise) or one of dim + 1 (push_sum). A cross-rank send's scratch
- * vector (made when first needed) is not counted. */
+ * inboxes, two of dim floats (pairwise) or one of dim + 1 (push_sum). Not counted: a cross-rank
+ * send's scratch vector (made when first needed), and push_sum's copy of each push on its way
+ * under faults (dim + 1 per out-edge; the options do not say whether faults are on). */
 static dt_state_size state_size(const void *opts, size_t dim) {
   const dt_adpsgd_opts *o = opts;
   const int push = o->mode == MODE_PUSH_SUM;
@@ -248,7 +267,6 @@ const dt_optimizer_def dt_optimizer_adpsgd = {
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
-    .faults_ok = faults_ok,
     .asynchronous = 1,
     .state_size = state_size,
 };
