@@ -93,6 +93,21 @@ cleanup:
   return st;
 }
 
+/* Under faults (experiment.network): W_ii plus the shares node i pushed this round that did not
+ * arrive (lost, a link down, the receiver offline), which stay with it, so the push-sum mass Σ x,
+ * Σ w stays whole. As a transport's acknowledgement tells a sender what arrived. */
+static double self_weight(const dt_optimizer_run *run, int i) {
+  const dt_graph *g = run->graph;
+  double w = run->round.w_self[i];
+  if (run->faults == NULL || !run->online[i]) return w;
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+    const int j = g->nbr[e];
+    const double share = run->round.w_nbr[g->nbr_start[j] + dt_graph_nbr_index(g, j, i)]; /* W_ji: i's share to j */
+    if (share > 0 && !run->delivered[e]) w += share;
+  }
+  return w;
+}
+
 /* Node l's push-sum step after the exchange: the sum of the messages that count this round,
  * then z = x / w. */
 static dt_status node_mix(void *p, int l) {
@@ -107,6 +122,9 @@ static dt_status node_mix(void *p, int l) {
   int who[deg + 2];
   float *mixed = dt_slab_node(&s->mixed, l), *xl = dt_slab_node(&s->x, l);
   int k = dt_mix_terms(run, i, 0, x, w, who);
+  if (run->faults != NULL) /* what did not arrive is left out (skip); what i's pushes lost stays with i */
+    for (int t = 0; t < k; t++)
+      if (who[t] == i) w[t] = (float)self_weight(run, i);
   if (!s->o.overlap) {
     /* [x_i, w_i] ← Σ_j W_ij [x_j, w_j] over this round's messages, self included, in id order */
     DT_TRY(dt_be_mix(be, d + 1, k, x, w, mixed));
@@ -116,7 +134,7 @@ static dt_status node_mix(void *p, int l) {
     /* [x_i, w_i] ← W_ii [x_i, w_i] + inbox_i (what arrived last round); inbox_i ← Σ_{j≠i} W_ij
      * [x_j, w_j] of this round's messages */
     const float *own = dt_exchange_send_buffer(run->exchange, i, 0);
-    const float wii = (float)run->round.w_self[i];
+    const float wii = (float)self_weight(run, i);
     const float *terms[2] = {own, dt_slab_node(&s->inbox, l)};
     const float weights[2] = {wii, 1.0f};
     DT_TRY(dt_be_mix(be, d, 2, terms, weights, xl));
@@ -203,5 +221,6 @@ const dt_optimizer_def dt_optimizer_sgp = {
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .directed_ok = 1,
+    .on_missing = DT_MISSING_SKIP,
     .state_size = state_size,
 };
