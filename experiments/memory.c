@@ -143,14 +143,20 @@ void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out) {
           dt_memory_text(mem->per_node, t[6], 24), cfg->problems[mem->problem].problem_name, mem->device > 0 ? ", on the GPU" : "");
 }
 
+/* What one rank may take, in words: "this host's 25.3 GB", "the 12.6 GB share of each of the 2
+ * ranks on this host". */
+static const char *room_text(double limit, int ranks, const char *whose, const char *where, char *room, size_t size) {
+  char t[24];
+  if (ranks > 1) snprintf(room, size, "the %s share of each of the %d ranks on %s", dt_memory_text(limit, t, sizeof t), ranks, where);
+  else snprintf(room, size, "%s %s", whose, dt_memory_text(limit, t, sizeof t));
+  return room;
+}
+
 dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem) {
   char t[6][24], room[128];
   const char *fewer = mem->count > 1 ? ", fewer nodes per rank (more ranks)" : "";
   if (mem->device_limit > 0 && mem->device > mem->device_limit) {
-    if (mem->device_ranks > 1)
-      snprintf(room, sizeof room, "the %s share of each of the %d ranks on its GPU", dt_memory_text(mem->device_limit, t[5], 24),
-               mem->device_ranks);
-    else snprintf(room, sizeof room, "the GPU's %s", dt_memory_text(mem->device_limit, t[5], 24));
+    room_text(mem->device_limit, mem->device_ranks, "the GPU's", "its GPU", room, sizeof room);
     return dt_config_positioned(
         cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
                           "the run needs about %s of GPU memory per rank (problem %s's state %s, %s per node, %d node%s on the busiest "
@@ -160,10 +166,7 @@ dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem) {
                           mem->count == 1 ? "" : "s", dt_memory_text(mem->device - mem->state, t[3], 24), room, fewer));
   }
   if (mem->limit <= 0 || mem->total <= mem->limit) return DT_OK;
-  if (mem->host_ranks > 1)
-    snprintf(room, sizeof room, "the %s share of each of the %d ranks on this host", dt_memory_text(mem->limit, t[5], 24), mem->host_ranks);
-  else
-    snprintf(room, sizeof room, "this host's %s", dt_memory_text(mem->limit, t[5], 24));
+  room_text(mem->limit, mem->host_ranks, "this host's", "this host", room, sizeof room);
   if (mem->device > 0) /* only the process and the data are on the host */
     return dt_config_positioned(
         cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",

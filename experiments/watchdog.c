@@ -116,6 +116,19 @@ static int read_record(const runner_watchdog *w, int k, record *rc) {
 
 static int before(int p, int k, int q, int j) { return p < q || (p == q && k < j); }
 
+/* Appends "rank K (host, pid P) WHAT <where it is>" to buf, or counts it in *more past four. */
+static void name(const runner_watchdog *w, int k, const record *rc, const char *what, char *buf, size_t size, size_t *used,
+                 int *named, int *more) {
+  if (*named == 4 || *used >= size) {
+    ++*more;
+    return;
+  }
+  char at[320];
+  where(w, rc->phase, rc->problem, rc->round, at, sizeof at);
+  *used += (size_t)snprintf(buf + *used, size - *used, "%srank %d (%s, pid %ld) %s %s", *named ? "; " : "", k, rc->host, rc->pid, what, at);
+  ++*named;
+}
+
 /* The ranks this one waited for, in words, from every rank's record (at most four named): those
  * whose record went quiet (their process is not running), or, when every one is alive, those
  * furthest behind. */
@@ -134,29 +147,17 @@ static void culprits(const runner_watchdog *w, char *buf, size_t size) {
     if (!seen++ || before(rc.problem, rc.round, min_p, min_k)) min_p = rc.problem, min_k = rc.round;
     if (seen == 1 || before(max_p, max_k, rc.problem, rc.round)) max_p = rc.problem, max_k = rc.round;
     if (k == w->rank || now - rc.wall < quiet) continue;
-    if (named == 4 || used >= size) {
-      more++;
-      continue;
-    }
-    char at[320];
-    where(w, rc.phase, rc.problem, rc.round, at, sizeof at);
-    used += (size_t)snprintf(buf + used, size - used, "%srank %d (%s, pid %ld) stopped answering: no sign of life for %.0f s, its last %s",
-                             named ? "; " : "", k, rc.host, rc.pid, now - rc.wall, at);
-    named++;
+    char what[512];
+    snprintf(what, sizeof what, "stopped answering: no sign of life for %.0f s, its last", now - rc.wall);
+    name(w, k, &rc, what, buf, size, &used, &named, &more);
   }
   if (named == 0 && seen > 0 && before(min_p, min_k, max_p, max_k)) /* all alive: who is behind */
     for (int k = 0; k < w->size; k++) {
       record rc;
       if (!read_record(w, k, &rc) || rc.problem != min_p || rc.round != min_k) continue;
-      if (named == 4 || used >= size) {
-        more++;
-        continue;
-      }
-      char at[320];
-      where(w, rc.phase, rc.problem, rc.round, at, sizeof at);
-      used += (size_t)snprintf(buf + used, size - used, "%srank %d (%s, pid %ld) is furthest behind, %s, no progress for %.0f s",
-                               named ? "; " : "", k, rc.host, rc.pid, at, rc.beat);
-      named++;
+      char what[512];
+      snprintf(what, sizeof what, "is furthest behind (no progress for %.0f s),", rc.beat);
+      name(w, k, &rc, what, buf, size, &used, &named, &more);
     }
   else if (named == 0 && unknown == 0)
     used += (size_t)snprintf(buf, size, "every rank is alive and waits at the same point (a step hangs on each, or a message was lost)");
