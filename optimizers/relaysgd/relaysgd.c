@@ -164,7 +164,8 @@ static dt_status node_average(void *p, int l) {
   for (int a = s->tstart[i]; a < s->tstart[i + 1]; a++) {
     const int e = s->tedge[a];
     float *m = dt_slab_node(&s->in, e - e0);
-    DT_TRY(dt_be_copy(run->be, run->dim, dt_exchange_recv(run->exchange, i, g->nbr[e], 0), m));
+    const float *got = dt_exchange_recv(run->exchange, i, g->nbr[e], 0); /* NULL: lost; the last one is reused */
+    if (got != NULL) DT_TRY(dt_be_copy(run->be, run->dim, got, m));
     DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, m, x));
     arrived += s->next[s->rev[e]];
   }
@@ -187,6 +188,11 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       s->next[s->tedge[a]] = c;
     }
   DT_TRY(dt_run_exchange_go(run, s->tree));
+  /* under faults a message that did not arrive leaves its receiver the last one (reuse), and the
+   * count of the models it sums with it; every rank knows what arrived */
+  for (int u = 0; run->faults != NULL && u < g->n; u++)
+    for (int a = s->tstart[u]; a < s->tstart[u + 1]; a++)
+      if (!dt_run_delivered(run, s->tree, s->tedge[a])) s->next[s->tedge[a]] = s->count[s->tedge[a]];
   DT_TRY(dt_run_for_nodes(run, node_average, s));
   memcpy(s->count, s->next, sizeof(int) * 2 * (size_t)g->num_edges);
   return DT_OK;
@@ -238,5 +244,6 @@ const dt_optimizer_def dt_optimizer_relaysgd = {
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .graph_ok = graph_ok,
+    .on_missing = DT_MISSING_SKIP, /* reuse: the last message from that neighbour (node_average) */
     .state_size = state_size,
 };

@@ -34,7 +34,7 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute("SELECT problem, round, sum(messages_sent), sum(messages_lost), sum(messages_received) FROM evaluations "
                   "GROUP BY problem, round").fetchall()
-assert len(rows) == 33, len(rows)
+assert len(rows) == 36, len(rows)
 for p, k, s, l, r in rows:
     assert s == l + r, (p, k, s, l, r)
     assert k == 0 or p == 9 or (l > 0 and r > 0), (p, k, s, l, r)  # solo (9) sends nothing
@@ -82,9 +82,9 @@ experiment:
   graph: {num_nodes: 4, type: cycle}
   network: {loss: 0.05}
 problem_configs:
-  relay: {optimizer_config: {alg_name: relaysgd, outer_iterations: 2}}
+  relay: {optimizer_config: {alg_name: beer, outer_iterations: 2}}
 YAML
-refused "relaysgd under loss" "relay.yaml:5:40: relaysgd has no rule for a message that does not arrive" \
+refused "beer under loss" "relay.yaml:5:40: beer has no rule for a message that does not arrive" \
   "$tmp/relay.yaml"
 refused "a sequential sweep under loss" "dsgd's update_order: sequential cannot run under experiment.network's faults" \
   "$tmp/lossy.yaml" --set problem_configs.dsgd.optimizer_config.update_order=sequential
