@@ -65,6 +65,7 @@ typedef struct pg_state {
   int maxdeg;
   size_t edge_floats;  /* np + nq: one edge's factors */
   float *pq;           /* [count][maxdeg][np + nq]: each edge's P then Q (kept) */
+  float *was;          /* under faults: pq as the round began, for the edges it leaves as they were */
   float *xh;           /* [count][dim]: host copies of the parameters */
   float *buf;          /* [count][2 · (nv + max(np, nq)) + nv]: a message out, a message in, the vectors' mix */
   size_t buf_floats;   /* one message's capacity */
@@ -131,6 +132,7 @@ static void destroy(void *p) {
   dt_learners_free(s->run, &s->local);
   layout_free(&s->lay);
   dt_free(s->pq);
+  dt_free(s->was);
   dt_free(s->xh);
   dt_free(s->buf);
   dt_free(s);
@@ -150,6 +152,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->edge_floats = s->lay.np + s->lay.nq;
   s->buf_floats = s->lay.nv + (s->lay.np > s->lay.nq ? s->lay.np : s->lay.nq);
   DT_ALLOC_GOTO(s->pq, (size_t)run->count * s->maxdeg * s->edge_floats + 1, "powergossip factors");
+  if (run->faults != NULL) DT_ALLOC_GOTO(s->was, (size_t)run->count * s->maxdeg * s->edge_floats + 1, "powergossip factors");
   DT_ALLOC_GOTO(s->xh, (size_t)run->count * run->dim + 1, "powergossip parameters");
   DT_ALLOC_GOTO(s->buf, (size_t)run->count * (2 * s->buf_floats + s->lay.nv) + 1, "powergossip messages");
   /* each edge's starting P and Q: standard normal draws from the stream both ends share */
@@ -269,16 +272,26 @@ static dt_status node_mix(void *p, int l) {
   float *x = s->xh + (size_t)l * run->dim, *own = buf_out(s, l), *in = buf_in(s, l), *mix = buf_mix(s, l);
   const size_t nf = factor_floats(lay, sd);
   memset(mix, 0, sizeof(float) * lay->nv);
+  /* under faults: the vectors' weights renormalised over what arrived, self included */
+  double total = run->round.w_self[i];
+  for (int t = 0; run->faults != NULL && t < dt_graph_degree(g, i); t++)
+    if (dt_exchange_recv(run->exchange, i, g->nbr[g->nbr_start[i] + t], 0) != NULL) total += run->round.w_nbr[g->nbr_start[i] + t];
+  const double norm = run->faults != NULL ? total : 1.0;
   int self_done = 0;
   for (int t = 0; t < dt_graph_degree(g, i); t++) {
     const int e = g->nbr_start[i] + t, j = g->nbr[e];
-    if (!self_done && j > i) add_scaled(mix, (float)run->round.w_self[i], own, lay->nv), self_done = 1;
+    if (!self_done && j > i) add_scaled(mix, (float)(run->round.w_self[i] / norm), own, lay->nv), self_done = 1;
     const float *recv = dt_exchange_recv(run->exchange, i, j, 0);
-    DT_CHECK(recv != NULL, DT_ERR_INTERNAL, "powergossip: no message from node %d to node %d", j, i);
+    DT_CHECK(recv != NULL || run->faults != NULL, DT_ERR_INTERNAL, "powergossip: no message from node %d to node %d", j, i);
+    /* an edge that did not carry both messages is left as it was by both ends (every rank knows) */
+    const int both = run->faults == NULL || (dt_run_delivered(run, NULL, e) &&
+                                             dt_run_delivered(run, NULL, g->nbr_start[j] + dt_graph_nbr_index(g, j, i)));
+    if (!both) memcpy(edge_pq(s, l, t), s->was + (edge_pq(s, l, t) - s->pq), sizeof(float) * s->edge_floats);
+    if (recv == NULL) continue;
     DT_TRY(dt_be_download(run->be, in, recv, sizeof(float) * (lay->nv + nf)));
-    const float w = (float)run->round.w_nbr[e];
+    const float w = (float)(run->round.w_nbr[e] / norm);
     add_scaled(mix, w, in, lay->nv);
-    if (sd == 0) continue;
+    if (sd == 0 || !both) continue;
     float *P = edge_pq(s, l, t), *Q = P + lay->np, *d = sd == 1 ? P : Q;
     const float *theirs = in + lay->nv;
     for (size_t a = 0; a < nf; a++) d[a] = i > j ? d[a] - theirs[a] : theirs[a] - d[a];
@@ -295,7 +308,7 @@ static dt_status node_mix(void *p, int l) {
         }
     }
   }
-  if (!self_done) add_scaled(mix, (float)run->round.w_self[i], own, lay->nv);
+  if (!self_done) add_scaled(mix, (float)(run->round.w_self[i] / norm), own, lay->nv);
   size_t at = 0;
   for (int v = 0; v < lay->nvec; v++) {
     memcpy(x + lay->vec_off[v], mix + at, sizeof(float) * lay->vec_n[v]);
@@ -316,6 +329,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     for (int l = 0; l < run->count; l++)
       for (int t = 0; t < dt_graph_degree(run->graph, run->first + l); t++)
         DT_TRY(dt_run_trace_f32(run, l, "PGPQ", edge_pq(s, l, t), s->edge_floats));
+  if (s->was != NULL) memcpy(s->was, s->pq, sizeof(float) * (size_t)run->count * s->maxdeg * s->edge_floats);
   DT_TRY(dt_run_for_nodes(run, node_send, s));
   const int sd = side(k);
   if (sd != 0 && run->trace != NULL) /* each edge's orthogonalized factor (Q̂ or P̂), for the twin */
@@ -388,5 +402,6 @@ const dt_optimizer_def dt_optimizer_powergossip = {
     .bytes_per_round_model = bytes_per_round_model,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_RENORMALISE, /* the vectors; an edge's factors wait for both its messages (node_mix) */
     .state_size = state_size,
 };
