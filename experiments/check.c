@@ -257,8 +257,10 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_memory_print(cfg, &mem, out);
   if (min_ranks > 1) {
     char a[24];
-    fprintf(out, "#   more than this host has: run it with at least %d ranks, one per host (about %s per rank)\n", min_ranks,
-            dt_memory_text(fewest.total, a, sizeof a));
+    char b[24], gpu[48] = "";
+    if (fewest.device > 0) snprintf(gpu, sizeof gpu, " and %s of GPU memory", dt_memory_text(fewest.device, b, sizeof b));
+    fprintf(out, "#   more than this host has: run it with at least %d ranks, one per host (about %s%s per rank)\n", min_ranks,
+            dt_memory_text(fewest.total, a, sizeof a), gpu);
   }
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];

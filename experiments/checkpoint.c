@@ -324,11 +324,15 @@ static dt_status get_bytes(reader *rd, const unsigned char **data, size_t *n) {
  * trailer verified and cut off (*size is the content's length). */
 static dt_status read_file(const char *path, int checked, size_t bound, unsigned char **data, size_t *size) {
   *data = (unsigned char *)dt_read_file_bounded(path, bound, size);
-  DT_CHECK(*data != NULL, DT_ERR_DATA, "%s: cannot read: %s", path,
-           errno == EINVAL   ? "not a regular file"
-           : errno == EFBIG  ? "larger than a checkpoint can be"
-           : errno == ESTALE ? "it changed while being read"
-                             : strerror(errno));
+  /* what says the file is not a checkpoint (DT_ERR_DATA: resume passes over it) apart from what
+   * says nothing of it (out of memory, an I/O error: resume stops, the checkpoint kept) */
+  const int e = errno;
+  DT_CHECK(*data != NULL, e == ENOMEM ? DT_ERR_MEMORY : e == EINVAL || e == EFBIG || e == ESTALE || e == ENOENT ? DT_ERR_DATA : DT_ERR_IO,
+           "%s: cannot read: %s", path,
+           e == EINVAL   ? "not a regular file"
+           : e == EFBIG  ? "larger than a checkpoint can be"
+           : e == ESTALE ? "it changed while being read"
+                         : strerror(e));
   if (checked && !trailer_ok(*data, *size, size)) {
     free(*data);
     *data = NULL;
@@ -368,7 +372,8 @@ static int node_table(const unsigned char *content, size_t len, int n, const uns
 static dt_status scan_run(const char *path, int checked, size_t bound, int n, uint64_t *round, unsigned char *table) {
   struct stat sb;
   FILE *f = dt_open_regular(path, &sb);
-  DT_CHECK(f != NULL, DT_ERR_DATA, "%s: cannot read: %s", path, errno == EINVAL ? "not a regular file" : strerror(errno));
+  DT_CHECK(f != NULL, errno == EINVAL || errno == ENOENT ? DT_ERR_DATA : DT_ERR_IO, "%s: cannot read: %s", path,
+           errno == EINVAL ? "not a regular file" : strerror(errno));
   const uint64_t size = (uint64_t)sb.st_size, tail = checked ? TRAILER : 0;
   const uint64_t content = size >= tail ? size - tail : 0, want = (uint64_t)n * TABLE_ENTRY + 8;
   dt_status st = DT_OK;
@@ -381,7 +386,9 @@ static dt_status scan_run(const char *path, int checked, size_t bound, int n, ui
   uint32_t crc = 0;
   for (uint64_t at = 0; st == DT_OK && at < content;) {
     const size_t got = fread(buf, 1, content - at < (1u << 20) ? (size_t)(content - at) : (size_t)1 << 20, f);
-    if (got == 0) st = DT_ERROR(DT_ERR_DATA, "%s: cannot read: %s", path, ferror(f) ? strerror(errno) : "it changed while being read");
+    if (got == 0)
+      st = ferror(f) ? DT_ERROR(DT_ERR_IO, "%s: cannot read: %s", path, strerror(errno))
+                     : DT_ERROR(DT_ERR_DATA, "%s: cannot read: it changed while being read", path);
     else if (dt_stop_requested()) st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted while verifying %s", path);
     if (st != DT_OK) break;
     if (at == 0) memcpy(head, buf, got < sizeof head ? got : sizeof head);
@@ -428,6 +435,11 @@ static dt_status verify_dir(const char *dir, int n, size_t bound) {
   uint64_t round = 0;
   dt_status st = scan_run(path, format >= 3, bound, n, &round, table);
   for (int i = 0; st == DT_OK && round > 0 && i < n; i++) {
+    dt_heartbeat();
+    if (dt_stop_requested()) {
+      st = DT_ERROR(DT_ERR_INTERRUPTED, "interrupted while verifying %s", dir);
+      break;
+    }
     snprintf(path, sizeof path, "%s/node_%d.ckpt", dir, i);
     if (format < 3) {
       if (access(path, R_OK) != 0) st = DT_ERROR(DT_ERR_DATA, "%s: missing", path);
@@ -473,7 +485,7 @@ static dt_status choose_checkpoint(const runner *r, char *dir, size_t size, int 
       *found = 1;
       return DT_OK;
     }
-    if (v == DT_ERR_INTERRUPTED || v == DT_ERR_MEMORY) return v; /* says nothing about the files */
+    if (v != DT_ERR_DATA) return v; /* a signal, memory, an I/O error: nothing said of the files, none removed */
     if (first[0] == '\0') {
       snprintf(first, sizeof first, "%s", dt_error_message());
       snprintf(damaged, sizeof damaged, "%s", cand);
@@ -638,6 +650,7 @@ static dt_status give_file(void *ctx, int node, const void **data, size_t *size)
   free(c->buf);
   c->buf = NULL;
   snprintf(c->path, sizeof c->path, "%s/node_%d.ckpt", c->rp->dir, node);
+  dt_heartbeat();
   /* a node's file holds exactly its record (and the trailer): nothing larger is read */
   DT_TRY(read_file(c->path, c->rp->checked, dt_run_node_record_size(c->run, node) + TRAILER, &c->buf, size));
   *data = c->buf;

@@ -24,6 +24,7 @@
  * each algorithm's state against it and the whole estimate against measured peaks. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,6 +54,9 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   const int n = g->n;
   ranks = ranks < 1 ? 1 : ranks > n ? n : ranks;
   const int count = (n + ranks - 1) / ranks;
+  /* a device backend computes groups of nodes sized from its memory: one node's workspaces are
+   * what it cannot do without (more memory buys larger groups, not a refusal) */
+  if (!be.host) threads = 1;
   threads = threads < 1 ? 1 : threads > count ? count : threads;
   out->ranks = ranks, out->count = count, out->threads = threads;
   out->base = (double)dt_rss_at_start();
@@ -111,7 +115,12 @@ void dt_memory_share(dt_memory *mem, int host_ranks, int device_count) {
   host_ranks = host_ranks < 1 ? 1 : host_ranks;
   device_count = device_count < 1 ? 1 : device_count;
   mem->host_ranks = host_ranks;
-  mem->device_ranks = (host_ranks + device_count - 1) / device_count; /* local rank mod the devices */
+  /* the ranks on a host share its devices, local rank mod their count (the CUDA backend's
+   * choice); a rank that sees a single device through CUDA_VISIBLE_DEVICES was given its own by
+   * its launcher (srun --gpus-per-task, a wrapper), and shares it with no one we know of */
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+  const int own = device_count == 1 && visible != NULL && visible[0] != '\0' && strchr(visible, ',') == NULL;
+  mem->device_ranks = own ? 1 : (host_ranks + device_count - 1) / device_count;
   mem->limit /= host_ranks;
   mem->device_limit /= mem->device_ranks;
 }
@@ -128,13 +137,15 @@ const char *dt_memory_text(double bytes, char *buf, size_t size) {
 
 void dt_memory_print(const dt_config *cfg, const dt_memory *mem, FILE *out) {
   char t[9][24];
-  fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s), of %s on this host\n", dt_memory_text(mem->total, t[0], 24),
-          mem->count, mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", dt_memory_text(mem->limit, t[1], 24));
+  char of[48] = "";
+  if (mem->limit > 0) snprintf(of, sizeof of, ", of %s on this host", dt_memory_text(mem->limit, t[1], 24));
+  fprintf(out, "# memory: about %s per rank with %d node%s on it (%d rank%s)%s\n", dt_memory_text(mem->total, t[0], 24), mem->count,
+          mem->count == 1 ? "" : "s", mem->ranks, mem->ranks == 1 ? "" : "s", of);
   if (mem->device > 0) { /* a device backend: the process and the data on the host, the rest on the device */
     fprintf(out, "#   process %s, data %s\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24));
-    char of[48] = " (no GPU here to hold it against)";
-    if (mem->device_limit > 0) snprintf(of, sizeof of, " of its %s", dt_memory_text(mem->device_limit, t[8], 24));
-    fprintf(out, "#   GPU: about %s%s: workspaces %s, the training set %s\n", dt_memory_text(mem->device, t[7], 24), of,
+    char gpu[48] = " (no GPU here to hold it against)";
+    if (mem->device_limit > 0) snprintf(gpu, sizeof gpu, " of its %s", dt_memory_text(mem->device_limit, t[8], 24));
+    fprintf(out, "#   GPU: about %s%s: workspaces %s, the training set %s\n", dt_memory_text(mem->device, t[7], 24), gpu,
             dt_memory_text(mem->work, t[4], 24), dt_memory_text(mem->device - mem->work - mem->state, t[3], 24));
   } else
     fprintf(out, "#   process %s, data %s, workspaces %s (%d thread%s)\n", dt_memory_text(mem->base, t[2], 24), dt_memory_text(mem->data, t[3], 24),

@@ -3,25 +3,32 @@
  * leaves every other rank waiting in a collective for ever; a step that hangs does the same to
  * its own rank. The run beats its heartbeat (dt_heartbeat, dt/timer.h) in every node's gradients
  * and evaluation, every round, every node of a checkpoint, every row of a consensus matrix, and
- * in the set-up's long loops (reading data and edge files, verifying a checkpoint), and says
- * where it is (runner_watchdog_at). The set-up is watched too, as "the set-up".
+ * in the set-up's long loops (reading data and edge files, verifying and reading a checkpoint),
+ * and says where it is (runner_watchdog_at). The set-up is watched too, as "the set-up".
  *
  * Which rank stopped: MPI is the main thread's alone (MPI_THREAD_FUNNELED) and a frozen rank
  * answers nothing, so the ranks tell each other through files. Once the run folder exists, each
- * rank's watchdog rewrites <run>/.alive/rank_<K> every few seconds (its host, pid, wall clock,
- * heartbeat's age, and where it is); a rank whose record stops changing has stopped answering.
- * A rank that fires reads every record and names the ranks that went quiet (or, when every one
- * is alive, those furthest behind). A rank that cannot see the folder (another host without a
- * shared file system) writes nothing and is named as unknown. The records are removed when the
- * run ends, and left behind for a look after a job the watchdog ended.
+ * rank's watchdog rewrites <run>/.alive/rank_<K> five times within the limit (its host, pid, wall
+ * clock, heartbeat's age, and where it is); a rank whose record stops changing has stopped
+ * answering. When this rank has made no progress for the limit it reads every record: a rank
+ * gone quiet, or no rank making progress, ends the job, naming the quiet ranks (or, all alive,
+ * those furthest behind); a rank alive and making progress keeps it going (others wait for it
+ * without beating: rank 0 verifying or writing a large checkpoint). Without records (before the
+ * run folder exists, writeout off, one rank) this rank's own progress decides. A rank that cannot
+ * see the folder (another host without a shared file system) writes nothing and is named as
+ * unknown. The records are removed when the run ends, and left behind after a job the watchdog
+ * ended. A record's write or the reading of them that hangs (the folder's file system gone) ends
+ * the process after the limit (SIGALRM's default action), which the others see as a rank gone
+ * quiet.
  *
- * When no beat comes for the limit, this rank prints where it waited and which rank it waited
- * for, and exits: mpirun or srun then ends the other ranks, and without a launcher the process is
- * the job. Nothing else is written on the way out, so the last checkpoint stays as it was and
- * `dtrun resume` continues from it. */
+ * When it fires, this rank prints where it waited and which rank it waited for, and exits: mpirun
+ * or srun then ends the other ranks, and without a launcher the process is the job. Nothing else
+ * is written on the way out, so the last checkpoint stays as it was and `dtrun resume` continues
+ * from it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -76,7 +83,7 @@ static void write_record(runner_watchdog *w) {
   snprintf(phase, sizeof phase, "%s", atomic_load(&w->phase));
   for (char *c = phase; *c; c++) /* one word in the record */
     if (*c == ' ') *c = '_';
-  int len = snprintf(rec, sizeof rec, "dtrun-alive %d %ld %.3f %.3f %d %d %s\t%s", w->rank, (long)getpid(), wall_now(), dt_heartbeat_age(),
+  int len = snprintf(rec, sizeof rec, "dtrun-alive %d %ld %.3f %.3f %d %d %.100s\t%s", w->rank, (long)getpid(), wall_now(), dt_heartbeat_age(),
                      atomic_load(&w->problem), atomic_load(&w->round), w->host, phase);
   if (len < 0 || len > RECORD - 1) len = RECORD - 1;
   memset(rec + len, ' ', (size_t)(RECORD - 1 - len));
@@ -132,10 +139,13 @@ static void name(const runner_watchdog *w, int k, const record *rc, const char *
 /* The ranks this one waited for, in words, from every rank's record (at most four named): those
  * whose record went quiet (their process is not running), or, when every one is alive, those
  * furthest behind. */
-static void culprits(const runner_watchdog *w, char *buf, size_t size) {
+static int culprits(const runner_watchdog *w, char *buf, size_t size, double *youngest) {
   buf[0] = '\0';
-  if (w->alive[0] == '\0' || w->size < 2) return;
-  const double now = wall_now(), quiet = 2 * w->every + 0.5; /* a record older than this: the rank is not running */
+  *youngest = INFINITY;
+  if (w->alive[0] == '\0' || w->size < 2) return 0;
+  /* a record older than this: the rank is not running (two rewrites missed, and half the limit:
+   * room for clock skew between hosts, a file system's write-back, a starved thread) */
+  const double now = wall_now(), quiet = 2 * w->every + 0.5 > 0.5 * w->limit ? 2 * w->every + 0.5 : 0.5 * w->limit;
   size_t used = 0;
   int named = 0, more = 0, unknown = 0, seen = 0, min_p = 0, min_k = 0, max_p = 0, max_k = 0;
   for (int k = 0; k < w->size; k++) {
@@ -144,6 +154,7 @@ static void culprits(const runner_watchdog *w, char *buf, size_t size) {
       unknown++;
       continue;
     }
+    if (rc.beat + (now - rc.wall) < *youngest) *youngest = rc.beat + (now - rc.wall); /* its progress, as of now */
     if (!seen++ || before(rc.problem, rc.round, min_p, min_k)) min_p = rc.problem, min_k = rc.round;
     if (seen == 1 || before(max_p, max_k, rc.problem, rc.round)) max_p = rc.problem, max_k = rc.round;
     if (k == w->rank || now - rc.wall < quiet) continue;
@@ -151,6 +162,7 @@ static void culprits(const runner_watchdog *w, char *buf, size_t size) {
     snprintf(what, sizeof what, "stopped answering: no sign of life for %.0f s, its last", now - rc.wall);
     name(w, k, &rc, what, buf, size, &used, &named, &more);
   }
+  const int quiet_ranks = named + more;
   if (named == 0 && seen > 0 && before(min_p, min_k, max_p, max_k)) /* all alive: who is behind */
     for (int k = 0; k < w->size; k++) {
       record rc;
@@ -163,8 +175,9 @@ static void culprits(const runner_watchdog *w, char *buf, size_t size) {
     used += (size_t)snprintf(buf, size, "every rank is alive and waits at the same point (a step hangs on each, or a message was lost)");
   if (more > 0 && used < size) used += (size_t)snprintf(buf + used, size - used, "; and %d more rank%s", more, more == 1 ? "" : "s");
   if (unknown > 0 && used < size)
-    snprintf(buf + used, size - used, "%s%d rank%s wrote no record in %s (on a host that does not see the run folder?)", used ? "; " : "",
-             unknown, unknown == 1 ? "" : "s", w->alive);
+    snprintf(buf + used, size - used, "%s%d rank%s left no record in %s (exited, or on a host that does not see the run folder)",
+             used ? "; " : "", unknown, unknown == 1 ? "" : "s", w->alive);
+  return quiet_ranks;
 }
 
 static void *watch(void *arg) {
@@ -180,12 +193,27 @@ static void *watch(void *arg) {
     pthread_cond_timedwait(&w->wake, &w->lock, &until);
     if (w->stop) break;
     const double now = wall_now();
-    if (now - last_write >= w->every) write_record(w), last_write = now;
+    /* the records live on the run folder's file system, which may hang (a server gone): a write
+     * or read that takes longer than the limit ends the process (SIGALRM's default action),
+     * which the other ranks then see as a rank gone quiet */
+    const unsigned guard = (unsigned)(w->limit < 10 ? 10 : w->limit);
+    if (now - last_write >= w->every) {
+      alarm(guard);
+      write_record(w), last_write = now;
+      alarm(0);
+    }
     const double age = dt_heartbeat_age();
     if (age < w->limit) continue;
     char at[320], whom[1400], msg[2400];
     where(w, atomic_load(&w->phase), atomic_load(&w->problem), atomic_load(&w->round), at, sizeof at);
-    culprits(w, whom, sizeof whom);
+    alarm(guard);
+    double youngest;
+    const int quiet = culprits(w, whom, sizeof whom, &youngest);
+    alarm(0);
+    /* one rank may work long while the others wait for it without beating (rank 0 verifying or
+     * writing a large checkpoint): once the records are there, a rank that is alive and making
+     * progress keeps the job going; a rank gone quiet, or no rank progressing, ends it */
+    if (quiet == 0 && youngest < w->limit) continue;
     snprintf(msg, sizeof msg,
              "dtrun: rank %d of %d (%s): no progress for %.0f s, %s%s%s: ending the job (--watchdog %g s). The last checkpoint "
              "is kept: continue with dtrun resume %s\n",

@@ -25,7 +25,9 @@
  * offline when its step ends loses that step (no update, nothing sent) and starts the next one
  * at the first round it is back in, and a message reaching an offline node is lost. The plug-in
  * learns of a lost message at the time it would have arrived (an arrive call with delivered = 0,
- * on every rank). */
+ * on every rank), and may give the sender back what it sent even while the sender is away
+ * (push-sum's returned pushes). Who is online is asked of the round the engine has drawn the
+ * faults for: the round being processed, or the next one once a send on the boundary drew it. */
 #ifndef DT_ASYNC_H
 #define DT_ASYNC_H
 

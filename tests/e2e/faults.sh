@@ -26,7 +26,10 @@
 #  (n) run.ckpt grown past what this run can write (its CSV text, state and node table for the
 #      config, graph and model): refused before it is read, resumed from checkpoint.old/; check
 #      (which has no model to bound it by) streams its checksum without holding it;
-#  (o) a rank stopped during the set-up: the watchdog watches the set-up too.
+#  (o) a rank stopped during the set-up: the watchdog watches the set-up too;
+#  (p) a rank that works long while another waits for it (rank 0 computing a 250-node consensus
+#      matrix, several seconds) does not end the job at --watchdog 1: the waiting rank reads rank
+#      0's record of life and waits (before, it ended a healthy job after 1 s).
 # A run is stopped (SIGSTOP) where no checkpoint is being written before it is killed, so what
 # the kill leaves is known.
 # Skipped (77) without data/mnist.
@@ -323,6 +326,19 @@ wait $pid
 rc=$?
 [ -n "$stopped" ] && [ $rc != 0 ] && grep -q "rank 0 of 2 (.*): no progress for [0-9]* s, in the set-up.*: ending the job (--watchdog 3 s)" "$tmp/wo.log" \
   && ok || bad "(o) a rank stopped in the set-up (pid ${stopped:-none}): exit $rc: $(head -3 "$tmp/wo.log")"
+
+# (p) a rank alive and making progress keeps the job going while the others wait for it
+cat > "$tmp/cm.yaml" <<EOF
+experiment: {name: cm, data_dir: $tmp/mnist, seed: 1, graph: {num_nodes: 250, type: cycle}}
+problem_configs:
+  p:
+    evaluate_frequency: 1
+    evaluation: {test_samples: 10}
+    metrics: [consensus_error, consensus_matrix]
+    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
+EOF
+"$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/cm.yaml" --watchdog 1 --output-dir "$tmp/cm" --quiet > "$tmp/cm.log" 2>&1 \
+  && [ -s "$tmp/cm/p_consensus.csv" ] && [ ! -e "$tmp/cm/.alive" ] && ok || bad "(p) a rank waiting for a busy rank 0 ended the job: $(head -2 "$tmp/cm.log")"
 
 # (l) a stop signal during a long evaluation (128 nodes, the whole test set each): it stops
 #     between nodes, on every rank, nothing of it recorded; the state after its round is
