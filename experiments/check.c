@@ -189,23 +189,17 @@ static dt_status warn_steps(const dt_config *cfg, const dt_data *data, const dt_
   return DT_OK;
 }
 
-/* What the run's backend says of memory, as run would choose it (`auto` too): a device backend
- * that cannot start here (no GPU) gives its device's size as not known. */
+/* What the run's backend says of memory: the backend run would make (dt_backend_select, as
+ * choose_backend calls it), made and freed; a device backend that cannot start here (no GPU)
+ * gives its device's size as not known. */
 static dt_memory_backend memory_backend(const dt_config *cfg) {
   char note[320];
-  dt_memory_backend mb = {.host = 1};
   dt_backend *be = NULL;
-  const dt_backend_def *def = cfg->experiment.backend == DT_BACKEND_AUTO ? dt_backend_auto(note, sizeof note) : NULL;
-  if (def == dt_backends[0] || cfg->experiment.backend == DT_BACKEND_CPU) { /* the CPU's (DT_CPU_STAGED may make it a "device") */
-    if (dt_backend_select("cpu", 1, note, sizeof note, &be) != DT_OK) return mb;
-  } else if (dt_backend_select(def != NULL ? def->name : dt_backend_kind_name(cfg->experiment.backend), 1, note, sizeof note, &be) !=
-             DT_OK) {
+  if (dt_backend_select(dt_backend_kind_name(cfg->experiment.backend), 1, note, sizeof note, &be) != DT_OK) {
     dt_error_clear();
     return (dt_memory_backend){.host = 0};
   }
-  mb.host = be->host_memory;
-  mb.device_memory = (double)be->device_memory;
-  mb.device_count = be->device_count;
+  const dt_memory_backend mb = {.host = be->host_memory, .device_memory = (double)be->device_memory, .device_count = be->device_count};
   dt_backend_free(be);
   return mb;
 }
@@ -256,8 +250,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
   dt_memory_print(cfg, &mem, out);
   if (min_ranks > 1) {
-    char a[24];
-    char b[24], gpu[48] = "";
+    char a[24], b[24], gpu[48] = "";
     if (fewest.device > 0) snprintf(gpu, sizeof gpu, " and %s of GPU memory", dt_memory_text(fewest.device, b, sizeof b));
     fprintf(out, "#   more than this host has: run it with at least %d ranks, one per host (about %s%s per rank)\n", min_ranks,
             dt_memory_text(fewest.total, a, sizeof a), gpu);

@@ -50,15 +50,18 @@ static void trailer_make(const void *data, size_t len, unsigned char t[TRAILER])
   memcpy(t + 8, &n, 8);
 }
 
+/* Whether trailer t is that of content of len bytes with CRC-32C crc. */
+static int trailer_matches(const unsigned char t[TRAILER], uint64_t len, uint32_t crc) {
+  uint32_t c;
+  uint64_t n;
+  memcpy(&c, t + 4, 4);
+  memcpy(&n, t + 8, 8);
+  return memcmp(t, "DTCK", 4) == 0 && n == len && c == crc;
+}
+
 /* Whether data[0..size) is content followed by its trailer; the content's length into *len. */
 static int trailer_ok(const unsigned char *data, size_t size, size_t *len) {
-  if (size < TRAILER) return 0;
-  const unsigned char *t = data + size - TRAILER;
-  uint32_t crc;
-  uint64_t n;
-  memcpy(&crc, t + 4, 4);
-  memcpy(&n, t + 8, 8);
-  if (memcmp(t, "DTCK", 4) != 0 || n != size - TRAILER || dt_crc32c(0, data, size - TRAILER) != crc) return 0;
+  if (size < TRAILER || !trailer_matches(data + size - TRAILER, size - TRAILER, dt_crc32c(0, data, size - TRAILER))) return 0;
   *len = size - TRAILER;
   return 1;
 }
@@ -398,15 +401,8 @@ static dt_status scan_run(const char *path, int checked, size_t bound, int n, ui
   }
   free(buf);
   if (st == DT_OK && checked) {
-    uint32_t c = 0;
-    uint64_t len = 0;
     if (fread(trailer, 1, TRAILER, f) != TRAILER) st = DT_ERROR(DT_ERR_DATA, "%s: cannot read: it changed while being read", path);
-    else {
-      memcpy(&c, trailer + 4, 4);
-      memcpy(&len, trailer + 8, 8);
-      if (memcmp(trailer, "DTCK", 4) != 0 || len != content || c != crc)
-        st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its checksum does not match)", path);
-    }
+    else if (!trailer_matches(trailer, content, crc)) st = DT_ERROR(DT_ERR_DATA, "%s: damaged or changed (its checksum does not match)", path);
   }
   memcpy(round, head + 24, 8);
   /* the node table, at the end of the content: its entries, then their count */

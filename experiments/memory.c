@@ -110,8 +110,6 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
 }
 
 void dt_memory_share(dt_memory *mem, int host_ranks, int device_count) {
-  if (mem->host_ranks > 1) mem->limit *= mem->host_ranks; /* the whole host's again */
-  if (mem->device_ranks > 1) mem->device_limit *= mem->device_ranks;
   host_ranks = host_ranks < 1 ? 1 : host_ranks;
   device_count = device_count < 1 ? 1 : device_count;
   mem->host_ranks = host_ranks;
@@ -165,31 +163,27 @@ static const char *room_text(double limit, int ranks, const char *whose, const c
 
 dt_status dt_memory_check(const dt_config *cfg, const dt_memory *mem) {
   char t[6][24], room[128];
-  const char *fewer = mem->count > 1 ? ", fewer nodes per rank (more ranks)" : "";
-  if (mem->device_limit > 0 && mem->device > mem->device_limit) {
-    room_text(mem->device_limit, mem->device_ranks, "the GPU's", "its GPU", room, sizeof room);
-    return dt_config_positioned(
-        cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
-                          "the run needs about %s of GPU memory per rank (problem %s's state %s, %s per node, %d node%s on the busiest "
-                          "rank; workspaces and the training set %s), more than %s; use a smaller model or batch%s, or more GPUs",
-                          dt_memory_text(mem->device, t[0], 24), cfg->problems[mem->problem].problem_name,
-                          dt_memory_text(mem->state, t[1], 24), dt_memory_text(mem->per_node, t[2], 24), mem->count,
-                          mem->count == 1 ? "" : "s", dt_memory_text(mem->device - mem->state, t[3], 24), room, fewer));
-  }
-  if (mem->limit <= 0 || mem->total <= mem->limit) return DT_OK;
-  room_text(mem->limit, mem->host_ranks, "this host's", "this host", room, sizeof room);
-  if (mem->device > 0) /* only the process and the data are on the host */
+  const int gpu = mem->device_limit > 0 && mem->device > mem->device_limit;
+  if (!gpu && (mem->limit <= 0 || mem->total <= mem->limit)) return DT_OK;
+  if (gpu) room_text(mem->device_limit, mem->device_ranks, "the GPU's", "its GPU", room, sizeof room);
+  else room_text(mem->limit, mem->host_ranks, "this host's", "this host", room, sizeof room);
+  if (!gpu && mem->device > 0) /* only the process and the data are on the host */
     return dt_config_positioned(
         cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
                           "the run needs about %s of host memory per rank (the process %s, the data %s; the rest is on the GPU), "
                           "more than %s; use a host with more memory, or fewer ranks on it",
                           dt_memory_text(mem->total, t[0], 24), dt_memory_text(mem->base, t[1], 24), dt_memory_text(mem->data, t[2], 24),
                           room));
+  /* the state is too large for the host (a host backend) or for the GPU: one message, its parts
+   * named for where they are */
   return dt_config_positioned(
       cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.model",
-                        "the run needs about %s per rank (problem %s's state %s, %s per node, %d node%s on the busiest rank; "
-                        "data and workspaces %s), more than %s; use a smaller model or batch%s, or a host with more memory",
-                        dt_memory_text(mem->total, t[0], 24), cfg->problems[mem->problem].problem_name,
-                        dt_memory_text(mem->state, t[1], 24), dt_memory_text(mem->per_node, t[2], 24), mem->count,
-                        mem->count == 1 ? "" : "s", dt_memory_text(mem->data + mem->work, t[3], 24), room, fewer));
+                        "the run needs about %s%s per rank (problem %s's state %s, %s per node, %d node%s on the busiest rank; "
+                        "%s %s), more than %s; use a smaller model or batch%s, or %s",
+                        dt_memory_text(gpu ? mem->device : mem->total, t[0], 24), gpu ? " of GPU memory" : "",
+                        cfg->problems[mem->problem].problem_name, dt_memory_text(mem->state, t[1], 24),
+                        dt_memory_text(mem->per_node, t[2], 24), mem->count, mem->count == 1 ? "" : "s",
+                        gpu ? "workspaces and the training set" : "data and workspaces",
+                        dt_memory_text(gpu ? mem->device - mem->state : mem->data + mem->work, t[3], 24), room,
+                        mem->count > 1 ? ", fewer nodes per rank (more ranks)" : "", gpu ? "more GPUs" : "a host with more memory"));
 }

@@ -106,7 +106,8 @@ struct dt_optimizer_def;
  * (experiments/memory.c), for a run on backend `be`; limits for one rank per host. */
 DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
                                          const dt_model *m, int ranks, int threads, dt_memory_backend be, dt_memory *out);
-/* The limits for host_ranks ranks on each host (they share its memory and its devices). */
+/* The limits of an estimate fresh from dt_memory_estimate for host_ranks ranks on each host (they
+ * share its memory and its devices). */
 void dt_memory_share(dt_memory *mem, int host_ranks, int device_count);
 /* Whether the estimate exceeds either limit. */
 int dt_memory_over(const dt_memory *mem);
