@@ -124,12 +124,14 @@ static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, do
     row[COL_CONS_RAW] = sqrt(cons_raw[l]);
     row[COL_EPOCH] = dt_task_epoch(r->task, i);
     row[COL_TRAIN_LOSS] = run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
-    row[COL_BYTES] = (double)run->node_bytes[l];
+    row[COL_BYTES] = (double)dt_run_bytes(run, l);
     row[COL_T_COMPUTE] = run->t_compute.total;
     row[COL_T_COMM] = run->t_comm.total;
     row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
     row[COL_SIM_TIME] = run->sim_clock != NULL ? run->sim_clock[i] : NAN;
-    for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = run->msgs != NULL ? (double)run->msgs[3 * (size_t)l + c] : NAN;
+    uint64_t msgs[3] = {0, 0, 0};
+    if (run->msgs != NULL) dt_run_messages(run, l, msgs);
+    for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = run->msgs != NULL ? (double)msgs[c] : NAN;
   }
   return DT_OK;
 }

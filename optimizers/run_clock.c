@@ -96,13 +96,14 @@ dt_status run_clock_centre(dt_optimizer_run *run, const uint8_t *sends, double b
   return DT_OK;
 }
 
-/* The centre's answer, `bytes` to every other node, which goes on when it has arrived. */
-dt_status run_clock_reply(dt_optimizer_run *run, double bytes) {
+/* The centre's answer, `bytes` to every other node with to[node] (NULL: all), which goes on when
+ * it has arrived. */
+dt_status run_clock_reply(dt_optimizer_run *run, const uint8_t *to, double bytes) {
   if (run->net == NULL) return DT_OK;
   DT_TRY(sync(run));
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l;
-    if (i == 0) continue;
+    if (i == 0 || (to != NULL && !to[i])) continue;
     const double a = run->sim_clock[0] + dt_network_message_seconds(run->net, 0, i, bytes);
     if (a > run->sim_clock[i]) run->sim_clock[i] = a;
   }

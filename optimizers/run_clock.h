@@ -17,9 +17,9 @@ DT_MUST_USE dt_status run_clock_exchange(dt_optimizer_run *run, const uint8_t *m
  * this sweep's. The same at every rank count. Collective. */
 DT_MUST_USE dt_status run_clock_sweep(dt_optimizer_run *run, double bytes);
 /* The centre hosted with node 0: pushes of `bytes` from the nodes with sends[node] (NULL: all)
- * move node 0's clock to the last arrival; a reply of `bytes` to every other node moves each to
- * its arrival (when later). Collective. */
+ * move node 0's clock to the last arrival; a reply of `bytes` to every other node with to[node]
+ * (NULL: all) moves each to its arrival (when later). Collective. */
 DT_MUST_USE dt_status run_clock_centre(dt_optimizer_run *run, const uint8_t *sends, double bytes);
-DT_MUST_USE dt_status run_clock_reply(dt_optimizer_run *run, double bytes);
+DT_MUST_USE dt_status run_clock_reply(dt_optimizer_run *run, const uint8_t *to, double bytes);
 
 #endif

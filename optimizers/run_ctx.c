@@ -234,7 +234,31 @@ dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) 
   DT_TRY(st);
   dt_run_count_to_centre(run);
   DT_TRY(run_clock_centre(run, NULL, sizeof(float) * (double)run->dim));
-  return run_clock_reply(run, sizeof(float) * (double)run->dim);
+  return run_clock_reply(run, NULL, sizeof(float) * (double)run->dim);
+}
+
+dt_status dt_run_centre_mean(dt_optimizer_run *run, dt_slab *v, float *avg, int *arrived) {
+  const double bytes = sizeof(float) * (double)run->dim;
+  const uint8_t *got = dt_run_centre_send(run, 0, NULL, sizeof(float) * run->dim);
+  int m = 0;
+  for (int i = 0; i < run->graph->n; i++) m += got[i];
+  for (int l = 0; l < run->count; l++) /* a push that did not arrive adds nothing */
+    if (!got[run->first + l]) DT_TRY(dt_be_fill(run->be, run->dim, 0.0f, dt_slab_node(v, l)));
+  *arrived = m;
+  if (m > 0) {
+    if (run->sum == NULL) DT_TRY(dt_be_alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
+    dt_timer_start(&run->t_comm);
+    dt_status st = dt_run_sum_nodes(run, v, run->sum);
+    dt_timer_stop(&run->t_comm);
+    DT_TRY(st);
+    DT_TRY(dt_be_mean_of_sum(run->be, run->dim, run->sum, (double)m, avg));
+  }
+  return run_clock_centre(run, got, bytes);
+}
+
+dt_status dt_run_centre_reply(dt_optimizer_run *run, const uint8_t *to, size_t counted, const uint8_t **got) {
+  *got = dt_run_centre_send(run, 1, to, counted);
+  return run_clock_reply(run, *got, sizeof(float) * (double)run->dim);
 }
 
 void dt_run_count_to_centre(dt_optimizer_run *run) {
@@ -266,8 +290,12 @@ dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *hos
   DT_TRY(centre);
   DT_TRY(st);
   DT_CHECK(ok, DT_ERR_INTERNAL, "the parameter server (rank 0) failed; its message is in rank 0's output");
+  if (run->centre_up != NULL) { /* under faults: the replies to the nodes online, some lost */
+    const uint8_t *got;
+    return dt_run_centre_reply(run, NULL, sizeof(float) * run->dim, &got);
+  }
   dt_run_count_from_centre(run);
-  return run_clock_reply(run, sizeof(float) * (double)run->dim);
+  return run_clock_reply(run, NULL, sizeof(float) * (double)run->dim);
 }
 
 void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {

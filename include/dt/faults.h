@@ -10,7 +10,12 @@
  *   message loss     id = 2^62 + x, x the problem's exchange number: one uniform draw per message
  *                    sent, in directed-edge order (g->nbr_start order);
  *   burst start      id = 2^59: each directed link's Gilbert–Elliott state before its first message;
- *   async loss       id = 2^58 + m, m the problem's message number (asynchronous algorithms).
+ *   async loss       id = 2^58 + m, m the problem's message number (asynchronous algorithms);
+ *   centre loss      id = 2^57 + x, x the problem's centre exchange number: one draw per message
+ *                    sent, in node order (a centre hosted with node 0: pushes, or replies);
+ *   centre links     id = 2^56 + node: node's link to the centre, alternating up and down lengths
+ *                    as a graph link's;
+ *   centre bursts    id = 2^55: each centre link's two chains (push, reply) before its first message.
  * A length is geometric on {1, 2, ...} with the configured mean; every node and link starts a
  * problem online, with a fresh draw of its first interval. With loss_burst b > 1 each directed
  * link is a two-state chain (Gilbert, 1961): in the bad state every message is lost, in the good
@@ -46,5 +51,14 @@ void dt_faults_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t
  * whether it is lost, from the stream id = 2^58 + msg, moving e's chain in state with a burst
  * model. */
 int dt_faults_lose_one(const dt_faults *f, uint64_t msg, int e, uint8_t *state);
+
+/* The centre links (algorithms whose nodes talk to a centre hosted with node 0: centralized,
+ * EASGD, Downpour): up[i] for each node's link to the centre in round k (asked in increasing
+ * order, like dt_faults_round, on its own); the 2·n chains' states (pushes, then replies) before
+ * the first message; and centre exchange number x: for each node with sent[i], whether its
+ * message (a push or a reply, state the n chains of that direction) is lost. */
+void dt_faults_centre_round(dt_faults *f, int k, uint8_t *up);
+void dt_faults_centre_burst_start(const dt_faults *f, uint8_t *state);
+void dt_faults_centre_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t *state, uint8_t *lost);
 
 #endif

@@ -88,6 +88,15 @@ typedef struct dt_optimizer_run {
   uint8_t *burst;         /* [2E] Gilbert–Elliott states (kept) */
   uint64_t exchanges;     /* exchanges so far in the problem: the loss stream's position (kept) */
   uint64_t *msgs;         /* [3·count] messages each local node sent, lost (sent, not arrived), received (kept) */
+  /* a centre hosted with node 0 (dt_run_centre_faults): each node's link to it, the push and reply
+   * chains, the centre exchange count, and the last push's and reply's fates (push: [0, n),
+   * reply: [n, 2n)) */
+  uint8_t *centre_up;     /* [N] */
+  uint8_t *centre_burst;  /* [2N] (kept) */
+  uint64_t centre_exchanges; /* (kept) */
+  uint8_t *centre_sent, *centre_lost, *centre_got; /* [N] scratch, [N] scratch, [2N] */
+  uint64_t centre_msgs[4];  /* the centre's messages sent, lost, received, and its bytes sent (kept;
+                               node 0's in results: node 0's churn does not undo them) */
   unsigned char **parked; /* [count] an offline node's state during a round */
   int unparked;           /* the asynchronous engine keeps offline nodes as they were itself: nothing is parked */
   size_t *parked_size;    /* [count] bytes in parked[l] */
@@ -108,6 +117,20 @@ DT_MUST_USE dt_status dt_run_set_network(dt_optimizer_run *run, const dt_network
 /* Turns faults f (borrowed) on for run with the plug-in's missing-message policy: made after
  * dt_run_init (and dt_run_set_network), before the plug-in's create. */
 DT_MUST_USE dt_status dt_run_set_faults(dt_optimizer_run *run, dt_faults *f, int on_missing);
+/* Under faults, an algorithm whose nodes talk to a centre hosted with node 0 calls this in its
+ * create (a no-op without faults): the centre's messages then meet loss, each node's link to the
+ * centre fails like a graph link, and churn stops an offline node's pushes and replies (the
+ * centre itself never leaves). Registers their state for checkpoints. */
+DT_MUST_USE dt_status dt_run_centre_faults(dt_optimizer_run *run);
+/* Under centre faults (else NULL: every message arrives): pushes to the centre from every online
+ * node with to[i] (to NULL: all), or (reply = 1) the centre's replies to every node with to[i]:
+ * which arrive, [N], valid until the next such call of the same kind. Counts the messages (a
+ * reply as node 0's, the centre's host) and their bytes, `bytes` each. Not collective. */
+const uint8_t *dt_run_centre_send(dt_optimizer_run *run, int reply, const uint8_t *to, size_t bytes);
+/* Local node l's messages sent, lost and received in the problem (under faults), and its bytes
+ * sent; a centre's counted with node 0, its host. */
+void dt_run_messages(const dt_optimizer_run *run, int l, uint64_t out[3]);
+uint64_t dt_run_bytes(const dt_optimizer_run *run, int l);
 /* Whether the directed edge e (g->nbr_start order) carried a message that arrived in the last
  * exchange: without faults, whether the exchange's mask carried it. */
 static inline int dt_run_delivered(const dt_optimizer_run *run, const uint8_t *mask, int e) {
@@ -162,6 +185,17 @@ DT_MUST_USE dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, 
 /* The same mean, not charged as traffic or communication time: for state every rank can know
  * without sending (the start all nodes share). Collective. */
 DT_MUST_USE dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg);
+/* Under centre faults (dt_run_centre_faults; v's rows are overwritten): the pushes of v's rows
+ * from the online nodes, of which *arrived reach the centre; avg = their mean (left as it was
+ * when none did), summed in node order like dt_run_node_mean. Then dt_run_centre_reply: the
+ * centre's replies to the nodes with to[i] (NULL: all), `counted` bytes each in the traffic; *got
+ * says which arrived (NULL without faults). Collective. */
+DT_MUST_USE dt_status dt_run_centre_mean(dt_optimizer_run *run, dt_slab *v, float *avg, int *arrived);
+DT_MUST_USE dt_status dt_run_centre_reply(dt_optimizer_run *run, const uint8_t *to, size_t counted, const uint8_t **got);
+/* The fates of the replies of the last dt_run_from_centre under centre faults, [N], else NULL. */
+static inline const uint8_t *dt_run_centre_replies(const dt_optimizer_run *run) {
+  return run->centre_up != NULL ? run->centre_got + run->graph->n : NULL;
+}
 /* The traffic of a centre (a parameter server, EASGD's centre variable) hosted with node 0:
  * every node sends it one vector (what dt_run_node_mean counts), and it sends one vector to each
  * of the N nodes (counted on node 0). */

@@ -2,6 +2,8 @@
  * data parallelism), or local steps followed by model averaging (periodic parameter
  * averaging). Sums over nodes run in node order (dt_run_node_sum), so they are bit-identical for
  * any rank count. Update equations: README.md here. */
+#include <string.h>
+
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 
@@ -35,6 +37,10 @@ typedef struct central_state {
   dt_optimizer_run *run;
   dt_learners learners;
   float *avg; /* the mean over all nodes (backend vector) */
+  /* gradient mode under faults: the centre keeps the model and its optimizer (a parameter server),
+   * so that a node whose reply was lost catches up with the next one */
+  float *server;
+  dt_local_opt *server_opt;
 } central_state;
 
 static void destroy(void *p) {
@@ -42,6 +48,8 @@ static void destroy(void *p) {
   if (s == NULL) return;
   dt_learners_free(s->run, &s->learners);
   dt_be_free(s->run->be, s->avg);
+  dt_be_free(s->run->be, s->server);
+  dt_local_opt_free(s->server_opt);
   dt_free(s);
 }
 
@@ -53,6 +61,21 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->o = *(const dt_centralized_opts *)opts;
   DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
   DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
+  DT_TRY_GOTO(dt_run_centre_faults(run));
+  if (run->faults != NULL && s->o.mode == DT_CENTRAL_GRADIENT) {
+    dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
+    spec.lr = (float)s->o.lr;
+    DT_TRY_GOTO(dt_local_opt_create(run->be, &spec, 1, run->dim, &s->server_opt));
+    DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->server));
+    DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->server)); /* the common start */
+    DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server", s->server));
+    dt_slab *m, *v;
+    long *steps;
+    dt_local_opt_state(s->server_opt, &m, &v, &steps);
+    DT_TRY_GOTO(dt_run_keep_shared(run, "server.steps", steps, sizeof(long)));
+    if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
+    if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
+  }
   *out = s;
   s = NULL;
 cleanup:
@@ -60,23 +83,51 @@ cleanup:
   return st;
 }
 
+/* Under faults: the mean of v's rows over the *arrived pushes that arrived, and the replies (not
+ * counted as traffic, as without faults); *got: whose reply arrived (none when no push did: the
+ * centre then has nothing to send). */
+static dt_status faulty_mean(central_state *s, dt_slab *v, const uint8_t **got, int *arrived) {
+  DT_TRY(dt_run_centre_mean(s->run, v, s->avg, arrived));
+  uint8_t none[s->run->graph->n + 1];
+  memset(none, 0, sizeof none);
+  return dt_run_centre_reply(s->run, *arrived > 0 ? NULL : none, 0, got);
+}
+
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
   dt_backend *be = run->be;
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
+  const uint8_t *got = NULL; /* whose reply arrived (NULL: every node's, without faults) */
   if (s->o.mode == DT_CENTRAL_MODEL) {
     /* local steps, then every node takes the average model */
     for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
-    DT_TRY(dt_run_node_mean(run, &run->theta, s->avg));
-    for (int l = 0; l < run->count; l++) DT_TRY(dt_be_copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
+    if (run->faults == NULL) {
+      DT_TRY(dt_run_node_mean(run, &run->theta, s->avg));
+    } else { /* the models pushed through the gradient scratch, whose rows the lost pushes zero */
+      DT_TRY(dt_slab_copy(be, &run->theta, &s->learners.grad));
+      int arrived;
+      DT_TRY(faulty_mean(s, &s->learners.grad, &got, &arrived));
+    }
+    for (int l = 0; l < run->count; l++)
+      if (got == NULL || got[run->first + l]) DT_TRY(dt_be_copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
     return DT_OK;
   }
   /* every step with the gradient averaged over all nodes */
   for (int t = 0; t < s->o.local_steps; t++) {
     DT_TRY(dt_run_gradients(run, &run->theta, &s->learners.grad, NULL));
-    DT_TRY(dt_run_node_mean(run, &s->learners.grad, s->avg));
+    if (run->faults == NULL) {
+      DT_TRY(dt_run_node_mean(run, &s->learners.grad, s->avg));
+      for (int l = 0; l < run->count; l++)
+        DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), s->avg, lr, NULL));
+      continue;
+    }
+    /* under faults: the centre steps with the mean of the gradients that arrived and replies
+     * with its model; a node whose reply did not arrive computes its next gradient where it is */
+    int arrived;
+    DT_TRY(faulty_mean(s, &s->learners.grad, &got, &arrived));
+    if (arrived > 0) DT_TRY(dt_local_opt_step(s->server_opt, 0, s->server, s->avg, lr, NULL));
     for (int l = 0; l < run->count; l++)
-      DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), s->avg, lr, NULL));
+      if (got[run->first + l]) DT_TRY(dt_be_copy(be, run->dim, s->server, dt_slab_node(&run->theta, l)));
   }
   return DT_OK;
 }
@@ -115,5 +166,6 @@ const dt_optimizer_def dt_optimizer_centralized = {
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node sends its gradient to a centre with node 0",
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP, /* the centre averages the pushes that arrived; a node without a reply waits (faulty_mean) */
     .state_size = state_size,
 };

@@ -53,6 +53,8 @@ typedef struct downpour_state {
   float *host;              /* dim floats: the broadcast of the server's parameters */
   dt_slab *outbox;          /* [max_staleness + 1] slabs of the local nodes' pushes in flight */
   uint8_t *arrives;         /* [n]: whose push of a given round arrives now */
+  uint8_t *reached;         /* faults: [(max_staleness + 1) n] whether node i's push of round k
+                               reached the server (slot k mod (max_staleness + 1)), else NULL */
   float lr;                 /* the server's rate this round */
   int nslots;
 } downpour_state;
@@ -69,6 +71,7 @@ static void destroy(void *p) {
   dt_free(s->outbox);
   dt_free(s->host);
   dt_free(s->arrives);
+  dt_free(s->reached);
   dt_free(s);
 }
 
@@ -113,6 +116,12 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_run_keep_shared(run, "server.steps", steps, sizeof(long)));
   if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
   if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
+  DT_TRY_GOTO(dt_run_centre_faults(run));
+  if (run->faults != NULL) { /* every rank knows every push's fate: the draws are replicated */
+    const size_t n = (size_t)s->nslots * (size_t)run->graph->n;
+    DT_ALLOC_GOTO(s->reached, n, "downpour");
+    DT_TRY_GOTO(dt_run_keep_shared(run, "pushes_reached", s->reached, n));
+  }
   *out = s;
   s = NULL;
 cleanup:
@@ -147,7 +156,12 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   DT_TRY(dt_slab_copy(be, &run->theta, slot));
   for (int t = 0; t < s->o.sync_every; t++) DT_TRY(dt_learners_step(run, &s->workers, (float)s->o.worker_lr, NULL));
   DT_TRY(dt_slab_axpby(be, 1.0f, slot, -1.0f, &run->theta, slot));
-  dt_run_count_to_centre(run); /* the pushes */
+  if (s->reached == NULL) {
+    dt_run_count_to_centre(run); /* the pushes */
+  } else { /* under faults: sent by the online nodes, some lost; the fate is known when sent */
+    const uint8_t *got = dt_run_centre_send(run, 0, NULL, sizeof(float) * run->dim);
+    memcpy(s->reached + (size_t)(k % s->nslots) * g->n, got, (size_t)g->n);
+  }
   for (int l = 0; l < run->count; l++) { /* --dump-trace: the round each push reaches the server */
     const int32_t d = delay(s, run->first + l, k);
     DT_TRY(dt_run_trace_i32(run, l, "DLAY", &d, 1));
@@ -159,7 +173,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     const int sent = k - a;
     if (sent < 0) continue;
     int any = 0;
-    for (int i = 0; i < g->n; i++) any |= s->arrives[i] = delay(s, i, sent) == a;
+    const uint8_t *reached = s->reached != NULL ? s->reached + (size_t)(sent % s->nslots) * g->n : NULL;
+    for (int i = 0; i < g->n; i++) any |= s->arrives[i] = delay(s, i, sent) == a && (reached == NULL || reached[i]);
     if (!any) continue;
     /* every rank streams every arriving round, also after rank 0 failed (only it knows) */
     const dt_status pushed = dt_run_to_centre(run, &s->outbox[sent % s->nslots], s->arrives,
@@ -170,7 +185,17 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   if (st == DT_OK) st = dt_be_download(be, s->host, s->server, sizeof(float) * run->dim);
   DT_TRY(dt_run_from_centre(run, st, s->host));
   DT_TRY(dt_be_upload(be, s->server, s->host, sizeof(float) * run->dim));
-  return dt_slab_broadcast_host(be, s->host, &run->theta);
+  const uint8_t *fetched = dt_run_centre_replies(run);
+  if (fetched == NULL) return dt_slab_broadcast_host(be, s->host, &run->theta);
+  /* a worker whose fetch did not arrive goes back to the parameters it fetched last: θ + Δ (its
+   * own are the accumulator of the round's steps, at the workers' rate) */
+  for (int l = 0; l < run->count; l++) {
+    if (fetched[run->first + l])
+      DT_TRY(dt_slab_upload_node(be, &run->theta, l, s->host));
+    else
+      DT_TRY(dt_be_axpy(be, run->dim, 1.0f, dt_slab_node(slot, l), dt_slab_node(&run->theta, l)));
+  }
+  return DT_OK;
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
@@ -202,5 +227,6 @@ const dt_optimizer_def dt_optimizer_downpour = {
     .bytes_per_round = bytes_per_round,
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node pushes to and pulls from a server with node 0",
+    .on_missing = DT_MISSING_SKIP, /* a lost push is never applied; after a lost fetch the worker goes on from its last */
     .state_size = state_size,
 };

@@ -90,11 +90,33 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
   DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->centre));
   DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
+  DT_TRY_GOTO(dt_run_centre_faults(run));
   *out = s;
   s = NULL;
 cleanup:
   destroy(s);
   return st;
+}
+
+/* The elastic step under faults: the centre feels the pull of the m workers whose push arrived,
+ * x̃ ← (1 − βm/N) x̃ + (βm/N) x̄_m (their mean: β/N per worker, as each spring pulls alike), and a
+ * worker whose reply (x̃ before the move) arrived moves x_i ← (1 − α) x_i + α x̃; one whose reply
+ * did not keeps x_i. The pushes go through the gradient scratch (its rows are zeroed where lost). */
+static dt_status faulty_elastic(easgd_state *s, float a, float b) {
+  dt_optimizer_run *run = s->run;
+  dt_backend *be = run->be;
+  int m;
+  const uint8_t *got;
+  DT_TRY(dt_slab_copy(be, &run->theta, &s->learners.grad));
+  DT_TRY(dt_run_centre_mean(run, &s->learners.grad, s->mean, &m));
+  DT_TRY(dt_run_centre_reply(run, NULL, sizeof(float) * run->dim, &got));
+  for (int l = 0; l < run->count; l++) {
+    if (!got[run->first + l]) continue;
+    float *x = dt_slab_node(&run->theta, l);
+    DT_TRY(dt_be_axpby(be, run->dim, 1.0f - a, x, a, s->centre, x));
+  }
+  const float bm = (float)((double)b * m / run->graph->n);
+  return m > 0 ? dt_be_axpby(be, run->dim, 1.0f - bm, s->centre, bm, s->mean, s->centre) : DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
@@ -103,6 +125,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   const float a = (float)s->o.alpha, b = (float)beta_of(&s->o, run->graph->n);
   for (int t = 0; t < s->o.tau; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
+  if (run->faults != NULL) return faulty_elastic(s, a, b);
   /* every worker pushes x_i (charged by dt_run_node_mean) ... */
   DT_TRY(dt_run_node_mean(run, &run->theta, s->mean));
   /* ... and the centre, hosted with node 0, sends x̃ back to each of the N workers */
@@ -148,5 +171,6 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
+    .on_missing = DT_MISSING_SKIP, /* the centre feels the pushes that arrived; a worker without a reply keeps x_i (faulty_elastic) */
     .state_size = state_size,
 };

@@ -7,7 +7,7 @@
 #include "../core/core_impl.h"
 #include "dt/rng.h"
 
-static const uint64_t ID_ASYNC = 1ull << 58, ID_BURST = 1ull << 59, ID_NODES = 1ull << 60, ID_LINKS = 1ull << 61, ID_LOSS = 1ull << 62;
+static const uint64_t ID_CENTRE_BURST = 1ull << 55, ID_CENTRE_LINKS = 1ull << 56, ID_CENTRE_LOSS = 1ull << 57, ID_ASYNC = 1ull << 58, ID_BURST = 1ull << 59, ID_NODES = 1ull << 60, ID_LINKS = 1ull << 61, ID_LOSS = 1ull << 62;
 
 /* An alternating renewal process in rounds: up for a geometric length, then down, and so on. */
 typedef struct interval {
@@ -23,6 +23,8 @@ struct dt_faults {
   int k;              /* the last round asked (-1: none) */
   interval *nodes;    /* [n], or NULL without churn */
   interval *links;    /* [num_edges], or NULL without link failures */
+  interval *centre;   /* [n] the nodes' links to a centre, or NULL without link failures */
+  int kc;             /* the last round asked of the centre links (-1: none) */
   double p_enter;     /* Gilbert–Elliott: good → bad per message */
 };
 
@@ -30,6 +32,7 @@ void dt_faults_free(dt_faults *f) {
   if (f == NULL) return;
   dt_free(f->nodes);
   dt_free(f->links);
+  dt_free(f->centre);
   dt_free(f);
 }
 
@@ -64,6 +67,12 @@ static void restart(dt_faults *f) {
   f->k = -1;
 }
 
+static void centre_restart(dt_faults *f) {
+  for (int i = 0; f->centre != NULL && i < f->g->n; i++)
+    interval_start(&f->centre[i], f->seed, ID_CENTRE_LINKS + (uint64_t)i, f->spec.link_up_rounds);
+  f->kc = -1;
+}
+
 dt_status dt_faults_create(const dt_network_spec *spec, const dt_graph *g, uint64_t seed, dt_faults **out) {
   dt_status st = DT_OK;
   dt_faults *f = NULL;
@@ -78,7 +87,9 @@ dt_status dt_faults_create(const dt_network_spec *spec, const dt_graph *g, uint6
   if (f->p_enter > 1.0) f->p_enter = 1.0; /* rounding at the validated limit loss = b / (b + 1) */
   if (spec->node_up_rounds > 0) DT_ALLOC_GOTO(f->nodes, g->n > 0 ? g->n : 1, "faults");
   if (spec->link_up_rounds > 0) DT_ALLOC_GOTO(f->links, g->num_edges > 0 ? g->num_edges : 1, "faults");
+  if (spec->link_up_rounds > 0) DT_ALLOC_GOTO(f->centre, g->n > 0 ? g->n : 1, "faults");
   restart(f);
+  centre_restart(f);
   *out = f;
   f = NULL;
 cleanup:
@@ -105,20 +116,22 @@ void dt_faults_round(dt_faults *f, int k, uint8_t *online, uint8_t *up) {
   }
 }
 
-void dt_faults_burst_start(const dt_faults *f, uint8_t *state) {
-  const size_t m = 2 * (size_t)f->g->num_edges;
+/* Each chain's state before its first message: the long-run share in the bad state. */
+static void burst_start(const dt_faults *f, uint64_t id, size_t m, uint8_t *state) {
   memset(state, 0, m);
   if (f->spec.loss_burst <= 1) return;
   dt_rng r;
-  dt_rng_init(&r, f->seed, DT_RNG_FAULTS, ID_BURST);
-  for (size_t e = 0; e < m; e++) state[e] = dt_rng_double(&r) < f->spec.loss; /* the chain's long-run share */
+  dt_rng_init(&r, f->seed, DT_RNG_FAULTS, id);
+  for (size_t e = 0; e < m; e++) state[e] = dt_rng_double(&r) < f->spec.loss;
 }
 
-void dt_faults_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
-  const size_t m = 2 * (size_t)f->g->num_edges;
+void dt_faults_burst_start(const dt_faults *f, uint8_t *state) { burst_start(f, ID_BURST, 2 * (size_t)f->g->num_edges, state); }
+
+/* m messages' fates from the stream id, moving each one's chain in state with a burst model. */
+static void loss_draws(const dt_faults *f, uint64_t id, size_t m, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
   const double p = f->spec.loss, leave = 1.0 / f->spec.loss_burst;
   dt_rng r;
-  dt_rng_init(&r, f->seed, DT_RNG_FAULTS, ID_LOSS + x);
+  dt_rng_init(&r, f->seed, DT_RNG_FAULTS, id);
   for (size_t e = 0; e < m; e++) {
     lost[e] = 0;
     if (!sent[e] || p <= 0) continue;
@@ -130,6 +143,23 @@ void dt_faults_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t
     state[e] = state[e] ? !(u < leave) : u < f->p_enter;
     lost[e] = state[e];
   }
+}
+
+void dt_faults_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
+  loss_draws(f, ID_LOSS + x, 2 * (size_t)f->g->num_edges, sent, state, lost);
+}
+
+void dt_faults_centre_round(dt_faults *f, int k, uint8_t *up) {
+  if (k < f->kc) centre_restart(f);
+  f->kc = k;
+  for (int i = 0; i < f->g->n; i++)
+    up[i] = f->centre == NULL || interval_at(&f->centre[i], k, f->spec.link_up_rounds, f->spec.link_down_rounds);
+}
+
+void dt_faults_centre_burst_start(const dt_faults *f, uint8_t *state) { burst_start(f, ID_CENTRE_BURST, 2 * (size_t)f->g->n, state); }
+
+void dt_faults_centre_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
+  loss_draws(f, ID_CENTRE_LOSS + x, (size_t)f->g->n, sent, state, lost);
 }
 
 int dt_faults_lose_one(const dt_faults *f, uint64_t msg, int e, uint8_t *state) {

@@ -265,7 +265,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   if (state != NULL) def->destroy(state);
   /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
   double bytes = 0;
-  for (int l = 0; l < w->count; l++) bytes += (double)run.node_bytes[l];
+  for (int l = 0; l < w->count; l++) bytes += (double)dt_run_bytes(&run, l);
   CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, &bytes, 1));
   /* (on a time-varying graph: the static figure times the share of edges the rounds used) */
   double active = 2.0 * graph->num_edges * pc->outer_iterations;
@@ -277,8 +277,11 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
 
   if (faults != NULL) { /* every message sent was lost or received; loss alone loses its share of them */
     double m[3] = {0, 0, 0};
-    for (int l = 0; l < w->count; l++)
-      for (int q = 0; q < 3; q++) m[q] += (double)run.msgs[3 * l + q];
+    for (int l = 0; l < w->count; l++) {
+      uint64_t mc[3];
+      dt_run_messages(&run, l, mc);
+      for (int q = 0; q < 3; q++) m[q] += (double)mc[q];
+    }
     CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, m, 3));
     /* an asynchronous algorithm's messages may still be in flight when the run ends: a few per node */
     const double flight = m[0] - m[1] - m[2];
