@@ -60,6 +60,10 @@ struct dt_async {
   int link_round;
   int sent_to, sent_kind; /* the last send of the current callback (the trace's AEVT) */
   uint8_t *inflight[DT_ASYNC_MAX_KINDS]; /* [2E] a message of the kind is on the directed edge (every rank) */
+  /* a centre (def.centre_len > 0): its events are at node N; a reply comes from N */
+  dt_slab cpush, creply; /* a row per local node: its push, its reply (kept) */
+  float *cin, *cout;     /* the centre's rank: a push from another rank, the reply (centre_len floats) */
+  uint8_t *waiting;      /* [N] the node waits for the centre's reply (every rank) */
 };
 
 static int before(const event *a, const event *b) {
@@ -137,6 +141,11 @@ void dt_async_free(dt_async *a) {
   dt_free(a->reqs);
   dt_free(a->online);
   dt_free(a->up);
+  dt_slab_free(be, &a->cpush);
+  dt_slab_free(be, &a->creply);
+  dt_be_free(be, a->cin);
+  dt_be_free(be, a->cout);
+  dt_free(a->waiting);
   dt_free(a);
 }
 
@@ -146,7 +155,8 @@ dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *
   const dt_graph *g = run->graph;
   *out = NULL;
   DT_CHECK(run->net != NULL, DT_ERR_INTERNAL, "an asynchronous algorithm without the simulated clock");
-  DT_CHECK(def->kinds >= 1 && def->kinds <= DT_ASYNC_MAX_KINDS, DT_ERR_INTERNAL, "%d message kinds", def->kinds);
+  DT_CHECK(def->kinds >= (def->centre_len > 0 ? 0 : 1) && def->kinds <= DT_ASYNC_MAX_KINDS, DT_ERR_INTERNAL, "%d message kinds",
+           def->kinds);
   DT_ALLOC_GOTO(a, 1, "asynchronous engine");
   a->run = run;
   run->unparked = 1; /* churn is handled event by event here (begin, handle): nothing to put back */
@@ -171,6 +181,19 @@ dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *
     DT_ALLOC_GOTO(a->inflight[k], 2 * (size_t)g->num_edges + 1, "asynchronous engine");
     snprintf(name, sizeof name, "async_inbox%d", k);
     DT_TRY_GOTO(dt_run_keep_edge_slab(run, name, &a->inbox[k]));
+  }
+  if (def->centre_len > 0) {
+    DT_CHECK_GOTO(def->centre != NULL && def->centre_reply != NULL, DT_ERR_INTERNAL, "a centre without its callbacks");
+    if (def->centre_len > a->maxlen) a->maxlen = def->centre_len;
+    DT_ALLOC_GOTO(a->waiting, (size_t)g->n, "asynchronous engine");
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, def->centre_len, &a->cpush));
+    DT_TRY_GOTO(dt_slab_create(run->be, run->count, def->centre_len, &a->creply));
+    DT_TRY_GOTO(dt_run_keep_slab(run, "async_centre_push", &a->cpush));
+    DT_TRY_GOTO(dt_run_keep_slab(run, "async_centre_reply", &a->creply));
+    if (a->me == dt_placement_rank(g->n, a->P, 0)) {
+      DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * def->centre_len, (void **)&a->cin));
+      DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * def->centre_len, (void **)&a->cout));
+    }
   }
   DT_ALLOC_GOTO(a->host, a->maxlen + 1, "asynchronous engine");
   *out = a;
@@ -203,7 +226,11 @@ dt_status dt_async_gradient(dt_async *a, int l, const dt_slab *x, dt_slab *grad)
 /* The faults of round r (at least) drawn into a->online and a->up; the round they are of. Never
  * back: events come in time order, and a time on a boundary may round either way. */
 static int fault_round(dt_async *a, int r) {
-  if (r > a->link_round) dt_faults_round(a->run->faults, r, a->online, a->up), a->link_round = r;
+  if (r > a->link_round) {
+    dt_faults_round(a->run->faults, r, a->online, a->up);
+    if (a->run->centre_up != NULL) dt_faults_centre_round(a->run->faults, r, a->run->centre_up);
+    a->link_round = r;
+  }
   return a->link_round;
 }
 
@@ -301,6 +328,118 @@ dt_status dt_async_send(dt_async *a, int node, int to, int kind, float **payload
   return DT_OK;
 }
 
+/* ---- the centre ------------------------------------------------------------------------------ */
+
+/* Seconds for centre_len floats between node and the centre (with node 0: none). */
+static double centre_seconds(const dt_async *a, int node, int to_centre) {
+  const double bytes = sizeof(float) * (double)a->def.centre_len;
+  if (node == 0) return 0;
+  return to_centre ? dt_network_message_seconds(a->run->net, node, 0, bytes) : dt_network_message_seconds(a->run->net, 0, node, bytes);
+}
+
+/* Whether a message between node and the centre (the reply: reply = 1), number msg, sent now, is
+ * lost: its link to the centre down, or the loss draw (the chain of that direction). */
+static int centre_lost(dt_async *a, int node, int reply, uint64_t msg) {
+  dt_optimizer_run *run = a->run;
+  if (run->faults == NULL) return 0;
+  (void)fault_round(a, (int)floor(a->now / a->delta));
+  int lost = !run->centre_up[node];
+  lost |= dt_faults_lose_one(run->faults, msg, node + (reply ? a->g->n : 0), run->centre_burst); /* drawn either way */
+  return lost;
+}
+
+dt_status dt_async_push(dt_async *a, int node, float **payload) {
+  dt_optimizer_run *run = a->run;
+  *payload = NULL;
+  DT_CHECK(a->def.centre_len > 0 && !a->waiting[node], DT_ERR_INTERNAL, "node %d pushes to %s", node,
+           a->def.centre_len > 0 ? "the centre while it waits for its reply" : "a centre the algorithm does not have");
+  a->waiting[node] = 1;
+  const uint64_t msg = a->msgs++;
+  const int lost = centre_lost(a, node, 0, msg);
+  DT_TRY(push(a, (event){.t = a->now + centre_seconds(a, node, 1), .node = a->g->n, .type = EV_ARRIVE, .from = node,
+                         .delivered = !lost, .msg = msg}));
+  if (!a->vectors || !local(a, node)) return DT_OK;
+  const int l = node - run->first;
+  run->node_bytes[l] += sizeof(float) * (uint64_t)a->def.centre_len;
+  if (run->msgs != NULL) run->msgs[3 * (size_t)l] += 1, run->msgs[3 * (size_t)l + 1] += (uint64_t)lost;
+  *payload = dt_slab_node(&a->cpush, l);
+  return DT_OK;
+}
+
+/* A push reaches the centre (or would have: lost). The centre's rank applies it and answers; the
+ * pushing node's rank (when another) sends the push and receives the reply, both now; then the
+ * reply leaves. A lost push: its node learns of it now. */
+static dt_status centre_event(dt_async *a, const event *ev) {
+  dt_optimizer_run *run = a->run;
+  const int from = ev->from, home = rank_of(a, 0), there = rank_of(a, from);
+  const size_t len = a->def.centre_len, bytes = sizeof(float) * len;
+  const int l = a->vectors && local(a, from) ? from - run->first : -1;
+  if (!ev->delivered) {
+    a->waiting[from] = 0;
+    dt_timer_start(&run->t_compute);
+    const dt_status st = a->def.centre_reply(a->ctx, a, from, l, NULL, 0);
+    dt_timer_stop(&run->t_compute);
+    DT_TRY(st);
+    return begin(a, from, 0);
+  }
+  if (a->vectors) {
+    if (run->centre_up != NULL) run->centre_msgs[2] += 1;
+    dt_comm_request *req = NULL;
+    if (a->me == home) {
+      const float *pushed = l >= 0 ? dt_slab_node(&a->cpush, l) : a->cin;
+      if (l < 0) { /* from another rank */
+        dt_timer_start(&run->t_comm);
+        const dt_status st = dt_comm_recv_bytes(run->comm, there, a->host, bytes);
+        dt_timer_stop(&run->t_comm);
+        DT_TRY(st);
+        DT_TRY(dt_be_upload(run->be, a->cin, a->host, bytes));
+      }
+      dt_timer_start(&run->t_compute);
+      const dt_status st = a->def.centre(a->ctx, a, from, pushed, l >= 0 ? dt_slab_node(&a->creply, l) : a->cout);
+      dt_timer_stop(&run->t_compute);
+      DT_TRY(st);
+      if (l < 0) {
+        DT_TRY(dt_be_download(run->be, a->host, a->cout, bytes));
+        dt_timer_start(&run->t_comm);
+        const dt_status sent = dt_comm_send_bytes(run->comm, there, a->host, bytes, &req);
+        dt_timer_stop(&run->t_comm);
+        DT_TRY(sent);
+        DT_TRY(dt_comm_request_finish(req, 1, NULL)); /* the host copy is reused at once */
+      }
+    } else if (l >= 0) { /* our node's push to the centre's rank, and its reply back */
+      DT_TRY(dt_be_download(run->be, a->host, dt_slab_node(&a->cpush, l), bytes));
+      dt_timer_start(&run->t_comm);
+      dt_status st = dt_comm_send_bytes(run->comm, home, a->host, bytes, &req);
+      if (st == DT_OK) st = dt_comm_request_finish(req, 1, NULL);
+      if (st == DT_OK) st = dt_comm_recv_bytes(run->comm, home, a->host, bytes);
+      dt_timer_stop(&run->t_comm);
+      DT_TRY(st);
+      DT_TRY(dt_be_upload(run->be, dt_slab_node(&a->creply, l), a->host, bytes));
+    }
+  }
+  const uint64_t msg = a->msgs++;
+  const int lost = centre_lost(a, from, 1, msg);
+  if (a->vectors && run->centre_up != NULL) run->centre_msgs[0] += 1, run->centre_msgs[1] += (uint64_t)lost, run->centre_msgs[3] += bytes;
+  if (a->vectors && run->centre_up == NULL && local(a, 0)) run->node_bytes[0 - run->first] += bytes; /* node 0 hosts the centre */
+  return push(a, (event){.t = a->now + centre_seconds(a, from, 0), .node = from, .type = EV_ARRIVE, .from = a->g->n,
+                         .delivered = !lost, .msg = msg});
+}
+
+/* The centre's reply reaches node (or would have). */
+static dt_status centre_answer(dt_async *a, const event *ev, int l) {
+  dt_optimizer_run *run = a->run;
+  const int node = ev->node;
+  const int delivered = ev->delivered && online_now(a, node); /* an offline node misses it */
+  if (a->vectors && run->centre_up != NULL && ev->delivered && !delivered) run->centre_msgs[1] += 1;
+  if (l >= 0 && delivered && run->msgs != NULL) run->msgs[3 * (size_t)l + 2] += 1;
+  a->waiting[node] = 0;
+  dt_timer_start(&run->t_compute);
+  const dt_status st = a->def.centre_reply(a->ctx, a, node, l, l >= 0 && delivered ? dt_slab_node(&a->creply, l) : NULL, delivered);
+  dt_timer_stop(&run->t_compute);
+  DT_TRY(st);
+  return begin(a, node, 0);
+}
+
 /* The sends of the callback that just returned, to other ranks. */
 static dt_status flush(dt_async *a) {
   dt_optimizer_run *run = a->run;
@@ -368,6 +507,8 @@ static dt_status handle(dt_async *a, const event *ev) {
   a->events++;
   if (a->vectors) run->events++;
   if (ev->type == EV_WAKE) return begin(a, ev->node, ev->kind);
+  if (ev->type == EV_ARRIVE && ev->node == a->g->n) return centre_event(a, ev);
+  if (ev->type == EV_ARRIVE && ev->from == a->g->n) return centre_answer(a, ev, l);
   if (ev->type == EV_STEP_END && !online_now(a, ev->node)) return begin(a, ev->node, 0); /* offline as it ends: nothing of it */
   if (ev->type == EV_STEP_END) {
     a->sent_to = -1, a->sent_kind = 0;
@@ -380,7 +521,7 @@ static dt_status handle(dt_async *a, const event *ev) {
       const int32_t v[5] = {(int32_t)(a->events - 1), EV_STEP_END, a->sent_to, a->sent_kind, 1};
       DT_TRY(dt_run_trace_i32(run, l, "AEVT", v, 5));
     }
-    return begin(a, ev->node, 0);
+    return a->waiting != NULL && a->waiting[ev->node] ? DT_OK : begin(a, ev->node, 0); /* a push waits for its reply */
   }
   if (l >= 0 && run->trace != NULL) {
     const int32_t v[5] = {(int32_t)(a->events - 1), EV_ARRIVE, ev->from, ev->kind, ev->delivered};
@@ -420,6 +561,7 @@ dt_status dt_async_round(dt_async *a, int k) {
   if (k != a->next_round) { /* a resumed problem: the schedule up to round k again, without vector work */
     DT_CHECK(a->next_round == 0 && !a->started && k > 0, DT_ERR_INTERNAL, "asynchronous round %d after %d", k, a->next_round - 1);
     if (run->faults != NULL) dt_faults_burst_start(run->faults, run->burst);
+    if (run->centre_up != NULL) dt_faults_centre_burst_start(run->faults, run->centre_burst);
     a->vectors = 0;
     dt_status st = DT_OK;
     for (int j = 0; j < k && st == DT_OK; j++) { /* round by round, as they ran (churn asks the round) */

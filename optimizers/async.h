@@ -27,7 +27,20 @@
  * learns of a lost message at the time it would have arrived (an arrive call with delivered = 0,
  * on every rank), and may give the sender back what it sent even while the sender is away
  * (push-sum's returned pushes). Who is online is asked of the round the engine has drawn the
- * faults for: the round being processed, or the next one once a send on the boundary drew it. */
+ * faults for: the round being processed, or the next one once a send on the boundary drew it.
+ *
+ * A centre (centre_len > 0: asynchronous Downpour and EASGD), hosted with node 0 on its rank:
+ * a node pushes to it (dt_async_push) and then waits, computing nothing, for the centre's reply.
+ * The centre answers each push when it arrives, in event order (the staleness the clock
+ * produces: the other pushes it applied since this node's last reply), and the reply reaches the
+ * node a message time later (none between node 0 and the centre); then the node's next step
+ * starts. Since the pushing node is idle until its reply, its push is read when it reaches the
+ * centre: the node's rank and the centre's exchange push and reply then, both processing that
+ * event (a node on the centre's rank: no transfer). Push and reply wait in per-node rows that
+ * checkpoints keep. Faults act on both as on the node's link to the centre (dt/faults.h: loss,
+ * failures; the centre never leaves); a lost push is known to its node when it would have
+ * arrived (centre_reply with delivered = 0), as is a lost reply. An algorithm uses the centre or
+ * the graph's messages, not both. */
 #ifndef DT_ASYNC_H
 #define DT_ASYNC_H
 
@@ -50,6 +63,13 @@ typedef struct dt_async_def {
   /* A message of `kind` from `from` reaches `node` (delivered = 0: it was lost; the payload is
    * NULL then and where l < 0). */
   dt_status (*arrive)(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered);
+  /* A centre: pushes and replies of centre_len floats (0: none). centre: on the centre's rank, in
+   * event order, with vector work only: the push from `from` is applied, the reply written.
+   * centre_reply: node's reply arrived (delivered = 0: its push or the reply was lost; reply is
+   * NULL then and where l < 0); the node's next step starts when it returns. */
+  size_t centre_len;
+  dt_status (*centre)(void *ctx, dt_async *a, int from, const float *push, float *reply);
+  dt_status (*centre_reply)(void *ctx, dt_async *a, int node, int l, const float *reply, int delivered);
 } dt_async_def;
 
 /* The engine for run (its network is needed: refused before anything runs otherwise), calling
@@ -62,6 +82,10 @@ DT_MUST_USE dt_status dt_async_round(dt_async *a, int k);
  * to write the payload (len[kind] floats of backend memory) when the sender is local and vector
  * work is on, else NULL. The engine carries it when the callback returns. */
 DT_MUST_USE dt_status dt_async_send(dt_async *a, int node, int to, int kind, float **payload);
+/* Inside step_end: node pushes to the centre and waits for its reply. Returns where to write the
+ * push (centre_len floats of backend memory) where the node is local and vector work is on, else
+ * NULL. */
+DT_MUST_USE dt_status dt_async_push(dt_async *a, int node, float **payload);
 /* Whether a message of kind from `from` to its neighbour `to` is on its way (sent, not yet
  * arrived or known lost): at most one may be, per kind and directed edge. */
 int dt_async_in_flight(const dt_async *a, int from, int to, int kind);

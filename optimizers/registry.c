@@ -59,11 +59,11 @@ dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
       snprintf(err, sizeof err,
                "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph (experiment.graph.directed); "
                "push-sum (sgp) can", def->plugin.name);
-    else if (def->asynchronous && !dt_network_has_clock(&cfg->experiment.network))
+    else if (dt_optimizer_asynchronous(def, cfg->problems[i].alg_opts) && !dt_network_has_clock(&cfg->experiment.network))
       snprintf(err, sizeof err,
                "%s is asynchronous: its nodes act when their own steps end and messages arrive, on the simulated clock, so "
                "it needs experiment.network with a speed (for example network: {speed: 2000})", def->plugin.name);
-    else if (def->asynchronous && cfg->problems[i].buffers == DT_BUFFERS_MIX)
+    else if (dt_optimizer_asynchronous(def, cfg->problems[i].alg_opts) && cfg->problems[i].buffers == DT_BUFFERS_MIX)
       snprintf(err, sizeof err, "%s is asynchronous: its nodes have no common rounds in which to mix model buffers "
                "(buffers: mix); use buffers: local", def->plugin.name);
     else if (dt_network_has_faults(&cfg->experiment.network) && def->on_missing == DT_MISSING_REFUSED)

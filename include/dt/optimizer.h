@@ -318,6 +318,9 @@ struct dt_optimizer_def {
   /* An asynchronous algorithm (optimizers/async.h): its events happen on the simulated clock, so
    * it needs experiment.network's speed (optimizers/async.h says how faults act on it). */
   int asynchronous;
+  /* Whether these options make it asynchronous (an option of an otherwise synchronous one, such
+   * as Downpour's and EASGD's `asynchronous`); NULL: `asynchronous` alone says. */
+  int (*asynchronous_with)(const void *opts);
   /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
    * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */
   const char *graph_unused;
@@ -327,6 +330,11 @@ struct dt_optimizer_def {
    * counts. */
   dt_state_size (*state_size)(const void *opts, size_t dim);
 };
+
+/* Whether def with these options is asynchronous (asynchronous, asynchronous_with). */
+static inline int dt_optimizer_asynchronous(const dt_optimizer_def *def, const void *opts) {
+  return def->asynchronous || (def->asynchronous_with != NULL && def->asynchronous_with(opts));
+}
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
 extern const dt_optimizer_def *const dt_optimizers[];

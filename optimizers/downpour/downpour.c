@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../async.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 #include "dt/rng.h"
@@ -23,6 +24,7 @@ typedef struct dt_downpour_opts {
   int optimizer;        /* the server's */
   double lr, mu;        /* the server's rate and its decay */
   int max_staleness;    /* a push is applied 0..max_staleness rounds after it is sent */
+  bool asynchronous;    /* on the simulated clock: the staleness it produces */
 } dt_downpour_opts;
 
 static const dt_key keys[] = {
@@ -40,6 +42,8 @@ static const dt_key keys[] = {
      .help = "server rate decay: round k uses lr_k = lr / (1 + mu k)"},
     {.name = "max_staleness", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, max_staleness), .def = "0", .min = 0,
      .max = MAX_STALENESS, .help = "a push waits 0..max_staleness rounds before the server applies it (0: synchronous)"},
+    {.name = "asynchronous", .type = DT_KEY_BOOL, .offset = offsetof(dt_downpour_opts, asynchronous), .def = "false",
+     .help = "true: the workers run on the simulated clock (experiment.network), and a push meets the staleness the clock produces"},
     {0},
 };
 
@@ -57,12 +61,20 @@ typedef struct downpour_state {
                                reached the server (slot k mod (max_staleness + 1)), else NULL */
   float lr;                 /* the server's rate this round */
   int nslots;
+  /* asynchronous: the engine, each worker's last fetched parameters (kept) and steps since (every
+   * rank: the schedule's) */
+  dt_async *async;
+  dt_slab fetched;
+  int *steps;
 } downpour_state;
 
 static void destroy(void *p) {
   downpour_state *s = p;
   if (s == NULL) return;
   dt_backend *be = s->run->be;
+  dt_async_free(s->async);
+  dt_slab_free(be, &s->fetched);
+  dt_free(s->steps);
   dt_learners_free(s->run, &s->workers);
   dt_local_opt_free(s->server_opt);
   dt_be_free(be, s->server);
@@ -81,6 +93,62 @@ static int delay(const downpour_state *s, int i, int k) {
   dt_rng r;
   dt_rng_init(&r, s->run->seed, DT_RNG_STALENESS, ((uint64_t)(uint32_t)i << 32) | (uint32_t)k);
   return (int)dt_rng_below(&r, (uint32_t)s->o.max_staleness + 1);
+}
+
+/* ---- asynchronous: on the simulated clock --------------------------------------------------- */
+
+static dt_status async_start(void *ctx, dt_async *a, int l) {
+  downpour_state *s = ctx;
+  return dt_async_gradient(a, l, &s->run->theta, &s->workers.grad);
+}
+
+/* A worker step (the gradient taken when it began); after sync_every of them, Δ = fetched −
+ * current is pushed and the worker waits for the server's parameters. */
+static dt_status async_end(void *ctx, dt_async *a, int node, int l) {
+  downpour_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  if (l >= 0)
+    DT_TRY(dt_local_opt_step(s->workers.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&s->workers.grad, l), (float)s->o.worker_lr,
+                             NULL));
+  if (++s->steps[node] < s->o.sync_every) return DT_OK;
+  s->steps[node] = 0;
+  float *push;
+  DT_TRY(dt_async_push(a, node, &push));
+  return push != NULL ? dt_be_axpby(run->be, run->dim, 1.0f, dt_slab_node(&s->fetched, l), -1.0f, dt_slab_node(&run->theta, l), push)
+                      : DT_OK;
+}
+
+/* The server, as each push reaches it: one step of its optimizer, then its parameters back. */
+static dt_status async_centre(void *ctx, dt_async *a, int from, const float *push, float *reply) {
+  downpour_state *s = ctx;
+  dt_backend *be = s->run->be;
+  (void)from;
+  DT_TRY(dt_local_opt_step(s->server_opt, 0, s->server, push, (float)dt_rate_at(s->o.lr, s->o.mu, dt_async_now_round(a)), NULL));
+  return dt_be_copy(be, s->run->dim, s->server, reply);
+}
+
+/* The worker takes the server's parameters; without them (its push or the reply lost) it goes
+ * back to those it fetched last. */
+static dt_status async_reply(void *ctx, dt_async *a, int node, int l, const float *reply, int delivered) {
+  downpour_state *s = ctx;
+  dt_backend *be = s->run->be;
+  (void)a, (void)node;
+  if (l < 0) return DT_OK;
+  float *x = dt_slab_node(&s->run->theta, l), *last = dt_slab_node(&s->fetched, l);
+  if (delivered) DT_TRY(dt_be_copy(be, s->run->dim, reply, last));
+  return dt_be_copy(be, s->run->dim, last, x);
+}
+
+static dt_status async_create(downpour_state *s) {
+  dt_optimizer_run *run = s->run;
+  DT_TRY(dt_slab_create(run->be, run->count, run->dim, &s->fetched));
+  DT_TRY(dt_slab_copy(run->be, &run->theta, &s->fetched));
+  DT_TRY(dt_run_keep_slab(run, "fetched", &s->fetched));
+  DT_TRY(dt_run_keep_slab(run, "grad", &s->workers.grad)); /* a step's gradient, taken when it began */
+  DT_ALLOC(s->steps, (size_t)run->graph->n + 1, "downpour");
+  const dt_async_def def = {.centre_len = run->dim, .step_start = async_start, .step_end = async_end, .centre = async_centre,
+                            .centre_reply = async_reply};
+  return dt_async_create(run, &def, s, &s->async);
 }
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
@@ -117,7 +185,9 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
   if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
   DT_TRY_GOTO(dt_run_centre_faults(run));
-  if (run->faults != NULL) { /* every rank knows every push's fate: the draws are replicated */
+  if (s->o.asynchronous) {
+    DT_TRY_GOTO(async_create(s));
+  } else if (run->faults != NULL) { /* every rank knows every push's fate: the draws are replicated */
     const size_t n = (size_t)s->nslots * (size_t)run->graph->n;
     DT_ALLOC_GOTO(s->reached, n, "downpour");
     DT_TRY_GOTO(dt_run_keep_shared(run, "pushes_reached", s->reached, n));
@@ -147,6 +217,7 @@ static dt_status drop_push(void *ctx, int node, const float *x) {
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   downpour_state *s = p;
   dt_backend *be = run->be;
+  if (s->async != NULL) return dt_async_round(s->async, k);
   const dt_graph *g = run->graph;
   const int S = s->o.max_staleness;
   s->lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
@@ -199,27 +270,44 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes, N fetches */
+  const dt_downpour_opts *o = opts;
+  /* N pushes, N fetches; asynchronous: a round is one step's time, a push every sync_every */
+  return 2.0 * g->n * (double)dim * sizeof(float) / (o->asynchronous ? o->sync_every : 1);
 }
 
-/* Per node: the workers' grad and moments and max_staleness + 1 outboxes; per rank: server, push,
- * the server optimizer's moments (one row) and the run's sum (dim doubles). */
+/* Per node: the workers' grad and moments and max_staleness + 1 outboxes (asynchronous: also the
+ * fetched parameters and the engine's push and reply rows); per rank: server, push, the server
+ * optimizer's moments (one row) and the run's sum (dim doubles) (asynchronous: the centre's rank's
+ * push and reply buffers, counted on every rank). */
 static dt_state_size state_size(const void *opts, size_t dim) {
   const dt_downpour_opts *o = opts;
   (void)dim;
   return (dt_state_size){
-      .per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, 0.0f) + (o->max_staleness + 1),
-      .per_rank = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f)};
+      .per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, 0.0f) + (o->max_staleness + 1) +
+                  (o->asynchronous ? 3 : 0),
+      .per_rank = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f) + (o->asynchronous ? 2 : 0)};
+}
+
+static int asynchronous_with(const void *opts) { return ((const dt_downpour_opts *)opts)->asynchronous; }
+
+static int finalize(void *opts, int rounds, char *err, size_t err_size) {
+  const dt_downpour_opts *o = opts;
+  (void)rounds;
+  if (o->asynchronous && o->max_staleness > 0) {
+    snprintf(err, err_size, "max_staleness is the rounds' fixed staleness; with asynchronous: true the clock produces it");
+    return 0;
+  }
+  return 1;
 }
 
 const dt_optimizer_def dt_optimizer_downpour = {
     .plugin =
         {
             .name = "downpour",
-            .summary = "Downpour SGD: workers push accumulated updates to a parameter server, with deterministic staleness",
+            .summary = "Downpour SGD: workers push accumulated updates to a parameter server, stale by rounds or by the simulated clock",
             .keys = keys,
             .opts_size = sizeof(dt_downpour_opts),
+            .finalize = finalize,
         },
     .create = create,
     .round = round_k,
@@ -228,5 +316,6 @@ const dt_optimizer_def dt_optimizer_downpour = {
     .directed_ok = 1, /* the graph carries none of its messages */
     .graph_unused = "each node pushes to and pulls from a server with node 0",
     .on_missing = DT_MISSING_SKIP, /* a lost push is never applied; after a lost fetch the worker goes on from its last */
+    .asynchronous_with = asynchronous_with,
     .state_size = state_size,
 };

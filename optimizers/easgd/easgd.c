@@ -4,6 +4,7 @@
  * accept mpi_learn's names beside the paper's. Update equations: README.md here. */
 #include <stdio.h>
 
+#include "../async.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 
@@ -15,6 +16,7 @@ typedef struct dt_easgd_opts {
   int worker_optimizer; /* dt_local_opt_kind */
   double lr, mu;        /* the workers' rate (mpi_learn: elastic_lr) and its decay */
   double momentum;      /* sgd: Nesterov momentum (mpi_learn: elastic_momentum) */
+  bool asynchronous;    /* on the simulated clock: the paper's asynchronous EASGD */
 } dt_easgd_opts;
 
 static const dt_key keys[] = {
@@ -37,6 +39,8 @@ static const dt_key keys[] = {
      .help = "sgd workers: Nesterov momentum (0: plain SGD)"},
     {.name = "elastic_momentum", .type = DT_KEY_FLOAT, .alias_of = "momentum", .flags = DT_KEY_NO_EMIT,
      .help = "mpi_learn's name for momentum"},
+    {.name = "asynchronous", .type = DT_KEY_BOOL, .offset = offsetof(dt_easgd_opts, asynchronous), .def = "false",
+     .help = "true: the paper's asynchronous EASGD on the simulated clock (experiment.network): each worker meets the centre after its own tau steps"},
     {0},
 };
 
@@ -57,11 +61,15 @@ typedef struct easgd_state {
   dt_learners learners;
   float *centre; /* x̃, replicated on every rank (backend vector) */
   float *mean;   /* x̄ of this round (backend vector) */
+  dt_async *async; /* asynchronous: the engine (the centre is the centre's rank's copy) */
+  int *steps;      /* asynchronous: [N] each worker's steps since it last met the centre (the schedule's) */
 } easgd_state;
 
 static void destroy(void *p) {
   easgd_state *s = p;
   if (s == NULL) return;
+  dt_async_free(s->async);
+  dt_free(s->steps);
   dt_learners_free(s->run, &s->learners);
   dt_be_free(s->run->be, s->centre);
   dt_be_free(s->run->be, s->mean);
@@ -70,6 +78,58 @@ static void destroy(void *p) {
 
 /* β, or Nα (the paper's β = pα) capped at 1: beyond it the centre would overshoot the mean */
 static double beta_of(const dt_easgd_opts *o, int n) { return o->beta > 0 ? o->beta : n * o->alpha < 1 ? n * o->alpha : 1.0; }
+
+/* ---- asynchronous (the paper's Algorithm 2): on the simulated clock --------------------------- */
+
+static dt_status async_start(void *ctx, dt_async *a, int l) {
+  easgd_state *s = ctx;
+  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+}
+
+/* A worker step (the gradient taken when it began); after tau of them, x_i goes to the centre. */
+static dt_status async_end(void *ctx, dt_async *a, int node, int l) {
+  easgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  if (l >= 0) {
+    const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, dt_async_now_round(a));
+    DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&s->learners.grad, l), lr, NULL));
+  }
+  if (++s->steps[node] < s->o.tau) return DT_OK;
+  s->steps[node] = 0;
+  float *push;
+  DT_TRY(dt_async_push(a, node, &push));
+  return push != NULL ? dt_be_copy(run->be, run->dim, dt_slab_node(&run->theta, l), push) : DT_OK;
+}
+
+/* The centre meets x_i: it answers with x̃ as it is, then moves x̃ ← x̃ + (β/N)(x_i − x̃) (β/N = α
+ * by default: one worker's share of the synchronous pull). */
+static dt_status async_centre(void *ctx, dt_async *a, int from, const float *push, float *reply) {
+  easgd_state *s = ctx;
+  dt_optimizer_run *run = s->run;
+  (void)a, (void)from;
+  const float b = (float)(beta_of(&s->o, run->graph->n) / run->graph->n);
+  DT_TRY(dt_be_copy(run->be, run->dim, s->centre, reply));
+  return dt_be_axpby(run->be, run->dim, 1.0f - b, s->centre, b, push, s->centre);
+}
+
+/* x_i ← (1 − α) x_i + α x̃ with the x̃ the centre had; without it (push or reply lost) x_i stays. */
+static dt_status async_reply(void *ctx, dt_async *a, int node, int l, const float *reply, int delivered) {
+  easgd_state *s = ctx;
+  const float alpha = (float)s->o.alpha;
+  (void)a, (void)node;
+  if (l < 0 || !delivered) return DT_OK;
+  float *x = dt_slab_node(&s->run->theta, l);
+  return dt_be_axpby(s->run->be, s->run->dim, 1.0f - alpha, x, alpha, reply, x);
+}
+
+static dt_status async_create(easgd_state *s) {
+  dt_optimizer_run *run = s->run;
+  DT_TRY(dt_run_keep_slab(run, "grad", &s->learners.grad)); /* a step's gradient, taken when it began */
+  DT_ALLOC(s->steps, (size_t)run->graph->n + 1, "easgd");
+  const dt_async_def def = {.centre_len = run->dim, .step_start = async_start, .step_end = async_end, .centre = async_centre,
+                            .centre_reply = async_reply};
+  return dt_async_create(run, &def, s, &s->async);
+}
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   dt_status st = DT_OK;
@@ -91,6 +151,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->centre));
   DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
   DT_TRY_GOTO(dt_run_centre_faults(run));
+  if (s->o.asynchronous) DT_TRY_GOTO(async_create(s));
   *out = s;
   s = NULL;
 cleanup:
@@ -121,6 +182,7 @@ static dt_status faulty_elastic(easgd_state *s, float a, float b) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   easgd_state *s = p;
+  if (s->async != NULL) return dt_async_round(s->async, k);
   dt_backend *be = run->be;
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   const float a = (float)s->o.alpha, b = (float)beta_of(&s->o, run->graph->n);
@@ -137,8 +199,9 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
-  (void)opts;
-  return 2.0 * g->n * (double)dim * sizeof(float); /* N pushes of x_i, N replies with x̃ */
+  const dt_easgd_opts *o = opts;
+  /* N pushes of x_i, N replies with x̃; asynchronous: a round is one step's time, a push every tau */
+  return 2.0 * g->n * (double)dim * sizeof(float) / (o->asynchronous ? o->tau : 1);
 }
 
 static double gradient_step(const void *opts) {
@@ -146,20 +209,25 @@ static double gradient_step(const void *opts) {
   return o->worker_optimizer == DT_LOCAL_SGD && o->momentum == 0 ? o->lr : 0;
 }
 
-/* Per node: the workers' grad and moments; per rank: centre, mean and the run's sum (dim doubles). */
+/* Per node: the workers' grad and moments (asynchronous: and the engine's push and reply rows); per
+ * rank: centre, mean and the run's sum (dim doubles) (asynchronous: the centre's rank's push and
+ * reply buffers, counted on every rank). */
 static dt_state_size state_size(const void *opts, size_t dim) {
   const dt_easgd_opts *o = opts;
   (void)dim;
   const float momentum = o->momentum > 0 ? (float)o->momentum : 0.0f; /* as create's spec */
-  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, momentum),
-                         .per_rank = 4};
+  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, momentum) +
+                                     (o->asynchronous ? 2 : 0),
+                         .per_rank = 4 + (o->asynchronous ? 2 : 0)};
 }
+
+static int asynchronous_with(const void *opts) { return ((const dt_easgd_opts *)opts)->asynchronous; }
 
 const dt_optimizer_def dt_optimizer_easgd = {
     .plugin =
         {
             .name = "easgd",
-            .summary = "elastic averaging SGD: tau local steps, then an elastic pull between each worker and a centre",
+            .summary = "elastic averaging SGD: tau local steps, then an elastic pull towards a centre, in rounds or asynchronous",
             .keys = keys,
             .opts_size = sizeof(dt_easgd_opts),
             .finalize = finalize,
@@ -172,5 +240,6 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP, /* the centre feels the pushes that arrived; a worker without a reply keeps x_i (faulty_elastic) */
+    .asynchronous_with = asynchronous_with,
     .state_size = state_size,
 };

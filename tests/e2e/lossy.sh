@@ -81,10 +81,10 @@ refused "a sequential sweep under loss" "dsgd's update_order: sequential cannot 
   "$tmp/lossy.yaml" --set problem_configs.dsgd.optimizer_config.update_order=sequential
 refused "bursts that cannot average the loss" "experiment.network.loss: expected at most 0.6 with loss_burst 1.5" \
   "$tmp/lossy.yaml" --set experiment.network.loss=0.7 --set experiment.network.loss_burst=1.5
-# (6) the asynchronous algorithms (tests/e2e/async.yaml: AD-PSGD and asynchronous push-sum on a
-# clock with stragglers and jitter): the same files at P = 1, 2, 3 and 5, re-run, killed at P = 3
-# and resumed at P = 2; both also under bursty loss, failing links and churn at P = 1, 3 and 5,
-# and killed at P = 3 and resumed at P = 2
+# (6) the asynchronous algorithms (tests/e2e/async.yaml: AD-PSGD, asynchronous push-sum,
+# Downpour and EASGD on a clock with stragglers and jitter): the same files at P = 1, 2, 3 and 5,
+# re-run, killed at P = 3 and resumed at P = 2; all also under bursty loss, failing links and
+# churn at P = 1, 3 and 5, and killed at P = 3 and resumed at P = 2
 tmp_sync=$tmp
 tmp=$tmp/async && mkdir -p "$tmp"
 cp tests/e2e/async.yaml "$tmp/async.yaml"
@@ -99,13 +99,18 @@ done
 same_results "$tmp/f1" "$tmp/f3" "async with faults P=1 vs P=3"
 same_results "$tmp/f1" "$tmp/f5" "async with faults P=1 vs P=5"
 tmp=$tmp/fk && mkdir -p "$tmp"
-killed_resumed "$tmp/../async_faults.yaml" 1 "async with faults and churn"
+killed_resumed "$tmp/../async_faults.yaml" 2 "async with faults and churn" # killed in Downpour or EASGD: a centre
 tmp=$tmp/..
 python3 - "$tmp/f1/results.sqlite" <<'PY' && ok || bad "AD-PSGD's message counters under faults"
 import sqlite3, sys
 s, l, r = sqlite3.connect(sys.argv[1]).execute("SELECT sum(messages_sent), sum(messages_lost), sum(messages_received) FROM "
                                                "evaluations WHERE problem = 0 AND round = 30").fetchone()
 assert l > 0 and r > 0 and 0 <= s - l - r <= 10, (s, l, r)  # a few messages still in flight at the end
+# Downpour and EASGD (problems 2, 3): pushes and replies, at most one per node in flight
+for p in (2, 3):
+    s, l, r = sqlite3.connect(sys.argv[1]).execute("SELECT sum(messages_sent), sum(messages_lost), sum(messages_received) FROM "
+                                                   "evaluations WHERE problem = ? AND round = 30", (p,)).fetchone()
+    assert l > 0 and r > 0 and 0 <= s - l - r <= 5, (p, s, l, r)
 PY
 # churn takes steps away: without it (the same loss and link failures) the nodes see more samples
 sed 's/, node_up_rounds: 6, node_down_rounds: 2//' "$tmp/async_faults.yaml" > "$tmp/async_nochurn.yaml"
@@ -130,6 +135,17 @@ refused "an asynchronous algorithm without the clock" "adpsgd is asynchronous: .
   tests/e2e/async.yaml --set 'experiment.network={loss: 0.05}'
 refused "an asynchronous algorithm mixing buffers" "adpsgd is asynchronous: its nodes have no common rounds in which to mix" \
   tests/e2e/async.yaml --set problem_configs.adpsgd.buffers=mix
+cat > "$tmp/centre.yaml" <<'YAML'
+experiment:
+  graph: {num_nodes: 4, type: cycle}
+  network: {loss: 0.05}
+problem_configs:
+  server: {optimizer_config: {alg_name: downpour, asynchronous: true, outer_iterations: 2}}
+YAML
+refused "asynchronous Downpour without the clock" "centre.yaml:5:41: downpour is asynchronous: .* it needs experiment.network with a speed" \
+  "$tmp/centre.yaml"
+refused "asynchronous Downpour with a fixed staleness" "max_staleness is the rounds' fixed staleness; with asynchronous: true the clock produces it" \
+  tests/e2e/async.yaml --set problem_configs.downpour.optimizer_config.max_staleness=2
 
 echo "lossy: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -285,7 +285,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, m, 3));
     /* an asynchronous algorithm's messages may still be in flight when the run ends: a few per node */
     const double flight = m[0] - m[1] - m[2];
-    CHECK(m[0] > 0 && (def->asynchronous ? flight >= 0 && flight <= 4.0 * w->n : flight == 0),
+    CHECK(m[0] > 0 && (dt_optimizer_asynchronous(def, pc->alg_opts) ? flight >= 0 && flight <= 4.0 * w->n : flight == 0),
           "%s: %.0f messages sent, %.0f lost, %.0f received", c->name, m[0], m[1], m[2]);
     const dt_network_spec *ns = &cfg.experiment.network;
     if (ns->link_up_rounds == 0 && ns->node_up_rounds == 0)
