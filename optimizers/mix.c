@@ -158,3 +158,14 @@ cleanup:
   dt_free(w);
   return st;
 }
+
+dt_status dt_mix_reverse_edges(const dt_optimizer_run *run, int **rev, int *e0) {
+  const dt_graph *g = run->graph;
+  *e0 = g->nbr_start[run->first];
+  const int edges = g->nbr_start[run->first + run->count] - *e0;
+  DT_ALLOC(*rev, (size_t)edges + 1, "edges");
+  for (int i = run->first; i < run->first + run->count; i++)
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
+      (*rev)[e - *e0] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], i);
+  return DT_OK;
+}

@@ -4,6 +4,10 @@
 
 #include "dt/optimizer.h"
 
+/* Per-edge state (Choco's and BEER's estimates): for each local out-edge e (g->nbr_start order,
+ * from *e0 = g->nbr_start[first]), (*rev)[e − *e0] = the index of the reverse edge j → i. The
+ * caller frees *rev. */
+DT_MUST_USE dt_status dt_mix_reverse_edges(const dt_optimizer_run *run, int **rev, int *e0);
 /* The terms of node i's mix with this round's graph, in increasing id with i at its place:
  * x[t] (vector `vec` as sent in the last exchange; i's own send buffer for i), its weight w[t]
  * and, when who is not NULL, its node who[t]. Neighbours that did not send to i this round are

@@ -51,6 +51,25 @@ dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *name, float 
   return keep(run, name, ITEM_SHARED_VEC, NULL, vec, sizeof(float) * run->dim);
 }
 
+dt_status dt_run_server_create(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, float **model,
+                               dt_local_opt **opt) {
+  char key[64];
+  DT_TRY(dt_local_opt_create(run->be, spec, 1, run->dim, opt));
+  DT_TRY(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)model));
+  DT_TRY(dt_run_mean_uncounted(run, &run->theta, *model)); /* the common start: every rank knows it */
+  DT_TRY(dt_run_keep_shared_vec(run, name, *model));
+  dt_slab *m, *v;
+  long *steps;
+  dt_local_opt_state(*opt, &m, &v, &steps);
+  snprintf(key, sizeof key, "%s.steps", name);
+  DT_TRY(dt_run_keep_shared(run, key, steps, sizeof(long)));
+  snprintf(key, sizeof key, "%s.m", name);
+  if (m->data != NULL) DT_TRY(dt_run_keep_shared_vec(run, key, m->data));
+  snprintf(key, sizeof key, "%s.v", name);
+  if (v->data != NULL) DT_TRY(dt_run_keep_shared_vec(run, key, v->data));
+  return DT_OK;
+}
+
 static int is_shared(const struct dt_run_item *it) { return it->kind == ITEM_SHARED || it->kind == ITEM_SHARED_VEC; }
 
 /* The rows of local node l in a kept slab: its own row, or (edge slab) one per neighbour. */

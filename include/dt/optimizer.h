@@ -240,6 +240,10 @@ DT_MUST_USE dt_status dt_run_keep_nodes(dt_optimizer_run *run, const char *name,
 DT_MUST_USE dt_status dt_run_keep_shared(dt_optimizer_run *run, const char *name, void *data, size_t bytes);
 /* A replicated vector of dim floats in backend memory (a centre variable, a server's model). */
 DT_MUST_USE dt_status dt_run_keep_shared_vec(dt_optimizer_run *run, const char *name, float *vec);
+/* A parameter server: its model (dim floats of backend memory, made here at the nodes' common
+ * start) and its one-row optimizer of spec, both kept as `name`, `name`.steps, .m and .v. */
+DT_MUST_USE dt_status dt_run_server_create(dt_optimizer_run *run, const char *name, const dt_local_opt_spec *spec, float **model,
+                                           dt_local_opt **opt);
 /* Node l's kept state as bytes (valid until the next call on run), and back; the bytes depend on
  * the node and the config only, never on the rank count. `what` names the source in messages. */
 DT_MUST_USE dt_status dt_run_save_node(dt_optimizer_run *run, int l, const void **data, size_t *size);

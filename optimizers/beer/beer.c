@@ -78,7 +78,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   if (s->per_edge) {
     const dt_graph *g = run->graph;
     s->half = msg_len;
-    s->e0 = g->nbr_start[run->first];
+    DT_TRY_GOTO(dt_mix_reverse_edges(run, &s->rev, &s->e0));
     const int edges = g->nbr_start[run->first + run->count] - s->e0;
     dt_slab *est[] = {&s->hout, &s->hin, &s->gout, &s->gin};
     const char *const names[] = {"h_out", "h_in", "g_out", "g_in"};
@@ -86,10 +86,6 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
       DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, est[t])); /* every estimate starts at 0 */
       DT_TRY_GOTO(dt_run_keep_edge_slab(run, names[t], est[t]));
     }
-    DT_ALLOC_GOTO(s->rev, (size_t)edges + 1, "beer edges");
-    for (int i = run->first; i < run->first + run->count; i++)
-      for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
-        s->rev[e - s->e0] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], i);
     DT_TRY_GOTO(dt_run_exchange_edges(run, 2 * msg_len, &ex)); /* one message per directed edge: both */
   } else {
     dt_slab *est[] = {&s->h, &s->sh, &s->g, &s->sg};

@@ -65,16 +65,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   if (run->faults != NULL && s->o.mode == DT_CENTRAL_GRADIENT) {
     dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
     spec.lr = (float)s->o.lr;
-    DT_TRY_GOTO(dt_local_opt_create(run->be, &spec, 1, run->dim, &s->server_opt));
-    DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->server));
-    DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->server)); /* the common start */
-    DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server", s->server));
-    dt_slab *m, *v;
-    long *steps;
-    dt_local_opt_state(s->server_opt, &m, &v, &steps);
-    DT_TRY_GOTO(dt_run_keep_shared(run, "server.steps", steps, sizeof(long)));
-    if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
-    if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
+    DT_TRY_GOTO(dt_run_server_create(run, "server", &spec, &s->server, &s->server_opt));
   }
   *out = s;
   s = NULL;

@@ -89,16 +89,12 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   s->per_edge = (run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC) || run->faults != NULL;
   if (s->per_edge) {
     const dt_graph *g = run->graph;
-    s->e0 = g->nbr_start[run->first];
+    DT_TRY_GOTO(dt_mix_reverse_edges(run, &s->rev, &s->e0));
     const int edges = g->nbr_start[run->first + run->count] - s->e0;
     DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xout)); /* every estimate starts at 0 */
     DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xin));
     DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_out", &s->xout));
     DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_in", &s->xin));
-    DT_ALLOC_GOTO(s->rev, (size_t)edges + 1, "choco edges");
-    for (int i = run->first; i < run->first + run->count; i++)
-      for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
-        s->rev[e - s->e0] = g->nbr_start[g->nbr[e]] + dt_graph_nbr_index(g, g->nbr[e], i);
     /* one message per directed edge */
     DT_TRY_GOTO(dt_run_exchange_edges(run, msg_len, &ex));
   } else {

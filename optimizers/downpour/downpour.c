@@ -163,8 +163,6 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_learners_create(run, "worker", s->o.worker_optimizer, s->o.worker_lr, &s->workers));
   dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
   spec.lr = (float)s->o.lr;
-  DT_TRY_GOTO(dt_local_opt_create(be, &spec, 1, run->dim, &s->server_opt));
-  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->server));
   DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->push));
   DT_ALLOC_GOTO(s->host, run->dim, "downpour");
   DT_ALLOC_GOTO(s->arrives, run->graph->n, "downpour");
@@ -174,16 +172,9 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
     snprintf(name, sizeof name, "outbox%d", q);
     DT_TRY_GOTO(dt_run_keep_slab(run, name, &s->outbox[q]));
   }
-  /* the server starts where the workers do (their common start; every rank knows it) */
-  DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->server));
-  /* the server's state lives on rank 0; a checkpoint keeps rank 0's */
-  DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server", s->server));
-  dt_slab *m, *v;
-  long *steps;
-  dt_local_opt_state(s->server_opt, &m, &v, &steps);
-  DT_TRY_GOTO(dt_run_keep_shared(run, "server.steps", steps, sizeof(long)));
-  if (m->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.m", m->data));
-  if (v->data != NULL) DT_TRY_GOTO(dt_run_keep_shared_vec(run, "server.v", v->data));
+  /* the server starts where the workers do; its state lives on rank 0, and a checkpoint keeps
+   * rank 0's */
+  DT_TRY_GOTO(dt_run_server_create(run, "server", &spec, &s->server, &s->server_opt));
   DT_TRY_GOTO(dt_run_centre_faults(run));
   if (s->o.asynchronous) {
     DT_TRY_GOTO(async_create(s));
