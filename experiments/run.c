@@ -265,7 +265,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   res->t_comm = run->t_comm.total;
   res->t_eval = pr.t_eval.total;
   double bytes = 0;
-  for (int l = 0; l < r->count; l++) bytes += (double)run->node_bytes[l];
+  for (int l = 0; l < r->count; l++) bytes += (double)dt_run_bytes(run, l); /* a centre's replies with node 0's */
   DT_TRY_GOTO(dt_comm_allreduce_sum_f64(r->comm, &bytes, 1));
   res->bytes = bytes;
   DT_TRY_GOTO(runner_write_problem_files(r, &pr));

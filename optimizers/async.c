@@ -64,6 +64,7 @@ struct dt_async {
   dt_slab cpush, creply; /* a row per local node: its push, its reply (kept) */
   float *cin, *cout;     /* the centre's rank: a push from another rank, the reply (centre_len floats) */
   uint8_t *waiting;      /* [N] the node waits for the centre's reply (every rank) */
+  uint8_t *cup;          /* [N] faults: each node's link to the centre in round link_round */
 };
 
 static int before(const event *a, const event *b) {
@@ -146,6 +147,7 @@ void dt_async_free(dt_async *a) {
   dt_be_free(be, a->cin);
   dt_be_free(be, a->cout);
   dt_free(a->waiting);
+  dt_free(a->cup);
   dt_free(a);
 }
 
@@ -183,9 +185,11 @@ dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *
     DT_TRY_GOTO(dt_run_keep_edge_slab(run, name, &a->inbox[k]));
   }
   if (def->centre_len > 0) {
-    DT_CHECK_GOTO(def->centre != NULL && def->centre_reply != NULL, DT_ERR_INTERNAL, "a centre without its callbacks");
+    DT_CHECK_GOTO(def->centre != NULL && def->centre_reply != NULL && def->kinds == 0, DT_ERR_INTERNAL,
+                  "a centre without its callbacks, or beside graph messages (their payloads would cross on one tag)");
     if (def->centre_len > a->maxlen) a->maxlen = def->centre_len;
     DT_ALLOC_GOTO(a->waiting, (size_t)g->n, "asynchronous engine");
+    if (run->faults != NULL) DT_ALLOC_GOTO(a->cup, (size_t)g->n, "asynchronous engine");
     DT_TRY_GOTO(dt_slab_create(run->be, run->count, def->centre_len, &a->cpush));
     DT_TRY_GOTO(dt_slab_create(run->be, run->count, def->centre_len, &a->creply));
     DT_TRY_GOTO(dt_run_keep_slab(run, "async_centre_push", &a->cpush));
@@ -228,7 +232,7 @@ dt_status dt_async_gradient(dt_async *a, int l, const dt_slab *x, dt_slab *grad)
 static int fault_round(dt_async *a, int r) {
   if (r > a->link_round) {
     dt_faults_round(a->run->faults, r, a->online, a->up);
-    if (a->run->centre_up != NULL) dt_faults_centre_round(a->run->faults, r, a->run->centre_up);
+    if (a->cup != NULL) dt_faults_centre_round(a->run->faults, r, a->cup);
     a->link_round = r;
   }
   return a->link_round;
@@ -343,7 +347,7 @@ static int centre_lost(dt_async *a, int node, int reply, uint64_t msg) {
   dt_optimizer_run *run = a->run;
   if (run->faults == NULL) return 0;
   (void)fault_round(a, (int)floor(a->now / a->delta));
-  int lost = !run->centre_up[node];
+  int lost = !a->cup[node];
   lost |= dt_faults_lose_one(run->faults, msg, node + (reply ? a->g->n : 0), run->centre_burst); /* drawn either way */
   return lost;
 }

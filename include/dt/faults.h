@@ -12,7 +12,8 @@
  *   burst start      id = 2^59: each directed link's Gilbert–Elliott state before its first message;
  *   async loss       id = 2^58 + m, m the problem's message number (asynchronous algorithms);
  *   centre loss      id = 2^57 + x, x the problem's centre exchange number: one draw per message
- *                    sent, in node order (a centre hosted with node 0: pushes, or replies);
+ *                    sent, in node order (a centre hosted with node 0: pushes, or replies; an
+ *                    asynchronous algorithm's centre messages draw from the async stream);
  *   centre links     id = 2^56 + node: node's link to the centre, alternating up and down lengths
  *                    as a graph link's;
  *   centre bursts    id = 2^55: each centre link's two chains (push, reply) before its first message.
