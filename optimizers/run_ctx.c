@@ -221,10 +221,15 @@ cleanup:
   return st;
 }
 
-dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg) {
+/* avg = the sum of v's rows over all nodes, in node order, divided by count. Collective. */
+static dt_status mean_over(dt_optimizer_run *run, const dt_slab *v, double count, float *avg) {
   if (run->sum == NULL) DT_TRY(dt_be_alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
   DT_TRY(dt_run_sum_nodes(run, v, run->sum));
-  return dt_be_mean_of_sum(run->be, run->dim, run->sum, (double)run->graph->n, avg);
+  return dt_be_mean_of_sum(run->be, run->dim, run->sum, count, avg);
+}
+
+dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab *v, float *avg) {
+  return mean_over(run, v, (double)run->graph->n, avg);
 }
 
 dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) {
@@ -246,12 +251,10 @@ dt_status dt_run_centre_mean(dt_optimizer_run *run, dt_slab *v, float *avg, int 
     if (!got[run->first + l]) DT_TRY(dt_be_fill(run->be, run->dim, 0.0f, dt_slab_node(v, l)));
   *arrived = m;
   if (m > 0) {
-    if (run->sum == NULL) DT_TRY(dt_be_alloc(run->be, sizeof(double) * run->dim, (void **)&run->sum));
     dt_timer_start(&run->t_comm);
-    dt_status st = dt_run_sum_nodes(run, v, run->sum);
+    const dt_status st = mean_over(run, v, (double)m, avg);
     dt_timer_stop(&run->t_comm);
     DT_TRY(st);
-    DT_TRY(dt_be_mean_of_sum(run->be, run->dim, run->sum, (double)m, avg));
   }
   return run_clock_centre(run, got, bytes);
 }

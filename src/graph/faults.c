@@ -127,22 +127,18 @@ static void burst_start(const dt_faults *f, uint64_t id, size_t m, uint8_t *stat
 
 void dt_faults_burst_start(const dt_faults *f, uint8_t *state) { burst_start(f, ID_BURST, 2 * (size_t)f->g->num_edges, state); }
 
-/* m messages' fates from the stream id, moving each one's chain in state with a burst model. */
+/* Whether a message with uniform draw u is lost: independently, or moving its chain's state. */
+static int lose(const dt_faults *f, double u, uint8_t *state) {
+  if (f->spec.loss_burst <= 1) return u < f->spec.loss;
+  *state = *state ? !(u < 1.0 / f->spec.loss_burst) : u < f->p_enter;
+  return *state;
+}
+
+/* m messages' fates from the stream id, one draw per message sent. */
 static void loss_draws(const dt_faults *f, uint64_t id, size_t m, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
-  const double p = f->spec.loss, leave = 1.0 / f->spec.loss_burst;
   dt_rng r;
   dt_rng_init(&r, f->seed, DT_RNG_FAULTS, id);
-  for (size_t e = 0; e < m; e++) {
-    lost[e] = 0;
-    if (!sent[e] || p <= 0) continue;
-    const double u = dt_rng_double(&r);
-    if (f->spec.loss_burst <= 1) {
-      lost[e] = u < p;
-      continue;
-    }
-    state[e] = state[e] ? !(u < leave) : u < f->p_enter;
-    lost[e] = state[e];
-  }
+  for (size_t e = 0; e < m; e++) lost[e] = sent[e] && f->spec.loss > 0 && lose(f, dt_rng_double(&r), &state[e]);
 }
 
 void dt_faults_loss(const dt_faults *f, uint64_t x, const uint8_t *sent, uint8_t *state, uint8_t *lost) {
@@ -166,8 +162,5 @@ int dt_faults_lose_one(const dt_faults *f, uint64_t msg, int e, uint8_t *state) 
   if (f->spec.loss <= 0) return 0;
   dt_rng r;
   dt_rng_init(&r, f->seed, DT_RNG_FAULTS, ID_ASYNC + msg);
-  const double u = dt_rng_double(&r);
-  if (f->spec.loss_burst <= 1) return u < f->spec.loss;
-  state[e] = state[e] ? !(u < 1.0 / f->spec.loss_burst) : u < f->p_enter;
-  return state[e];
+  return lose(f, dt_rng_double(&r), &state[e]);
 }
