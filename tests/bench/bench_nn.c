@@ -4,7 +4,10 @@
  * momentum 0.9; evaluation in batches of 200), plus the GEMM floor: the model's training FLOPs
  * (convolutions and linear layers, forward and two backward products) at this machine's
  * single-core sgemm rate.
- * usage: bench_nn [SECONDS] [MODEL]   — one "result:" line per model (MODEL: that one alone). */
+ * usage: bench_nn [SECONDS] [MODEL]   — one "result:" line per model (MODEL: that one alone).
+ * DT_BENCH_STEPS=N: N training steps per model instead of SECONDS, and one evaluation; with
+ * `perf stat -e cycles:u`, the difference of two such counts is the cycles of the steps between
+ * them, which neighbours on a shared machine do not disturb as they disturb time. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +66,7 @@ typedef struct bench_case {
 } bench_case;
 
 static const char *only; /* argv[2]: bench this model alone (for profiling) */
+static long fixed_steps;  /* DT_BENCH_STEPS: this many training steps, one evaluation (for perf stat) */
 
 static void bench(const bench_case *bc, const dt_model_spec *spec, double seconds, double peak_gflops) {
   enum { SAMPLES = 1000 };
@@ -99,10 +103,12 @@ static void bench(const bench_case *bc, const dt_model_spec *spec, double second
     MUST(dt_model_forward_backward(be, m, ws, p, buffers, x + (size_t)off * D, y + off, B, g, &loss, NULL));
     MUST(dt_local_opt_step(opt, 0, p, g, -1.0f, NULL));
     steps++;
-  } while ((t = dt_time_now() - t0) < seconds);
+  } while (fixed_steps > 0 ? steps < fixed_steps : (t = dt_time_now() - t0) < seconds);
+  t = dt_time_now() - t0;
   double train = (double)B * steps / t;
   long evals = 0;
   t0 = dt_time_now();
+  if (fixed_steps > 0) seconds = 0; /* a fixed count: for counting cycles (perf stat), training only */
   do {
     double ls = 0;
     long correct = 0;
@@ -126,6 +132,7 @@ int main(int argc, char **argv) {
   dt_cpu_select_kernels(argv);
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
   only = argc > 2 ? argv[2] : NULL;
+  if (getenv("DT_BENCH_STEPS") != NULL) fixed_steps = atol(getenv("DT_BENCH_STEPS"));
   if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
   double peak = sgemm_gflops(seconds);
   printf("result: sgemm_1024 gflops=%.1f kernels=%s\n", peak, dt_cpu_kernel_name());

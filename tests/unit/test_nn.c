@@ -27,8 +27,10 @@ static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
   s.ow = (s.w + 2 * pad - k) / stride + 1;
   const int B = 3;
   size_t nin = (size_t)B * c * s.h * s.w, nout = (size_t)B * f * s.oh * s.ow, nw = (size_t)f * c * k * k;
-  float *x = fvec(nin), *w = fvec(nw), *b = fvec(f), *y = fvec(nout), *col = fvec((size_t)c * k * k * s.oh * s.ow);
-  float *dcol = fvec((size_t)c * k * k * ((size_t)s.oh * s.ow + f)), *dy = fvec(nout), *dw = fvec(nw), *db = fvec(f), *dx = fvec(nin);
+  size_t ncol = (size_t)c * k * k * ((size_t)s.oh * s.ow + f); /* the layer's col_size */
+  if (dt_conv_winograd(&s) && dt_conv_winograd_scratch(&s) > ncol) ncol = dt_conv_winograd_scratch(&s);
+  float *x = fvec(nin), *w = fvec(nw), *b = fvec(f), *y = fvec(nout), *col = fvec(ncol);
+  float *dcol = fvec(ncol), *dy = fvec(nout), *dw = fvec(nw), *db = fvec(f), *dx = fvec(nin);
   randu(x, nin, 1);
   randu(w, nw, 1);
   randu(b, f, 1);
@@ -645,6 +647,14 @@ int main(void) {
   const dt_rng shared = rng;
   dt_rng_init(&rng, 3, DT_RNG_TEST, 77);
   test_conv_op(16, 10, 16, 3, 1, 1);
+  /* Winograd F(2×2, 3×3): odd and even sizes, padding 0..2, channel counts off the kernels'
+   * register blocks, and blocks of one tile row (600 channels) up to several samples */
+  test_conv_op(9, 7, 7, 3, 1, 1);
+  test_conv_op(13, 9, 11, 3, 1, 0);
+  test_conv_op(10, 5, 5, 3, 1, 2);
+  test_conv_op(64, 8, 64, 3, 1, 1);
+  test_conv_op(600, 9, 5, 3, 1, 1);
+  test_conv_op(17, 3, 1, 3, 1, 0);
   test_conv_op(8, 8, 16, 3, 2, 1);
   test_conv_op(4, 9, 8, 1, 2, 0);
   test_conv_op(2, 4, 3, 3, 2, 3);

@@ -1,10 +1,12 @@
-/* 2-D convolution on the CPU, two ways:
+/* 2-D convolution on the CPU, three ways:
  * - direct loops for stride-1, unpadded convolutions with a small kernel volume (c·k·k ≤ 64,
  *   e.g. the seed CNN's 1→3 5×5): no im2col copy, vectorised along the output row;
+ * - Winograd F(2×2, 3×3) for the other 3×3 stride-1 convolutions (ResNet's and VGG's): 2.25×
+ *   fewer multiply-adds in each of the three passes (winograd.c, which dt_conv_winograd picks);
  * - otherwise im2col and one sgemm per sample. Measured here, a per-sample GEMM (90–150 GFLOP/s)
  *   beats one GEMM over the batch's im2col matrix (10–16 GFLOP/s) for few-filter convolutions,
  *   and it keeps the scratch at one sample's size.
- * Both are checked against a naive loop in tests/unit/test_nn.c. */
+ * All are checked against a naive loop in tests/unit/test_nn.c. */
 #include <cblas.h>
 #include <string.h>
 
@@ -281,6 +283,10 @@ void dt_cpu_conv2d_forward(const dt_conv_shape *s, int batch, const float *x, co
     direct_forward(s, batch, x, w, b, y);
     return;
   }
+  if (dt_conv_winograd(s)) {
+    dt_cpu_winograd_forward(s, batch, x, w, b, y, col);
+    return;
+  }
   const int ohw = s->oh * s->ow, ckk = s->c * s->k * s->k;
   const size_t in_size = (size_t)s->c * s->h * s->w, out_size = (size_t)s->f * ohw;
   for (int n = 0; n < batch; n++) {
@@ -302,6 +308,12 @@ void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, c
   }
   const int ohw = s->oh * s->ow, ckk = s->c * s->k * s->k;
   const size_t in_size = (size_t)s->c * s->h * s->w, out_size = (size_t)s->f * ohw;
+  if (dt_conv_winograd(s)) {
+    memset(db, 0, sizeof(float) * (size_t)s->f);
+    for (int n = 0; n < batch; n++) row_sums_add(s->f, ohw, dy + n * out_size, db);
+    dt_cpu_winograd_backward(s, batch, x, w, dy, dw, dx, col, dcol);
+    return;
+  }
   /* the weight gradient transposed, dwᵀ (ckk×f) = Σ_n col_n·dy_nᵀ, behind dcol's matrix: with
    * few filters (ResNet-20's 16) OpenBLAS runs this shape at twice the rate of f×ckk (measured
    * 73 against 35 GFLOP/s for 144×16 over 1024 on one Cooper Lake core) */

@@ -25,6 +25,12 @@ void dt_cpu_conv2d_forward(const dt_conv_shape *s, int batch, const float *x, co
 void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, const float *w,
                             const float *dy, float *dw, float *db, float *dx, float *col,
                             float *dcol);
+/* winograd.c: the same for convolutions that dt_conv_winograd accepts (col and dcol hold
+ * dt_conv_winograd_scratch floats each); the bias gradient is the caller's. */
+void dt_cpu_winograd_forward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *b, float *y,
+                             float *col);
+void dt_cpu_winograd_backward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *dy,
+                              float *dw, float *dx, float *col, float *dcol);
 /* linear.c: y (batch×out) = x (batch×in) · wᵀ + b, w is out×in (PyTorch layout). */
 void dt_cpu_linear_forward(int batch, int in, int out, const float *x, const float *w,
                            const float *b, float *y);
