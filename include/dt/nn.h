@@ -193,7 +193,7 @@ DT_MUST_USE dt_status dt_layer_conv_shape(dt_layer_build *b, const dt_act_shape 
                               dt_conv_shape *out);
 /* The CPU backend's choice for a convolution (src/backend/cpu/winograd.c): Winograd F(2×2, 3×3)
  * for 3×3 kernels at stride 1 with padding ≤ 2 and more than 64 taps per filter (smaller ones take
- * the direct loops); its tiles per block (as many as keep one block's transformed input near 256
+ * the direct loops when unpadded, else im2col); its tiles per block (as many as keep one block's transformed input near 256
  * KiB, at least one tile row); its scratch in floats, which the layer's col_size covers. */
 int dt_conv_winograd(const dt_conv_shape *s);
 int dt_conv_winograd_block(const dt_conv_shape *s);

@@ -26,7 +26,8 @@ void dt_cpu_conv2d_backward(const dt_conv_shape *s, int batch, const float *x, c
                             const float *dy, float *dw, float *db, float *dx, float *col,
                             float *dcol);
 /* winograd.c: the same for convolutions that dt_conv_winograd accepts (col and dcol hold
- * dt_conv_winograd_scratch floats each); the bias gradient is the caller's. */
+ * dt_conv_winograd_scratch floats each); the bias gradient is the caller's. dx must not alias dy
+ * or x: its blocks write rows of dx that later blocks still read from dy. */
 void dt_cpu_winograd_forward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *b, float *y,
                              float *col);
 void dt_cpu_winograd_backward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *dy,
