@@ -97,9 +97,9 @@ int dt_conv_winograd_block(const dt_conv_shape *s) {
 }
 
 size_t dt_conv_winograd_scratch(const dt_conv_shape *s) {
-  /* transformed filters (or their gradient), a block's V and M (or Y) with a cache line between
-   * positions, five transform rows, two gradient rows channel-minor; the output channels padded to 8 for the weight gradient (and
-   * its input gradient's mirror) */
+  /* as winograd.c's carve() lays it out: transformed filters (or their gradient), a block's V
+   * and M (or Y) with a cache line between positions, five transform rows, two gradient rows
+   * channel-minor; channels padded to 8 for the weight gradient (and the input gradient's mirror) */
   const size_t c8 = ((size_t)s->c + 7) / 8 * 8, f8 = ((size_t)s->f + 7) / 8 * 8;
   return 16 * c8 * f8 + 16 * ((c8 + f8) * (size_t)dt_conv_winograd_block(s) + 2 * 16) + 5 * (2 * (size_t)tile_row(s) + 2) +
          4 * (size_t)tile_row(s) * f8;
