@@ -7,26 +7,33 @@
 #include "runner_impl.h"
 
 /* Consensus without gathering models: ordered sums of θ and θ/‖θ‖ over all nodes, then each
- * node's distance to the means. cons[l], cons_raw[l]: ‖θ̂_l − mean θ̂‖ and ‖θ_l − mean θ‖. */
+ * node's distance to the means. cons[l], cons_raw[l]: ‖θ̂_l − mean θ̂‖ and ‖θ_l − mean θ‖. Each
+ * step is one backend call over every local node (one wait on a device, not one per node). */
 static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, double *cons, double *cons_raw) {
   dt_backend *be = r->be;
   const size_t d = run->dim;
-  for (int l = 0; l < r->count; l++) {
-    const float *th = dt_slab_node(&run->theta, l);
-    double nrm;
-    DT_TRY(dt_be_nrm2(be, d, th, &nrm));
-    /* a diverged θ (NaN or infinite entries) has no direction: its consensus error is NaN, not 0 */
-    if (!isfinite(nrm)) DT_TRY(dt_be_fill(be, d, NAN, dt_slab_node(&r->normed, l)));
-    else if (nrm > 0) DT_TRY(dt_be_div(be, d, th, nrm, dt_slab_node(&r->normed, l)));
-    else DT_TRY(dt_be_fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
+  const int count = r->count;
+  double *nrm = NULL;
+  dt_status st = DT_OK;
+  DT_ALLOC_GOTO(nrm, count > 0 ? count : 1, "consensus");
+  DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_NRM2, d, count, run->theta.data, run->theta.stride, NULL, 1.0, nrm));
+  const dt_rows div = {.kind = DT_ROWS_DIV, .n = d, .count = count, .x = run->theta.data, .xs = run->theta.stride,
+                       .z = r->normed.data, .zs = r->normed.stride, .dv = nrm};
+  DT_TRY_GOTO(dt_be_rows(be, &div));
+  for (int l = 0; l < count; l++) /* a diverged θ (NaN or infinite entries) has no direction: its consensus error is NaN, not 0 */
+    if (!isfinite(nrm[l])) DT_TRY_GOTO(dt_be_fill(be, d, NAN, dt_slab_node(&r->normed, l)));
+    else if (!(nrm[l] > 0)) DT_TRY_GOTO(dt_be_fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
+  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
+  DT_TRY_GOTO(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
+  if (distances) {
+    DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_SQDIST_MEAN, d, count, r->normed.data, r->normed.stride, r->mean_norm, (double)r->n,
+                                  cons));
+    DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_SQDIST_MEAN, d, count, run->theta.data, run->theta.stride, r->mean_raw,
+                                  (double)r->n, cons_raw));
   }
-  DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
-  DT_TRY(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
-  for (int l = 0; l < r->count && distances; l++) {
-    DT_TRY(dt_be_sqdist_mean(be, d, dt_slab_node(&r->normed, l), r->mean_norm, (double)r->n, &cons[l]));
-    DT_TRY(dt_be_sqdist_mean(be, d, dt_slab_node(&run->theta, l), r->mean_raw, (double)r->n, &cons_raw[l]));
-  }
-  return DT_OK;
+cleanup:
+  dt_free(nrm);
+  return st;
 }
 
 /* Rank 0: the pairwise distances ‖θ̂_i − θ̂_j‖ of all nodes into the consensus CSV. Collective. */

@@ -72,12 +72,14 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
   dt_status st = DT_OK;
   int held = 0;
   uint8_t *mask = NULL;
-  float *tmp = NULL, *w = NULL;
+  float *w = NULL;
   const float **x = NULL;
   DT_ALLOC_GOTO(mask, 2 * (size_t)g->num_edges + 1, "sweep mask");
   DT_ALLOC_GOTO(x, (size_t)g->n + 2, "sweep");
   DT_ALLOC_GOTO(w, (size_t)g->n + 2, "sweep");
-  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * d, (void **)&tmp));
+  /* kept for the run: a device's allocation and free wait for the device, every round */
+  if (run->sweep_tmp == NULL) DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * d, (void **)&run->sweep_tmp));
+  float *tmp = run->sweep_tmp;
   run->sim_hold++, held = 1; /* the stages depend on P; the clock takes the sweep as a whole (run_clock_sweep) */
   for (int s = 0; s < P; s++) {
     const int first = dt_placement_first(g->n, P, s), count = dt_placement_count(g->n, P, s);
@@ -92,10 +94,11 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
         if (extra != NULL) x[k] = extra, w[k++] = a;
         for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
           x[k] = dt_exchange_latest(run->exchange, i, g->nbr[e], vec), w[k++] = (float)g->w_nbr[e];
-        DT_TRY_GOTO(dt_be_mix(be, d, k, x, w, tmp));
-        DT_TRY_GOTO(dt_be_copy(be, d, tmp, own));
-        float *out = io->out ? io->out(io->ctx, l) : NULL;
-        if (out != NULL) DT_TRY_GOTO(dt_be_copy(be, d, tmp, out));
+        /* into the node's output where it has one (no term of the mix), else the scratch; then
+         * its send buffer */
+        float *out = io->out ? io->out(io->ctx, l) : NULL, *mixed = out != NULL ? out : tmp;
+        DT_TRY_GOTO(dt_be_mix(be, d, k, x, w, mixed));
+        DT_TRY_GOTO(dt_be_copy(be, d, mixed, own));
       }
     }
     /* stage s's nodes send their new vectors upward; every rank knows the mask */
@@ -111,7 +114,6 @@ cleanup:
   dt_free(mask);
   dt_free(x);
   dt_free(w);
-  dt_be_free(be, tmp);
   return st;
 }
 

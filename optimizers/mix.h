@@ -34,7 +34,8 @@ DT_MUST_USE dt_status dt_mix(dt_optimizer_run *run, int i, int vec, float *out);
  * dt_mix_sweep runs one sweep over vector `vec` of every node's send buffer:
  *   v_i ← W_ii v_i + a·extra(l) + Σ_j W_ij v_j   (extra may return NULL: no term)
  * writing the result into node i's send buffer (where later nodes and ranks read it) and, when
- * out(l) is not NULL, into out(l) too. Collective (P stages of exchanges). */
+ * out(l) is not NULL, into out(l) too (which is then no term of the mix: not extra(l), not a send
+ * buffer). Collective (P stages of exchanges). */
 typedef struct dt_sweep_io {
   const float *(*extra)(void *ctx, int l); /* term added with weight a, or NULL */
   float *(*out)(void *ctx, int l);         /* where the new vector also goes, or NULL */

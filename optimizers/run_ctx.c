@@ -95,6 +95,7 @@ void dt_run_free(dt_optimizer_run *run) {
   if (run->be != NULL) {
     dt_slab_free(run->be, &run->theta);
     dt_be_free(run->be, run->sum);
+    dt_be_free(run->be, run->sweep_tmp);
   }
   dt_free(run->loss);
   dt_free(run->train_loss_sum);

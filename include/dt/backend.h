@@ -179,7 +179,40 @@ void dt_profile_charge(dt_backend *be, int phase);
  *                the CPU keeps a view: s must outlive it); samples_free releases it
  *   samples_gather  minibatches of many nodes from a resident set (dt_gather)
  *   profile_mark the end of a profiled phase (see "profiling" above)
+ *   rows         an elementwise op (copy, fill, scale, axpy, axpby, div) over many rows in one
+ *                call (dt_rows; one launch on a device where the rows' scalars fit its parameters)
+ *   reduce_rows  nrm2 or sqdist_mean of each of `count` rows into out[count] (host), with one wait
+ *   local_step_rows  local_step on each of `count` rows with that row's dt_step s[l] (host array):
+ *                p, g, m, v (the last two at the same stride mvs; NULL where the kind keeps none)
+ *                and extra_b (may be NULL) at their row strides
  * The two ops that cannot fail, free (accepts NULL) and plan_free, are listed apart. */
+/* Many rows at once (ops rows, reduce_rows, local_step_rows): `count` rows of n floats, row l of
+ * an operand at its pointer + l·(its stride), each row computed exactly as the single-row op
+ * computes it, so a batched call gives the bits of a loop of single calls. */
+typedef enum dt_rows_kind {
+  DT_ROWS_COPY,  /* z = x */
+  DT_ROWS_FILL,  /* z = a */
+  DT_ROWS_SCALE, /* z = a·z */
+  DT_ROWS_AXPY,  /* z = z + a·x */
+  DT_ROWS_AXPBY, /* z = a·x + b·y (z may alias x or y) */
+  DT_ROWS_DIV,   /* z = (float)(x / d) */
+} dt_rows_kind;
+typedef struct dt_rows {
+  dt_rows_kind kind;
+  size_t n;
+  int count;
+  const float *x, *y;
+  float *z;
+  size_t xs, ys, zs;   /* the operands' row strides (floats) */
+  float a, b;          /* every row's scalars, */
+  const float *av, *bv; /* or each row's (host arrays of count; NULL: a, b) */
+  const double *dv;    /* DIV: each row's divisor (host, count) */
+} dt_rows;
+typedef enum dt_reduce_kind {
+  DT_REDUCE_NRM2,        /* out[l] = √Σ x² (nrm2) */
+  DT_REDUCE_SQDIST_MEAN, /* out[l] = Σ (x − sum/div)² (sqdist_mean; sum: one double vector for every row) */
+} dt_reduce_kind;
+
 #define DT_BACKEND_OPS(X)                                                                                        \
   X(alloc, (size_t bytes, void **out), (bytes, out))                                                             \
   X(upload, (void *dst, const void *host_src, size_t bytes), (dst, host_src, bytes))                             \
@@ -210,7 +243,13 @@ void dt_profile_charge(dt_backend *be, int phase);
     (n, count, k, x, w, y))                                                                                      \
   X(samples_create, (const dt_samples *s, void **res), (s, res))                                                 \
   X(samples_gather, (const void *res, const dt_gather *g), (res, g))                                             \
-  X(profile_mark, (int phase), (phase))
+  X(profile_mark, (int phase), (phase))                                                                          \
+  X(rows, (const dt_rows *r), (r))                                                                               \
+  X(reduce_rows, (dt_reduce_kind kind, size_t n, int count, const float *x, size_t xs, const double *sum,         \
+                  double div, double *out), (kind, n, count, x, xs, sum, div, out))                              \
+  X(local_step_rows, (size_t n, int count, const dt_step *s, float *p, size_t ps, const float *g, size_t gs,      \
+                      float *m, float *v, size_t mvs, const float *extra_b, size_t ebs),                         \
+    (n, count, s, p, ps, g, gs, m, v, mvs, extra_b, ebs))
 #define DT_BACKEND_VOID_OPS(X)           \
   X(free, (void *p), (p))                \
   X(plan_free, (void *plan), (plan))     \
@@ -321,6 +360,11 @@ DT_MUST_USE dt_status dt_slab_create(dt_backend *be, int count, size_t dim, dt_s
 void dt_slab_free(dt_backend *be, dt_slab *s); /* a zeroed slab is fine */
 /* Whole-slab forms of the vector ops; slabs of different strides are handled node by node. */
 DT_MUST_USE dt_status dt_slab_copy(dt_backend *be, const dt_slab *src, dt_slab *dst);
+/* dst_l = a[l]·x_l + b·y_l, each node its own a (a host array of count), every node in one call;
+ * y += a·x over every node. */
+DT_MUST_USE dt_status dt_slab_axpby_nodes(dt_backend *be, const float *a, const dt_slab *x, float b, const dt_slab *y,
+                                          dt_slab *dst);
+DT_MUST_USE dt_status dt_slab_axpy(dt_backend *be, float a, const dt_slab *x, dt_slab *y);
 DT_MUST_USE dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a);
 /* dst = a·x + b·y */
 DT_MUST_USE dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst);

@@ -80,6 +80,10 @@ DT_MUST_USE dt_status dt_local_opt_step(dt_local_opt *o, int l, float *params, c
                                         const dt_grad_extra *extra);
 /* One step of every node: params and grad are slabs of count nodes. */
 DT_MUST_USE dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr);
+/* One step of every node with each node's extra term (extra_alpha[l], row l of extra_b; either may
+ * be NULL): dt_local_opt_step's arithmetic for each node, every node in one backend call. */
+DT_MUST_USE dt_status dt_local_opt_step_all_extra(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr,
+                                                  const float *extra_alpha, const dt_slab *extra_b);
 long dt_local_opt_steps(const dt_local_opt *o, int l);
 /* The state that carries between steps, for checkpoints: the moment slabs (data NULL when the
  * kind keeps none) and the per-node step counts ([count]); NAdam's Π_t follows from the count.

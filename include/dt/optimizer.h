@@ -63,6 +63,7 @@ typedef struct dt_optimizer_run {
   unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */
   size_t blob_cap;
   dt_trace *trace;        /* --dump-trace: the run's trace (borrowed), or NULL */
+  float *sweep_tmp;       /* dt_mix_sweep's scratch vector (backend memory, dim floats), made at its first sweep */
   /* experiment.network: the simulated clock (optimizers/run_clock.c), or NULL. Every rank holds
    * every node's clock (sim_clock[N]; the local ones are kept in checkpoints); a local step adds
    * its cost to the node's clock, a message arrives at the sender's clock plus its time on the

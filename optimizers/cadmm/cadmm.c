@@ -14,6 +14,7 @@ typedef struct cadmm_state {
   dt_slab dual, b, s, t; /* duals, penalty offsets, neighbour sums, scratch: local nodes */
   dt_learners learners;  /* the primal optimizer and gradient of every local node */
   float *heard;          /* [count] neighbours whose θ_j arrived this round (the degree without faults) */
+  float *alpha;          /* [count] the primal steps' extra_alpha, 2ρ·heard */
   dt_optimizer_run *run;
 } cadmm_state;
 
@@ -26,6 +27,7 @@ static void destroy(void *p) {
   dt_slab_free(c->run->be, &c->t);
   dt_learners_free(c->run, &c->learners);
   dt_free(c->heard);
+  dt_free(c->alpha);
   dt_free(c);
 }
 
@@ -47,6 +49,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->s));
   DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->t));
   DT_ALLOC_GOTO(c->heard, (size_t)run->count + 1, "cadmm");
+  DT_ALLOC_GOTO(c->alpha, (size_t)run->count + 1, "cadmm");
   DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
   *out = c;
   c = NULL;
@@ -64,52 +67,49 @@ static double primal_lr(const dt_cadmm_opts *o, int k, int rounds) {
   return pow(10.0, a + (b - a) * t);
 }
 
-typedef struct round_ctx {
-  cadmm_state *c;
-  dt_optimizer_run *run;
-  float rho, lr;
-} round_ctx;
-
-/* Dual update of local node l and its penalty offset, from the θ_j that arrived (every
- * neighbour's without faults; a lost one is left out of this round's sums and degree). */
-static dt_status node_dual(void *p, int l) {
-  const round_ctx *rc = p;
-  cadmm_state *c = rc->c;
-  dt_optimizer_run *run = rc->run;
+/* Every local node's dual update and penalty offset, from the θ_j that arrived (every
+ * neighbour's without faults; a lost one is left out of this round's sums and degree), each step
+ * one backend call over all nodes (the arithmetic of a node-by-node loop, bit for bit):
+ *   s = Σ_j θ_j over neighbours in id order;
+ *   dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
+ *   penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s). */
+static dt_status dual_all(cadmm_state *c, dt_optimizer_run *run, float rho) {
   dt_backend *be = run->be;
   const dt_graph *g = run->graph;
-  const size_t d = run->dim;
-  const int i = run->first + l, deg = dt_graph_degree(g, i);
-  const float rho = rc->rho;
-  const float *th = dt_slab_node(&run->theta, l);
-  float *dual = dt_slab_node(&c->dual, l), *b = dt_slab_node(&c->b, l), *s = dt_slab_node(&c->s, l), *t = dt_slab_node(&c->t, l);
-  /* s = Σ_j θ_j over neighbours in id order */
-  const float *x[deg > 0 ? deg : 1];
-  float w[deg > 0 ? deg : 1];
-  int n = 0;
-  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
-    if (xj != NULL) x[n] = xj, w[n++] = 1.0f;
+  const int count = run->count;
+  dt_status st = DT_OK;
+  int *k = NULL;
+  const float **x = NULL;
+  float *w = NULL, **y = NULL;
+  size_t terms = 0, at = 0;
+  for (int l = 0; l < count; l++) terms += (size_t)dt_graph_degree(g, run->first + l);
+  DT_ALLOC_GOTO(k, count > 0 ? count : 1, "cadmm");
+  DT_ALLOC_GOTO(y, count > 0 ? count : 1, "cadmm");
+  DT_ALLOC_GOTO(x, terms > 0 ? terms : 1, "cadmm");
+  DT_ALLOC_GOTO(w, terms > 0 ? terms : 1, "cadmm");
+  for (int l = 0; l < count; l++) {
+    const int i = run->first + l;
+    int n = 0;
+    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+      const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+      if (xj != NULL) x[at + n] = xj, w[at + n++] = 1.0f;
+    }
+    k[l] = n;
+    y[l] = dt_slab_node(&c->s, l);
+    c->heard[l] = (float)n;
+    at += (size_t)n;
   }
-  const float fdeg = (float)n;
-  c->heard[l] = fdeg;
-  DT_TRY(dt_be_mix(be, d, n, x, w, s));
-  /* dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
-   * penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s) */
-  DT_TRY(dt_be_axpby(be, d, fdeg, th, -1.0f, s, t));
-  DT_TRY(dt_be_axpy(be, d, rho, t, dual));
-  DT_TRY(dt_be_axpby(be, d, fdeg, th, 1.0f, s, t));
-  DT_TRY(dt_be_axpby(be, d, 1.0f, dual, -rho, t, b));
-  return DT_OK;
-}
-
-/* One primal step of local node l on the penalised loss (gradient already computed). */
-static dt_status node_primal_step(void *p, int l) {
-  const round_ctx *rc = p;
-  cadmm_state *c = rc->c;
-  dt_optimizer_run *run = rc->run;
-  const dt_grad_extra extra = {.alpha = 2.0f * rc->rho * c->heard[l], .b = dt_slab_node(&c->b, l)};
-  return dt_local_opt_step(c->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&c->learners.grad, l), rc->lr, &extra);
+  DT_TRY_GOTO(dt_be_mix_nodes(be, run->dim, count, k, x, w, y));
+  DT_TRY_GOTO(dt_slab_axpby_nodes(be, c->heard, &run->theta, -1.0f, &c->s, &c->t));
+  DT_TRY_GOTO(dt_slab_axpy(be, rho, &c->t, &c->dual));
+  DT_TRY_GOTO(dt_slab_axpby_nodes(be, c->heard, &run->theta, 1.0f, &c->s, &c->t));
+  DT_TRY_GOTO(dt_slab_axpby(be, 1.0f, &c->dual, -rho, &c->t, &c->b));
+cleanup:
+  dt_free(k);
+  dt_free(y);
+  dt_free(x);
+  dt_free(w);
+  return st;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
@@ -117,12 +117,14 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   c->rho *= c->o.rho_scaling; /* scaled before use: round k uses rho_init * scaling^(k+1) */
   DT_TRY(dt_run_send(run, 0, &run->theta));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  round_ctx rc = {.c = c, .run = run, .rho = (float)c->rho, .lr = (float)primal_lr(&c->o, k, c->rounds)};
-  DT_TRY(dt_run_for_nodes(run, node_dual, &rc));
+  const float rho = (float)c->rho, lr = (float)primal_lr(&c->o, k, c->rounds);
+  DT_TRY(dual_all(c, run, rho));
   if (!c->o.persistent_primal_opt) DT_TRY(dt_local_opt_reset(c->learners.opt));
+  /* the primal steps on the penalised loss: extra gradient 2ρ·deg·θ + b per node */
+  for (int l = 0; l < run->count; l++) c->alpha[l] = 2.0f * rho * c->heard[l];
   for (int it = 0; it < c->o.primal_iterations; it++) {
     DT_TRY(dt_run_gradients(run, &run->theta, &c->learners.grad, NULL));
-    DT_TRY(dt_run_for_nodes(run, node_primal_step, &rc));
+    DT_TRY(dt_local_opt_step_all_extra(c->learners.opt, &run->theta, &c->learners.grad, lr, c->alpha, &c->b));
   }
   return DT_OK;
 }

@@ -88,13 +88,6 @@ cleanup:
 }
 
 /* x_i ← Σ_j W_ij (x_j − α y_j) (vector 0) and tmp_i ← Σ_j W_ij y_j (vector 1), local node l */
-static dt_status node_mix(void *p, int l) {
-  dsgt_state *s = p;
-  const int i = s->run->first + l;
-  DT_TRY(dt_mix(s->run, i, 0, dt_slab_node(&s->run->theta, l)));
-  return dt_mix(s->run, i, 1, dt_slab_node(&s->tmp, l));
-}
-
 static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->run->theta, l); }
 static const float *delta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->tmp, l); }
 static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
@@ -133,7 +126,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   }
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_run_for_nodes(run, node_mix, s));
+  DT_TRY(dt_mix_all(run, 0, &run->theta));
+  DT_TRY(dt_mix_all(run, 1, &s->tmp));
   /* g⁺ = ∇f_i(x_i); y_i ← Σ_j W_ij y_j + g⁺ − g_i; g_i = g⁺ */
   DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));
   DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->tmp, 1.0f, &s->gnew, &s->y));

@@ -104,25 +104,47 @@ void dt_slab_free(dt_backend *be, dt_slab *s) {
 static int same_layout(const dt_slab *a, const dt_slab *b) { return a->stride == b->stride && a->count == b->count; }
 static size_t span(const dt_slab *s) { return s->count > 0 ? (size_t)(s->count - 1) * s->stride + s->dim : 0; }
 
+/* Slabs of different strides: one rows op (one launch on a device, not one per node). */
+static dt_rows slab_rows(dt_rows_kind kind, const dt_slab *x, const dt_slab *y, dt_slab *z) {
+  return (dt_rows){.kind = kind, .n = z->dim, .count = z->count, .x = x != NULL ? x->data : NULL, .y = y != NULL ? y->data : NULL,
+                   .z = z->data, .xs = x != NULL ? x->stride : 0, .ys = y != NULL ? y->stride : 0, .zs = z->stride};
+}
+
 dt_status dt_slab_copy(dt_backend *be, const dt_slab *src, dt_slab *dst) {
   DT_ASSERT(src->dim == dst->dim && src->count == dst->count);
   if (same_layout(src, dst)) return dt_be_copy(be, span(src), src->data, dst->data);
-  for (int l = 0; l < src->count; l++) DT_TRY(dt_be_copy(be, src->dim, dt_slab_node(src, l), dt_slab_node(dst, l)));
-  return DT_OK;
+  const dt_rows r = slab_rows(DT_ROWS_COPY, src, NULL, dst);
+  return dt_be_rows(be, &r);
 }
 
 dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a) {
   if (s->stride == s->dim) return dt_be_fill(be, span(s), a, s->data);
-  for (int l = 0; l < s->count; l++) DT_TRY(dt_be_fill(be, s->dim, a, dt_slab_node(s, l)));
-  return DT_OK;
+  dt_rows r = slab_rows(DT_ROWS_FILL, NULL, NULL, s);
+  r.a = a;
+  return dt_be_rows(be, &r);
 }
 
 dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst) {
   DT_ASSERT(x->dim == dst->dim && y->dim == dst->dim && x->count == dst->count && y->count == dst->count);
   if (same_layout(x, dst) && same_layout(y, dst)) return dt_be_axpby(be, span(dst), a, x->data, b, y->data, dst->data);
-  for (int l = 0; l < dst->count; l++)
-    DT_TRY(dt_be_axpby(be, dst->dim, a, dt_slab_node(x, l), b, dt_slab_node(y, l), dt_slab_node(dst, l)));
-  return DT_OK;
+  dt_rows r = slab_rows(DT_ROWS_AXPBY, x, y, dst);
+  r.a = a, r.b = b;
+  return dt_be_rows(be, &r);
+}
+
+dt_status dt_slab_axpby_nodes(dt_backend *be, const float *a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst) {
+  DT_ASSERT(x->dim == dst->dim && y->dim == dst->dim && x->count == dst->count && y->count == dst->count);
+  dt_rows r = slab_rows(DT_ROWS_AXPBY, x, y, dst);
+  r.av = a, r.b = b;
+  return dt_be_rows(be, &r);
+}
+
+dt_status dt_slab_axpy(dt_backend *be, float a, const dt_slab *x, dt_slab *y) {
+  DT_ASSERT(x->dim == y->dim && x->count == y->count);
+  if (same_layout(x, y)) return dt_be_axpy(be, span(y), a, x->data, y->data);
+  dt_rows r = slab_rows(DT_ROWS_AXPY, x, NULL, y);
+  r.a = a;
+  return dt_be_rows(be, &r);
 }
 
 dt_status dt_slab_broadcast_host(dt_backend *be, const float *host, dt_slab *dst) {

@@ -183,4 +183,24 @@ dt_status dt_local_opt_step_all(dt_local_opt *o, dt_slab *params, const dt_slab 
   return step_span(o, 0, (size_t)(o->count - 1) * params->stride + o->dim, params->data, grad->data, lr, NULL);
 }
 
+dt_status dt_local_opt_step_all_extra(dt_local_opt *o, dt_slab *params, const dt_slab *grad, float lr, const float *extra_alpha,
+                                      const dt_slab *extra_b) {
+  DT_ASSERT(params->count == o->count && grad->count == o->count && (extra_b == NULL || extra_b->count == o->count));
+  DT_ASSERT(o->m.data == NULL || o->v.data == NULL || o->m.stride == o->v.stride);
+  if (o->count == 0) return DT_OK;
+  dt_step *st = dt_calloc_((size_t)o->count, sizeof(dt_step));
+  if (st == NULL) return DT_ERROR(DT_ERR_MEMORY, "out of memory for %d local steps", o->count);
+  const float rate = lr >= 0.0f ? lr : o->spec.lr;
+  for (int l = 0; l < o->count; l++) { /* each node's coefficients, as dt_local_opt_step makes them */
+    o->step[l]++;
+    st[l] = make_step(o, l, o->step[l], rate, extra_alpha != NULL ? extra_alpha[l] : 0.0f);
+  }
+  const dt_slab *mv = o->m.data != NULL ? &o->m : &o->v;
+  const dt_status s = dt_be_local_step_rows(o->be, o->dim, o->count, st, params->data, params->stride, grad->data, grad->stride,
+                                            o->m.data, o->v.data, mv->stride, extra_b != NULL ? extra_b->data : NULL,
+                                            extra_b != NULL ? extra_b->stride : 0);
+  dt_free(st);
+  return s;
+}
+
 int dt_local_opt_state_vectors(dt_local_opt_kind kind, float momentum) { return has_m(kind, momentum) + has_v(kind); }

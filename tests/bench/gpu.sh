@@ -13,8 +13,9 @@
 #     same GPU training the same 100 models (tests/bench/gpu_torch.py: a loop over models, and
 #     torch.func + vmap; in PyTorch's default math, TF32 convolutions, and in float32);
 #  4. with --profile, the per-round phase breakdown (`profile: true`: phases, and each layer's
-#     forward and backward where the build times them) of DSGD on 1,000 nodes of the seed CNN and
-#     of the larger CNN on 100 nodes, for each build;
+#     forward and backward where the build times them) of each problem of the paper
+#     configuration, of DSGD on 1,000 nodes of the seed CNN and of the larger CNN on 100 nodes,
+#     for each build;
 #  5. ResNet-20 with group norm (the zoo's `name: resnet20, norm: group`) on CIFAR-shaped data
 #     (files tests/e2e/make_cifar.py writes), 16 and 64 nodes training alone (solo, sgd, batch 32):
 #     training samples/s per node, against PyTorch on the same GPU training the same models
@@ -72,8 +73,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b
 label() { echo "$(basename "$(dirname "$1")")/$(basename "$1")"; }
 
 # ---- 1. the paper configuration -------------------------------------------------------------
+paper_rounds=$([ -n "$quick" ] && echo 200 || echo 2000)
 if want paper; then
-  paper_rounds=$([ -n "$quick" ] && echo 200 || echo 2000)
   paper_sets=()
   for p in problem1 problem2 problem3; do paper_sets+=(--set "problem_configs.$p.optimizer_config.outer_iterations=$paper_rounds"); done
   base=
@@ -202,6 +203,17 @@ if [ -n "$profile" ] && want profile; then
   scale_config 1000 30 true > "$tmp/profile.yaml"
   sed 's/lr: 0.01}/lr: 0.01, profile: true}/' "$tmp/large.yaml" > "$tmp/profile_large.yaml"
   for b in "${builds[@]}"; do
+    # the paper configuration: each problem's phases (evaluations included) and layers
+    prof_sets=()
+    for p in problem1 problem2 problem3; do
+      prof_sets+=(--set "problem_configs.$p.optimizer_config.outer_iterations=$paper_rounds"
+                  --set "problem_configs.$p.optimizer_config.profile=true")
+    done
+    "$b/dtrun" configs/dist_mnist_paper.yaml "${prof_sets[@]}" --set experiment.backend=cuda --output-dir "$tmp/profile" \
+      > "$tmp/profile.log" 2>&1 || echo "profile run paper ($(label "$b")) failed"
+    echo "---- the paper configuration, $(label "$b"):" | tee -a "$out"
+    sed -n '/profile, /,/wall /p' "$tmp/profile.log" | tee -a "$out"
+    rm -rf "$tmp/profile"
     for c in profile profile_large; do
       "$b/dtrun" "$tmp/$c.yaml" --output-dir "$tmp/profile" > "$tmp/profile.log" 2>&1 || echo "profile run $c ($(label "$b")) failed"
       echo "---- $([ $c = profile ] && echo "DSGD, 1000 nodes of the seed CNN, 30 rounds" || echo "the larger CNN, 100 nodes, $rounds rounds"), $(label "$b"):" | tee -a "$out"

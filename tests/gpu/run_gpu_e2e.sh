@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu suite, end to end: tests/e2e/small.yaml (every algorithm) with backend: cuda.
-# - identical result files on a re-run, and for P = 1, 2 and 5 ranks sharing the GPU;
+# - identical result files on a re-run, without CUDA graphs (DT_CUDA_GRAPHS=0), and for P = 1, 2
+#   and 5 ranks sharing the GPU;
 # - each problem's final mean top-1 within 0.02 of the CPU backend's (float rounding in another
 #   order moves a 60-round run a little; a wrong op moves it far), reported per problem;
 # - with experiment.tf32: identical files on a re-run and at P = 1 and 2, and each final top-1
@@ -42,6 +43,9 @@ rc=$?
 if [ $rc = 2 ] && grep -q "backend" "$tmp/g1.log"; then echo "SKIP: $(grep -m1 backend "$tmp/g1.log")"; exit 77; fi
 [ $rc = 0 ] || { bad "P=1 on the GPU: exit $rc: $(tail -3 "$tmp/g1.log")"; exit 1; }
 run g1b && same_results "$tmp/g1" "$tmp/g1b" "re-run on the GPU" || bad "re-run failed: $(tail -3 "$tmp/g1b.log")"
+# model calls replay captured CUDA graphs: launch by launch, the same files
+DT_CUDA_GRAPHS=0 run g1n && same_results "$tmp/g1" "$tmp/g1n" "without CUDA graphs (DT_CUDA_GRAPHS=0)" \
+  || bad "the run without graphs failed: $(tail -3 "$tmp/g1n.log")"
 for P in 2 5; do
   run g$P "$mpiexec" --oversubscribe -n $P && same_results "$tmp/g1" "$tmp/g$P" "P=1 vs P=$P on the GPU" \
     || bad "P=$P on the GPU failed: $(tail -3 "$tmp/g$P.log")"

@@ -495,6 +495,130 @@ static void case_local_step(void) {
   }
 }
 
+/* ---- many rows at once: the bits of a loop of single-row calls ----------------------------------
+ * 300 rows (more than one launch's 256) of 1,001 floats at three different strides. */
+
+enum { RN = 1001, RCOUNT = 300, RXS = 1008, RYS = 1024, RZS = 1040 };
+
+static void case_rows(void) {
+  float *x = malloc(sizeof(float) * RXS * RCOUNT), *y = malloc(sizeof(float) * RYS * RCOUNT);
+  float *z = malloc(sizeof(float) * RZS * RCOUNT), *z0 = malloc(sizeof(float) * RZS * RCOUNT);
+  float av[RCOUNT], bv[RCOUNT];
+  double dv[RCOUNT];
+  fill_random(x, (size_t)RXS * RCOUNT, 2.0f);
+  fill_random(y, (size_t)RYS * RCOUNT, 1.5f);
+  fill_random(z0, (size_t)RZS * RCOUNT, 1.0f);
+  for (int l = 0; l < RCOUNT; l++) av[l] = dt_rng_float(&rng) * 4.0f - 2.0f, bv[l] = dt_rng_float(&rng) - 0.5f, dv[l] = 0.5 + l;
+  float *gx = dev(x, sizeof(float) * RXS * RCOUNT), *gy = dev(y, sizeof(float) * RYS * RCOUNT);
+  float *gz = dev(NULL, sizeof(float) * RZS * RCOUNT);
+  static const char *const names[] = {"copy", "fill", "scale", "axpy", "axpby", "div"};
+  for (int kind = DT_ROWS_COPY; kind <= DT_ROWS_DIV; kind++)
+    for (int per_row = 0; per_row < 2; per_row++) {
+      memcpy(z, z0, sizeof(float) * RZS * RCOUNT);
+      CHECK_OK(dt_be_upload(gpu, gz, z0, sizeof(float) * RZS * RCOUNT));
+      dt_rows r = {.kind = (dt_rows_kind)kind, .n = RN, .count = RCOUNT, .x = gx, .y = gy, .z = gz, .xs = RXS, .ys = RYS,
+                   .zs = RZS, .a = -0.75f, .b = 1.25f, .av = per_row ? av : NULL, .bv = per_row ? bv : NULL, .dv = dv};
+      CHECK_OK(dt_be_rows(gpu, &r));
+      /* the CPU's single-row ops, row by row */
+      for (int l = 0; l < RCOUNT; l++) {
+        const float a = per_row ? av[l] : r.a, b = per_row ? bv[l] : r.b;
+        const float *xr = x + (size_t)l * RXS, *yr = y + (size_t)l * RYS;
+        float *zr = z + (size_t)l * RZS;
+        if (kind == DT_ROWS_COPY) CHECK_OK(dt_be_copy(cpu, RN, xr, zr));
+        else if (kind == DT_ROWS_FILL) CHECK_OK(dt_be_fill(cpu, RN, a, zr));
+        else if (kind == DT_ROWS_SCALE) CHECK_OK(dt_be_scale(cpu, RN, a, zr));
+        else if (kind == DT_ROWS_AXPY) CHECK_OK(dt_be_axpy(cpu, RN, a, xr, zr));
+        else if (kind == DT_ROWS_AXPBY) CHECK_OK(dt_be_axpby(cpu, RN, a, xr, b, yr, zr));
+        else CHECK_OK(dt_be_div(cpu, RN, xr, dv[l], zr));
+      }
+      char what[64];
+      snprintf(what, sizeof what, "rows %s%s", names[kind], per_row ? " (per-row scalars)" : "");
+      check_exact(what, z, gz, (size_t)RZS * RCOUNT); /* the padding between rows untouched too */
+      /* the CPU's rows op gives the same */
+      float *zc = malloc(sizeof(float) * RZS * RCOUNT);
+      memcpy(zc, z0, sizeof(float) * RZS * RCOUNT);
+      dt_rows rc = r;
+      rc.x = x, rc.y = y, rc.z = zc;
+      CHECK_OK(dt_be_rows(cpu, &rc));
+      CHECK(memcmp(zc, z, sizeof(float) * RZS * RCOUNT) == 0, "%s: the CPU's rows op differs from its single-row ops", what);
+      free(zc);
+    }
+  dt_be_free(gpu, gx), dt_be_free(gpu, gy), dt_be_free(gpu, gz);
+  free(x), free(y), free(z), free(z0);
+}
+
+static void case_reduce_rows(void) {
+  float *x = malloc(sizeof(float) * RXS * RCOUNT);
+  double *sum = malloc(sizeof(double) * RN), a[RCOUNT], b[RCOUNT], single;
+  fill_random(x, (size_t)RXS * RCOUNT, 2.0f);
+  for (int i = 0; i < RN; i++) sum[i] = 3.0 * x[i] + 0.5;
+  float *gx = dev(x, sizeof(float) * RXS * RCOUNT);
+  double *gsum = dev(sum, sizeof(double) * RN);
+  for (int kind = DT_REDUCE_NRM2; kind <= DT_REDUCE_SQDIST_MEAN; kind++) {
+    CHECK_OK(dt_be_reduce_rows(cpu, (dt_reduce_kind)kind, RN, RCOUNT, x, RXS, sum, 7.0, a));
+    CHECK_OK(dt_be_reduce_rows(gpu, (dt_reduce_kind)kind, RN, RCOUNT, gx, RXS, gsum, 7.0, b));
+    for (int l = 0; l < RCOUNT; l++) {
+      CHECK_CLOSE(b[l], a[l], 1e-12, 0);
+      const float *row = gx + (size_t)l * RXS;
+      if (kind == DT_REDUCE_NRM2) CHECK_OK(dt_be_nrm2(gpu, RN, row, &single));
+      else CHECK_OK(dt_be_sqdist_mean(gpu, RN, row, gsum, 7.0, &single));
+      CHECK(memcmp(&single, &b[l], sizeof single) == 0, "reduce_rows %d row %d: %.17g, the single-row op %.17g", kind, l, b[l],
+            single);
+      double c1;
+      if (kind == DT_REDUCE_NRM2) CHECK_OK(dt_be_nrm2(cpu, RN, x + (size_t)l * RXS, &c1));
+      else CHECK_OK(dt_be_sqdist_mean(cpu, RN, x + (size_t)l * RXS, sum, 7.0, &c1));
+      CHECK(memcmp(&c1, &a[l], sizeof c1) == 0, "the CPU's reduce_rows %d row %d differs from its single-row op", kind, l);
+    }
+  }
+  dt_be_free(gpu, gx), dt_be_free(gpu, gsum);
+  free(x), free(sum);
+}
+
+/* Adam rows: every row at one step count with its own extra_alpha (one launch per 256 rows), then
+ * rows at different step counts (row by row) */
+static void case_local_step_rows(void) {
+  const size_t P = (size_t)RXS * RCOUNT;
+  float *p = malloc(sizeof(float) * P), *g = malloc(sizeof(float) * P), *eb = malloc(sizeof(float) * P);
+  float *m = calloc(P, sizeof(float)), *v = calloc(P, sizeof(float));
+  fill_random(p, P, 1.0f);
+  fill_random(g, P, 0.5f);
+  fill_random(eb, P, 0.1f);
+  float *gp = dev(p, sizeof(float) * P), *gg = dev(g, sizeof(float) * P), *geb = dev(eb, sizeof(float) * P);
+  float *gm = dev(NULL, sizeof(float) * P), *gv = dev(NULL, sizeof(float) * P);
+  dt_step *st = calloc(RCOUNT, sizeof(dt_step));
+  for (int call = 0; call < 3; call++) {
+    for (int l = 0; l < RCOUNT; l++) {
+      const int step = call + 1 + (call == 2 ? l % 3 : 0);
+      const double bc1 = 1.0 - pow(0.9, step), bc2 = 1.0 - pow(0.999, step);
+      st[l].kind = DT_STEP_adam;
+      st[l].extra_alpha = 0.01f * (float)(l % 7);
+      st[l].c.adam = (dt_adam_coef){.step_size = (float)(1e-3 / bc1), .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)), .decay = 1.0f,
+                                    .l2 = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .one_b1 = 0.1f, .one_b2 = 0.001f, .eps = 1e-8f};
+    }
+    CHECK_OK(dt_be_local_step_rows(cpu, RN, RCOUNT, st, p, RXS, g, RXS, m, v, RXS, call == 1 ? NULL : eb, RXS));
+    CHECK_OK(dt_be_local_step_rows(gpu, RN, RCOUNT, st, gp, RXS, gg, RXS, gm, gv, RXS, call == 1 ? NULL : geb, RXS));
+    char what[64];
+    snprintf(what, sizeof what, "local_step_rows call %d parameters", call);
+    check_exact(what, p, gp, P);
+    snprintf(what, sizeof what, "local_step_rows call %d state m", call);
+    check_exact(what, m, gm, P);
+    snprintf(what, sizeof what, "local_step_rows call %d state v", call);
+    check_exact(what, v, gv, P);
+  }
+  /* the rows op against single-row steps on the CPU */
+  float *p1 = malloc(sizeof(float) * P), *m1 = malloc(sizeof(float) * P), *v1 = malloc(sizeof(float) * P);
+  memcpy(p1, p, sizeof(float) * P), memcpy(m1, m, sizeof(float) * P), memcpy(v1, v, sizeof(float) * P);
+  CHECK_OK(dt_be_local_step_rows(cpu, RN, RCOUNT, st, p, RXS, g, RXS, m, v, RXS, eb, RXS));
+  for (int l = 0; l < RCOUNT; l++) {
+    const size_t o = (size_t)l * RXS;
+    CHECK_OK(dt_be_local_step(cpu, RN, &st[l], p1 + o, g + o, m1 + o, v1 + o, eb + o));
+  }
+  CHECK(memcmp(p, p1, sizeof(float) * P) == 0 && memcmp(m, m1, sizeof(float) * P) == 0 && memcmp(v, v1, sizeof(float) * P) == 0,
+        "the CPU's local_step_rows differs from its single-row steps");
+  dt_be_free(gpu, gp), dt_be_free(gpu, gg), dt_be_free(gpu, geb), dt_be_free(gpu, gm), dt_be_free(gpu, gv);
+  free(p), free(g), free(eb), free(m), free(v), free(p1), free(m1), free(v1), free(st);
+}
+
 /* ---- compressed messages: the same bytes as the CPU's, and the same decoded sums ---------------- */
 
 enum { CN = 5003 };
@@ -670,6 +794,48 @@ static void gradients(dt_backend *be, model_case *mc, int first, int count, cons
   gradients_ex(be, mc, first, count, theta, bufs, x, y, grad, loss, batch, 1);
 }
 
+static size_t differing(const float *ga, const float *gb, size_t n);
+
+/* One plan's later calls replay a CUDA graph captured of an earlier one (nn.cu's run_captured):
+ * calls 1 to 3 with one set of pointers (run directly, captured, replayed) give call 0's bits,
+ * and a replay with other batch sizes gives a fresh plan's bits for those. */
+static void check_replays(model_case *mc, const char *name, const float *gtheta, const float *bufs0, const float *gx, const int32_t *gy,
+                          const int *batch) {
+  const size_t np = NODES * mc->ps, nb = NODES * mc->bs;
+  float *g0 = dev(NULL, sizeof(float) * np), *g1 = dev(NULL, sizeof(float) * np);
+  float *gb = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
+  static const int other[NODES] = {9, 9, 3, 0, 9, 2, 9};
+  float loss0[NODES] = {0}, loss1[NODES] = {0};
+  void *plan = NULL;
+  CHECK_OK(dt_be_plan_create(gpu, mc->m, MAXB, NODES, NODES, &plan));
+  for (int call = 0; call < 5; call++) {
+    dt_rng drop[NODES];
+    for (int l = 0; l < NODES; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)l);
+    if (gb != NULL) CHECK_OK(dt_be_upload(gpu, gb, bufs0, sizeof(float) * nb));
+    const dt_node_batch b = {.count = NODES, .theta = gtheta, .theta_stride = mc->ps, .buffers = gb, .buffers_stride = mc->bs,
+                             .grad = call == 0 ? g0 : g1, .grad_stride = mc->ps, .x = gx, .x_stride = mc->xs, .y = gy,
+                             .y_stride = mc->ys, .batch = call == 4 ? other : batch, .loss = call == 0 ? loss0 : loss1,
+                             .dropout = drop};
+    CHECK_OK(dt_be_model_gradients(gpu, plan, &b));
+    if (call == 0 || call == 4) continue;
+    const size_t differ = differing(g0, g1, np);
+    CHECK(differ == 0, "%s: call %d of one plan gave %zu other gradient values", name, call, differ);
+    CHECK(memcmp(loss0, loss1, sizeof loss0) == 0, "%s: call %d of one plan gave other losses", name, call);
+  }
+  /* the replay with other batch sizes, against a fresh plan's direct call */
+  float *gb2 = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
+  gradients(gpu, mc, 0, NODES, gtheta, gb2, gx, gy, g0, loss0, other);
+  size_t differ = differing(g0, g1, np);
+  CHECK(differ == 0, "%s: a replay with other batch sizes gave %zu other gradient values", name, differ);
+  CHECK(memcmp(loss0, loss1, sizeof loss0) == 0, "%s: a replay with other batch sizes gave other losses", name);
+  if (mc->B > 0) {
+    differ = differing(gb, gb2, nb);
+    CHECK(differ == 0, "%s: a replay with other batch sizes moved %zu running statistics otherwise", name, differ);
+  }
+  dt_be_plan_free(gpu, plan);
+  dt_be_free(gpu, g0), dt_be_free(gpu, g1), dt_be_free(gpu, gb), dt_be_free(gpu, gb2);
+}
+
 /* Buffers as a trained model has them: running means near 0, variances near 1, not exactly. */
 static float *fresh_buffers(const model_case *mc) {
   if (mc->B == 0) return NULL;
@@ -820,6 +986,8 @@ static void test_model(const char *name, const dt_model_spec *spec) {
     differ = differing(gbufs, gbufs2, nb);
     CHECK(differ == 0, "%s: a second call gave %zu other running statistics", name, differ);
   }
+
+  check_replays(&mc, name, gtheta, bufs0, gx, gy, batch);
 
   /* finite differences: the small models (deep ones cross ReLU kinks at any useful step); a
    * normalisation couples a whole group, so a step moves many ReLU inputs: a smaller one there */

@@ -173,3 +173,65 @@ dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double
   for (size_t i = 0; i < n; i++) y[i] = dt_f_mean_of_sum(sum[i], count);
   return DT_OK;
 }
+
+/* ---- many rows: each row by its single-row op, so the bits are those of a loop of calls; the
+ * rows run on the backend's threads (each row's op then runs on one: nested regions do not fork).
+ * None of these single-row ops fails once the kind is known. */
+
+/* (a pragma's text takes no macro arguments: it names the caller's `be` and `count`) */
+#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(be->threads) if (count > 1 && be->threads > 1)")
+
+static dt_status one_row(dt_backend *be, const dt_rows *r, int l) {
+  const float a = r->av != NULL ? r->av[l] : r->a, b = r->bv != NULL ? r->bv[l] : r->b;
+  const float *x = r->x != NULL ? r->x + (size_t)l * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l * r->ys : NULL;
+  float *z = r->z + (size_t)l * r->zs;
+  switch (r->kind) {
+    case DT_ROWS_COPY: return dt_cpu_copy(be, r->n, x, z);
+    case DT_ROWS_FILL: return dt_cpu_fill(be, r->n, a, z);
+    case DT_ROWS_SCALE: return dt_cpu_scale(be, r->n, a, z);
+    case DT_ROWS_AXPY: return dt_cpu_axpy(be, r->n, a, x, z);
+    case DT_ROWS_AXPBY: return dt_cpu_axpby(be, r->n, a, x, b, y, z);
+    case DT_ROWS_DIV: return dt_cpu_div(be, r->n, x, r->dv[l], z);
+  }
+  return DT_ERROR(DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
+}
+
+dt_status dt_cpu_rows(dt_backend *be, const dt_rows *r) {
+  DT_CHECK(r->kind >= DT_ROWS_COPY && r->kind <= DT_ROWS_DIV, DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
+  int failed = 0;
+  const int count = r->count;
+  ROWS_PARALLEL
+  for (int l = 0; l < count; l++)
+    if (one_row(be, r, l) != DT_OK) {
+#pragma omp atomic write
+      failed = 1;
+    }
+  return failed ? DT_ERROR(DT_ERR_INTERNAL, "a rows op failed") : DT_OK;
+}
+
+dt_status dt_cpu_reduce_rows(dt_backend *be, dt_reduce_kind kind, size_t n, int count, const float *x, size_t xs, const double *sum,
+                             double div, double *out) {
+  int failed = 0;
+  ROWS_PARALLEL
+  for (int l = 0; l < count; l++) {
+    const float *row = x + (size_t)l * xs;
+    if ((kind == DT_REDUCE_NRM2 ? dt_cpu_nrm2(be, n, row, &out[l]) : dt_cpu_sqdist_mean(be, n, row, sum, div, &out[l])) != DT_OK) {
+#pragma omp atomic write
+      failed = 1;
+    }
+  }
+  return failed ? DT_ERROR(DT_ERR_INTERNAL, "a reduce_rows op failed") : DT_OK;
+}
+
+dt_status dt_cpu_local_step_rows(dt_backend *be, size_t n, int count, const dt_step *s, float *p, size_t ps, const float *g, size_t gs,
+                                 float *m, float *v, size_t mvs, const float *extra_b, size_t ebs) {
+  int failed = 0;
+  ROWS_PARALLEL
+  for (int l = 0; l < count; l++)
+    if (dt_cpu_local_step(be, n, &s[l], p + (size_t)l * ps, g + (size_t)l * gs, m != NULL ? m + (size_t)l * mvs : NULL,
+                          v != NULL ? v + (size_t)l * mvs : NULL, extra_b != NULL ? extra_b + (size_t)l * ebs : NULL) != DT_OK) {
+#pragma omp atomic write
+      failed = 1;
+    }
+  return failed ? DT_ERROR(DT_ERR_INTERNAL, "a local_step_rows op failed (unknown step kind)") : DT_OK;
+}

@@ -127,6 +127,8 @@ static void cuda_destroy(dt_backend *be) {
     cu_table_free(be, &c->mix);
     if (c->red != NULL) (void)cudaFree(c->red);
     if (c->red_host != NULL) (void)cudaFreeHost(c->red_host);
+    if (c->rows_red != NULL) (void)cudaFree(c->rows_red);
+    if (c->rows_host != NULL) (void)cudaFreeHost(c->rows_host);
     if (c->blas != NULL) (void)cublasDestroy(c->blas);
     if (c->stream != NULL) (void)cudaStreamDestroy(c->stream);
     dt_free(c);

@@ -35,6 +35,9 @@ typedef struct cuda_ctx {
   double *red_host;   /* pinned: the result */
   cudaDeviceProp prop;
   cu_table mix;       /* mix_nodes' table */
+  double *rows_red;   /* reduce_rows: partial sums, then each row's sum (rows_cap doubles) */
+  double *rows_host;  /* pinned: the rows' sums */
+  size_t rows_cap;
 } cuda_ctx;
 
 /* dt_calloc_ for C++ (DT_ALLOC_GOTO assigns a void *, which C++ does not convert). */

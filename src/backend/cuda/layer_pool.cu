@@ -51,9 +51,14 @@ static dt_status max_forward(cu_call *c) {
 
 static dt_status max_backward(cu_call *c) {
   const dt_pool_shape *s = &c->li->pool;
-  if (c->dx != NULL)
+  if (c->dx == NULL) return DT_OK;
+  const int relu = c->l > 0 && c->pl->relu_in_pool[c->l - 1];
+  if (s->stride == s->k && s->h == s->oh * s->k && s->w == s->ow * s->k)
+    NODE_KERNEL(k_maxpool_back_tiled, c->be, c->ps->count, planes(c) * s->oh * s->ow, *s, c->dy, c->pl->ns, (const int32_t *)c->scr,
+                c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
+  else
     NODE_KERNEL(k_maxpool_back, c->be, c->ps->count, planes(c) * s->h * s->w, *s, c->dy, c->pl->ns, (const int32_t *)c->scr,
-                c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns);
+                c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
   return DT_OK;
 }
 

@@ -76,7 +76,7 @@ static dt_status end_forward(cu_call *c) {
     float *base = (float *)c->scr;
     const size_t st = c->scr_stride / sizeof(float), plane = (size_t)li->conv.oh * li->conv.ow;
     DT_TRY(cu_conv_forward(c->be, count, S, &li->conv, skip, ks, kcs, kss, pl->theta + li->w_off, NULL, pl->ps, base + r.conv_out, st,
-                           pl->col, ks == 0 ? 0 : pl->cols, pl->direct[c->l]));
+                           pl->col, ks == 0 ? 0 : pl->cols, pl->direct[c->l], 0));
     skip = base + r.conv_out;
     if (has_norm(li)) {
       DT_TRY(cu_norm_forward(c->be, &li->norm, count, S, c->ps->batch, c->ps->train, base + r.conv_out, st, (size_t)S * plane, plane,

@@ -9,13 +9,20 @@ extern "C" {
 
 static size_t elements(const cu_call *c) { return (size_t)c->ps->S * c->li->out_size; }
 
+/* A relu after a direct convolution is fused into it (the convolution writes the relu of its
+ * output, which this layer then aliases), and a relu before a max pool into the pool's backward
+ * (nn_plan.cu's fuse_relus): each part left here is then nothing. */
+static int relu_aliases(const cu_plan *pl, int l) { return l > 0 && pl->relu_after[l - 1]; }
+
 static dt_status relu_forward(cu_call *c) {
+  if (c->pl->alias[c->l]) return DT_OK;
   NODE_KERNEL(k_relu, c->be, c->ps->count, elements(c), c->x, c->xs, c->y, c->ys);
   return DT_OK;
 }
 
 static dt_status relu_backward(cu_call *c) {
-  NODE_KERNEL(k_relu_back, c->be, c->ps->count, elements(c), c->y, c->ys, (float *)c->dy, c->pl->ns);
+  if (!c->pl->relu_in_pool[c->l])
+    NODE_KERNEL(k_relu_back, c->be, c->ps->count, elements(c), c->y, c->ys, (float *)c->dy, c->pl->ns);
   c->dx = (float *)c->dy;
   return DT_OK;
 }
@@ -74,7 +81,7 @@ static dt_status flat_backward(cu_call *c) {
   return DT_OK;
 }
 
-const cu_layer_ops cu_layer_relu = {.out_cnhw = NULL, .aliases = NULL, .scratch = NULL,
+const cu_layer_ops cu_layer_relu = {.out_cnhw = NULL, .aliases = relu_aliases, .scratch = NULL,
                                     .forward = relu_forward, .backward = relu_backward};
 const cu_layer_ops cu_layer_dropout = {.out_cnhw = NULL, .aliases = NULL, .scratch = drop_scratch,
                                        .forward = drop_forward, .backward = drop_backward};

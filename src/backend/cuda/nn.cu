@@ -23,6 +23,7 @@
  * backward over a group. This file walks the model's compiled list through that table (the
  * executor), and holds the entry points (cu_model_gradients, cu_model_evaluate); kernels several
  * layers use are in nn_kernels.cu, the plan (shapes, G, memory) in nn_plan.cu. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn_impl.h"
@@ -30,6 +31,7 @@
 extern "C" {
 #include "dt/formulas.h"
 #include "dt/rng.h"
+#include "dt/log.h"
 }
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
@@ -144,34 +146,93 @@ static dt_status buffers_copy(dt_backend *be, cu_plan *pl, float *rows, size_t s
 /* The G-slot block of group q in a per-call array. */
 #define BLOCK(p, q) ((p) + (size_t)(q) * pl->G)
 
-dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
-  cu_plan *pl = (cu_plan *)plan;
+/* ---- captured calls ----------------------------------------------------------------------------
+ * A model call's device work depends on the host only through its pointers, strides and node
+ * count (batch sizes, loss scales and dropout states travel through pinned buffers that the work
+ * copies from): so the work of a call is captured once as a CUDA graph, on the second call with
+ * the same key, and replayed after: one launch for a call's few dozen. A plan keeps the last
+ * CU_GRAPHS keys. The first call of a plan runs directly (cuBLAS sets itself up there), a
+ * profiled call too (its layer events and phase marks wait for the device), and so does every
+ * call once a capture has failed, or where DT_CUDA_GRAPHS=0 (to compare). A replay does exactly
+ * the launches the captured call did, so results are the same bits with and without graphs. */
+typedef dt_status (*cu_work)(dt_backend *be, cu_plan *pl, const void *arg);
+
+static int graphs_wanted(void) {
+  static int wanted = -1;
+  if (wanted < 0) {
+    const char *e = getenv("DT_CUDA_GRAPHS");
+    wanted = e == NULL || strcmp(e, "0") != 0;
+  }
+  return wanted;
+}
+
+static dt_status run_captured(dt_backend *be, cu_plan *pl, const void *key, size_t key_len, cu_work work, const void *arg) {
+  if (be->profile != NULL || pl->graphs_off || !graphs_wanted() || key_len > sizeof pl->graphs[0].key || !pl->warm) {
+    pl->warm = 1;
+    return work(be, pl, arg);
+  }
+  cudaStream_t stream = ctx_of(be)->stream;
+  cu_graph *slot = NULL, *oldest = &pl->graphs[0];
+  for (int i = 0; i < CU_GRAPHS; i++) {
+    cu_graph *gr = &pl->graphs[i];
+    if (gr->used > 0 && gr->key_len == key_len && memcmp(gr->key, key, key_len) == 0) slot = gr;
+    if (gr->used < oldest->used) oldest = gr;
+  }
+  pl->tick++;
+  if (slot != NULL && slot->exec != NULL) { /* replay */
+    slot->used = pl->tick;
+    CU_CALL(cudaGraphLaunch(slot->exec, stream));
+    return DT_OK;
+  }
+  if (slot == NULL) { /* a key seen for the first time: remembered, run directly */
+    if (oldest->exec != NULL) (void)cudaGraphExecDestroy(oldest->exec);
+    memset(oldest, 0, sizeof *oldest);
+    memcpy(oldest->key, key, key_len);
+    oldest->key_len = key_len;
+    oldest->used = pl->tick;
+    return work(be, pl, arg);
+  }
+  /* the second call with this key: capture it, then launch the graph */
+  slot->used = pl->tick;
+  CU_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const dt_status st = work(be, pl, arg);
+  cudaGraph_t graph = NULL;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  cudaGraphExec_t exec = NULL;
+  const cudaError_t made = st == DT_OK && ended == cudaSuccess ? cudaGraphInstantiate(&exec, graph, 0) : cudaErrorUnknown;
+  if (graph != NULL) (void)cudaGraphDestroy(graph);
+  if (made != cudaSuccess) { /* this call's work was not run: run it directly, and every later call */
+    (void)cudaGetLastError();
+    if (st != DT_OK) dt_error_clear();
+    dt_log_debug("cuda: a model call could not be captured as a graph (%s); calls run launch by launch\n",
+                 cudaGetErrorString(ended != cudaSuccess ? ended : made));
+    pl->graphs_off = 1;
+    return work(be, pl, arg);
+  }
+  slot->exec = exec;
+  CU_CALL(cudaGraphLaunch(exec, stream));
+  return DT_OK;
+}
+
+/* What identifies a call's device work (zeroed before it is filled: compared as bytes). */
+typedef struct grad_key {
+  const float *theta, *buffers, *x;
+  float *grad;
+  const int32_t *y;
+  size_t theta_stride, buffers_stride, grad_stride, x_stride, y_stride;
+  int count, dropout;
+} grad_key;
+
+/* The device work of a training call: every group's uploads, gather, forward, loss, backward,
+ * gradients out (the host has filled the groups' pinned blocks). */
+static dt_status gradients_work(dt_backend *be, cu_plan *pl, const void *arg) {
+  const dt_node_batch *nb = (const dt_node_batch *)arg;
   cudaStream_t stream = ctx_of(be)->stream;
   const int G = pl->G, S = pl->S, groups = (nb->count + G - 1) / G;
-  DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", nb->count, pl->nodes);
   for (int q = 0; q < groups; q++) {
     const int g0 = q * G, cnt = nb->count - g0 < G ? nb->count - g0 : G;
-    int *bh = BLOCK(pl->batch_h, q);
-    float *sh = BLOCK(pl->scale_h, q);
-    for (int g = 0; g < G; g++) {
-      const int b = g < cnt ? nb->batch[g0 + g] : 0;
-      DT_CHECK(b >= 0 && b <= S, DT_ERR_INTERNAL, "batch %d outside the plan's 0..%d", b, S);
-      bh[g] = b;
-      sh[g] = b > 0 ? 1.0f / (float)b : 0.0f;
-    }
-    /* dropout: each layer's stream states, then the host streams move past what it draws */
-    for (int d = 0, l = 0; l < pl->L; l++) {
-      if (pl->ly[l].kind != DT_LAYER_DROPOUT) continue;
-      dt_rng *rs = pl->states_h + ((size_t)q * pl->dropouts + d) * G;
-      for (int g = 0; g < cnt; g++)
-        if (nb->dropout != NULL && bh[g] > 0) {
-          rs[g] = nb->dropout[g0 + g];
-          if (pl->ly[l].p > 0.0f) dt_rng_skip(&nb->dropout[g0 + g], (uint64_t)bh[g] * pl->ly[l].out_size);
-        }
-      d++;
-    }
-    CU_CALL(cudaMemcpyAsync(BLOCK(pl->batch_d, q), bh, sizeof(int) * G, cudaMemcpyHostToDevice, stream));
-    CU_CALL(cudaMemcpyAsync(BLOCK(pl->scale_d, q), sh, sizeof(float) * G, cudaMemcpyHostToDevice, stream));
+    CU_CALL(cudaMemcpyAsync(BLOCK(pl->batch_d, q), BLOCK(pl->batch_h, q), sizeof(int) * G, cudaMemcpyHostToDevice, stream));
+    CU_CALL(cudaMemcpyAsync(BLOCK(pl->scale_d, q), BLOCK(pl->scale_h, q), sizeof(float) * G, cudaMemcpyHostToDevice, stream));
     if (pl->dropouts > 0)
       CU_CALL(cudaMemcpyAsync(pl->states_d + (size_t)q * pl->dropouts * G, pl->states_h + (size_t)q * pl->dropouts * G,
                               sizeof(dt_rng) * pl->dropouts * G, cudaMemcpyHostToDevice, stream));
@@ -205,17 +266,61 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
     DT_TRY(layer_times(be, pl, &ps, 1));
   }
   CU_CALL(cudaMemcpyAsync(pl->total_h, pl->total, sizeof(double) * groups * G, cudaMemcpyDeviceToHost, stream));
-  CU_CALL(cudaStreamSynchronize(stream));
+  return DT_OK;
+}
+
+dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
+  cu_plan *pl = (cu_plan *)plan;
+  const int G = pl->G, S = pl->S, groups = (nb->count + G - 1) / G;
+  DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", nb->count, pl->nodes);
+  DT_CHECK(nb->buffers != NULL || pl->B == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
+  for (int q = 0; q < groups; q++) { /* the host's part: each group's pinned block */
+    const int g0 = q * G, cnt = nb->count - g0 < G ? nb->count - g0 : G;
+    int *bh = BLOCK(pl->batch_h, q);
+    float *sh = BLOCK(pl->scale_h, q);
+    for (int g = 0; g < G; g++) {
+      const int b = g < cnt ? nb->batch[g0 + g] : 0;
+      DT_CHECK(b >= 0 && b <= S, DT_ERR_INTERNAL, "batch %d outside the plan's 0..%d", b, S);
+      bh[g] = b;
+      sh[g] = b > 0 ? 1.0f / (float)b : 0.0f;
+    }
+    /* dropout: each layer's stream states, then the host streams move past what it draws */
+    for (int d = 0, l = 0; l < pl->L; l++) {
+      if (pl->ly[l].kind != DT_LAYER_DROPOUT) continue;
+      dt_rng *rs = pl->states_h + ((size_t)q * pl->dropouts + d) * G;
+      for (int g = 0; g < cnt; g++)
+        if (nb->dropout != NULL && bh[g] > 0) {
+          rs[g] = nb->dropout[g0 + g];
+          if (pl->ly[l].p > 0.0f) dt_rng_skip(&nb->dropout[g0 + g], (uint64_t)bh[g] * pl->ly[l].out_size);
+        }
+      d++;
+    }
+  }
+  grad_key key;
+  memset(&key, 0, sizeof key);
+  key.theta = nb->theta, key.buffers = nb->buffers, key.x = nb->x, key.grad = nb->grad, key.y = nb->y;
+  key.theta_stride = nb->theta_stride, key.buffers_stride = nb->buffers_stride, key.grad_stride = nb->grad_stride;
+  key.x_stride = nb->x_stride, key.y_stride = nb->y_stride, key.count = nb->count, key.dropout = nb->dropout != NULL;
+  DT_TRY(run_captured(be, pl, &key, sizeof key, gradients_work, nb));
+  CU_CALL(cudaStreamSynchronize(ctx_of(be)->stream));
   for (int l = 0; l < nb->count; l++)
     if (nb->batch[l] > 0) nb->loss[l] = (float)(pl->total_h[l] / nb->batch[l]);
   return DT_OK;
 }
 
-dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
-  cu_plan *pl = (cu_plan *)plan;
+typedef struct eval_key {
+  const float *theta, *buffers, *x;
+  const int32_t *y;
+  size_t theta_stride, buffers_stride;
+  int count, n;
+} eval_key;
+
+/* The device work of an evaluation call: every group over every chunk of the samples, the
+ * totals into the pinned host arrays. */
+static dt_status evaluate_work(dt_backend *be, cu_plan *pl, const void *arg) {
+  const dt_node_eval *ne = (const dt_node_eval *)arg;
   cudaStream_t stream = ctx_of(be)->stream;
   const int G = pl->G, groups = (ne->count + G - 1) / G;
-  DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", ne->count, pl->nodes);
   for (int q = 0; q < groups; q++) {
     const int g0 = q * G, cnt = ne->count - g0 < G ? ne->count - g0 : G;
     CU_CALL(cudaMemcpy2DAsync(pl->theta, sizeof(float) * pl->ps, ne->theta + (size_t)g0 * ne->theta_stride,
@@ -242,7 +347,20 @@ dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) 
   }
   CU_CALL(cudaMemcpyAsync(pl->total_h, pl->total, sizeof(double) * groups * G, cudaMemcpyDeviceToHost, stream));
   CU_CALL(cudaMemcpyAsync(pl->correct_h, pl->correct, sizeof(long long) * groups * G, cudaMemcpyDeviceToHost, stream));
-  CU_CALL(cudaStreamSynchronize(stream));
+  return DT_OK;
+}
+
+dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
+  cu_plan *pl = (cu_plan *)plan;
+  const int G = pl->G, groups = (ne->count + G - 1) / G;
+  DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", ne->count, pl->nodes);
+  DT_CHECK(ne->buffers != NULL || pl->B == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
+  eval_key key;
+  memset(&key, 0, sizeof key);
+  key.theta = ne->theta, key.buffers = ne->buffers, key.x = ne->x, key.y = ne->y;
+  key.theta_stride = ne->theta_stride, key.buffers_stride = ne->buffers_stride, key.count = ne->count, key.n = ne->n;
+  DT_TRY(run_captured(be, pl, &key, sizeof key, evaluate_work, ne));
+  CU_CALL(cudaStreamSynchronize(ctx_of(be)->stream));
   for (int l = 0; l < ne->count; l++) {
     ne->loss_sum[l] += pl->total_h[l];
     ne->correct[l] += (long)pl->correct_h[l];

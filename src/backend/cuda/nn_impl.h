@@ -11,7 +11,7 @@ extern "C" {
 #include "dt/rng.h"
 }
 
-enum { CU_MAX_L = DT_MAX_COMPILED };
+enum { CU_MAX_L = DT_MAX_COMPILED, CU_GRAPHS = 8 };
 
 /* ---- the plan: one model's shapes, group size and device memory -------------------------------
  * Activation l (l = 0: the input; l + 1: layer l's output) of slot g lies at a[l] + g·as[l]; its
@@ -19,6 +19,15 @@ enum { CU_MAX_L = DT_MAX_COMPILED };
  * activation (cnhw[l]: C × S × plane, what convolutions write) has cs = S·plane, ss = plane, and a
  * sample-major one (S × C × plane, the input's and linear layers' layout) cs = plane, ss = C·plane.
  * Gradients of activations live in two buffers of node stride ns (the largest activation). */
+/* A model call's key (its pointers, strides and node count) and, from its second call on, the
+ * graph captured of its device work (nn.cu's run_captured). */
+typedef struct cu_graph {
+  cudaGraphExec_t exec;
+  unsigned char key[96];
+  size_t key_len;
+  unsigned long long used; /* the plan's tick at its last call (0: an empty slot) */
+} cu_graph;
+
 typedef struct cu_plan {
   int L, classes, S, G, nodes;
   size_t P, ps;         /* parameters per node, and the group's node stride for them */
@@ -61,6 +70,16 @@ typedef struct cu_plan {
   /* per layer: convolution computed directly (no im2col; layer_conv2d.cu) instead of im2col +
    * GEMM, where the GEMM would be skinny (cu_conv_direct); for a residual_end, its projection's */
   uint8_t direct[CU_MAX_L];
+  /* fusions, each giving the unfused bits: relu_after[l], the direct convolution l writes the
+   * relu of its output (the relu layer l + 1 then aliases it and its forward is nothing);
+   * relu_in_pool[l], the max pool l + 1's backward applies the gradient of the relu l before it
+   * (whose backward is then nothing) */
+  uint8_t relu_after[CU_MAX_L], relu_in_pool[CU_MAX_L];
+  /* the calls captured as CUDA graphs (nn.cu's run_captured): the last CU_GRAPHS keys */
+  cu_graph graphs[CU_GRAPHS];
+  unsigned long long tick;
+  int warm;       /* a call has run (directly) */
+  int graphs_off; /* a capture failed: every call runs launch by launch */
 } cu_plan;
 
 /* A group's call state: activation pointers (an aliasing layer's output is its input) and their
@@ -128,10 +147,11 @@ DT_MUST_USE dt_status cu_gemm(dt_backend *be, cublasOperation_t ta, cublasOperat
 /* Convolution of `count` nodes, S samples each (layer_conv2d.cu): input (cs, ss) layout at
  * x + g·xs (xs 0: shared), output CNHW (f × S·ohw) at y + g·ys; b NULL: no bias; col scratch per
  * node at col + g·cols. Backward writes dw (and db unless NULL) at node stride gs, and dx (unless
- * NULL) in the input's layout at node stride dxs. */
+ * NULL) in the input's layout at node stride dxs. With relu (direct only), the forward writes
+ * relu(y): the relu after the layer, fused by the plan. */
 DT_MUST_USE dt_status cu_conv_forward(dt_backend *be, int count, int S, const dt_conv_shape *s, const float *x, size_t xs, size_t cs,
                                       size_t ss, const float *w, const float *b, size_t ps, float *y, size_t ys, float *col,
-                                      size_t cols, int direct);
+                                      size_t cols, int direct, int relu);
 DT_MUST_USE dt_status cu_conv_backward(dt_backend *be, int count, int S, const dt_conv_shape *s, const float *x, size_t xs, size_t cs,
                                        size_t ss, const float *w, size_t ps, const float *dy, size_t ys, float *dw, float *db,
                                        size_t gs, float *dx, size_t dxs, float *col, float *dcol, size_t cols, int direct);
@@ -171,11 +191,14 @@ __global__ void k_row_sums(int f, size_t N, const float *dy, size_t yns, float *
 __global__ void k_bias_cols(int count, unsigned per, unsigned out, const float *b, size_t bns, float *y, size_t yns);
 __global__ void k_col_sums(size_t n, int out, int S, const float *dy, size_t yns, float *db, size_t bns);
 
-/* max pooling and its gradient (argmax at node stride yns, as the output) */
+/* max pooling and its gradient (argmax at node stride yns, as the output; with relu, the gradient
+ * of a relu before the pool too, from the pool's input x) */
 __global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float *x, size_t xns, float *y, size_t yns,
                           int32_t *argmax);
 __global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                               size_t ans, float *dx, size_t xns);
+                               size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu);
+__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
+                                     size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu);
 
 /* relu and dropout, and their gradients (per node: `per` floats at the given node strides) */
 __global__ void k_relu(int count, unsigned per, const float *x, size_t xns, float *y, size_t yns);

@@ -116,9 +116,11 @@ __global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float
   }
 }
 
-/* dx of one input element: the dy of every window whose maximum it was, windows in order. */
+/* dx of one input element: the dy of every window whose maximum it was, windows in order; with
+ * relu, then the gradient of the relu before the pool (x: the pool's input, its output), as
+ * k_relu_back would give it. */
 __global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                               size_t ans, float *dx, size_t xns) {
+                               size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu) {
   const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
   NODE_LOOP(g, i, count, per) {
     const unsigned pp = i / inp;
@@ -131,7 +133,29 @@ __global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const 
         const size_t o = base + (size_t)oh * sh.ow + ow;
         if (argmax[g * ans + o] == p) acc += dy[g * dyns + o];
       }
-    dx[g * xns + i] = acc;
+    dx[g * dxns + i] = relu ? dt_f_relu_back(x[g * xns + i], acc) : acc;
+  }
+}
+
+/* k_maxpool_back where the windows tile the input (stride k, sizes multiples of k): one thread per
+ * window writes its k·k inputs' gradients, the same values (0 + dy at the maximum, 0 elsewhere),
+ * with a quarter of the divisions for k = 2. */
+__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
+                                     size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu) {
+  const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
+  NODE_LOOP(g, i, count, per) {
+    const unsigned pp = i / outp, o = i % outp;
+    const int oh = (int)(o / sh.ow), ow = (int)(o % sh.ow);
+    const int am = argmax[g * ans + i];
+    const float d = dy[g * dyns + i];
+    const size_t base = (size_t)pp * inp;
+    for (int a = 0; a < sh.k; a++)
+      for (int b = 0; b < sh.k; b++) {
+        const int p = (oh * sh.k + a) * sh.w + ow * sh.k + b;
+        float acc = 0.0f;
+        if (p == am) acc += d;
+        dx[g * dxns + base + p] = relu ? dt_f_relu_back(x[g * xns + base + p], acc) : acc;
+      }
   }
 }
 

@@ -29,6 +29,8 @@ void cu_plan_free(dt_backend *be, void *p) {
   cu_plan *pl = (cu_plan *)p;
   if (pl == NULL) return;
   for (int e = 0; e < pl->ev_made; e++) (void)cudaEventDestroy(pl->ev[e / (pl->L + 1)][e % (pl->L + 1)]);
+  for (int i = 0; i < CU_GRAPHS; i++)
+    if (pl->graphs[i].exec != NULL) (void)cudaGraphExecDestroy(pl->graphs[i].exec);
   cu_free(be, pl->theta);
   cu_free(be, pl->grad);
   cu_free(be, pl->bufs);
@@ -89,6 +91,8 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
     if (conv != NULL) {
       const size_t ckk = (size_t)conv->c * conv->k * conv->k, c = ckk * conv->oh * conv->ow;
       pl->direct[l] = (uint8_t)cu_conv_direct(conv);
+      /* a relu right after a direct convolution: the convolution writes it (the relu aliases) */
+      pl->relu_after[l] = li.kind == DT_LAYER_CONV2D && pl->direct[l] && l + 1 < pl->L && dt_model_layer(m, l + 1)->kind == DT_LAYER_RELU;
       cols = c > cols ? c : cols;
       if (pl->direct[l]) { /* the weight gradient's partial sums, in dcol (layer_conv2d.cu) */
         const size_t part = (size_t)conv->f * cu_conv_dw_chunks(S * conv->oh * conv->ow) * ckk;
@@ -102,6 +106,9 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
     pl->as[l + 1] = pl->alias[l] ? 0 : round64(S * li.out_size);
     pl->scr_stride[l] = ops->scratch != NULL ? cu_round256(ops->scratch(pl, l)) : 0;
   }
+  /* a relu right before a max pool: the pool's backward applies its gradient (nothing else reads
+   * the relu's output: a residual block's skip reads the input of its own start layer) */
+  for (int l = 0; l + 1 < pl->L; l++) pl->relu_in_pool[l] = pl->ly[l].kind == DT_LAYER_RELU && pl->ly[l + 1].kind == DT_LAYER_MAXPOOL2D;
   *max_act = maxs;
   *max_cols = cols;
 }

@@ -6,6 +6,7 @@
  * a tolerance of zero. Reductions accumulate in double over a fixed grid (RED_BLOCKS blocks,
  * then one block in index order): the bits depend on n alone, not on the call or the device. */
 #include <math.h>
+#include <string.h>
 
 #include "cuda_impl.h"
 
@@ -172,8 +173,11 @@ dt_status cu_mix_nodes(dt_backend *be, size_t n, int count, const int *k, const 
 
 enum red_kind { RED_DOT, RED_SQ, RED_SQDIST, RED_SQDIST_MEAN };
 
+/* One block's share of a reduction over n elements: thread t of block b sums elements t + b·T,
+ * t + (b + grid)·T, ... in order (T threads per block, grid blocks), then the block's threads in a
+ * fixed tree; the block's sum is returned to thread 0. */
 template <int KIND>
-__global__ void k_reduce(size_t n, const float *x, const float *y, const double *sum, double count, double *partial) {
+__device__ double reduce_block(size_t n, const float *x, const float *y, const double *sum, double count) {
   __shared__ double s[CU_THREADS];
   double acc = 0.0;
   GRID_STRIDE(i, n) {
@@ -190,7 +194,13 @@ __global__ void k_reduce(size_t n, const float *x, const float *y, const double 
     if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
     __syncthreads();
   }
-  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+  return s[0];
+}
+
+template <int KIND>
+__global__ void k_reduce(size_t n, const float *x, const float *y, const double *sum, double count, double *partial) {
+  const double b = reduce_block<KIND>(n, x, y, sum, count);
+  if (threadIdx.x == 0) partial[blockIdx.x] = b;
 }
 
 __global__ void k_reduce_final(const double *partial, double *out) {
@@ -228,6 +238,120 @@ dt_status cu_sqdist_mean(dt_backend *be, size_t n, const float *x, const double 
   return reduce<RED_SQDIST_MEAN>(be, n, x, NULL, sum, count, out);
 }
 
+
+/* ---- many rows (dt_rows, reduce_rows, local_step_rows) --------------------------------------------
+ * Each row's elements get the single-row op's formula, so the bits are those of a loop of calls.
+ * The rows' scalars travel in the launch's parameters, ROWS_PER_LAUNCH rows a launch: nothing to
+ * upload, nothing to wait for. */
+
+enum { ROWS_PER_LAUNCH = 256 };
+struct rows_scalars {
+  union {
+    struct {
+      float a[ROWS_PER_LAUNCH], b[ROWS_PER_LAUNCH];
+    } ab;
+    double d[ROWS_PER_LAUNCH];
+  } u;
+};
+
+template <int KIND>
+__global__ void k_rows(int count, unsigned per, const float *x, size_t xs, const float *y, size_t ys, float *z, size_t zs,
+                       rows_scalars sc) {
+  NODE_LOOP(l, i, count, per) {
+    float *zr = z + l * zs;
+    if (KIND == DT_ROWS_FILL) zr[i] = sc.u.ab.a[l];
+    else if (KIND == DT_ROWS_SCALE) zr[i] = dt_f_scale(sc.u.ab.a[l], zr[i]);
+    else if (KIND == DT_ROWS_AXPY) zr[i] = dt_f_axpy(sc.u.ab.a[l], x[l * xs + i], zr[i]);
+    else if (KIND == DT_ROWS_AXPBY) zr[i] = dt_f_axpby(sc.u.ab.a[l], x[l * xs + i], sc.u.ab.b[l], y[l * ys + i]);
+    else zr[i] = dt_f_div(x[l * xs + i], sc.u.d[l]);
+  }
+}
+
+dt_status cu_rows(dt_backend *be, const dt_rows *r) {
+  if (r->n == 0 || r->count <= 0) return DT_OK;
+  if (r->kind == DT_ROWS_COPY) { /* one 2-D copy for every row */
+    CU_CALL(cudaMemcpy2DAsync(r->z, sizeof(float) * r->zs, r->x, sizeof(float) * r->xs, sizeof(float) * r->n, (size_t)r->count,
+                              cudaMemcpyDeviceToDevice, ctx_of(be)->stream));
+    return DT_OK;
+  }
+  for (int l0 = 0; l0 < r->count; l0 += ROWS_PER_LAUNCH) {
+    const int cnt = r->count - l0 < ROWS_PER_LAUNCH ? r->count - l0 : ROWS_PER_LAUNCH;
+    rows_scalars sc;
+    for (int l = 0; l < cnt; l++) {
+      if (r->kind == DT_ROWS_DIV) {
+        sc.u.d[l] = r->dv[l0 + l];
+      } else {
+        sc.u.ab.a[l] = r->av != NULL ? r->av[l0 + l] : r->a;
+        sc.u.ab.b[l] = r->bv != NULL ? r->bv[l0 + l] : r->b;
+      }
+    }
+    const float *x = r->x != NULL ? r->x + (size_t)l0 * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l0 * r->ys : NULL;
+    float *z = r->z + (size_t)l0 * r->zs;
+    switch (r->kind) {
+#define ROWS_CASE(k) \
+  case k: NODE_KERNEL(k_rows<k>, be, cnt, r->n, x, r->xs, y, r->ys, z, r->zs, sc); break;
+      ROWS_CASE(DT_ROWS_FILL)
+      ROWS_CASE(DT_ROWS_SCALE)
+      ROWS_CASE(DT_ROWS_AXPY)
+      ROWS_CASE(DT_ROWS_AXPBY)
+      ROWS_CASE(DT_ROWS_DIV)
+#undef ROWS_CASE
+      default: return DT_ERROR(DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
+    }
+  }
+  return DT_OK;
+}
+
+/* Row blockIdx.y's reduction as k_reduce computes it (RED_BLOCKS blocks along x), then each
+ * row's blocks summed in order, as k_reduce_final does. */
+template <int KIND>
+__global__ void k_reduce_rows(size_t n, const float *x, size_t xs, const double *sum, double count, double *partial) {
+  const double b = reduce_block<KIND>(n, x + blockIdx.y * xs, NULL, sum, count);
+  if (threadIdx.x == 0) partial[(size_t)blockIdx.y * RED_BLOCKS + blockIdx.x] = b;
+}
+
+__global__ void k_reduce_rows_final(int count, const double *partial, double *out) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= count) return;
+  double acc = 0.0;
+  for (int b = 0; b < RED_BLOCKS; b++) acc += partial[(size_t)row * RED_BLOCKS + b];
+  out[row] = acc;
+}
+
+enum { REDUCE_ROWS_PER_LAUNCH = 4096 };
+
+dt_status cu_reduce_rows(dt_backend *be, dt_reduce_kind kind, size_t n, int count, const float *x, size_t xs, const double *sum,
+                         double div, double *out) {
+  cuda_ctx *c = ctx_of(be);
+  if (count <= 0) return DT_OK;
+  const int per = count < REDUCE_ROWS_PER_LAUNCH ? count : REDUCE_ROWS_PER_LAUNCH;
+  const size_t need = (size_t)per * (RED_BLOCKS + 1);
+  if (need > c->rows_cap) { /* partials, then the rows' sums; a pinned copy of the sums */
+    cu_free(be, c->rows_red);
+    if (c->rows_host != NULL) (void)cudaFreeHost(c->rows_host);
+    c->rows_red = NULL, c->rows_host = NULL, c->rows_cap = 0;
+    DT_TRY(cu_alloc(be, sizeof(double) * need, (void **)&c->rows_red));
+    CU_CALL(cudaMallocHost((void **)&c->rows_host, sizeof(double) * per));
+    c->rows_cap = need;
+  }
+  for (int l0 = 0; l0 < count; l0 += per) {
+    const int cnt = count - l0 < per ? count - l0 : per;
+    const float *xr = x + (size_t)l0 * xs;
+    double *sums = c->rows_red + (size_t)per * RED_BLOCKS;
+    if (kind == DT_REDUCE_NRM2)
+      k_reduce_rows<RED_SQ><<<dim3(RED_BLOCKS, (unsigned)cnt), CU_THREADS, 0, c->stream>>>(n, xr, xs, NULL, 1.0, c->rows_red);
+    else
+      k_reduce_rows<RED_SQDIST_MEAN><<<dim3(RED_BLOCKS, (unsigned)cnt), CU_THREADS, 0, c->stream>>>(n, xr, xs, sum, div, c->rows_red);
+    CU_LAUNCHED();
+    k_reduce_rows_final<<<(cnt + CU_THREADS - 1) / CU_THREADS, CU_THREADS, 0, c->stream>>>(cnt, c->rows_red, sums);
+    CU_LAUNCHED();
+    CU_CALL(cudaMemcpyAsync(c->rows_host, sums, sizeof(double) * cnt, cudaMemcpyDeviceToHost, c->stream));
+    CU_CALL(cudaStreamSynchronize(c->stream));
+    for (int l = 0; l < cnt; l++) out[l0 + l] = kind == DT_REDUCE_NRM2 ? sqrt(c->rows_host[l]) : c->rows_host[l];
+  }
+  return DT_OK;
+}
+
 /* ---- the fused local-optimizer step: one kernel per kind over dt/formulas.h's element ------- */
 
 #define STEP_KERNEL(name)                                                                                  \
@@ -250,4 +374,57 @@ dt_status cu_local_step(dt_backend *be, size_t n, const dt_step *s, float *p, co
     default: break;
   }
   return DT_ERROR(DT_ERR_INTERNAL, "unknown local step kind %d", (int)s->kind);
+}
+
+/* Many rows whose steps differ at most in extra_alpha (the usual case: every node at the same
+ * step count): one launch per ROWS_PER_LAUNCH rows, the rows' extra_alpha in its parameters;
+ * otherwise row by row. */
+struct step_alphas {
+  float a[ROWS_PER_LAUNCH];
+};
+
+#define STEP_ROWS_KERNEL(name)                                                                                                   \
+  __global__ void k_step_rows_##name(int count, unsigned per, dt_##name##_coef c, step_alphas ea, float *p, size_t ps,        \
+                                     const float *g, size_t gs, float *m, float *v, size_t mvs, const float *eb, size_t ebs) { \
+    NODE_LOOP(l, i, count, per)                                                                                                  \
+    dt_##name##_elem(&c, ea.a[l], p + l * ps, g + l * gs, m != NULL ? m + l * mvs : NULL, v != NULL ? v + l * mvs : NULL,       \
+                     eb != NULL ? eb + l * ebs : NULL, i);                                                                       \
+  }
+DT_STEP_KINDS(STEP_ROWS_KERNEL)
+#undef STEP_ROWS_KERNEL
+
+static int same_step_but_alpha(const dt_step *a, const dt_step *b) {
+  dt_step t = *b;
+  t.extra_alpha = a->extra_alpha;
+  return memcmp(a, &t, sizeof t) == 0;
+}
+
+dt_status cu_local_step_rows(dt_backend *be, size_t n, int count, const dt_step *s, float *p, size_t ps, const float *g, size_t gs,
+                             float *m, float *v, size_t mvs, const float *extra_b, size_t ebs) {
+  if (n == 0 || count <= 0) return DT_OK;
+  int uniform = 1;
+  for (int l = 1; l < count && uniform; l++) uniform = same_step_but_alpha(&s[0], &s[l]);
+  if (!uniform) {
+    for (int l = 0; l < count; l++)
+      DT_TRY(cu_local_step(be, n, &s[l], p + (size_t)l * ps, g + (size_t)l * gs, m != NULL ? m + (size_t)l * mvs : NULL,
+                           v != NULL ? v + (size_t)l * mvs : NULL, extra_b != NULL ? extra_b + (size_t)l * ebs : NULL));
+    return DT_OK;
+  }
+  for (int l0 = 0; l0 < count; l0 += ROWS_PER_LAUNCH) {
+    const int cnt = count - l0 < ROWS_PER_LAUNCH ? count - l0 : ROWS_PER_LAUNCH;
+    step_alphas ea;
+    for (int l = 0; l < cnt; l++) ea.a[l] = s[l0 + l].extra_alpha;
+    float *pr = p + (size_t)l0 * ps, *mr = m != NULL ? m + (size_t)l0 * mvs : NULL, *vr = v != NULL ? v + (size_t)l0 * mvs : NULL;
+    const float *gr = g + (size_t)l0 * gs, *er = extra_b != NULL ? extra_b + (size_t)l0 * ebs : NULL;
+    switch (s[0].kind) {
+#define STEP_ROWS_CASE(name)                                                                                           \
+  case DT_STEP_##name:                                                                                                 \
+    NODE_KERNEL(k_step_rows_##name, be, cnt, n, s[0].c.name, ea, pr, ps, gr, gs, mr, vr, mvs, er, ebs);                 \
+    break;
+      DT_STEP_KINDS(STEP_ROWS_CASE)
+#undef STEP_ROWS_CASE
+      default: return DT_ERROR(DT_ERR_INTERNAL, "unknown local step kind %d", (int)s[0].kind);
+    }
+  }
+  return DT_OK;
 }
