@@ -516,8 +516,10 @@ static void case_rows(void) {
     for (int per_row = 0; per_row < 2; per_row++) {
       memcpy(z, z0, sizeof(float) * RZS * RCOUNT);
       CHECK_OK(dt_be_upload(gpu, gz, z0, sizeof(float) * RZS * RCOUNT));
-      dt_rows r = {.kind = (dt_rows_kind)kind, .n = RN, .count = RCOUNT, .x = gx, .y = gy, .z = gz, .xs = RXS, .ys = RYS,
-                   .zs = RZS, .a = -0.75f, .b = 1.25f, .av = per_row ? av : NULL, .bv = per_row ? bv : NULL, .dv = dv};
+      const int no_x = kind == DT_ROWS_FILL || kind == DT_ROWS_SCALE; /* operands an op does not read may be NULL */
+      dt_rows r = {.kind = (dt_rows_kind)kind, .n = RN, .count = RCOUNT, .x = no_x ? NULL : gx, .y = no_x ? NULL : gy, .z = gz,
+                   .xs = RXS, .ys = RYS, .zs = RZS, .a = -0.75f, .b = 1.25f, .av = per_row ? av : NULL, .bv = per_row ? bv : NULL,
+                   .dv = dv};
       CHECK_OK(dt_be_rows(gpu, &r));
       /* the CPU's single-row ops, row by row */
       for (int l = 0; l < RCOUNT; l++) {
@@ -538,7 +540,7 @@ static void case_rows(void) {
       float *zc = malloc(sizeof(float) * RZS * RCOUNT);
       memcpy(zc, z0, sizeof(float) * RZS * RCOUNT);
       dt_rows rc = r;
-      rc.x = x, rc.y = y, rc.z = zc;
+      rc.x = no_x ? NULL : x, rc.y = no_x ? NULL : y, rc.z = zc;
       CHECK_OK(dt_be_rows(cpu, &rc));
       CHECK(memcmp(zc, z, sizeof(float) * RZS * RCOUNT) == 0, "%s: the CPU's rows op differs from its single-row ops", what);
       free(zc);
@@ -570,8 +572,22 @@ static void case_reduce_rows(void) {
       CHECK(memcmp(&c1, &a[l], sizeof c1) == 0, "the CPU's reduce_rows %d row %d differs from its single-row op", kind, l);
     }
   }
-  dt_be_free(gpu, gx), dt_be_free(gpu, gsum);
-  free(x), free(sum);
+  /* more rows than one launch of the reduction takes (4,096), each against the single-row op */
+  enum { MANY = 5000, MN = 37, MS = 40 };
+  float *mx = malloc(sizeof(float) * MANY * MS);
+  double *mr = malloc(sizeof(double) * MANY);
+  fill_random(mx, (size_t)MANY * MS, 1.0f);
+  float *gmx = dev(mx, sizeof(float) * MANY * MS);
+  CHECK_OK(dt_be_reduce_rows(gpu, DT_REDUCE_NRM2, MN, MANY, gmx, MS, NULL, 1.0, mr));
+  for (int l = 0; l < MANY; l += 997) {
+    CHECK_OK(dt_be_nrm2(gpu, MN, gmx + (size_t)l * MS, &single));
+    CHECK(memcmp(&single, &mr[l], sizeof single) == 0, "reduce_rows over %d rows, row %d: %.17g, the single-row op %.17g", MANY, l,
+          mr[l], single);
+  }
+  CHECK_OK(dt_be_nrm2(gpu, MN, gmx + (size_t)(MANY - 1) * MS, &single));
+  CHECK(memcmp(&single, &mr[MANY - 1], sizeof single) == 0, "reduce_rows over %d rows: the last row differs", MANY);
+  dt_be_free(gpu, gx), dt_be_free(gpu, gsum), dt_be_free(gpu, gmx);
+  free(x), free(sum), free(mx), free(mr);
 }
 
 /* Adam rows: every row at one step count with its own extra_alpha (one launch per 256 rows), then
@@ -753,6 +769,28 @@ static void layout_model(dt_model_spec *s) {
   memcpy(s->layers, ls, sizeof ls);
 }
 
+/* Direct convolutions of every kernel the shape picks (layer_conv2d.cu): a 3×3 over one channel
+ * with 9 filters (3 per thread forward), then 1×1 convolutions over 9 and 25 channels (as many
+ * taps as a one-channel 3×3 or 5×5, which must not take those shapes' weight-gradient path),
+ * relus fused into the convolutions and into a tiling max pool's backward. */
+static void direct_model(dt_model_spec *s) {
+  memset(s, 0, sizeof *s);
+  *s = (dt_model_spec){.in_channels = 1, .in_height = 12, .in_width = 12, .num_classes = 4};
+  const dt_layer_spec ls[] = {
+      {.kind = DT_LAYER_CONV2D, .out_channels = 9, .kernel_size = 3, .stride = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 25, .kernel_size = 1, .stride = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_CONV2D, .out_channels = 3, .kernel_size = 1, .stride = 1},
+      {.kind = DT_LAYER_RELU},
+      {.kind = DT_LAYER_MAXPOOL2D, .kernel_size = 2},
+      {.kind = DT_LAYER_FLATTEN},
+      {.kind = DT_LAYER_LINEAR, .out_features = 4},
+  };
+  s->num_layers = (int)(sizeof ls / sizeof *ls);
+  memcpy(s->layers, ls, sizeof ls);
+}
+
 /* softmax regression: flatten → linear, the shared-input path of evaluation */
 static void logreg_model(dt_model_spec *s) {
   memset(s, 0, sizeof *s);
@@ -773,13 +811,15 @@ typedef struct model_case {
 } model_case;
 
 /* gradients (and losses) of nodes [first, first + count) on backend be, moving the nodes' buffers
- * (NULL: none); dropout streams fresh, or none with `dropout` 0 */
-static void gradients_ex(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
-                         const int32_t *y, float *grad, float *loss, const int *batch, int dropout) {
+ * (NULL: none); dropout streams fresh (or from `states` where not NULL), or none with `dropout` 0 */
+static void gradients_from(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
+                           const int32_t *y, float *grad, float *loss, const int *batch, int dropout, const dt_rng *states) {
   void *plan = NULL;
   CHECK_OK(dt_be_plan_create(be, mc->m, MAXB, count, NODES, &plan));
   dt_rng drop[NODES];
-  for (int l = 0; l < count; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)(first + l));
+  for (int l = 0; l < count; l++)
+    if (states != NULL) drop[l] = states[first + l];
+    else dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)(first + l));
   const dt_node_batch nb = {.count = count, .theta = theta + first * mc->ps, .theta_stride = mc->ps,
                             .buffers = bufs != NULL ? bufs + first * mc->bs : NULL, .buffers_stride = mc->bs,
                             .grad = grad + first * mc->ps, .grad_stride = mc->ps, .x = x + first * mc->xs,
@@ -787,6 +827,11 @@ static void gradients_ex(dt_backend *be, model_case *mc, int first, int count, c
                             .loss = loss + first, .dropout = dropout ? drop : NULL};
   CHECK_OK(dt_be_model_gradients(be, plan, &nb));
   dt_be_plan_free(be, plan);
+}
+
+static void gradients_ex(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
+                         const int32_t *y, float *grad, float *loss, const int *batch, int dropout) {
+  gradients_from(be, mc, first, count, theta, bufs, x, y, grad, loss, batch, dropout, NULL);
 }
 
 static void gradients(dt_backend *be, model_case *mc, int first, int count, const float *theta, float *bufs, const float *x,
@@ -797,40 +842,40 @@ static void gradients(dt_backend *be, model_case *mc, int first, int count, cons
 static size_t differing(const float *ga, const float *gb, size_t n);
 
 /* One plan's later calls replay a CUDA graph captured of an earlier one (nn.cu's run_captured):
- * calls 1 to 3 with one set of pointers (run directly, captured, replayed) give call 0's bits,
- * and a replay with other batch sizes gives a fresh plan's bits for those. */
+ * five calls with one set of pointers (the plan's first call and a new key's first call run
+ * directly, the third is captured, the fourth and fifth replay it, the fifth with other batch
+ * sizes), the nodes' dropout streams moving on from call to call as a run's do: each call gives
+ * the bits of a fresh plan's direct call from the same states. */
 static void check_replays(model_case *mc, const char *name, const float *gtheta, const float *bufs0, const float *gx, const int32_t *gy,
                           const int *batch) {
   const size_t np = NODES * mc->ps, nb = NODES * mc->bs;
   float *g0 = dev(NULL, sizeof(float) * np), *g1 = dev(NULL, sizeof(float) * np);
-  float *gb = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
+  float *gb = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL, *gb2 = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
   static const int other[NODES] = {9, 9, 3, 0, 9, 2, 9};
   float loss0[NODES] = {0}, loss1[NODES] = {0};
   void *plan = NULL;
   CHECK_OK(dt_be_plan_create(gpu, mc->m, MAXB, NODES, NODES, &plan));
+  dt_rng drop[NODES];
+  for (int l = 0; l < NODES; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)l);
   for (int call = 0; call < 5; call++) {
-    dt_rng drop[NODES];
-    for (int l = 0; l < NODES; l++) dt_rng_init(&drop[l], 17, DT_RNG_DROPOUT, (uint64_t)l);
+    dt_rng start[NODES];
+    memcpy(start, drop, sizeof start);
+    const int *bt = call == 4 ? other : batch;
     if (gb != NULL) CHECK_OK(dt_be_upload(gpu, gb, bufs0, sizeof(float) * nb));
     const dt_node_batch b = {.count = NODES, .theta = gtheta, .theta_stride = mc->ps, .buffers = gb, .buffers_stride = mc->bs,
                              .grad = call == 0 ? g0 : g1, .grad_stride = mc->ps, .x = gx, .x_stride = mc->xs, .y = gy,
-                             .y_stride = mc->ys, .batch = call == 4 ? other : batch, .loss = call == 0 ? loss0 : loss1,
-                             .dropout = drop};
+                             .y_stride = mc->ys, .batch = bt, .loss = loss1, .dropout = drop};
     CHECK_OK(dt_be_model_gradients(gpu, plan, &b));
-    if (call == 0 || call == 4) continue;
-    const size_t differ = differing(g0, g1, np);
-    CHECK(differ == 0, "%s: call %d of one plan gave %zu other gradient values", name, call, differ);
-    CHECK(memcmp(loss0, loss1, sizeof loss0) == 0, "%s: call %d of one plan gave other losses", name, call);
-  }
-  /* the replay with other batch sizes, against a fresh plan's direct call */
-  float *gb2 = mc->B > 0 ? dev(bufs0, sizeof(float) * nb) : NULL;
-  gradients(gpu, mc, 0, NODES, gtheta, gb2, gx, gy, g0, loss0, other);
-  size_t differ = differing(g0, g1, np);
-  CHECK(differ == 0, "%s: a replay with other batch sizes gave %zu other gradient values", name, differ);
-  CHECK(memcmp(loss0, loss1, sizeof loss0) == 0, "%s: a replay with other batch sizes gave other losses", name);
-  if (mc->B > 0) {
-    differ = differing(gb, gb2, nb);
-    CHECK(differ == 0, "%s: a replay with other batch sizes moved %zu running statistics otherwise", name, differ);
+    if (gb2 != NULL) CHECK_OK(dt_be_upload(gpu, gb2, bufs0, sizeof(float) * nb));
+    float *ref = call == 0 ? g1 : g0;
+    gradients_from(gpu, mc, 0, NODES, gtheta, gb2, gx, gy, ref, loss0, bt, 1, start);
+    const size_t differ = differing(call == 0 ? g0 : g1, ref, np);
+    CHECK(differ == 0, "%s: call %d of one plan gave %zu gradient values other than a fresh plan's", name, call, differ);
+    CHECK(memcmp(loss0, loss1, sizeof loss0) == 0, "%s: call %d of one plan gave losses other than a fresh plan's", name, call);
+    if (mc->B > 0) {
+      const size_t moved = differing(gb, gb2, nb);
+      CHECK(moved == 0, "%s: call %d of one plan moved %zu running statistics otherwise than a fresh plan", name, call, moved);
+    }
   }
   dt_be_plan_free(gpu, plan);
   dt_be_free(gpu, g0), dt_be_free(gpu, g1), dt_be_free(gpu, gb), dt_be_free(gpu, gb2);
@@ -1038,6 +1083,17 @@ static void test_evaluate(const char *name, const dt_model_spec *spec) {
     CHECK_CLOSE(ls_g[l], ls_c[l], 1e-5, 1e-6);
     CHECK(cor_g[l] == cor_c[l], "%s: node %d evaluation hits gpu %ld cpu %ld", name, l, cor_g[l], cor_c[l]);
   }
+  /* the same plan's later calls (the third captured as a graph, the fourth replaying it) add the
+   * first call's bits again */
+  for (int call = 1; call < 4; call++) {
+    double ls_r[NODES] = {0};
+    long cor_r[NODES] = {0};
+    dt_node_eval er = eg;
+    er.loss_sum = ls_r, er.correct = cor_r;
+    CHECK_OK(dt_be_model_evaluate(gpu, pg, &er));
+    CHECK(memcmp(ls_r, ls_g, sizeof ls_r) == 0 && memcmp(cor_r, cor_g, sizeof cor_r) == 0,
+          "%s: evaluation call %d of one plan differs from its first", name, call);
+  }
   dt_be_plan_free(cpu, pc);
   dt_be_plan_free(gpu, pg);
 
@@ -1060,6 +1116,8 @@ static void each_model(void (*fn)(const char *, const dt_model_spec *)) {
   fn("large cnn", &spec);
   gemm_conv_model(&spec);
   fn("gemm conv", &spec);
+  direct_model(&spec);
+  fn("direct shapes", &spec);
   norm_model(&spec);
   fn("norms", &spec);
   layout_model(&spec);

@@ -174,12 +174,13 @@ dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double
   return DT_OK;
 }
 
-/* ---- many rows: each row by its single-row op, so the bits are those of a loop of calls; the
- * rows run on the backend's threads (each row's op then runs on one: nested regions do not fork).
- * None of these single-row ops fails once the kind is known. */
+/* ---- many rows: each row by its single-row op, so the bits are those of a loop of calls. With
+ * at least as many rows as threads the rows run on the threads (each row's op then on one:
+ * nested regions do not fork); fewer rows run in turn, each row's op on every thread. None of
+ * these single-row ops fails once the kind is known (checked first). */
 
 /* (a pragma's text takes no macro arguments: it names the caller's `be` and `count`) */
-#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(be->threads) if (count > 1 && be->threads > 1)")
+#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(be->threads) if (count >= be->threads && be->threads > 1)")
 
 static dt_status one_row(dt_backend *be, const dt_rows *r, int l) {
   const float a = r->av != NULL ? r->av[l] : r->a, b = r->bv != NULL ? r->bv[l] : r->b;
@@ -211,6 +212,7 @@ dt_status dt_cpu_rows(dt_backend *be, const dt_rows *r) {
 
 dt_status dt_cpu_reduce_rows(dt_backend *be, dt_reduce_kind kind, size_t n, int count, const float *x, size_t xs, const double *sum,
                              double div, double *out) {
+  DT_CHECK(kind == DT_REDUCE_NRM2 || kind == DT_REDUCE_SQDIST_MEAN, DT_ERR_INTERNAL, "unknown reduce_rows kind %d", (int)kind);
   int failed = 0;
   ROWS_PARALLEL
   for (int l = 0; l < count; l++) {
@@ -225,6 +227,8 @@ dt_status dt_cpu_reduce_rows(dt_backend *be, dt_reduce_kind kind, size_t n, int 
 
 dt_status dt_cpu_local_step_rows(dt_backend *be, size_t n, int count, const dt_step *s, float *p, size_t ps, const float *g, size_t gs,
                                  float *m, float *v, size_t mvs, const float *extra_b, size_t ebs) {
+  for (int l = 0; l < count; l++)
+    DT_CHECK((unsigned)s[l].kind < DT_STEP_KIND_COUNT, DT_ERR_INTERNAL, "unknown local step kind %d", (int)s[l].kind);
   int failed = 0;
   ROWS_PARALLEL
   for (int l = 0; l < count; l++)
@@ -233,5 +237,5 @@ dt_status dt_cpu_local_step_rows(dt_backend *be, size_t n, int count, const dt_s
 #pragma omp atomic write
       failed = 1;
     }
-  return failed ? DT_ERROR(DT_ERR_INTERNAL, "a local_step_rows op failed (unknown step kind)") : DT_OK;
+  return failed ? DT_ERROR(DT_ERR_INTERNAL, "a local_step_rows op failed") : DT_OK;
 }

@@ -300,9 +300,10 @@ static dt_status direct_dw(dt_backend *be, int count, int S, const dt_conv_shape
   DT_CHECK(chunks <= 65535, DT_ERR_UNSUPPORTED, "a direct convolution over %zu output positions per node; use a smaller batch", N);
   DT_CHECK((size_t)s->f * chunks * ckk <= pns, DT_ERR_INTERNAL, "direct convolution scratch: %zu floats, %zu given",
            (size_t)s->f * chunks * ckk, pns);
-  if (s->pad == 0 && ckk == 25 && s->f % 3 == 0) /* 5×5 over one channel, filters in threes (the seed CNN) */
+  /* the shape, not the tap count: a 1×1 convolution over 25 or 9 channels has as many taps */
+  if (s->pad == 0 && s->c == 1 && s->k == 5 && s->f % 3 == 0) /* 5×5 over one channel, filters in threes (the seed CNN) */
     dw_launch<25, false, 3, 5>(be, count, S, s, x, xs, cs, ss, dy, ys, part, pns, chunks);
-  else if (s->pad == 0 && ckk == 9 && s->f % 8 == 0) /* 3×3 over one channel, filters in eights */
+  else if (s->pad == 0 && s->c == 1 && s->k == 3 && s->f % 8 == 0) /* 3×3 over one channel, filters in eights */
     dw_launch<9, false, 8, 3>(be, count, S, s, x, xs, cs, ss, dy, ys, part, pns, chunks);
   else if (s->pad == 0)
     dw_launch<32, false, 2>(be, count, S, s, x, xs, cs, ss, dy, ys, part, pns, chunks);

@@ -150,11 +150,12 @@ static dt_status buffers_copy(dt_backend *be, cu_plan *pl, float *rows, size_t s
  * A model call's device work depends on the host only through its pointers, strides and node
  * count (batch sizes, loss scales and dropout states travel through pinned buffers that the work
  * copies from): so the work of a call is captured once as a CUDA graph, on the second call with
- * the same key, and replayed after: one launch for a call's few dozen. A plan keeps the last
- * CU_GRAPHS keys. The first call of a plan runs directly (cuBLAS sets itself up there), a
- * profiled call too (its layer events and phase marks wait for the device), and so does every
- * call once a capture has failed, or where DT_CUDA_GRAPHS=0 (to compare). A replay does exactly
- * the launches the captured call did, so results are the same bits with and without graphs. */
+ * the same key (a plan's very first call, where cuBLAS sets itself up, runs directly and is not
+ * counted), and replayed after: one launch for a call's few dozen. A plan keeps the last
+ * CU_GRAPHS keys. A profiled call runs directly (its layer events and phase marks wait for the
+ * device), and so does every call once a capture has failed, or where DT_CUDA_GRAPHS=0 (to
+ * compare). A replay does exactly the launches the captured call did, so results are the same
+ * bits with and without graphs. */
 typedef dt_status (*cu_work)(dt_backend *be, cu_plan *pl, const void *arg);
 
 static int graphs_wanted(void) {
@@ -194,10 +195,10 @@ static dt_status run_captured(dt_backend *be, cu_plan *pl, const void *key, size
   }
   /* the second call with this key: capture it, then launch the graph */
   slot->used = pl->tick;
-  CU_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const dt_status st = work(be, pl, arg);
+  const cudaError_t began = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  const dt_status st = began == cudaSuccess ? work(be, pl, arg) : DT_OK;
   cudaGraph_t graph = NULL;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  const cudaError_t ended = began == cudaSuccess ? cudaStreamEndCapture(stream, &graph) : began;
   cudaGraphExec_t exec = NULL;
   const cudaError_t made = st == DT_OK && ended == cudaSuccess ? cudaGraphInstantiate(&exec, graph, 0) : cudaErrorUnknown;
   if (graph != NULL) (void)cudaGraphDestroy(graph);
