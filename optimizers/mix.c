@@ -131,34 +131,49 @@ int dt_mix_any_schedule(const void *opts, char *err, size_t err_size) {
   return 1; /* every round mixes with that round's weights */
 }
 
-/* Every local node's mix in one backend call (one launch on a device, not one per node). */
-dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out) {
+dt_status dt_mix_nodes_by(dt_optimizer_run *run, int (*terms)(void *ctx, int l, const float **x, float *w), void *ctx, dt_slab *out) {
   const dt_graph *g = run->graph;
   const int count = run->count;
   dt_status st = DT_OK;
   int *k = NULL;
   const float **x = NULL;
   float *w = NULL, **y = NULL;
-  size_t terms = 0, at = 0;
-  for (int l = 0; l < count; l++) terms += (size_t)dt_graph_degree(g, run->first + l) + 1;
-  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
+  size_t terms_cap = 0, at = 0;
+  for (int l = 0; l < count; l++) terms_cap += (size_t)dt_graph_degree(g, run->first + l) + 1;
   DT_ALLOC_GOTO(k, count > 0 ? count : 1, "mixing");
   DT_ALLOC_GOTO(y, count > 0 ? count : 1, "mixing");
-  DT_ALLOC_GOTO(x, terms > 0 ? terms : 1, "mixing");
-  DT_ALLOC_GOTO(w, terms > 0 ? terms : 1, "mixing");
+  DT_ALLOC_GOTO(x, terms_cap > 0 ? terms_cap : 1, "mixing");
+  DT_ALLOC_GOTO(w, terms_cap > 0 ? terms_cap : 1, "mixing");
   for (int l = 0; l < count; l++) {
-    k[l] = dt_mix_terms(run, run->first + l, vec, x + at, w + at, NULL);
+    k[l] = terms(ctx, l, x + at, w + at);
     y[l] = dt_slab_node(out, l);
     at += (size_t)k[l];
   }
   DT_TRY_GOTO(dt_be_mix_nodes(run->be, run->dim, count, k, x, w, y));
-  DT_TRY_GOTO(dt_be_profile_mark(run->be, DT_PHASE_MIX));
 cleanup:
   dt_free(k);
   dt_free(y);
   dt_free(x);
   dt_free(w);
   return st;
+}
+
+typedef struct mix_all_ctx {
+  dt_optimizer_run *run;
+  int vec;
+} mix_all_ctx;
+
+static int mix_all_terms(void *ctx, int l, const float **x, float *w) {
+  const mix_all_ctx *c = ctx;
+  return dt_mix_terms(c->run, c->run->first + l, c->vec, x, w, NULL);
+}
+
+/* Every local node's mix in one backend call (one launch on a device, not one per node). */
+dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out) {
+  mix_all_ctx c = {.run = run, .vec = vec};
+  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
+  DT_TRY(dt_mix_nodes_by(run, mix_all_terms, &c, out));
+  return dt_be_profile_mark(run->be, DT_PHASE_MIX);
 }
 
 dt_status dt_mix_reverse_edges(const dt_optimizer_run *run, int **rev, int *e0) {

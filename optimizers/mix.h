@@ -18,6 +18,11 @@ int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *
 DT_MUST_USE dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out);
 /* The same over exchange ex (the run's own, or another such as the model buffers'). */
 int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who);
+/* Every local node's weighted sum in one backend call, of the terms terms(ctx, l, x, w) gives
+ * for local node l (at most its degree + 1; it returns how many): y_l = 0 + w[0]·x[0] + ... into
+ * out's row l. dt_mix_all is this with the round's mixing terms. */
+DT_MUST_USE dt_status dt_mix_nodes_by(dt_optimizer_run *run, int (*terms)(void *ctx, int l, const float **x, float *w), void *ctx,
+                                      dt_slab *out);
 
 /* out = Σ_j W_ij x_j over j ∈ {i} ∪ N(i), in increasing id (self at its place), where x_j is
  * vector `vec` of j as sent in the last exchange (x_i: i's own send buffer). */

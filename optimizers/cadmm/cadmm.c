@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../mix.h"
 #include "cadmm.h"
 #include "dt/optimizer.h"
 #include "dt/problem.h"
@@ -73,43 +74,27 @@ static double primal_lr(const dt_cadmm_opts *o, int k, int rounds) {
  *   s = Σ_j θ_j over neighbours in id order;
  *   dual: p_i += ρ Σ_j (θ_i − θ_j) = ρ (deg·θ_i − s);
  *   penalty gradient 2ρ Σ_j (θ − (θ_i+θ_j)/2) = 2ρ·deg·θ − ρ(deg·θ_i + s), so b = p_i − ρ(deg·θ_i + s). */
+static int neighbour_terms(void *ctx, int l, const float **x, float *w) {
+  cadmm_state *c = ctx;
+  const dt_optimizer_run *run = c->run;
+  const dt_graph *g = run->graph;
+  const int i = run->first + l;
+  int n = 0;
+  for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
+    const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+    if (xj != NULL) x[n] = xj, w[n++] = 1.0f;
+  }
+  c->heard[l] = (float)n;
+  return n;
+}
+
 static dt_status dual_all(cadmm_state *c, dt_optimizer_run *run, float rho) {
   dt_backend *be = run->be;
-  const dt_graph *g = run->graph;
-  const int count = run->count;
-  dt_status st = DT_OK;
-  int *k = NULL;
-  const float **x = NULL;
-  float *w = NULL, **y = NULL;
-  size_t terms = 0, at = 0;
-  for (int l = 0; l < count; l++) terms += (size_t)dt_graph_degree(g, run->first + l);
-  DT_ALLOC_GOTO(k, count > 0 ? count : 1, "cadmm");
-  DT_ALLOC_GOTO(y, count > 0 ? count : 1, "cadmm");
-  DT_ALLOC_GOTO(x, terms > 0 ? terms : 1, "cadmm");
-  DT_ALLOC_GOTO(w, terms > 0 ? terms : 1, "cadmm");
-  for (int l = 0; l < count; l++) {
-    const int i = run->first + l;
-    int n = 0;
-    for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-      const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
-      if (xj != NULL) x[at + n] = xj, w[at + n++] = 1.0f;
-    }
-    k[l] = n;
-    y[l] = dt_slab_node(&c->s, l);
-    c->heard[l] = (float)n;
-    at += (size_t)n;
-  }
-  DT_TRY_GOTO(dt_be_mix_nodes(be, run->dim, count, k, x, w, y));
-  DT_TRY_GOTO(dt_slab_axpby_nodes(be, c->heard, &run->theta, -1.0f, &c->s, &c->t));
-  DT_TRY_GOTO(dt_slab_axpy(be, rho, &c->t, &c->dual));
-  DT_TRY_GOTO(dt_slab_axpby_nodes(be, c->heard, &run->theta, 1.0f, &c->s, &c->t));
-  DT_TRY_GOTO(dt_slab_axpby(be, 1.0f, &c->dual, -rho, &c->t, &c->b));
-cleanup:
-  dt_free(k);
-  dt_free(y);
-  dt_free(x);
-  dt_free(w);
-  return st;
+  DT_TRY(dt_mix_nodes_by(run, neighbour_terms, c, &c->s));
+  DT_TRY(dt_slab_axpby_nodes(be, c->heard, &run->theta, -1.0f, &c->s, &c->t));
+  DT_TRY(dt_slab_axpy(be, rho, &c->t, &c->dual));
+  DT_TRY(dt_slab_axpby_nodes(be, c->heard, &run->theta, 1.0f, &c->s, &c->t));
+  return dt_slab_axpby(be, 1.0f, &c->dual, -rho, &c->t, &c->b);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
