@@ -208,6 +208,9 @@ typedef struct dt_rows {
   const float *av, *bv; /* or each row's (host arrays of count; NULL: a, b) */
   const double *dv;    /* DIV: each row's divisor (host, count) */
 } dt_rows;
+/* Row l's scalars of a rows op. */
+static inline float dt_rows_a(const dt_rows *r, int l) { return r->av != NULL ? r->av[l] : r->a; }
+static inline float dt_rows_b(const dt_rows *r, int l) { return r->bv != NULL ? r->bv[l] : r->b; }
 typedef enum dt_reduce_kind {
   DT_REDUCE_NRM2,        /* out[l] = √Σ x² (nrm2) */
   DT_REDUCE_SQDIST_MEAN, /* out[l] = Σ (x − sum/div)² (sqdist_mean; sum: one double vector for every row) */
@@ -365,6 +368,9 @@ DT_MUST_USE dt_status dt_slab_copy(dt_backend *be, const dt_slab *src, dt_slab *
 DT_MUST_USE dt_status dt_slab_axpby_nodes(dt_backend *be, const float *a, const dt_slab *x, float b, const dt_slab *y,
                                           dt_slab *dst);
 DT_MUST_USE dt_status dt_slab_axpy(dt_backend *be, float a, const dt_slab *x, dt_slab *y);
+/* Row l of a rows op through be's single-row ops: what a batched rows op must equal, and how a
+ * backend computes a row it does not batch. */
+DT_MUST_USE dt_status dt_rows_row(dt_backend *be, const dt_rows *r, int l);
 DT_MUST_USE dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a);
 /* dst = a·x + b·y */
 DT_MUST_USE dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst);

@@ -147,6 +147,21 @@ dt_status dt_slab_axpy(dt_backend *be, float a, const dt_slab *x, dt_slab *y) {
   return dt_be_rows(be, &r);
 }
 
+dt_status dt_rows_row(dt_backend *be, const dt_rows *r, int l) {
+  const float a = dt_rows_a(r, l), b = dt_rows_b(r, l);
+  const float *x = r->x != NULL ? r->x + (size_t)l * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l * r->ys : NULL;
+  float *z = r->z + (size_t)l * r->zs;
+  switch (r->kind) {
+    case DT_ROWS_COPY: return dt_be_copy(be, r->n, x, z);
+    case DT_ROWS_FILL: return dt_be_fill(be, r->n, a, z);
+    case DT_ROWS_SCALE: return dt_be_scale(be, r->n, a, z);
+    case DT_ROWS_AXPY: return dt_be_axpy(be, r->n, a, x, z);
+    case DT_ROWS_AXPBY: return dt_be_axpby(be, r->n, a, x, b, y, z);
+    case DT_ROWS_DIV: return dt_be_div(be, r->n, x, r->dv[l], z);
+  }
+  return DT_ERROR(DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
+}
+
 dt_status dt_slab_broadcast_host(dt_backend *be, const float *host, dt_slab *dst) {
   for (int l = 0; l < dst->count; l++) DT_TRY(dt_be_upload(be, dt_slab_node(dst, l), host, sizeof(float) * dst->dim));
   return DT_OK;

@@ -182,28 +182,13 @@ dt_status dt_cpu_mean_of_sum(dt_backend *be, size_t n, const double *sum, double
 /* (a pragma's text takes no macro arguments: it names the caller's `be` and `count`) */
 #define ROWS_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(be->threads) if (count >= be->threads && be->threads > 1)")
 
-static dt_status one_row(dt_backend *be, const dt_rows *r, int l) {
-  const float a = r->av != NULL ? r->av[l] : r->a, b = r->bv != NULL ? r->bv[l] : r->b;
-  const float *x = r->x != NULL ? r->x + (size_t)l * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l * r->ys : NULL;
-  float *z = r->z + (size_t)l * r->zs;
-  switch (r->kind) {
-    case DT_ROWS_COPY: return dt_cpu_copy(be, r->n, x, z);
-    case DT_ROWS_FILL: return dt_cpu_fill(be, r->n, a, z);
-    case DT_ROWS_SCALE: return dt_cpu_scale(be, r->n, a, z);
-    case DT_ROWS_AXPY: return dt_cpu_axpy(be, r->n, a, x, z);
-    case DT_ROWS_AXPBY: return dt_cpu_axpby(be, r->n, a, x, b, y, z);
-    case DT_ROWS_DIV: return dt_cpu_div(be, r->n, x, r->dv[l], z);
-  }
-  return DT_ERROR(DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
-}
-
 dt_status dt_cpu_rows(dt_backend *be, const dt_rows *r) {
   DT_CHECK(r->kind >= DT_ROWS_COPY && r->kind <= DT_ROWS_DIV, DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
   int failed = 0;
   const int count = r->count;
   ROWS_PARALLEL
   for (int l = 0; l < count; l++)
-    if (one_row(be, r, l) != DT_OK) {
+    if (dt_rows_row(be, r, l) != DT_OK) {
 #pragma omp atomic write
       failed = 1;
     }

@@ -11,7 +11,7 @@ static size_t elements(const cu_call *c) { return (size_t)c->ps->S * c->li->out_
 
 /* A relu after a direct convolution is fused into it (the convolution writes the relu of its
  * output, which this layer then aliases), and a relu before a max pool into the pool's backward
- * (nn_plan.cu's fuse_relus): each part left here is then nothing. */
+ * (nn_plan.cu's plan_shapes sets relu_after and relu_in_pool): each part left here is then nothing. */
 static int relu_aliases(const cu_plan *pl, int l) { return l > 0 && pl->relu_after[l - 1]; }
 
 static dt_status relu_forward(cu_call *c) {

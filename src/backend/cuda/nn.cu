@@ -274,7 +274,6 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
   cu_plan *pl = (cu_plan *)plan;
   const int G = pl->G, S = pl->S, groups = (nb->count + G - 1) / G;
   DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", nb->count, pl->nodes);
-  DT_CHECK(nb->buffers != NULL || pl->B == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
   for (int q = 0; q < groups; q++) { /* the host's part: each group's pinned block */
     const int g0 = q * G, cnt = nb->count - g0 < G ? nb->count - g0 : G;
     int *bh = BLOCK(pl->batch_h, q);
@@ -355,7 +354,6 @@ dt_status cu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) 
   cu_plan *pl = (cu_plan *)plan;
   const int G = pl->G, groups = (ne->count + G - 1) / G;
   DT_CHECK(groups <= pl->groups_cap, DT_ERR_INTERNAL, "model call for %d nodes, plan made for %d", ne->count, pl->nodes);
-  DT_CHECK(ne->buffers != NULL || pl->B == 0, DT_ERR_INTERNAL, "a model with buffers called without them");
   eval_key key;
   memset(&key, 0, sizeof key);
   key.theta = ne->theta, key.buffers = ne->buffers, key.x = ne->x, key.y = ne->y;

@@ -267,28 +267,12 @@ __global__ void k_rows(int count, unsigned per, const float *x, size_t xs, const
   }
 }
 
-/* A row of 2^32 floats or more (past NODE_LOOP's 32-bit index): the single-row ops, row by row. */
-static dt_status rows_one_by_one(dt_backend *be, const dt_rows *r) {
-  for (int l = 0; l < r->count; l++) {
-    const float a = r->av != NULL ? r->av[l] : r->a, b = r->bv != NULL ? r->bv[l] : r->b;
-    const float *x = r->x != NULL ? r->x + (size_t)l * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l * r->ys : NULL;
-    float *z = r->z + (size_t)l * r->zs;
-    switch (r->kind) {
-      case DT_ROWS_COPY: DT_TRY(cu_copy(be, r->n, x, z)); break;
-      case DT_ROWS_FILL: DT_TRY(cu_fill(be, r->n, a, z)); break;
-      case DT_ROWS_SCALE: DT_TRY(cu_scale(be, r->n, a, z)); break;
-      case DT_ROWS_AXPY: DT_TRY(cu_axpy(be, r->n, a, x, z)); break;
-      case DT_ROWS_AXPBY: DT_TRY(cu_axpby(be, r->n, a, x, b, y, z)); break;
-      case DT_ROWS_DIV: DT_TRY(cu_div(be, r->n, x, r->dv[l], z)); break;
-      default: return DT_ERROR(DT_ERR_INTERNAL, "unknown rows op %d", (int)r->kind);
-    }
-  }
-  return DT_OK;
-}
-
 dt_status cu_rows(dt_backend *be, const dt_rows *r) {
   if (r->n == 0 || r->count <= 0) return DT_OK;
-  if (r->n > 0xffffffffu) return rows_one_by_one(be, r);
+  if (r->n > 0xffffffffu) { /* past NODE_LOOP's 32-bit index: the single-row ops, row by row */
+    for (int l = 0; l < r->count; l++) DT_TRY(dt_rows_row(be, r, l));
+    return DT_OK;
+  }
   if (r->kind == DT_ROWS_COPY) { /* one 2-D copy for every row */
     CU_CALL(cudaMemcpy2DAsync(r->z, sizeof(float) * r->zs, r->x, sizeof(float) * r->xs, sizeof(float) * r->n, (size_t)r->count,
                               cudaMemcpyDeviceToDevice, ctx_of(be)->stream));
@@ -301,8 +285,8 @@ dt_status cu_rows(dt_backend *be, const dt_rows *r) {
       if (r->kind == DT_ROWS_DIV) {
         sc.u.d[l] = r->dv[l0 + l];
       } else {
-        sc.u.ab.a[l] = r->av != NULL ? r->av[l0 + l] : r->a;
-        sc.u.ab.b[l] = r->bv != NULL ? r->bv[l0 + l] : r->b;
+        sc.u.ab.a[l] = dt_rows_a(r, l0 + l);
+        sc.u.ab.b[l] = dt_rows_b(r, l0 + l);
       }
     }
     const float *x = r->x != NULL ? r->x + (size_t)l0 * r->xs : NULL, *y = r->y != NULL ? r->y + (size_t)l0 * r->ys : NULL;
