@@ -191,12 +191,11 @@ size_t dt_layer_tensor(dt_layer_build *b, const char *suffix, dt_tensor_role rol
  * raises b->col_size to its im2col matrix; DT_ERR_CONFIG when it does not fit. */
 DT_MUST_USE dt_status dt_layer_conv_shape(dt_layer_build *b, const dt_act_shape *in, int filters, int k, int stride, int pad, const char *what,
                               dt_conv_shape *out);
-/* The CPU backend's choice for a convolution (src/backend/cpu/winograd.c): Winograd F(2×2, 3×3)
+/* The CPU backend's choice for a convolution (src/backend/cpu/winograd.c): Winograd F(4×4, 3×3)
  * for 3×3 kernels at stride 1 with padding ≤ 2 and more than 64 taps per filter (smaller ones take
- * the direct loops when unpadded, else im2col); its tiles per block (as many as keep one block's transformed input near 256
- * KiB, at least one tile row); its scratch in floats, which the layer's col_size covers. */
+ * the direct loops when unpadded, else im2col); its scratch in floats, which the layer's col_size
+ * covers. */
 int dt_conv_winograd(const dt_conv_shape *s);
-int dt_conv_winograd_block(const dt_conv_shape *s);
 size_t dt_conv_winograd_scratch(const dt_conv_shape *s);
 /* Registers a norm's tensors (gamma, beta; running mean and variance for batchnorm2d), their
  * names after prefix ("" or "downsample.1."), and fills *out. */

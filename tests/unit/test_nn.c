@@ -21,8 +21,8 @@ static float *fvec(size_t n) { return calloc(n + 1, sizeof(float)); }
 
 /* ---- ops against naive loops ------------------------------------------------------------- */
 
-static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
-  dt_conv_shape s = {.c = c, .h = h, .w = h + 1, .f = f, .k = k, .stride = stride, .pad = pad};
+static void test_conv_op_w(int c, int h, int width, int f, int k, int stride, int pad) {
+  dt_conv_shape s = {.c = c, .h = h, .w = width, .f = f, .k = k, .stride = stride, .pad = pad};
   s.oh = (s.h + 2 * pad - k) / stride + 1;
   s.ow = (s.w + 2 * pad - k) / stride + 1;
   const int B = 3;
@@ -37,13 +37,17 @@ static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
   randu(dy, nout, 1);
   dt_cpu_conv2d_forward(&s, B, x, w, b, y, col);
   dt_cpu_conv2d_backward(&s, B, x, w, dy, dw, db, dx, col, dcol);
+  /* each result against the double-precision loop, within 1e-5 of the sum of its terms' magnitudes
+   * (a float sum's error bound is proportional to that sum; Winograd F(4×4, 3×3)'s transforms add
+   * a constant factor: it measures up to 3.4e-6 of it) */
   double *rdw = calloc(nw, sizeof(double)), *rdx = calloc(nin, sizeof(double)), *rdb = calloc(f, sizeof(double));
-  double maxerr = 0;
+  double *adw = calloc(nw, sizeof(double)), *adx = calloc(nin, sizeof(double));
+  double worst = 0;
   for (int n = 0; n < B; n++)
     for (int o = 0; o < f; o++)
       for (int i = 0; i < s.oh; i++)
         for (int j = 0; j < s.ow; j++) {
-          double acc = b[o];
+          double acc = b[o], mag = fabs(b[o]);
           size_t yi = (((size_t)n * f + o) * s.oh + i) * s.ow + j;
           rdb[o] += dy[yi];
           for (int ci = 0; ci < c; ci++)
@@ -52,21 +56,24 @@ static void test_conv_op(int c, int h, int f, int k, int stride, int pad) {
                 int ih = i * stride - pad + ki, iw = j * stride - pad + kj;
                 if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
                 size_t xi = (((size_t)n * c + ci) * s.h + ih) * s.w + iw, wi = (((size_t)o * c + ci) * k + ki) * k + kj;
-                acc += (double)x[xi] * w[wi];
-                rdw[wi] += (double)dy[yi] * x[xi];
-                rdx[xi] += (double)dy[yi] * w[wi];
+                acc += (double)x[xi] * w[wi], mag += fabs((double)x[xi] * w[wi]);
+                rdw[wi] += (double)dy[yi] * x[xi], adw[wi] += fabs((double)dy[yi] * x[xi]);
+                rdx[xi] += (double)dy[yi] * w[wi], adx[xi] += fabs((double)dy[yi] * w[wi]);
               }
-          maxerr = fmax(maxerr, fabs(acc - y[yi]));
+          worst = fmax(worst, fabs(acc - y[yi]) / (1e-5 * mag + 1e-6));
         }
-  CHECK(maxerr < 1e-4, "conv forward c%d h%d f%d k%d s%d p%d: max error %g", c, h, f, k, stride, pad, maxerr);
+  CHECK(worst <= 1, "conv forward c%d h%d f%d k%d s%d p%d: error %g of its bound", c, h, f, k, stride, pad, worst);
   double e_w = 0, e_x = 0, e_b = 0;
-  for (size_t i = 0; i < nw; i++) e_w = fmax(e_w, fabs(rdw[i] - dw[i]));
-  for (size_t i = 0; i < nin; i++) e_x = fmax(e_x, fabs(rdx[i] - dx[i]));
+  for (size_t i = 0; i < nw; i++) e_w = fmax(e_w, fabs(rdw[i] - dw[i]) / (1e-5 * adw[i] + 1e-6));
+  for (size_t i = 0; i < nin; i++) e_x = fmax(e_x, fabs(rdx[i] - dx[i]) / (1e-5 * adx[i] + 1e-6));
   for (int i = 0; i < f; i++) e_b = fmax(e_b, fabs(rdb[i] - db[i]));
-  CHECK(e_w < 1e-3 && e_x < 1e-4 && e_b < 1e-4, "conv backward c%d k%d s%d p%d: dw %g dx %g db %g", c, k, stride, pad, e_w, e_x, e_b);
+  CHECK(e_w <= 1 && e_x <= 1 && e_b < 1e-4, "conv backward c%d k%d s%d p%d: dw %g dx %g of their bounds, db %g", c, k, stride, pad,
+        e_w, e_x, e_b);
   free(x), free(w), free(b), free(y), free(col), free(dcol), free(dy), free(dw), free(db), free(dx);
-  free(rdw), free(rdx), free(rdb);
+  free(rdw), free(rdx), free(rdb), free(adw), free(adx);
 }
+
+static void test_conv_op(int c, int h, int f, int k, int stride, int pad) { test_conv_op_w(c, h, h + 1, f, k, stride, pad); }
 
 static void test_linear_pool_loss_ops(void) {
   const int B = 5, in = 17, out = 7;
@@ -647,13 +654,15 @@ int main(void) {
   const dt_rng shared = rng;
   dt_rng_init(&rng, 3, DT_RNG_TEST, 77);
   test_conv_op(16, 10, 16, 3, 1, 1);
-  /* Winograd F(2×2, 3×3): odd and even sizes, padding 0..2, channel counts off the kernels'
+  /* Winograd F(4×4, 3×3): odd and even sizes, padding 0..2, channel counts off the kernels'
    * register blocks, and blocks of one tile row (600 channels) up to several samples */
   test_conv_op(9, 7, 7, 3, 1, 1);
   test_conv_op(13, 9, 11, 3, 1, 0);
   test_conv_op(10, 5, 5, 3, 1, 2);
   test_conv_op(64, 8, 64, 3, 1, 1);
   test_conv_op(600, 9, 5, 3, 1, 1);
+  test_conv_op_w(16, 16, 16, 8, 3, 1, 1); /* ResNet-20's shapes: no padding tiles, whole tile pairs */
+  test_conv_op_w(32, 8, 8, 32, 3, 1, 1);
   test_conv_op(17, 3, 1, 3, 1, 0);
   test_conv_op(8, 8, 16, 3, 2, 1);
   test_conv_op(4, 9, 8, 1, 2, 0);

@@ -375,13 +375,15 @@ static void resnet20_crosscheck(dt_model_norm norm) {
   if (ok) {
     const double ep = rel_err(row, t, P), eb = NB ? rel_err(row + P, t + P, NB) : 0, el = rel_err(lg, tl, 80);
     CHECK(fabs(loss - tloss) <= 1e-5 * fabs(tloss), "resnet20 (%s) loss: dtrun %.9g, PyTorch %.9g", kind, loss, tloss);
-    /* With batch norm, the first stage's gradients are a small remainder of cancelling terms at
-     * initialisation: the global average pool hands back a gradient constant over each plane,
-     * which direct convolution rounds alike at every position and batch norm's backward then
-     * subtracts; Winograd's 3×3 convolutions (src/backend/cpu/winograd.c) round the four
-     * positions of a tile differently, so that remainder carries ~1e-3 of relative error there
-     * and the step's parameters ~1e-4 (group norm, without the batch mean: 1e-7). */
-    const double tol = strcmp(kind, "batch") == 0 ? 5e-4 : 1e-5;
+    /* The first stage's weight gradients are small remainders of cancelling terms: the global
+     * average pool hands back a gradient constant over each plane, which the norm's backward then
+     * turns into a difference from its mean. Winograd's 3×3 convolutions
+     * (src/backend/cpu/winograd.c) round each position of a tile differently, with F(4×4, 3×3)'s
+     * transforms scaling values by up to 8 before they are summed, so that remainder carries
+     * ~1e-3 of relative error and the step's parameters ~1e-4 of the largest (measured: batch norm
+     * 1.2e-4, group norm 5.1e-5; with F(2×2, 3×3) group norm gave 1.2e-7). The loss before the
+     * step agrees to 1e-7. */
+    const double tol = 5e-4;
     CHECK(ep <= tol, "resnet20 (%s) parameters after the SGD step: relative error %g", kind, ep);
     CHECK(eb <= 1e-5, "resnet20 (%s) running statistics: relative error %g", kind, eb);
     CHECK(el <= tol, "resnet20 (%s) eval logits after the step: relative error %g", kind, el);

@@ -1,22 +1,35 @@
-/* 3×3 stride-1 convolutions on the CPU by Winograd's minimal filtering F(2×2, 3×3) (Lavin and
- * Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): each 2×2 block of outputs
- * ("tile") comes from a 4×4 input patch with 16 multiplications per channel pair instead of 36,
- * so the forward pass, the input gradient and the weight gradient each do 2.25× fewer
- * multiply-adds than direct convolution or im2col + GEMM.
+/* 3×3 stride-1 convolutions on the CPU by Winograd's minimal filtering F(4×4, 3×3) (Lavin and
+ * Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): each 4×4 block of outputs
+ * ("tile") comes from a 6×6 input patch with 36 multiplications per channel pair instead of 144,
+ * so the forward pass, the input gradient and the weight gradient each do 4× fewer multiply-adds
+ * than direct convolution or im2col + GEMM.
  *
- *   forward   y = Aᵀ[ Σ_c (G g Gᵀ) ⊙ (Bᵀ d B) ] A          (g: 3×3 filter, d: 4×4 patch)
+ *   forward   y = Aᵀ[ Σ_c (G g Gᵀ) ⊙ (Bᵀ d B) ] A          (g: 3×3 filter, d: 6×6 patch)
  *   dx        the forward of dy with the filters flipped and transposed, padding 2 − pad
- *   dw        G ᵀ[ Σ_tiles (A e Aᵀ) ⊙ (Bᵀ d B) ] G          (e: the tile's 2×2 output gradient)
+ *   dw        Gᵀ[ Σ_tiles (A e Aᵀ) ⊙ (Bᵀ d B) ] G          (e: the tile's 4×4 output gradient)
  *
- * The 16 positions ξ of a transformed tile are independent: per ξ, the channel sum is a matrix
- * product, M[ξ] (f × tiles) = U[ξ] (f × c) · V[ξ] (c × tiles), and the weight gradient's tile sum
- * is dU[ξ] (f × c) = Y[ξ] (f × tiles) · V[ξ]ᵀ. Tiles are taken in blocks of whole tile rows
- * (dt_conv_winograd_block tiles at most, so one block's V stays in the L2 cache), and the
- * products run in this file's register-blocked kernels: OpenBLAS's per-call cost would be paid
- * 16 times per block. Every sum has a fixed order, independent of the batch and the thread, so
- * the results are the same on every run; they differ from the im2col path's in the last bits.
- * Checked against a naive loop in tests/unit/test_nn.c, against finite differences and against
- * PyTorch (tests/torch). */
+ * with the interpolation points 0, ±1, ±2 and ∞:
+ *   Bᵀ = [4 0 −5 0 1 0; 0 −4 −4 1 1 0; 0 4 −4 −1 1 0; 0 −2 −1 2 1 0; 0 2 −1 −2 1 0; 0 4 0 −5 0 1]
+ *   G  = [¼ 0 0; −⅙ −⅙ −⅙; −⅙ ⅙ −⅙; 1⁄24 1⁄12 ⅙; 1⁄24 −1⁄12 ⅙; 0 0 1]
+ *   Aᵀ = [1 1 1 1 1 0; 0 1 −1 2 −2 0; 0 1 1 4 4 0; 0 1 −1 8 −8 1]
+ *
+ * The 36 positions ξ = 6·row + column of a transformed tile are independent: per ξ, the channel
+ * sum is a matrix product, M[ξ] (f × tiles) = U[ξ] (f × c) · V[ξ] (c × tiles), and the weight
+ * gradient's tile sum is dU[ξ] (f × c) = Y[ξ] (f × tiles) · V[ξ]ᵀ. Tiles are taken in blocks of
+ * whole tile rows ("units"; a unit's tile count is rounded up to an even one, the extra tile
+ * reading zeros), as many as keep a block's V and M near the L2 cache (the weight gradient's
+ * blocks are longer: each block ends in one horizontal sum per entry of dU).
+ *
+ * The transforms work on eight tiles at once, one per vector lane: a unit's six input rows are
+ * first combined down the columns (Bᵀ d, on whole rows), then each pair of neighbouring tiles'
+ * columns is read as eight floats and four pairs are transposed so that lane i holds column q of
+ * tile i (in the order 0 2 4 6 1 3 5 7: the transpose of 4-float blocks is its own inverse, and the
+ * output transform undoes it). The products run in this file's register-blocked kernels:
+ * OpenBLAS's per-call cost would be paid 36 times per block. Every sum has a fixed order,
+ * independent of the batch split, the rank and the thread, so the results are the same on every
+ * run; they differ from the im2col path's in the last bits. Checked against a naive loop in
+ * tests/unit/test_nn.c, against finite differences and against PyTorch (tests/torch). */
+#include <limits.h>
 #include <string.h>
 
 #include "cpu_impl.h"
@@ -29,48 +42,145 @@ typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 #define store8(p, v) (*(v8u *)(void *)(p) = (v))
 #define INLINE static inline __attribute__((always_inline))
 
-enum { XI = 16 }; /* positions of a transformed 4×4 tile */
+enum {
+  XI = 36,                   /* positions of a transformed 6×6 tile */
+  PRODUCT_BUDGET = 384 << 10, /* bytes of a forward block's V and M: most of a 512 KiB L2 */
+  GRADIENT_BUDGET = 4 << 20, /* bytes of a weight-gradient block's V and Y */
+};
 
 /* One convolution as the Winograd kernels see it: c input and f output channels, an h×w input,
- * an oh×ow output, th×tw tiles, blocks of at most cap tiles. dx is such a convolution of dy. */
+ * an oh×ow output, th tile rows of tw tiles (even), transform rows of rw floats (the tw patches'
+ * 4·tw + 2 columns, rounded up so that every eight-float read stays inside), blocks of per tile
+ * rows. dx is such a convolution of dy. */
 typedef struct wshape {
-  int c, f, h, w, oh, ow, pad, th, tw, cap;
+  int c, f, h, w, oh, ow, pad, th, tw, rw, per;
 } wshape;
-
-static wshape forward_shape(const dt_conv_shape *s) {
-  const int th = (s->oh + 1) / 2, tw = (s->ow + 1) / 2;
-  return (wshape){s->c, s->f, s->h, s->w, s->oh, s->ow, s->pad, th, tw, dt_conv_winograd_block(s)};
-}
-
-static wshape input_grad_shape(const dt_conv_shape *s) {
-  const int th = (s->h + 1) / 2, tw = (s->w + 1) / 2;
-  return (wshape){s->f, s->c, s->oh, s->ow, s->h, s->w, 2 - s->pad, th, tw, dt_conv_winograd_block(s)};
-}
 
 static int round8(int n) { return (n + 7) & ~7; }
 
+static wshape make_shape(int c, int f, int h, int w, int oh, int ow, int pad, size_t budget) {
+  wshape s = {c, f, h, w, oh, ow, pad, (oh + 3) / 4, ((ow + 3) / 4 + 1) & ~1, 0, 1};
+  s.rw = round8(4 * s.tw + 4);
+  const size_t tiles = budget / (sizeof(float) * XI * ((size_t)c + (size_t)f)) / 8 * 8;
+  if (tiles / (size_t)s.tw > 1) s.per = tiles / (size_t)s.tw > (size_t)INT_MAX ? INT_MAX : (int)(tiles / (size_t)s.tw);
+  return s;
+}
+
+static wshape forward_shape(const dt_conv_shape *s) {
+  return make_shape(s->c, s->f, s->h, s->w, s->oh, s->ow, s->pad, PRODUCT_BUDGET);
+}
+static wshape input_grad_shape(const dt_conv_shape *s) {
+  return make_shape(s->f, s->c, s->oh, s->ow, s->h, s->w, 2 - s->pad, PRODUCT_BUDGET);
+}
+static wshape weight_grad_shape(const dt_conv_shape *s) {
+  return make_shape(s->c, s->f, s->h, s->w, s->oh, s->ow, s->pad, GRADIENT_BUDGET);
+}
+
 /* The distance between two positions' matrices of rows × ld floats in a block: a cache line more
- * than the matrix, so that the 16 positions of one tile, read or written together, do not fall
- * into one set of the L1 cache (a matrix of 16 × 128 floats is 8 KiB, a multiple of its 4 KiB
- * set span). */
+ * than the matrix, so that the positions of one tile, read or written together, do not fall into
+ * one set of the L1 cache (a matrix of 16 × 64 floats is 4 KiB, the set span). */
 enum { SKEW = 16 };
 static size_t xstride(int rows, int ld) { return (size_t)rows * ld + SKEW; }
 
-/* The scratch: V (XI·c·cap), M or Y (XI·round8(f)·cap), five rows of 2·tw + 2 floats for the
- * transforms (the first stays zero: the padding rows), and the weight gradient's two gradient
- * rows channel-minor (2·2tw·round8(f)). */
+/* A pass's scratch: U (or dU: XI·c·f), then a block's V (XI·c), M or Y (XI·f) at most
+ * round8(per·tw) columns each, the block's transform rows of the input and of the output
+ * gradient (6·rw per tile row each) and a zero area (6·rw floats: the rows outside the image, and
+ * the tiles after a block's last). The rows are zeroed once: a row's columns outside the image
+ * stay zero, as only those inside are ever written. */
+static size_t scratch_floats(const wshape *s) {
+  const int ld = round8(s->per * s->tw);
+  return (size_t)XI * s->c * s->f + XI * (xstride(s->c, ld) + xstride(s->f, ld)) + (2 * (size_t)s->per + 1) * 6 * s->rw;
+}
+
 typedef struct wscratch {
-  float *v, *m, *rows, *tr;
-  int len; /* a row's floats */
+  float *v, *m, *t, *e, *zero;
 } wscratch;
 
-static wscratch carve(const wshape *s, float *scratch) {
-  wscratch r = {.v = scratch, .m = scratch + XI * xstride(s->c, s->cap), .len = 2 * s->tw + 2};
-  r.rows = r.m + XI * xstride(round8(s->f), s->cap);
-  r.tr = r.rows + 5 * (size_t)r.len;
-  memset(r.rows, 0, sizeof(float) * (size_t)r.len);
+static wscratch carve(const wshape *s, float *scratch) { /* scratch: after U or dU */
+  const int ld = round8(s->per * s->tw);
+  const size_t rows = (size_t)s->per * 6 * s->rw;
+  wscratch r = {.v = scratch};
+  r.m = r.v + XI * xstride(s->c, ld);
+  r.t = r.m + XI * xstride(s->f, ld);
+  r.e = r.t + rows;
+  r.zero = r.e + rows;
+  memset(r.t, 0, sizeof(float) * (2 * rows + 6 * (size_t)s->rw));
   return r;
 }
+
+int dt_conv_winograd(const dt_conv_shape *s) { return s->k == 3 && s->stride == 1 && s->pad <= 2 && s->c * 9 > 64; }
+
+size_t dt_conv_winograd_scratch(const dt_conv_shape *s) {
+  const wshape a = forward_shape(s), b = input_grad_shape(s), c = weight_grad_shape(s);
+  size_t n = scratch_floats(&a);
+  if (scratch_floats(&b) > n) n = scratch_floats(&b);
+  if (scratch_floats(&c) > n) n = scratch_floats(&c);
+  return n;
+}
+
+/* ---- one-dimensional transforms, for vectors and scalars alike ----------------------------- */
+
+/* o = Bᵀ d: six inputs to six transformed values */
+#define B_T(T, d, o)                                                                               \
+  do {                                                                                             \
+    const T s13 = (d)[3] + (d)[4], s12 = (d)[1] + (d)[2], t43 = (d)[4] - (d)[3], t12 = (d)[1] - (d)[2]; \
+    const T t42 = (d)[4] - (d)[2], t31 = (d)[3] - (d)[1];                                          \
+    (o)[0] = 4.0f * (d)[0] - 5.0f * (d)[2] + (d)[4];                                               \
+    (o)[1] = s13 - 4.0f * s12;                                                                     \
+    (o)[2] = t43 + 4.0f * t12;                                                                     \
+    (o)[3] = t42 + 2.0f * t31;                                                                     \
+    (o)[4] = t42 - 2.0f * t31;                                                                     \
+    (o)[5] = 4.0f * (d)[1] - 5.0f * (d)[3] + (d)[5];                                               \
+  } while (0)
+
+/* o = Aᵀ m: six transformed values to four outputs */
+#define A_T(T, m, o)                                                                               \
+  do {                                                                                             \
+    const T a12 = (m)[1] + (m)[2], s12 = (m)[1] - (m)[2], a34 = (m)[3] + (m)[4], s34 = (m)[3] - (m)[4]; \
+    (o)[0] = (m)[0] + a12 + a34;                                                                   \
+    (o)[1] = s12 + 2.0f * s34;                                                                     \
+    (o)[2] = a12 + 4.0f * a34;                                                                     \
+    (o)[3] = s12 + 8.0f * s34 + (m)[5];                                                            \
+  } while (0)
+
+/* o = A e: four output gradients to six transformed values */
+#define A_6(T, e, o)                                                                               \
+  do {                                                                                             \
+    const T a02 = (e)[0] + (e)[2], a13 = (e)[1] + (e)[3], b02 = (e)[0] + 4.0f * (e)[2];            \
+    const T b13 = 2.0f * (e)[1] + 8.0f * (e)[3];                                                   \
+    (o)[0] = (e)[0], (o)[1] = a02 + a13, (o)[2] = a02 - a13, (o)[3] = b02 + b13, (o)[4] = b02 - b13, \
+    (o)[5] = (e)[3];                                                                               \
+  } while (0)
+
+/* the filter's G g (in double: the filters are transformed once per call; products with the
+ * reciprocals, as a division takes several times longer) */
+static const double SIXTH = 1.0 / 6, TWELFTH = 1.0 / 12, TWENTYFOURTH = 1.0 / 24;
+static void g_apply(const double g[3], double o[6]) {
+  o[0] = 0.25 * g[0], o[1] = -SIXTH * (g[0] + g[1] + g[2]), o[2] = -SIXTH * (g[0] - g[1] + g[2]);
+  o[3] = TWENTYFOURTH * g[0] + TWELFTH * g[1] + SIXTH * g[2], o[4] = TWENTYFOURTH * g[0] - TWELFTH * g[1] + SIXTH * g[2];
+  o[5] = g[2];
+}
+
+/* the weight gradient's Gᵀ d */
+static void gt_apply(const double d[6], double o[3]) {
+  o[0] = 0.25 * d[0] - SIXTH * (d[1] + d[2]) + TWENTYFOURTH * (d[3] + d[4]);
+  o[1] = SIXTH * (d[2] - d[1]) + TWELFTH * (d[3] - d[4]);
+  o[2] = SIXTH * (d[3] + d[4] - d[1] - d[2]) + d[5];
+}
+
+/* Four pairs of neighbouring tiles (a, b, c, d: eight floats from each pair's first column) to
+ * their columns: o[q] lane i holds column q of tile 0 2 4 6 1 3 5 7 (tile 2p, 2p + 1 from pair p).
+ * The same transpose turns four columns back into four pairs. */
+#define UNPACKLO_PS(a, b) __builtin_shufflevector((a), (b), 0, 8, 1, 9, 4, 12, 5, 13)
+#define UNPACKHI_PS(a, b) __builtin_shufflevector((a), (b), 2, 10, 3, 11, 6, 14, 7, 15)
+#define UNPACKLO_PD(a, b) __builtin_shufflevector((a), (b), 0, 1, 8, 9, 4, 5, 12, 13)
+#define UNPACKHI_PD(a, b) __builtin_shufflevector((a), (b), 2, 3, 10, 11, 6, 7, 14, 15)
+#define TRANSPOSE4(a, b, c, d, o)                                                                  \
+  do {                                                                                             \
+    const v8 ab0_ = UNPACKLO_PS(a, b), ab1_ = UNPACKHI_PS(a, b), cd0_ = UNPACKLO_PS(c, d), cd1_ = UNPACKHI_PS(c, d); \
+    (o)[0] = UNPACKLO_PD(ab0_, cd0_), (o)[1] = UNPACKHI_PD(ab0_, cd0_);                           \
+    (o)[2] = UNPACKLO_PD(ab1_, cd1_), (o)[3] = UNPACKHI_PD(ab1_, cd1_);                           \
+  } while (0)
 
 /* ---- transforms ---------------------------------------------------------------------------- */
 
@@ -81,132 +191,169 @@ static void filter_transform(const dt_conv_shape *s, const float *w, int flip, f
   for (int o = 0; o < O; o++)
     for (int i = 0; i < I; i++) {
       const float *src = flip ? w + ((size_t)i * s->c + o) * 9 : w + ((size_t)o * s->c + i) * 9;
-      float g[9], t[4][3];
+      double g[9], t[6][3];
       for (int k = 0; k < 9; k++) g[k] = flip ? src[8 - k] : src[k];
-      for (int col = 0; col < 3; col++) { /* G g: rows g0, (g0+g1+g2)/2, (g0−g1+g2)/2, g2 */
-        const float g0 = g[col], g1 = g[3 + col], g2 = g[6 + col];
-        t[0][col] = g0, t[1][col] = 0.5f * (g0 + g1 + g2), t[2][col] = 0.5f * (g0 - g1 + g2), t[3][col] = g2;
+      for (int col = 0; col < 3; col++) { /* G g, column by column */
+        double in[3] = {g[col], g[3 + col], g[6 + col]}, out[6];
+        g_apply(in, out);
+        for (int a = 0; a < 6; a++) t[a][col] = out[a];
       }
-      for (int a = 0; a < 4; a++) { /* (G g) Gᵀ */
-        const float g0 = t[a][0], g1 = t[a][1], g2 = t[a][2];
-        const float r[4] = {g0, 0.5f * (g0 + g1 + g2), 0.5f * (g0 - g1 + g2), g2};
-        for (int b = 0; b < 4; b++) u[((size_t)(4 * a + b) * O + o) * I + i] = r[b];
+      for (int a = 0; a < 6; a++) { /* (G g) Gᵀ, row by row */
+        double out[6];
+        g_apply(t[a], out);
+        for (int b = 0; b < 6; b++) u[((size_t)(6 * a + b) * O + o) * I + i] = (float)out[b];
       }
     }
 }
 
-/* V[ξ][ch][o + j] = (Bᵀ d B)[ξ] for the tw tiles of tile row ti of one sample xn (c×h×w): each
- * channel's four input rows (zero outside the image) are combined vertically into rows t0..t3,
- * then each tile's four columns horizontally. Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]. */
-INLINE void input_transform(const wshape *s, const float *restrict xn, int ti, float *restrict v, int ld, int o,
-                            const wscratch *ws) {
-  const int L = ws->len, W = s->w, lo = s->pad, hi = s->pad + W < L ? s->pad + W : L; /* valid columns [lo, hi) */
-  float *restrict t0 = ws->rows + L, *restrict t1 = t0 + L, *restrict t2 = t1 + L, *restrict t3 = t2 + L;
-  for (int ch = 0; ch < s->c; ch++) {
-    const float *r[4];
-    for (int a = 0; a < 4; a++) {
-      const int ih = 2 * ti - s->pad + a;
-      r[a] = ih >= 0 && ih < s->h ? xn + ((size_t)ch * s->h + ih) * W : ws->rows; /* r[a][q − lo]: column q − pad */
+/* The column half of Bᵀ d B for tile row ti of one channel plane xc (h×w): t[k][q] = Σ_a Bᵀ[k][a]
+ * x[4ti − pad + a][q − pad] for the columns q of the plane (the others stay zero). */
+INLINE void input_rows(const wshape *s, const float *restrict xc, int ti, float *restrict t, const float *zero) {
+  const int rw = s->rw, lo = s->pad, hi = s->pad + s->w; /* valid columns [lo, hi): rw > hi */
+  const float *r[6];
+  for (int a = 0; a < 6; a++) {
+    const int ih = 4 * ti - s->pad + a;
+    r[a] = ih >= 0 && ih < s->h ? xc + (size_t)ih * s->w : zero; /* r[a][q − lo]: column q − pad */
+  }
+  int q = lo;
+  for (; q + 8 <= hi; q += 8) {
+    v8 d[6], o[6];
+    for (int a = 0; a < 6; a++) d[a] = load8(r[a] + q - lo);
+    B_T(v8, d, o);
+    for (int k = 0; k < 6; k++) store8(t + k * rw + q, o[k]);
+  }
+  for (; q < hi; q++) {
+    float d[6], o[6];
+    for (int a = 0; a < 6; a++) d[a] = r[a][q - lo];
+    B_T(float, d, o);
+    for (int k = 0; k < 6; k++) t[k * rw + q] = o[k];
+  }
+}
+
+/* The column half of A e Aᵀ for tile row ti of one output-gradient plane ec (oh×ow): t[k][q] =
+ * Σ_r A[k][r] e[4ti + r][q] for the columns q of the plane (the others stay zero). */
+INLINE void grad_rows(const wshape *s, const float *restrict ec, int ti, float *restrict t, const float *zero) {
+  const int rw = s->rw, hi = s->ow; /* rw > ow */
+  const float *r[4];
+  for (int a = 0; a < 4; a++) r[a] = 4 * ti + a < s->oh ? ec + (size_t)(4 * ti + a) * s->ow : zero;
+  int q = 0;
+  for (; q + 8 <= hi; q += 8) {
+    v8 e[4], o[6];
+    for (int a = 0; a < 4; a++) e[a] = load8(r[a] + q);
+    A_6(v8, e, o);
+    for (int k = 0; k < 6; k++) store8(t + k * rw + q, o[k]);
+  }
+  for (; q < hi; q++) {
+    float e[4], o[6];
+    for (int a = 0; a < 4; a++) e[a] = r[a][q];
+    A_6(float, e, o);
+    for (int k = 0; k < 6; k++) t[k * rw + q] = o[k];
+  }
+}
+
+/* the transform rows of the four tile pairs of group g (tiles 8g .. 8g + 7 of a block of nt):
+ * pair p starts at column 4j of its tile row's rows; a pair after the block's last reads zeros */
+INLINE void group_pairs(const wshape *s, const float *t, int nt, int g, const float *zero, const float *p[4]) {
+  for (int i = 0; i < 4; i++) {
+    const int tile = 8 * g + 2 * i;
+    p[i] = tile < nt ? t + (size_t)(tile / s->tw) * 6 * s->rw + 4 * (tile % s->tw) : zero;
+  }
+}
+
+/* V[6k + l][·][8g ..] = the row half of Bᵀ d B for group g: v points at the channel's row of
+ * position 0, vs apart */
+INLINE void input_group(const wshape *s, const float *t, int nt, int g, float *restrict v, size_t vs, const float *zero) {
+  const float *p[4];
+  group_pairs(s, t, nt, g, zero, p);
+  for (int k = 0; k < 6; k++) {
+    const int o = k * s->rw;
+    v8 d[6], r[6];
+    TRANSPOSE4(load8(p[0] + o), load8(p[1] + o), load8(p[2] + o), load8(p[3] + o), d);
+    const v8 a4 = load8(p[0] + o + 4), b4 = load8(p[1] + o + 4), c4 = load8(p[2] + o + 4), d4 = load8(p[3] + o + 4);
+    const v8 ab = UNPACKLO_PS(a4, b4), cd = UNPACKLO_PS(c4, d4);
+    d[4] = UNPACKLO_PD(ab, cd), d[5] = UNPACKHI_PD(ab, cd); /* columns 4 and 5: the next tile's 0 and 1 */
+    B_T(v8, d, r);
+    for (int l = 0; l < 6; l++) store8(v + (size_t)(6 * k + l) * vs + 8 * g, r[l]);
+  }
+}
+
+/* Y[6k + l][·][8g ..] = the row half of A e Aᵀ for group g */
+INLINE void grad_group(const wshape *s, const float *t, int nt, int g, float *restrict y, size_t ys, const float *zero) {
+  const float *p[4];
+  group_pairs(s, t, nt, g, zero, p);
+  for (int k = 0; k < 6; k++) {
+    const int o = k * s->rw;
+    v8 e[4], r[6];
+    TRANSPOSE4(load8(p[0] + o), load8(p[1] + o), load8(p[2] + o), load8(p[3] + o), e);
+    A_6(v8, e, r);
+    for (int l = 0; l < 6; l++) store8(y + (size_t)(6 * k + l) * ys + 8 * g, r[l]);
+  }
+}
+
+/* Where a tile pair's output rows go: off from the start of y's channel plane of sample 0, cols
+ * (0 to 8: none after the block's last tile or right of the output) and rows (up to 4) to store. */
+typedef struct pair_dst {
+  size_t off;
+  int cols, rows;
+} pair_dst;
+
+/* y[o] = Aᵀ M[·][o] A + b for one group of eight tiles (M[ξ][o][group] at m + ξ·ms), into the
+ * channel plane yo. A pair's rows are eight floats, stored whole where they lie inside the output
+ * and in part at its right and bottom edges. */
+INLINE void output_group(const float *restrict m, size_t ms, float b, float *restrict yo, int ow, const pair_dst *pd, int full) {
+  v8 c[4][6]; /* Aᵀ M: column l of the tile's four rows */
+  for (int l = 0; l < 6; l++) {
+    v8 col[6], r[4];
+    for (int a = 0; a < 6; a++) col[a] = load8(m + (size_t)(6 * a + l) * ms);
+    A_T(v8, col, r);
+    for (int a = 0; a < 4; a++) c[a][l] = r[a];
+  }
+  for (int a = 0; a < 4; a++) {
+    v8 r[4], pr[4];
+    A_T(v8, c[a], r);
+    TRANSPOSE4(r[0] + b, r[1] + b, r[2] + b, r[3] + b, pr);
+    if (full) {
+      for (int i = 0; i < 4; i++) store8(yo + pd[i].off + (size_t)a * ow, pr[i]);
+      continue;
     }
-    for (int q = 0; q < lo; q++) t0[q] = t1[q] = t2[q] = t3[q] = 0.0f;
-    const float *restrict r0 = r[0], *restrict r1 = r[1], *restrict r2 = r[2], *restrict r3 = r[3];
-    int q = lo;
-    for (; q + 8 <= hi; q += 8) {
-      const v8 d0 = load8(r0 + q - lo), d1 = load8(r1 + q - lo), d2 = load8(r2 + q - lo), d3 = load8(r3 + q - lo);
-      store8(t0 + q, d0 - d2), store8(t1 + q, d1 + d2), store8(t2 + q, d2 - d1), store8(t3 + q, d1 - d3);
-    }
-    for (; q < hi; q++) {
-      const float d0 = r0[q - lo], d1 = r1[q - lo], d2 = r2[q - lo], d3 = r3[q - lo];
-      t0[q] = d0 - d2, t1[q] = d1 + d2, t2[q] = d2 - d1, t3[q] = d1 - d3;
-    }
-    for (q = hi; q < L; q++) t0[q] = t1[q] = t2[q] = t3[q] = 0.0f;
-    const float *t[4] = {t0, t1, t2, t3};
-    for (int a = 0; a < 4; a++) {
-      const float *restrict ta = t[a];
-      const size_t xs = xstride(s->c, ld);
-      float *restrict v0 = v + 4 * a * xs + (size_t)ch * ld + o;
-      float *restrict v1 = v0 + xs, *restrict v2 = v1 + xs, *restrict v3 = v2 + xs;
-      for (int j = 0; j < s->tw; j++) {
-        const float d0 = ta[2 * j], d1 = ta[2 * j + 1], d2 = ta[2 * j + 2], d3 = ta[2 * j + 3];
-        v0[j] = d0 - d2, v1[j] = d1 + d2, v2[j] = d2 - d1, v3[j] = d1 - d3;
+    for (int i = 0; i < 4; i++) {
+      if (a >= pd[i].rows || pd[i].cols <= 0) continue;
+      float *d = yo + pd[i].off + (size_t)a * ow;
+      if (pd[i].cols == 8) {
+        store8(d, pr[i]);
+      } else {
+        float tmp[8];
+        store8(tmp, pr[i]);
+        memcpy(d, tmp, sizeof(float) * (size_t)pd[i].cols);
       }
     }
   }
 }
 
-/* Y[ξ][o + j][ch] = (A e Aᵀ)[ξ] for the tiles of tile row ti of one sample's output gradient
- * en (f×oh×ow), zero outside it; a block's Y[ξ] is tiles × ldf (channels along the row, so the
- * weight gradient's product needs no horizontal sums). The tile row's two gradient rows are
- * first laid out channel-minor in ws->tr (2·2tw × ldf; the padding channels stay zero), then
- * transformed 8 channels at a time. A = [1 0; 1 1; 1 −1; 0 −1]. */
-INLINE void grad_transform(const wshape *s, const float *restrict en, int ti, float *restrict y, int ld, int ldf, int o,
-                           const wscratch *ws) {
-  const int OW = s->ow, W2 = 2 * s->tw;
-  const size_t xs = xstride(ld, ldf); /* one position's matrix: a row per tile */
-  float *restrict tr = ws->tr;
-  for (int ch = 0; ch < s->f; ch++) {
-    const float *restrict e0 = en + ((size_t)ch * s->oh + 2 * ti) * OW;
-    for (int p = 0; p < OW; p++) tr[(size_t)p * ldf + ch] = e0[p];
-    for (int p = OW; p < W2; p++) tr[(size_t)p * ldf + ch] = 0.0f;
-    float *restrict t1 = tr + (size_t)W2 * ldf + ch;
-    if (2 * ti + 1 < s->oh)
-      for (int p = 0; p < OW; p++) t1[(size_t)p * ldf] = e0[OW + p];
-    else
-      for (int p = 0; p < OW; p++) t1[(size_t)p * ldf] = 0.0f;
-    for (int p = OW; p < W2; p++) t1[(size_t)p * ldf] = 0.0f;
-  }
-  for (int j = 0; j < s->tw; j++)
-    for (int f0 = 0; f0 < ldf; f0 += 8) {
-      const float *r0 = tr + (size_t)2 * j * ldf + f0, *r1 = r0 + (size_t)W2 * ldf;
-      const v8 a0 = load8(r0), a1 = load8(r0 + ldf), b0 = load8(r1), b1 = load8(r1 + ldf);
-      const v8 q[4][2] = {{a0, a1}, {a0 + b0, a1 + b1}, {a0 - b0, a1 - b1}, {-b0, -b1}}; /* A e: rows */
-      float *yj = y + (size_t)(o + j) * ldf + f0;
-      for (int r = 0; r < 4; r++) { /* (A e) Aᵀ: columns */
-        float *yr = yj + 4 * r * xs;
-        store8(yr, q[r][0]), store8(yr + xs, q[r][0] + q[r][1]), store8(yr + 2 * xs, q[r][0] - q[r][1]), store8(yr + 3 * xs, -q[r][1]);
+/* y = Aᵀ M A + bias for the block of nt tiles from tile row u0 (M: ld columns per channel, ms
+ * floats per position): groups in chunks of CHUNK, each chunk's destinations worked out once and
+ * its groups run channel by channel, so that M and y are both read and written in order. */
+enum { CHUNK = 16 };
+INLINE void output_block(const wshape *s, const float *m, size_t ms, int ld, int u0, int nt, const float *bias, float *y) {
+  const size_t plane = (size_t)s->oh * s->ow, out_size = (size_t)s->f * plane;
+  for (int g0 = 0; g0 < ld / 8; g0 += CHUNK) {
+    const int ng = ld / 8 - g0 < CHUNK ? ld / 8 - g0 : CHUNK;
+    pair_dst pd[CHUNK][4];
+    int full[CHUNK];
+    for (int g = 0; g < ng; g++) {
+      full[g] = 1;
+      for (int i = 0; i < 4; i++) {
+        const int tile = 8 * (g0 + g) + 2 * i, unit = u0 + tile / s->tw, j = tile % s->tw, ti = unit % s->th;
+        pair_dst *d = &pd[g][i];
+        d->cols = tile < nt ? (s->ow - 4 * j > 8 ? 8 : s->ow - 4 * j) : 0;
+        d->rows = s->oh - 4 * ti < 4 ? s->oh - 4 * ti : 4;
+        d->off = d->cols > 0 ? (size_t)(unit / s->th) * out_size + (size_t)4 * ti * s->ow + 4 * (size_t)j : 0;
+        full[g] &= d->cols == 8 && d->rows == 4;
       }
     }
-}
-
-/* the first (LO) and second (HI) halves of a and b interleaved: a0 b0 a1 b1 ... */
-#define LO(a, b) __builtin_shufflevector((a), (b), 0, 8, 1, 9, 2, 10, 3, 11)
-#define HI(a, b) __builtin_shufflevector((a), (b), 4, 12, 5, 13, 6, 14, 7, 15)
-
-INLINE void output_transform(const wshape *s, const float *restrict m, int ld, int o, const float *bias, float *restrict yn,
-                             int ti, const wscratch *ws) {
-  const int L = ws->len, OW = s->ow, whole = OW == 2 * s->tw && 2 * ti + 1 < s->oh; /* both rows straight into yn */
-  for (int ch = 0; ch < s->f; ch++) {
-    float *y0 = yn + ((size_t)ch * s->oh + 2 * ti) * OW;
-    float *restrict out0 = whole ? y0 : ws->rows + L, *restrict out1 = whole ? y0 + OW : ws->rows + 2 * L;
-    const float b = bias != NULL ? bias[ch] : 0.0f;
-    const float *restrict mc = m + (size_t)ch * ld + o; /* position ξ of tile j: mc[ξ·st + j] */
-    const size_t st = xstride(s->f, ld);
-    int j = 0;
-    for (; j + 8 <= s->tw; j += 8) { /* 8 tiles: Aᵀ across each row a of M, then down */
-      v8 c0[4], c1[4];
-      for (int a = 0; a < 4; a++) {
-        const float *ma = mc + 4 * a * st + j;
-        const v8 m0 = load8(ma), m1 = load8(ma + st), m2 = load8(ma + 2 * st), m3 = load8(ma + 3 * st);
-        c0[a] = m0 + m1 + m2, c1[a] = m1 - m2 - m3;
-      }
-      const v8 e0 = c0[0] + c0[1] + c0[2] + b, o0 = c1[0] + c1[1] + c1[2] + b; /* row 0: even, odd columns */
-      const v8 e1 = c0[1] - c0[2] - c0[3] + b, o1 = c1[1] - c1[2] - c1[3] + b;
-      store8(out0 + 2 * j, LO(e0, o0)), store8(out0 + 2 * j + 8, HI(e0, o0));
-      store8(out1 + 2 * j, LO(e1, o1)), store8(out1 + 2 * j + 8, HI(e1, o1));
-    }
-    for (; j < s->tw; j++) {
-      float c0[4], c1[4];
-      for (int a = 0; a < 4; a++) {
-        const float *ma = mc + 4 * a * st + j;
-        const float m0 = ma[0], m1 = ma[st], m2 = ma[2 * st], m3 = ma[3 * st];
-        c0[a] = m0 + m1 + m2, c1[a] = m1 - m2 - m3;
-      }
-      out0[2 * j] = c0[0] + c0[1] + c0[2] + b, out0[2 * j + 1] = c1[0] + c1[1] + c1[2] + b;
-      out1[2 * j] = c0[1] - c0[2] - c0[3] + b, out1[2 * j + 1] = c1[1] - c1[2] - c1[3] + b;
-    }
-    if (whole) continue;
-    memcpy(y0, out0, sizeof(float) * (size_t)OW);
-    if (2 * ti + 1 < s->oh) memcpy(y0 + OW, out1, sizeof(float) * (size_t)OW);
+    for (int o = 0; o < s->f; o++)
+      for (int g = 0; g < ng; g++)
+        output_group(m + (size_t)o * ld + 8 * (g0 + g), ms, bias != NULL ? bias[o] : 0.0f, y + o * plane, s->ow, pd[g], full[g]);
   }
 }
 
@@ -253,54 +400,62 @@ INLINE void product(int F, int C, const float *u, const float *v, float *m, int 
   }
 }
 
-/* dUᵀ[c0 + i][f0 .. f0 + 16) += Σ_t V[c0 + i][t] · Y[t][f0 .. f0 + 16) for CT input channels: the
- * accumulators run along the output channels, so each block's sum goes straight into dUᵀ. */
-INLINE void grad_rows(const float *restrict v, const float *restrict y, float *restrict dut, int ld, int ldf, int nt, int c0,
-                      int f0, const int CT, const int FW) {
-  v8 a0[6], a1[6];
-  for (int i = 0; i < CT; i++) a0[i] = a1[i] = (v8){0};
-  for (int t = 0; t < nt; t++) {
-    const v8 y0 = load8(y + (size_t)t * ldf + f0);
-    v8 y1 = (v8){0};
-    if (FW == 16) y1 = load8(y + (size_t)t * ldf + f0 + 8);
-    for (int i = 0; i < CT; i++) {
-      const float w = v[(size_t)(c0 + i) * ld + t];
-      a0[i] += w * y0;
-      if (FW == 16) a1[i] += w * y1;
+/* the sum of a vector's lanes, in a fixed order */
+INLINE float hsum8(v8 a) {
+  const v8 h = a + __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3);
+  const v8 q = h + __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
+  return q[0] + q[1];
+}
+
+/* dU[f0 + i][c0 + j] += Σ_t Y[f0 + i][t] · V[c0 + j][t] for FB × CB entries: the accumulators run
+ * along the tiles and are summed across their lanes at the block's end. */
+INLINE void grad_entries(const float *restrict y, const float *restrict v, float *restrict du, int C, int ld, int f0, int c0,
+                         const int FB, const int CB) {
+  v8 acc[4][3];
+  for (int i = 0; i < FB; i++)
+    for (int j = 0; j < CB; j++) acc[i][j] = (v8){0};
+  for (int t = 0; t < ld; t += 8) {
+    v8 b[3];
+    for (int j = 0; j < CB; j++) b[j] = load8(v + (size_t)(c0 + j) * ld + t);
+    for (int i = 0; i < FB; i++) {
+      const v8 a = load8(y + (size_t)(f0 + i) * ld + t);
+      for (int j = 0; j < CB; j++) acc[i][j] += a * b[j];
     }
   }
-  for (int i = 0; i < CT; i++) {
-    float *d = dut + (size_t)(c0 + i) * ldf + f0;
-    store8(d, load8(d) + a0[i]);
-    if (FW == 16) store8(d + 8, load8(d + 8) + a1[i]);
-  }
+  for (int i = 0; i < FB; i++)
+    for (int j = 0; j < CB; j++) du[(size_t)(f0 + i) * C + c0 + j] += hsum8(acc[i][j]);
 }
 
-INLINE void grad_cols(const float *v, const float *y, float *dut, int ld, int ldf, int nt, int c0, const int CT) {
-  int f = 0;
-  for (; f + 16 <= ldf; f += 16) grad_rows(v, y, dut, ld, ldf, nt, c0, f, CT, 16);
-  if (f < ldf) grad_rows(v, y, dut, ld, ldf, nt, c0, f, CT, 8);
-}
-
-INLINE void grad_product(int C, const float *v, const float *y, float *dut, int ld, int ldf, int nt) {
+INLINE void grad_row_block(const float *y, const float *v, float *du, int C, int ld, int f0, const int FB) {
   int c = 0;
-  for (; c + 6 <= C; c += 6) grad_cols(v, y, dut, ld, ldf, nt, c, 6);
-  switch (C - c) {
-    case 5: grad_cols(v, y, dut, ld, ldf, nt, c, 5); break;
-    case 4: grad_cols(v, y, dut, ld, ldf, nt, c, 4); break;
-    case 3: grad_cols(v, y, dut, ld, ldf, nt, c, 3); break;
-    case 2: grad_cols(v, y, dut, ld, ldf, nt, c, 2); break;
-    case 1: grad_cols(v, y, dut, ld, ldf, nt, c, 1); break;
+  for (; c + 3 <= C; c += 3) grad_entries(y, v, du, C, ld, f0, c, FB, 3);
+  if (C - c == 2) grad_entries(y, v, du, C, ld, f0, c, FB, 2);
+  if (C - c == 1) grad_entries(y, v, du, C, ld, f0, c, FB, 1);
+}
+
+INLINE void grad_product(int F, int C, const float *y, const float *v, float *du, int ld) {
+  int f = 0;
+  for (; f + 4 <= F; f += 4) grad_row_block(y, v, du, C, ld, f, 4);
+  switch (F - f) {
+    case 3: grad_row_block(y, v, du, C, ld, f, 3); break;
+    case 2: grad_row_block(y, v, du, C, ld, f, 2); break;
+    case 1: grad_row_block(y, v, du, C, ld, f, 1); break;
     default: break;
   }
 }
 
 /* ---- the three passes ---------------------------------------------------------------------- */
 
-/* zero columns [n, ld) of rows × ld */
-static void zero_tail(float *a, size_t rows, int n, int ld) {
-  if (n == ld) return;
-  for (size_t r = 0; r < rows; r++) memset(a + r * (size_t)ld + n, 0, sizeof(float) * (size_t)(ld - n));
+/* V for the block of nu tile rows from u0 (nt tiles, ld columns): channel by channel, the column
+ * halves of every tile row, then the row halves of every group */
+INLINE void transform_inputs(const wshape *s, const float *x, int u0, int nu, int nt, int ld, const wscratch *ws) {
+  const size_t plane = (size_t)s->h * s->w, in_size = (size_t)s->c * plane, vs = xstride(s->c, ld);
+  for (int ch = 0; ch < s->c; ch++) {
+    for (int k = 0; k < nu; k++)
+      input_rows(s, x + (size_t)((u0 + k) / s->th) * in_size + ch * plane, (u0 + k) % s->th, ws->t + (size_t)k * 6 * s->rw,
+                 ws->zero);
+    for (int g = 0; g < ld / 8; g++) input_group(s, ws->t, nt, g, ws->v + (size_t)ch * ld, vs, ws->zero);
+  }
 }
 
 /* y (batch × f×oh×ow) = the convolution of x (batch × c×h×w) whose transformed filters are u;
@@ -309,57 +464,53 @@ DT_CLONES
 static void winograd_convolve(const wshape *s, int batch, const float *x, const float *u, const float *bias, float *y,
                               float *scratch) {
   const wscratch ws = carve(s, scratch);
-  const size_t in_size = (size_t)s->c * s->h * s->w, out_size = (size_t)s->f * s->oh * s->ow;
-  const int units = batch * s->th, per = s->cap / s->tw > 0 ? s->cap / s->tw : 1;
-  for (int u0 = 0; u0 < units; u0 += per) {
-    const int nu = units - u0 < per ? units - u0 : per, ld = round8(nu * s->tw);
-    for (int k = 0; k < nu; k++)
-      input_transform(s, x + (size_t)((u0 + k) / s->th) * in_size, (u0 + k) % s->th, ws.v, ld, k * s->tw, &ws);
-    for (int xi = 0; xi < XI; xi++) {
-      float *v = ws.v + xi * xstride(s->c, ld);
-      zero_tail(v, (size_t)s->c, nu * s->tw, ld);
-      product(s->f, s->c, u + (size_t)xi * s->f * s->c, v, ws.m + xi * xstride(s->f, ld), ld);
-    }
-    for (int k = 0; k < nu; k++) {
-      const int n = (u0 + k) / s->th, ti = (u0 + k) % s->th;
-      output_transform(s, ws.m, ld, k * s->tw, bias, y + n * out_size, ti, &ws);
-    }
+  const int units = batch * s->th;
+  for (int u0 = 0; u0 < units; u0 += s->per) {
+    const int nu = units - u0 < s->per ? units - u0 : s->per, nt = nu * s->tw, ld = round8(nt);
+    const size_t ms = xstride(s->f, ld);
+    transform_inputs(s, x, u0, nu, nt, ld, &ws);
+    for (int xi = 0; xi < XI; xi++)
+      product(s->f, s->c, u + (size_t)xi * s->f * s->c, ws.v + xi * xstride(s->c, ld), ws.m + xi * ms, ld);
+    output_block(s, ws.m, ms, ld, u0, nt, bias, y);
   }
 }
 
-/* dw (f×c×3×3) = Σ over the batch's tiles of the weight gradient; dut: XI·c·round8(f) scratch
- * (dUᵀ), then V and Y */
+/* dw (f×c×3×3) = Σ over the batch's tiles of the weight gradient; du: XI·f·c scratch (dU), then
+ * V and Y */
 DT_CLONES
-static void winograd_weight_grad(const wshape *s, int batch, const float *x, const float *dy, float *dw, float *dut,
+static void winograd_weight_grad(const wshape *s, int batch, const float *x, const float *dy, float *dw, float *du,
                                  float *scratch) {
   const wscratch ws = carve(s, scratch);
-  const size_t in_size = (size_t)s->c * s->h * s->w, out_size = (size_t)s->f * s->oh * s->ow;
-  const int units = batch * s->th, per = s->cap / s->tw > 0 ? s->cap / s->tw : 1, ldf = round8(s->f);
-  const size_t cf = (size_t)s->c * ldf;
-  memset(dut, 0, sizeof(float) * XI * cf);
-  if (ldf > s->f) memset(ws.tr, 0, sizeof(float) * 4 * (size_t)s->tw * ldf); /* the padding channels stay zero */
-  for (int u0 = 0; u0 < units; u0 += per) {
-    const int nu = units - u0 < per ? units - u0 : per, nt = nu * s->tw, ld = round8(nt);
-    for (int k = 0; k < nu; k++) {
-      const int n = (u0 + k) / s->th, ti = (u0 + k) % s->th;
-      input_transform(s, x + n * in_size, ti, ws.v, ld, k * s->tw, &ws);
-      grad_transform(s, dy + n * out_size, ti, ws.m, ld, ldf, k * s->tw, &ws);
+  const size_t oplane = (size_t)s->oh * s->ow, out_size = (size_t)s->f * oplane, fc = (size_t)s->f * s->c;
+  const int units = batch * s->th;
+  memset(du, 0, sizeof(float) * XI * fc);
+  for (int u0 = 0; u0 < units; u0 += s->per) {
+    const int nu = units - u0 < s->per ? units - u0 : s->per, nt = nu * s->tw, ld = round8(nt);
+    const size_t vs = xstride(s->c, ld), ys = xstride(s->f, ld);
+    transform_inputs(s, x, u0, nu, nt, ld, &ws);
+    for (int o = 0; o < s->f; o++) {
+      for (int k = 0; k < nu; k++)
+        grad_rows(s, dy + (size_t)((u0 + k) / s->th) * out_size + o * oplane, (u0 + k) % s->th, ws.e + (size_t)k * 6 * s->rw,
+                  ws.zero);
+      for (int g = 0; g < ld / 8; g++) grad_group(s, ws.e, nt, g, ws.m + (size_t)o * ld, ys, ws.zero);
     }
-    for (int xi = 0; xi < XI; xi++)
-      grad_product(s->c, ws.v + xi * xstride(s->c, ld), ws.m + xi * xstride(ld, ldf), dut + xi * cf, ld, ldf, nt);
+    for (int xi = 0; xi < XI; xi++) grad_product(s->f, s->c, ws.m + xi * ys, ws.v + xi * vs, du + xi * fc, ld);
   }
-  /* dw = Gᵀ dU G; Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1] */
-  for (int f = 0; f < s->f; f++)
-    for (int c = 0; c < s->c; c++) {
-      float d[4][4], t[3][4];
-      for (int xi = 0; xi < XI; xi++) d[xi / 4][xi % 4] = dut[xi * cf + (size_t)c * ldf + f];
-      for (int b = 0; b < 4; b++)
-        t[0][b] = d[0][b] + 0.5f * (d[1][b] + d[2][b]), t[1][b] = 0.5f * (d[1][b] - d[2][b]), t[2][b] = 0.5f * (d[1][b] + d[2][b]) + d[3][b];
-      for (int a = 0; a < 3; a++) {
-        float *o = dw + ((size_t)f * s->c + c) * 9 + a * 3;
-        o[0] = t[a][0] + 0.5f * (t[a][1] + t[a][2]), o[1] = 0.5f * (t[a][1] - t[a][2]), o[2] = 0.5f * (t[a][1] + t[a][2]) + t[a][3];
-      }
+  /* dw = Gᵀ dU G */
+  for (size_t e = 0; e < fc; e++) {
+    double d[6][6], t[3][6];
+    for (int xi = 0; xi < XI; xi++) d[xi / 6][xi % 6] = du[xi * fc + e];
+    for (int b = 0; b < 6; b++) {
+      double col[6] = {d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b]}, out[3];
+      gt_apply(col, out);
+      for (int a = 0; a < 3; a++) t[a][b] = out[a];
     }
+    for (int a = 0; a < 3; a++) {
+      double out[3];
+      gt_apply(t[a], out);
+      for (int b = 0; b < 3; b++) dw[e * 9 + (size_t)a * 3 + b] = (float)out[b];
+    }
+  }
 }
 
 void dt_cpu_winograd_forward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *b, float *y,
@@ -372,10 +523,10 @@ void dt_cpu_winograd_forward(const dt_conv_shape *s, int batch, const float *x, 
 
 void dt_cpu_winograd_backward(const dt_conv_shape *s, int batch, const float *x, const float *w, const float *dy,
                               float *dw, float *dx, float *col, float *dcol) {
-  const wshape fs = forward_shape(s);
-  winograd_weight_grad(&fs, batch, x, dy, dw, col, col + (size_t)XI * s->c * round8(s->f));
+  const wshape gs = weight_grad_shape(s);
+  winograd_weight_grad(&gs, batch, x, dy, dw, col, col + (size_t)XI * s->c * s->f);
   if (dx == NULL) return;
-  const wshape gs = input_grad_shape(s);
+  const wshape is = input_grad_shape(s);
   filter_transform(s, w, 1, dcol);
-  winograd_convolve(&gs, batch, dy, dcol, NULL, dx, dcol + (size_t)XI * s->f * s->c);
+  winograd_convolve(&is, batch, dy, dcol, NULL, dx, dcol + (size_t)XI * s->f * s->c);
 }

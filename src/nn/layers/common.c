@@ -86,25 +86,6 @@ dt_status dt_layer_conv_shape(dt_layer_build *b, const dt_act_shape *in, int fil
   return DT_OK;
 }
 
-int dt_conv_winograd(const dt_conv_shape *s) { return s->k == 3 && s->stride == 1 && s->pad <= 2 && s->c * 9 > 64; }
-
-/* the longer of the two tile rows: the output's (forward, weight gradient), the input's (dx) */
-static int tile_row(const dt_conv_shape *s) { return (s->ow > s->w ? s->ow + 1 : s->w + 1) / 2; }
-
-int dt_conv_winograd_block(const dt_conv_shape *s) {
-  const int widest = s->c > s->f ? s->c : s->f, fit = 2048 / widest / 8 * 8, row = (tile_row(s) + 7) / 8 * 8;
-  return fit > row ? fit : row;
-}
-
-size_t dt_conv_winograd_scratch(const dt_conv_shape *s) {
-  /* as winograd.c's carve() lays it out: transformed filters (or their gradient), a block's V
-   * and M (or Y) with a cache line between positions, five transform rows, two gradient rows
-   * channel-minor; channels padded to 8 for the weight gradient (and the input gradient's mirror) */
-  const size_t c8 = ((size_t)s->c + 7) / 8 * 8, f8 = ((size_t)s->f + 7) / 8 * 8;
-  return 16 * c8 * f8 + 16 * ((c8 + f8) * (size_t)dt_conv_winograd_block(s) + 2 * 16) + 5 * (2 * (size_t)tile_row(s) + 2) +
-         4 * (size_t)tile_row(s) * f8;
-}
-
 void dt_layer_norm_tensors(dt_layer_build *b, const char *prefix, dt_layer_kind kind, int c, size_t plane, int groups, float eps,
                            float momentum, dt_norm_shape *out) {
   char name[32];
