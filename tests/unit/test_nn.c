@@ -663,6 +663,8 @@ int main(void) {
   test_conv_op(600, 9, 5, 3, 1, 1);
   test_conv_op_w(16, 16, 16, 8, 3, 1, 1); /* ResNet-20's shapes: no padding tiles, whole tile pairs */
   test_conv_op_w(32, 8, 8, 32, 3, 1, 1);
+  test_conv_op_w(16, 4, 4, 16, 3, 1, 1);    /* one tile per tile row: pairs across tile rows */
+  test_conv_op_w(130, 6, 6, 140, 3, 1, 1);  /* channels enough for OpenBLAS's products */
   test_conv_op(17, 3, 1, 3, 1, 0);
   test_conv_op(8, 8, 16, 3, 2, 1);
   test_conv_op(4, 9, 8, 1, 2, 0);

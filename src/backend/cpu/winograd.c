@@ -16,19 +16,20 @@
  * The 36 positions ξ = 6·row + column of a transformed tile are independent: per ξ, the channel
  * sum is a matrix product, M[ξ] (f × tiles) = U[ξ] (f × c) · V[ξ] (c × tiles), and the weight
  * gradient's tile sum is dU[ξ] (f × c) = Y[ξ] (f × tiles) · V[ξ]ᵀ. Tiles are taken in blocks of
- * whole tile rows ("units"; a unit's tile count is rounded up to an even one, the extra tile
- * reading zeros), as many as keep a block's V and M near the L2 cache (the weight gradient's
- * blocks are longer: each block ends in one horizontal sum per entry of dU).
+ * whole tile rows ("units"), as many as keep a block's V and M near the L2 cache (the weight
+ * gradient's blocks are longer: each block ends in one horizontal sum per entry of dU).
  *
  * The transforms work on eight tiles at once, one per vector lane: a unit's six input rows are
- * first combined down the columns (Bᵀ d, on whole rows), then each pair of neighbouring tiles'
- * columns is read as eight floats and four pairs are transposed so that lane i holds column q of
- * tile i (in the order 0 2 4 6 1 3 5 7: the transpose of 4-float blocks is its own inverse, and the
+ * first combined down the columns (Bᵀ d, on whole rows), then each pair of tiles' columns is
+ * read as eight floats (one read where the two are neighbours in a tile row, two halves where a
+ * tile row ends between them) and four pairs are transposed so that lane i holds column q of tile
+ * i (in the order 0 2 4 6 1 3 5 7: the transpose of 4-float blocks is its own inverse, and the
  * output transform undoes it). The products run in this file's register-blocked kernels:
- * OpenBLAS's per-call cost would be paid 36 times per block. Every sum has a fixed order,
+ * OpenBLAS's per-call cost would be paid 36 times per block (with many channels, see use_blas). Every sum has a fixed order,
  * independent of the batch split, the rank and the thread, so the results are the same on every
  * run; they differ from the im2col path's in the last bits. Checked against a naive loop in
  * tests/unit/test_nn.c, against finite differences and against PyTorch (tests/torch). */
+#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
@@ -38,20 +39,33 @@ typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 /* Memory goes through v8u, an unaligned, may-alias view; no helper takes or returns a vector (a
  * helper left out of line would be compiled for the baseline ABI, as conv2d.c explains). */
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v4u __attribute__((vector_size(16), aligned(4), may_alias));
 #define load8(p) (*(const v8u *)(const void *)(p))
 #define store8(p, v) (*(v8u *)(void *)(p) = (v))
+#define load4(p) (*(const v4u *)(const void *)(p))
+#define store4(p, v) (*(v4u *)(void *)(p) = (v))
+#define JOIN(lo, hi) __builtin_shufflevector((lo), (hi), 0, 1, 2, 3, 4, 5, 6, 7)
+#define LOW(v) __builtin_shufflevector((v), (v), 0, 1, 2, 3)
+#define HIGH(v) __builtin_shufflevector((v), (v), 4, 5, 6, 7)
 #define INLINE static inline __attribute__((always_inline))
 
 enum {
   XI = 36,                   /* positions of a transformed 6×6 tile */
   PRODUCT_BUDGET = 384 << 10, /* bytes of a forward block's V and M: most of a 512 KiB L2 */
   GRADIENT_BUDGET = 4 << 20, /* bytes of a weight-gradient block's V and Y */
+  BLAS_CHANNELS = 128 * 128, /* c·f from which the products are OpenBLAS's, over blocks of */
+  BLAS_TILES = 128,          /* at least this many tiles */
 };
 
+/* With many channels U[ξ] outgrows the caches: a product that reads it once per block of a few
+ * tiles is bound by memory, so from BLAS_CHANNELS the products are sgemm calls over blocks of
+ * at least BLAS_TILES tiles (OpenBLAS packs U once per call); below, this file's kernels. */
+static int use_blas(int c, int f) { return (size_t)c * (size_t)f >= BLAS_CHANNELS; }
+
 /* One convolution as the Winograd kernels see it: c input and f output channels, an h×w input,
- * an oh×ow output, th tile rows of tw tiles (even), transform rows of rw floats (the tw patches'
- * 4·tw + 2 columns, rounded up so that every eight-float read stays inside), blocks of per tile
- * rows. dx is such a convolution of dy. */
+ * an oh×ow output, th tile rows of tw tiles, transform rows of rw floats (the tw patches' 4·tw + 2
+ * columns, rounded up so that every read stays inside), blocks of per tile rows. dx is such a convolution of dy. */
 typedef struct wshape {
   int c, f, h, w, oh, ow, pad, th, tw, rw, per;
 } wshape;
@@ -59,9 +73,10 @@ typedef struct wshape {
 static int round8(int n) { return (n + 7) & ~7; }
 
 static wshape make_shape(int c, int f, int h, int w, int oh, int ow, int pad, size_t budget) {
-  wshape s = {c, f, h, w, oh, ow, pad, (oh + 3) / 4, ((ow + 3) / 4 + 1) & ~1, 0, 1};
+  wshape s = {c, f, h, w, oh, ow, pad, (oh + 3) / 4, (ow + 3) / 4, 0, 1};
   s.rw = round8(4 * s.tw + 4);
-  const size_t tiles = budget / (sizeof(float) * XI * ((size_t)c + (size_t)f)) / 8 * 8;
+  size_t tiles = budget / (sizeof(float) * XI * ((size_t)c + (size_t)f)) / 8 * 8;
+  if (use_blas(c, f) && tiles < BLAS_TILES) tiles = BLAS_TILES;
   if (tiles / (size_t)s.tw > 1) s.per = tiles / (size_t)s.tw > (size_t)INT_MAX ? INT_MAX : (int)(tiles / (size_t)s.tw);
   return s;
 }
@@ -108,7 +123,12 @@ static wscratch carve(const wshape *s, float *scratch) { /* scratch: after U or 
   return r;
 }
 
-int dt_conv_winograd(const dt_conv_shape *s) { return s->k == 3 && s->stride == 1 && s->pad <= 2 && s->c * 9 > 64; }
+/* Outputs smaller than a tile (VGG's 2×2) waste most of a tile's products and still beat im2col,
+ * whose per-sample products are too narrow for OpenBLAS (measured: VGG-11 training 46 → 62
+ * samples/s when its 2×2 layers came here). */
+int dt_conv_winograd(const dt_conv_shape *s) {
+  return s->k == 3 && s->stride == 1 && s->pad <= 2 && s->c * 9 > 64;
+}
 
 size_t dt_conv_winograd_scratch(const dt_conv_shape *s) {
   const wshape a = forward_shape(s), b = input_grad_shape(s), c = weight_grad_shape(s);
@@ -152,21 +172,22 @@ size_t dt_conv_winograd_scratch(const dt_conv_shape *s) {
     (o)[5] = (e)[3];                                                                               \
   } while (0)
 
-/* the filter's G g (in double: the filters are transformed once per call; products with the
- * reciprocals, as a division takes several times longer) */
-static const double SIXTH = 1.0 / 6, TWELFTH = 1.0 / 12, TWENTYFOURTH = 1.0 / 24;
-static void g_apply(const double g[3], double o[6]) {
-  o[0] = 0.25 * g[0], o[1] = -SIXTH * (g[0] + g[1] + g[2]), o[2] = -SIXTH * (g[0] - g[1] + g[2]);
-  o[3] = TWENTYFOURTH * g[0] + TWELFTH * g[1] + SIXTH * g[2], o[4] = TWENTYFOURTH * g[0] - TWELFTH * g[1] + SIXTH * g[2];
-  o[5] = g[2];
-}
+/* o = G g: a filter's three taps to six transformed values */
+#define G_3(T, g, o)                                                                               \
+  do {                                                                                             \
+    const T s02 = (g)[0] + (g)[2], q0 = (1.0f / 24) * (g)[0] + (1.0f / 6) * (g)[2];                 \
+    (o)[0] = 0.25f * (g)[0], (o)[1] = (-1.0f / 6) * (s02 + (g)[1]), (o)[2] = (-1.0f / 6) * (s02 - (g)[1]); \
+    (o)[3] = q0 + (1.0f / 12) * (g)[1], (o)[4] = q0 - (1.0f / 12) * (g)[1], (o)[5] = (g)[2];       \
+  } while (0)
 
-/* the weight gradient's Gᵀ d */
-static void gt_apply(const double d[6], double o[3]) {
-  o[0] = 0.25 * d[0] - SIXTH * (d[1] + d[2]) + TWENTYFOURTH * (d[3] + d[4]);
-  o[1] = SIXTH * (d[2] - d[1]) + TWELFTH * (d[3] - d[4]);
-  o[2] = SIXTH * (d[3] + d[4] - d[1] - d[2]) + d[5];
-}
+/* o = Gᵀ d: the weight gradient's six transformed values to three taps */
+#define GT_6(T, d, o)                                                                              \
+  do {                                                                                             \
+    const T s12 = (d)[1] + (d)[2], s34 = (d)[3] + (d)[4];                                          \
+    (o)[0] = 0.25f * (d)[0] - (1.0f / 6) * s12 + (1.0f / 24) * s34;                                \
+    (o)[1] = (1.0f / 6) * ((d)[2] - (d)[1]) + (1.0f / 12) * ((d)[3] - (d)[4]);                     \
+    (o)[2] = (1.0f / 6) * (s34 - s12) + (d)[5];                                                    \
+  } while (0)
 
 /* Four pairs of neighbouring tiles (a, b, c, d: eight floats from each pair's first column) to
  * their columns: o[q] lane i holds column q of tile 0 2 4 6 1 3 5 7 (tile 2p, 2p + 1 from pair p).
@@ -184,24 +205,40 @@ static void gt_apply(const double d[6], double o[3]) {
 
 /* ---- transforms ---------------------------------------------------------------------------- */
 
-/* U[ξ][o][i] = (G g Gᵀ)[ξ] for the filter g of output channel o and input channel i: the forward's
- * g = w[o][i]; the input gradient's (o = c, i = f) g = w[f][c] turned by 180°. */
+/* U[ξ][o][i] = (G g Gᵀ)[ξ] for the filter g of output channel o and input channel i (NO × NI): the forward's
+ * g = w[o][i]; the input gradient's (o = c, i = f) g = w[f][c] turned by 180°. Eight input
+ * channels at a time, one per lane. */
+DT_CLONES
 static void filter_transform(const dt_conv_shape *s, const float *w, int flip, float *restrict u) {
-  const int O = flip ? s->c : s->f, I = flip ? s->f : s->c;
-  for (int o = 0; o < O; o++)
-    for (int i = 0; i < I; i++) {
-      const float *src = flip ? w + ((size_t)i * s->c + o) * 9 : w + ((size_t)o * s->c + i) * 9;
-      double g[9], t[6][3];
-      for (int k = 0; k < 9; k++) g[k] = flip ? src[8 - k] : src[k];
-      for (int col = 0; col < 3; col++) { /* G g, column by column */
-        double in[3] = {g[col], g[3 + col], g[6 + col]}, out[6];
-        g_apply(in, out);
+  const int NO = flip ? s->c : s->f, NI = flip ? s->f : s->c;
+  for (int o = 0; o < NO; o++)
+    for (int i0 = 0; i0 < NI; i0 += 8) {
+      const int n = NI - i0 < 8 ? NI - i0 : 8;
+      float g[9][8] = {{0}};
+      for (int l = 0; l < n; l++) {
+        const float *src = flip ? w + ((size_t)(i0 + l) * s->c + o) * 9 : w + ((size_t)o * s->c + i0 + l) * 9;
+        for (int k = 0; k < 9; k++) g[k][l] = flip ? src[8 - k] : src[k];
+      }
+      v8 t[6][3]; /* G g, column by column */
+      for (int col = 0; col < 3; col++) {
+        const v8 in[3] = {load8(g[col]), load8(g[3 + col]), load8(g[6 + col])};
+        v8 out[6];
+        G_3(v8, in, out);
         for (int a = 0; a < 6; a++) t[a][col] = out[a];
       }
       for (int a = 0; a < 6; a++) { /* (G g) Gᵀ, row by row */
-        double out[6];
-        g_apply(t[a], out);
-        for (int b = 0; b < 6; b++) u[((size_t)(6 * a + b) * O + o) * I + i] = (float)out[b];
+        v8 out[6];
+        G_3(v8, t[a], out);
+        for (int b = 0; b < 6; b++) {
+          float *d = u + ((size_t)(6 * a + b) * NO + o) * NI + i0;
+          if (n == 8) {
+            store8(d, out[b]);
+          } else {
+            float tmp[8];
+            store8(tmp, out[b]);
+            memcpy(d, tmp, sizeof(float) * (size_t)n);
+          }
+        }
       }
     }
 }
@@ -251,27 +288,33 @@ INLINE void grad_rows(const wshape *s, const float *restrict ec, int ti, float *
   }
 }
 
-/* the transform rows of the four tile pairs of group g (tiles 8g .. 8g + 7 of a block of nt):
- * pair p starts at column 4j of its tile row's rows; a pair after the block's last reads zeros */
-INLINE void group_pairs(const wshape *s, const float *t, int nt, int g, const float *zero, const float *p[4]) {
-  for (int i = 0; i < 4; i++) {
-    const int tile = 8 * g + 2 * i;
+/* the transform rows of the eight tiles of group g (tiles 8g .. 8g + 7 of a block of nt): tile
+ * i starts at column 4j of its tile row's rows; a tile after the block's last reads zeros.
+ * Returns whether each pair (2p, 2p + 1) lies side by side, to be read as one. */
+INLINE int group_tiles(const wshape *s, const float *t, int nt, int g, const float *zero, const float *p[8]) {
+  for (int i = 0; i < 8; i++) {
+    const int tile = 8 * g + i;
     p[i] = tile < nt ? t + (size_t)(tile / s->tw) * 6 * s->rw + 4 * (tile % s->tw) : zero;
   }
+  return p[1] == p[0] + 4 && p[3] == p[2] + 4 && p[5] == p[4] + 4 && p[7] == p[6] + 4;
 }
+
+/* the eight floats at offset o of pair i's two tiles */
+#define PAIR(p, i, o, adj) \
+  ((adj) ? (v8)load8((p)[2 * (i)] + (o)) : (v8)JOIN((v4)load4((p)[2 * (i)] + (o)), (v4)load4((p)[2 * (i) + 1] + (o))))
 
 /* V[6k + l][·][8g ..] = the row half of Bᵀ d B for group g: v points at the channel's row of
  * position 0, vs apart */
 INLINE void input_group(const wshape *s, const float *t, int nt, int g, float *restrict v, size_t vs, const float *zero) {
-  const float *p[4];
-  group_pairs(s, t, nt, g, zero, p);
+  const float *p[8];
+  const int adj = group_tiles(s, t, nt, g, zero, p);
   for (int k = 0; k < 6; k++) {
     const int o = k * s->rw;
     v8 d[6], r[6];
-    TRANSPOSE4(load8(p[0] + o), load8(p[1] + o), load8(p[2] + o), load8(p[3] + o), d);
-    const v8 a4 = load8(p[0] + o + 4), b4 = load8(p[1] + o + 4), c4 = load8(p[2] + o + 4), d4 = load8(p[3] + o + 4);
+    TRANSPOSE4(PAIR(p, 0, o, adj), PAIR(p, 1, o, adj), PAIR(p, 2, o, adj), PAIR(p, 3, o, adj), d);
+    const v8 a4 = PAIR(p, 0, o + 4, adj), b4 = PAIR(p, 1, o + 4, adj), c4 = PAIR(p, 2, o + 4, adj), d4 = PAIR(p, 3, o + 4, adj);
     const v8 ab = UNPACKLO_PS(a4, b4), cd = UNPACKLO_PS(c4, d4);
-    d[4] = UNPACKLO_PD(ab, cd), d[5] = UNPACKHI_PD(ab, cd); /* columns 4 and 5: the next tile's 0 and 1 */
+    d[4] = UNPACKLO_PD(ab, cd), d[5] = UNPACKHI_PD(ab, cd); /* columns 4 and 5 */
     B_T(v8, d, r);
     for (int l = 0; l < 6; l++) store8(v + (size_t)(6 * k + l) * vs + 8 * g, r[l]);
   }
@@ -279,28 +322,29 @@ INLINE void input_group(const wshape *s, const float *t, int nt, int g, float *r
 
 /* Y[6k + l][·][8g ..] = the row half of A e Aᵀ for group g */
 INLINE void grad_group(const wshape *s, const float *t, int nt, int g, float *restrict y, size_t ys, const float *zero) {
-  const float *p[4];
-  group_pairs(s, t, nt, g, zero, p);
+  const float *p[8];
+  const int adj = group_tiles(s, t, nt, g, zero, p);
   for (int k = 0; k < 6; k++) {
     const int o = k * s->rw;
     v8 e[4], r[6];
-    TRANSPOSE4(load8(p[0] + o), load8(p[1] + o), load8(p[2] + o), load8(p[3] + o), e);
+    TRANSPOSE4(PAIR(p, 0, o, adj), PAIR(p, 1, o, adj), PAIR(p, 2, o, adj), PAIR(p, 3, o, adj), e);
     A_6(v8, e, r);
     for (int l = 0; l < 6; l++) store8(y + (size_t)(6 * k + l) * ys + 8 * g, r[l]);
   }
 }
 
-/* Where a tile pair's output rows go: off from the start of y's channel plane of sample 0, cols
- * (0 to 8: none after the block's last tile or right of the output) and rows (up to 4) to store. */
-typedef struct pair_dst {
+/* Where a tile's output rows go: off from the start of y's channel plane of sample 0, cols (0 to
+ * 4: none after the block's last tile or right of the output) and rows (up to 4) to store. */
+typedef struct tile_dst {
   size_t off;
   int cols, rows;
-} pair_dst;
+} tile_dst;
 
 /* y[o] = Aᵀ M[·][o] A + b for one group of eight tiles (M[ξ][o][group] at m + ξ·ms), into the
- * channel plane yo. A pair's rows are eight floats, stored whole where they lie inside the output
- * and in part at its right and bottom edges. */
-INLINE void output_group(const float *restrict m, size_t ms, float b, float *restrict yo, int ow, const pair_dst *pd, int full) {
+ * channel plane yo. A tile's rows are four floats, stored whole where they lie inside the output
+ * and in part at its right and bottom edges; whole: all eight tiles whole and side by side in
+ * pairs, each pair's row stored as one. */
+INLINE void output_group(const float *restrict m, size_t ms, float b, float *restrict yo, int ow, const tile_dst *td, int whole) {
   v8 c[4][6]; /* Aᵀ M: column l of the tile's four rows */
   for (int l = 0; l < 6; l++) {
     v8 col[6], r[4];
@@ -312,19 +356,22 @@ INLINE void output_group(const float *restrict m, size_t ms, float b, float *res
     v8 r[4], pr[4];
     A_T(v8, c[a], r);
     TRANSPOSE4(r[0] + b, r[1] + b, r[2] + b, r[3] + b, pr);
-    if (full) {
-      for (int i = 0; i < 4; i++) store8(yo + pd[i].off + (size_t)a * ow, pr[i]);
+    if (whole) {
+      for (int i = 0; i < 4; i++) store8(yo + td[2 * i].off + (size_t)a * ow, pr[i]);
       continue;
     }
-    for (int i = 0; i < 4; i++) {
-      if (a >= pd[i].rows || pd[i].cols <= 0) continue;
-      float *d = yo + pd[i].off + (size_t)a * ow;
-      if (pd[i].cols == 8) {
-        store8(d, pr[i]);
+    for (int i = 0; i < 8; i++) {
+      if (a >= td[i].rows || td[i].cols <= 0) continue;
+      float *d = yo + td[i].off + (size_t)a * ow;
+      v4 h;
+      if (i % 2) h = HIGH(pr[i / 2]);
+      else h = LOW(pr[i / 2]);
+      if (td[i].cols == 4) {
+        store4(d, h);
       } else {
-        float tmp[8];
-        store8(tmp, pr[i]);
-        memcpy(d, tmp, sizeof(float) * (size_t)pd[i].cols);
+        float tmp[4];
+        store4(tmp, h);
+        memcpy(d, tmp, sizeof(float) * (size_t)td[i].cols);
       }
     }
   }
@@ -338,22 +385,22 @@ INLINE void output_block(const wshape *s, const float *m, size_t ms, int ld, int
   const size_t plane = (size_t)s->oh * s->ow, out_size = (size_t)s->f * plane;
   for (int g0 = 0; g0 < ld / 8; g0 += CHUNK) {
     const int ng = ld / 8 - g0 < CHUNK ? ld / 8 - g0 : CHUNK;
-    pair_dst pd[CHUNK][4];
-    int full[CHUNK];
+    tile_dst td[CHUNK][8];
+    int whole[CHUNK];
     for (int g = 0; g < ng; g++) {
-      full[g] = 1;
-      for (int i = 0; i < 4; i++) {
-        const int tile = 8 * (g0 + g) + 2 * i, unit = u0 + tile / s->tw, j = tile % s->tw, ti = unit % s->th;
-        pair_dst *d = &pd[g][i];
-        d->cols = tile < nt ? (s->ow - 4 * j > 8 ? 8 : s->ow - 4 * j) : 0;
+      whole[g] = 1;
+      for (int i = 0; i < 8; i++) {
+        const int tile = 8 * (g0 + g) + i, unit = u0 + tile / s->tw, j = tile % s->tw, ti = unit % s->th;
+        tile_dst *d = &td[g][i];
+        d->cols = tile < nt ? (s->ow - 4 * j > 4 ? 4 : s->ow - 4 * j) : 0;
         d->rows = s->oh - 4 * ti < 4 ? s->oh - 4 * ti : 4;
         d->off = d->cols > 0 ? (size_t)(unit / s->th) * out_size + (size_t)4 * ti * s->ow + 4 * (size_t)j : 0;
-        full[g] &= d->cols == 8 && d->rows == 4;
+        whole[g] &= d->cols == 4 && d->rows == 4 && (i % 2 == 0 || d->off == td[g][i - 1].off + 4);
       }
     }
     for (int o = 0; o < s->f; o++)
       for (int g = 0; g < ng; g++)
-        output_group(m + (size_t)o * ld + 8 * (g0 + g), ms, bias != NULL ? bias[o] : 0.0f, y + o * plane, s->ow, pd[g], full[g]);
+        output_group(m + (size_t)o * ld + 8 * (g0 + g), ms, bias != NULL ? bias[o] : 0.0f, y + o * plane, s->ow, td[g], whole[g]);
   }
 }
 
@@ -469,8 +516,13 @@ static void winograd_convolve(const wshape *s, int batch, const float *x, const 
     const int nu = units - u0 < s->per ? units - u0 : s->per, nt = nu * s->tw, ld = round8(nt);
     const size_t ms = xstride(s->f, ld);
     transform_inputs(s, x, u0, nu, nt, ld, &ws);
-    for (int xi = 0; xi < XI; xi++)
-      product(s->f, s->c, u + (size_t)xi * s->f * s->c, ws.v + xi * xstride(s->c, ld), ws.m + xi * ms, ld);
+    for (int xi = 0; xi < XI; xi++) {
+      const float *uxi = u + (size_t)xi * s->f * s->c, *v = ws.v + xi * xstride(s->c, ld);
+      if (use_blas(s->c, s->f))
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->f, ld, s->c, 1.0f, uxi, s->c, v, ld, 0.0f, ws.m + xi * ms, ld);
+      else
+        product(s->f, s->c, uxi, v, ws.m + xi * ms, ld);
+    }
     output_block(s, ws.m, ms, ld, u0, nt, bias, y);
   }
 }
@@ -494,22 +546,37 @@ static void winograd_weight_grad(const wshape *s, int batch, const float *x, con
                   ws.zero);
       for (int g = 0; g < ld / 8; g++) grad_group(s, ws.e, nt, g, ws.m + (size_t)o * ld, ys, ws.zero);
     }
-    for (int xi = 0; xi < XI; xi++) grad_product(s->f, s->c, ws.m + xi * ys, ws.v + xi * vs, du + xi * fc, ld);
+    for (int xi = 0; xi < XI; xi++) {
+      if (use_blas(s->c, s->f))
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->f, s->c, ld, 1.0f, ws.m + xi * ys, ld, ws.v + xi * vs, ld, 1.0f,
+                    du + xi * fc, s->c);
+      else
+        grad_product(s->f, s->c, ws.m + xi * ys, ws.v + xi * vs, du + xi * fc, ld);
+    }
   }
-  /* dw = Gᵀ dU G */
-  for (size_t e = 0; e < fc; e++) {
-    double d[6][6], t[3][6];
-    for (int xi = 0; xi < XI; xi++) d[xi / 6][xi % 6] = du[xi * fc + e];
+  /* dw = Gᵀ dU G, eight entries (f, c) at a time */
+  for (size_t e0 = 0; e0 < fc; e0 += 8) {
+    const int n = fc - e0 < 8 ? (int)(fc - e0) : 8;
+    v8 d[6][6], t[3][6];
+    for (int xi = 0; xi < XI; xi++) {
+      float tmp[8] = {0};
+      memcpy(tmp, du + xi * fc + e0, sizeof(float) * (size_t)n);
+      d[xi / 6][xi % 6] = load8(tmp);
+    }
     for (int b = 0; b < 6; b++) {
-      double col[6] = {d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b]}, out[3];
-      gt_apply(col, out);
+      const v8 col[6] = {d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b]};
+      v8 out[3];
+      GT_6(v8, col, out);
       for (int a = 0; a < 3; a++) t[a][b] = out[a];
     }
+    float taps[9][8];
     for (int a = 0; a < 3; a++) {
-      double out[3];
-      gt_apply(t[a], out);
-      for (int b = 0; b < 3; b++) dw[e * 9 + (size_t)a * 3 + b] = (float)out[b];
+      v8 out[3];
+      GT_6(v8, t[a], out);
+      for (int b = 0; b < 3; b++) store8(taps[3 * a + b], out[b]);
     }
+    for (int l = 0; l < n; l++)
+      for (int k = 0; k < 9; k++) dw[(e0 + (size_t)l) * 9 + k] = taps[k][l];
   }
 }
 
