@@ -1,8 +1,8 @@
 /* 2-D convolution on the CPU, three ways:
  * - direct loops for stride-1, unpadded convolutions with a small kernel volume (c·k·k ≤ 64,
  *   e.g. the seed CNN's 1→3 5×5): no im2col copy, vectorised along the output row;
- * - Winograd F(2×2, 3×3) for the other 3×3 stride-1 convolutions (ResNet's and VGG's): 2.25×
- *   fewer multiply-adds in each of the three passes (winograd.c, which dt_conv_winograd picks);
+ * - Winograd F(4×4, 3×3) for the other 3×3 stride-1 convolutions (ResNet's and VGG's): 4×
+ *   fewer multiply-adds in each of the three passes (winograd.c, whose dt_conv_winograd picks);
  * - otherwise im2col and one sgemm per sample. Measured here, a per-sample GEMM (90–150 GFLOP/s)
  *   beats one GEMM over the batch's im2col matrix (10–16 GFLOP/s) for few-filter convolutions,
  *   and it keeps the scratch at one sample's size.
