@@ -447,12 +447,13 @@ INLINE void product(int F, int C, const float *u, const float *v, float *m, int 
   }
 }
 
-/* the sum of a vector's lanes, in a fixed order */
-INLINE float hsum8(v8 a) {
-  const v8 h = a + __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3);
-  const v8 q = h + __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
-  return q[0] + q[1];
-}
+/* out = the sum of a vector's lanes, in a fixed order (a macro: no helper takes a vector) */
+#define HSUM8(a, out)                                                                              \
+  do {                                                                                             \
+    const v8 h_ = (a) + __builtin_shufflevector((a), (a), 4, 5, 6, 7, 0, 1, 2, 3);                 \
+    const v8 q_ = h_ + __builtin_shufflevector(h_, h_, 2, 3, 0, 1, 6, 7, 4, 5);                    \
+    (out) = q_[0] + q_[1];                                                                         \
+  } while (0)
 
 /* dU[f0 + i][c0 + j] += Σ_t Y[f0 + i][t] · V[c0 + j][t] for FB × CB entries: the accumulators run
  * along the tiles and are summed across their lanes at the block's end. */
@@ -470,7 +471,11 @@ INLINE void grad_entries(const float *restrict y, const float *restrict v, float
     }
   }
   for (int i = 0; i < FB; i++)
-    for (int j = 0; j < CB; j++) du[(size_t)(f0 + i) * C + c0 + j] += hsum8(acc[i][j]);
+    for (int j = 0; j < CB; j++) {
+      float sum;
+      HSUM8(acc[i][j], sum);
+      du[(size_t)(f0 + i) * C + c0 + j] += sum;
+    }
 }
 
 INLINE void grad_row_block(const float *y, const float *v, float *du, int C, int ld, int f0, const int FB) {
