@@ -176,6 +176,81 @@ dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out) {
   return dt_be_profile_mark(run->be, DT_PHASE_MIX);
 }
 
+struct dt_mix_laplacian {
+  dt_optimizer_run *run;
+  dt_slab diff;      /* one row per local out-edge: v_i − v_j */
+  int edges, most;   /* local out-edges; the largest local degree */
+  int *k1, *k2, *who;
+  const float **x1, **x2, **x;
+  float *w1, *w2, *w, **y1, **y2;
+};
+
+void dt_mix_laplacian_free(dt_mix_laplacian *lap) {
+  if (lap == NULL) return;
+  dt_slab_free(lap->run->be, &lap->diff);
+  dt_free(lap->k1), dt_free(lap->y1), dt_free(lap->x1), dt_free(lap->w1);
+  dt_free(lap->k2), dt_free(lap->y2), dt_free(lap->x2), dt_free(lap->w2);
+  dt_free(lap->x), dt_free(lap->w), dt_free(lap->who);
+  dt_free(lap);
+}
+
+dt_status dt_mix_laplacian_create(dt_optimizer_run *run, dt_mix_laplacian **out) {
+  const dt_graph *g = run->graph;
+  dt_status st = DT_OK;
+  dt_mix_laplacian *lap = NULL;
+  DT_ALLOC_GOTO(lap, 1, "edge differences");
+  lap->run = run;
+  lap->edges = g->nbr_start[run->first + run->count] - g->nbr_start[run->first];
+  for (int l = 0; l < run->count; l++) {
+    const int deg = dt_graph_degree(g, run->first + l);
+    lap->most = deg > lap->most ? deg : lap->most;
+  }
+  const int e = lap->edges + 1, n = run->count + 1, m = lap->most + 1;
+  DT_TRY_GOTO(dt_slab_create(run->be, lap->edges > 0 ? lap->edges : 1, run->dim, &lap->diff));
+  DT_ALLOC_GOTO(lap->k1, e, "edge differences");
+  DT_ALLOC_GOTO(lap->y1, e, "edge differences");
+  DT_ALLOC_GOTO(lap->x1, 2 * (size_t)e, "edge differences");
+  DT_ALLOC_GOTO(lap->w1, 2 * (size_t)e, "edge differences");
+  DT_ALLOC_GOTO(lap->k2, n, "edge differences");
+  DT_ALLOC_GOTO(lap->y2, n, "edge differences");
+  DT_ALLOC_GOTO(lap->x2, e, "edge differences");
+  DT_ALLOC_GOTO(lap->w2, e, "edge differences");
+  DT_ALLOC_GOTO(lap->x, m, "edge differences");
+  DT_ALLOC_GOTO(lap->w, m, "edge differences");
+  DT_ALLOC_GOTO(lap->who, m, "edge differences");
+  *out = lap;
+  lap = NULL;
+cleanup:
+  dt_mix_laplacian_free(lap);
+  return st;
+}
+
+dt_status dt_mix_laplacian_all(dt_mix_laplacian *lap, int vec, dt_slab *out) {
+  dt_optimizer_run *run = lap->run;
+  int outs = 0;
+  for (int l = 0; l < run->count; l++) {
+    const int i = run->first + l, k = dt_mix_terms(run, i, vec, lap->x, lap->w, lap->who);
+    const float *own = dt_exchange_send_buffer(run->exchange, i, vec);
+    lap->k2[l] = 0;
+    lap->y2[l] = dt_slab_node(out, l);
+    for (int t = 0; t < k; t++) {
+      if (lap->who[t] == i) continue;
+      DT_ASSERT(outs < lap->edges);
+      /* diff = 0 + 1·v_i + (−1)·v_j = fl(v_i − v_j) (products by ±1 are exact) */
+      lap->k1[outs] = 2;
+      lap->x1[2 * outs] = own, lap->w1[2 * outs] = 1.0f;
+      lap->x1[2 * outs + 1] = lap->x[t], lap->w1[2 * outs + 1] = -1.0f;
+      lap->y1[outs] = dt_slab_node(&lap->diff, outs);
+      lap->x2[outs] = lap->y1[outs], lap->w2[outs] = lap->w[t];
+      lap->k2[l]++, outs++;
+    }
+  }
+  DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
+  DT_TRY(dt_be_mix_nodes(run->be, run->dim, outs, lap->k1, lap->x1, lap->w1, lap->y1));
+  DT_TRY(dt_be_mix_nodes(run->be, run->dim, run->count, lap->k2, lap->x2, lap->w2, lap->y2));
+  return dt_be_profile_mark(run->be, DT_PHASE_MIX);
+}
+
 dt_status dt_mix_reverse_edges(const dt_optimizer_run *run, int **rev, int *e0) {
   const dt_graph *g = run->graph;
   *e0 = g->nbr_start[run->first];

@@ -16,6 +16,21 @@ int dt_mix_terms(dt_optimizer_run *run, int i, int vec, const float **x, float *
 /* out's row of every local node l = Σ_j W_ij x_j as dt_mix computes it (vector `vec` of the last
  * exchange), the nodes in parallel on the run's threads. */
 DT_MUST_USE dt_status dt_mix_all(dt_optimizer_run *run, int vec, dt_slab *out);
+/* The graph Laplacian of exchanged vectors, ((I − W) v)_i = Σ_{j ≠ i} W_ij (v_i − v_j) over the
+ * round's mixing terms (dt_mix_terms: vector `vec` of the last exchange, this round's weights, the
+ * neighbours that sent), each edge's difference formed first: fl(v_i − v_j) = −fl(v_j − v_i), so
+ * the two ends of an edge add exactly opposite terms and Σ_i out_i is zero up to each node's
+ * rounding of its own sum, which vanishes as the v_i agree. What a conserved sum (the exact
+ * methods' dual) may be grown by without drifting. A workspace made once per run (its scratch:
+ * one vector per local out-edge); each call is two backend calls (mix_nodes), the nodes in
+ * parallel. */
+typedef struct dt_mix_laplacian dt_mix_laplacian;
+DT_MUST_USE dt_status dt_mix_laplacian_create(dt_optimizer_run *run, dt_mix_laplacian **out);
+/* out's row of every local node = its row of (I − W) v. */
+DT_MUST_USE dt_status dt_mix_laplacian_all(dt_mix_laplacian *lap, int vec, dt_slab *out);
+void dt_mix_laplacian_free(dt_mix_laplacian *lap); /* accepts NULL */
+/* The vectors of dim floats a workspace holds: one per local out-edge. */
+static inline double dt_mix_laplacian_per_edge(void) { return 1.0; }
 /* The same over exchange ex (the run's own, or another such as the model buffers'). */
 int dt_mix_terms_on(dt_optimizer_run *run, dt_exchange *ex, int i, int vec, const float **x, float *w, int *who);
 /* Every local node's weighted sum in one backend call, of the terms terms(ctx, l, x, w) gives

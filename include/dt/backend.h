@@ -374,6 +374,12 @@ DT_MUST_USE dt_status dt_rows_row(dt_backend *be, const dt_rows *r, int l);
 DT_MUST_USE dt_status dt_slab_fill(dt_backend *be, dt_slab *s, float a);
 /* dst = a·x + b·y */
 DT_MUST_USE dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst);
+/* hi + lo ← hi + lo + c·t by compensated (Kahan) summation: lo carries what rounding hi loses, so
+ * a vector grown this way over many rounds gains ~ε² of its size per round, not ε (the exact
+ * methods' dual). t is scratch (overwritten); the three slabs share a shape. Four vector ops:
+ * *hi and *lo trade their memory, so hold them by these structs (as dt_run_keep_slab does), not
+ * by their data pointers. */
+DT_MUST_USE dt_status dt_slab_add_compensated(dt_backend *be, float c, dt_slab *t, dt_slab *hi, dt_slab *lo);
 /* Every node of dst gets the same host vector (dim floats). */
 DT_MUST_USE dt_status dt_slab_broadcast_host(dt_backend *be, const float *host, dt_slab *dst);
 /* Node l to the host (dim floats), or from it. */

@@ -132,6 +132,19 @@ dt_status dt_slab_axpby(dt_backend *be, float a, const dt_slab *x, float b, cons
   return dt_be_rows(be, &r);
 }
 
+dt_status dt_slab_add_compensated(dt_backend *be, float c, dt_slab *t, dt_slab *hi, dt_slab *lo) {
+  /* Kahan: y = c·t − lo; sum = hi + y; lo = (sum − hi) − y; hi = sum. Coefficients ±1 after the
+   * first op: each op one exact product and one rounding, on every backend alike. */
+  DT_TRY(dt_slab_axpby(be, c, t, -1.0f, lo, t));      /* y */
+  DT_TRY(dt_slab_axpby(be, 1.0f, hi, 1.0f, t, lo));   /* sum, into lo */
+  DT_TRY(dt_slab_axpby(be, 1.0f, lo, -1.0f, hi, hi)); /* sum − hi, into hi */
+  DT_TRY(dt_slab_axpby(be, 1.0f, hi, -1.0f, t, hi));  /* (sum − hi) − y: the new lo, in hi */
+  const dt_slab sum = *lo; /* hi ← sum, lo ← the compensation: the two trade their memory */
+  *lo = *hi;
+  *hi = sum;
+  return DT_OK;
+}
+
 dt_status dt_slab_axpby_nodes(dt_backend *be, const float *a, const dt_slab *x, float b, const dt_slab *y, dt_slab *dst) {
   DT_ASSERT(x->dim == dst->dim && y->dim == dst->dim && x->count == dst->count && y->count == dst->count);
   dt_rows r = slab_rows(DT_ROWS_AXPBY, x, y, dst);

@@ -4,6 +4,8 @@
  * plug-in (optimizers/<name>/convex.yaml: the bounds on the worst node's relative objective gap
  * and consensus error, and controls that must stay above their bound); a plug-in without cases
  * fails. It also checks that the bytes each deterministic plug-in sent are the ones it declares.
+ * Cases with gap_at measure the gap in float64 after given rounds, against an optimum found in
+ * float64 from the objective written out here (f64_eval): whether exact methods stay exact.
  * The "result:" lines must be identical for every rank count (tests/mpi/ranks.sh).
  * usage: test_convex [case ...]  (default: all) */
 #include <math.h>
@@ -37,6 +39,10 @@ typedef struct algo_case {
   double gap_bound, cons_bound;
   int must_fail;        /* the control: must stay above gap_bound */
   int declared_traffic; /* the bytes sent are the plug-in's bytes_per_round (not random) */
+  /* gap_at: the float64 relative gap measured after these rounds, each below its bound, and no
+   * later one above an earlier one (beyond the float32 floor): exactness that lasts */
+  int num_at, at_round[8];
+  double at_bound[8];
 } algo_case;
 
 enum { MAX_CASES = 128 };
@@ -62,6 +68,17 @@ static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
   if (item->kind != DT_YN_MAP) return 0;
   for (int i = 0; i < item->n; i++) {
     const char *k = item->keys[i]->text, *v = item->items[i]->kind == DT_YN_SCALAR ? item->items[i]->text : NULL;
+    if (strcmp(k, "gap_at") == 0 && item->items[i]->kind == DT_YN_MAP) { /* {ROUNDS: BOUND, ...} in increasing rounds */
+      const dt_ynode *m = item->items[i];
+      for (int q = 0; q < m->n && q < 8; q++) {
+        if (m->items[q]->kind != DT_YN_SCALAR) return 0;
+        c->at_round[q] = atoi(m->keys[q]->text);
+        c->at_bound[q] = strtod(m->items[q]->text, NULL);
+        if (c->at_round[q] <= (q > 0 ? c->at_round[q - 1] : 0)) return 0;
+      }
+      c->num_at = m->n < 8 ? m->n : 8;
+      continue;
+    }
     if (v == NULL) return 0;
     double x = strcmp(v, ".inf") == 0 ? INFINITY : strtod(v, NULL);
     if (strcmp(k, "name") == 0) snprintf(c->name, sizeof c->name, "%s", v);
@@ -126,6 +143,7 @@ typedef struct world {
   dt_split splits[2]; /* the random split and the hetero one (made on first use) */
   dt_task *tasks[2];
   double fstar[2];    /* the optimum of each split's objective (1/N) Σ_i f_i */
+  double fstar64[2];  /* the same optimum, found in float64 (exact64.h below) */
   float *xstar;       /* scratch for the optimum's search */
   dt_task *task;      /* the split the current case uses */
   int first, count, n;
@@ -150,6 +168,112 @@ static double global_objective(world *w, const float *x) {
   free(vals);
   free(rows);
   return (out[0] + out[1]) / w->n;
+}
+
+/* ---- The objective in float64, written from the problem's definition rather than from dtrun's
+ * kernels: problems/logreg is one linear layer (weight C×F row-major, then bias C) under
+ * log-softmax and NLL, and f_i adds (l2/2)‖θ‖². F(x) = (1/N) Σ_i f_i(x) with f_i the mean over
+ * node i's samples. Its optimum is found by Newton's method in float64 (the problem is strongly
+ * convex), so the exactness cases (gap_at) measure gaps far below what float32 can evaluate
+ * (~1e-7 relative). Every rank holds the data and the split: no communication. */
+
+/* Parameter index of weight (c, f), f < F, or of bias c (f == F). */
+static size_t p64_index(int C, int F, int c, int f) { return f < F ? (size_t)c * F + f : (size_t)C * F + c; }
+
+/* F(x); g (d) and H (d×d) too when not NULL. */
+static double f64_eval(const world *w, const dt_split *sp, double l2, const double *x, double *g, double *H) {
+  const dt_samples *tr = &w->data.train;
+  const int C = tr->num_classes, F = (int)tr->dim, N = sp->num_nodes;
+  const size_t d = (size_t)C * (F + 1);
+  double z[64], p[64], f = 0;
+  if (g != NULL) memset(g, 0, sizeof(double) * d);
+  if (H != NULL) memset(H, 0, sizeof(double) * d * d);
+  for (int i = 0; i < N; i++) {
+    const double om = 1.0 / ((double)N * (double)dt_split_size(sp, i));
+    for (size_t q = sp->start[i]; q < sp->start[i + 1]; q++) {
+      const float *xs = tr->f32 + (size_t)sp->idx[q] * F;
+      const int y = tr->labels[sp->idx[q]];
+      double mx = -INFINITY, se = 0;
+      for (int c = 0; c < C; c++) {
+        z[c] = x[p64_index(C, F, c, F)];
+        for (int k = 0; k < F; k++) z[c] += x[p64_index(C, F, c, k)] * xs[k];
+        mx = z[c] > mx ? z[c] : mx;
+      }
+      for (int c = 0; c < C; c++) se += p[c] = exp(z[c] - mx);
+      f += om * (mx + log(se) - z[y]);
+      for (int c = 0; c < C; c++) p[c] /= se;
+      for (int c = 0; g != NULL && c < C; c++) {
+        const double r = om * (p[c] - (c == y));
+        for (int k = 0; k <= F; k++) g[p64_index(C, F, c, k)] += r * (k < F ? xs[k] : 1.0);
+      }
+      for (int c = 0; H != NULL && c < C; c++)
+        for (int c2 = 0; c2 < C; c2++) {
+          const double h = om * (p[c] * (c == c2) - p[c] * p[c2]);
+          for (int k = 0; k <= F; k++)
+            for (int k2 = 0; k2 <= F; k2++)
+              H[p64_index(C, F, c, k) * d + p64_index(C, F, c2, k2)] += h * (k < F ? xs[k] : 1.0) * (k2 < F ? xs[k2] : 1.0);
+        }
+    }
+  }
+  double sq = 0;
+  for (size_t q = 0; q < d; q++) {
+    sq += x[q] * x[q];
+    if (g != NULL) g[q] += l2 * x[q];
+    if (H != NULL) H[q * d + q] += l2;
+  }
+  return f + 0.5 * l2 * sq;
+}
+
+/* The optimum of F by damped Newton steps (Cholesky solves), to a gradient of 1e-14. */
+static double f64_optimum(const world *w, const dt_split *sp, double l2) {
+  const dt_samples *tr = &w->data.train;
+  const size_t d = (size_t)tr->num_classes * (tr->dim + 1);
+  double *x = calloc(d, sizeof(double)), *g = calloc(d, sizeof(double)), *H = calloc(d * d, sizeof(double)),
+         *p = calloc(d, sizeof(double)), *xn = calloc(d, sizeof(double));
+  double f = f64_eval(w, sp, l2, x, g, H);
+  for (int it = 0; it < 100; it++) {
+    double gn = 0;
+    for (size_t q = 0; q < d; q++) gn = fmax(gn, fabs(g[q]));
+    if (gn < 1e-14) break;
+    for (size_t j = 0; j < d; j++) { /* H = L Lᵀ in place (lower triangle) */
+      for (size_t k = 0; k < j; k++) H[j * d + j] -= H[j * d + k] * H[j * d + k];
+      H[j * d + j] = sqrt(H[j * d + j]);
+      for (size_t r = j + 1; r < d; r++) {
+        for (size_t k = 0; k < j; k++) H[r * d + j] -= H[r * d + k] * H[j * d + k];
+        H[r * d + j] /= H[j * d + j];
+      }
+    }
+    for (size_t r = 0; r < d; r++) { /* L Lᵀ p = g */
+      p[r] = g[r];
+      for (size_t k = 0; k < r; k++) p[r] -= H[r * d + k] * p[k];
+      p[r] /= H[r * d + r];
+    }
+    for (size_t r = d; r-- > 0;) {
+      for (size_t k = r + 1; k < d; k++) p[r] -= H[k * d + r] * p[k];
+      p[r] /= H[r * d + r];
+    }
+    double t = 1, gp = 0, fn = f;
+    for (size_t q = 0; q < d; q++) gp += g[q] * p[q];
+    for (; t > 1e-12; t *= 0.5) {
+      for (size_t q = 0; q < d; q++) xn[q] = x[q] - t * p[q];
+      fn = f64_eval(w, sp, l2, xn, NULL, NULL);
+      if (fn <= f - 1e-4 * t * gp || fn <= f) break;
+    }
+    memcpy(x, xn, sizeof(double) * d);
+    f = f64_eval(w, sp, l2, x, g, H);
+  }
+  free(x), free(g), free(H), free(p), free(xn);
+  return f;
+}
+
+/* F at a float32 vector, in float64. */
+static double f64_at(const world *w, const dt_split *sp, double l2, const float *x32) {
+  const size_t d = (size_t)w->data.train.num_classes * (w->data.train.dim + 1);
+  double *x = calloc(d, sizeof(double));
+  for (size_t q = 0; q < d; q++) x[q] = x32[q];
+  const double f = f64_eval(w, sp, l2, x, NULL, NULL);
+  free(x);
+  return f;
 }
 
 /* The optimum by full-batch gradient descent with backtracking, to a gradient norm of 1e-7. */
@@ -221,9 +345,38 @@ static double use_split(world *w, int hetero) {
     w->fstar[hetero] = optimum(w, w->xstar);
     if (dt_comm_rank(w->comm) == 0)
       printf("result: optimum F* = %.9f (%zu parameters%s)\n", w->fstar[hetero], w->d, hetero ? ", hetero split" : "");
+    /* the float64 optimum, from an objective written independently: it must be dtrun's objective
+     * (the same layout and loss: within float32's rounding at the float32 optimum) and below it */
+    const double l2 = cfg.problems[0].l2;
+    CHECK(w->d == (size_t)w->data.train.num_classes * (w->data.train.dim + 1), "logreg has %zu parameters, not C (F + 1)", w->d);
+    w->fstar64[hetero] = f64_optimum(w, &w->splits[hetero], l2);
+    const double at32 = f64_at(w, &w->splits[hetero], l2, w->xstar);
+    CHECK(fabs(at32 - w->fstar[hetero]) <= 1e-6 * fabs(at32) && w->fstar64[hetero] <= at32,
+          "the float64 objective %.12g at the float32 optimum is not dtrun's %.12g, or the float64 optimum %.12g is above it", at32,
+          w->fstar[hetero], w->fstar64[hetero]);
+    if (dt_comm_rank(w->comm) == 0)
+      printf("result: float64 optimum F* = %.15f (the float32 optimum is %.2e above it)\n", w->fstar64[hetero],
+             (at32 - w->fstar64[hetero]) / fabs(w->fstar64[hetero]));
   }
   w->task = w->tasks[hetero];
   return w->fstar[hetero];
+}
+
+/* The worst node's relative gap (F(x_i) − F*) / |F*| in float64 (f64_eval), every rank evaluating
+ * every node's vector. Collective. */
+static double worst_gap64(world *w, dt_optimizer_run *run, int hetero, double l2) {
+  const float *const *rows;
+  CHECK_OK(dt_run_host_rows(run, &run->theta, &rows));
+  float *xi = calloc(w->d, sizeof(float));
+  double worst = 0;
+  for (int i = 0; i < w->n; i++) {
+    if (i >= w->first && i < w->first + w->count) memcpy(xi, rows[i - w->first], sizeof(float) * w->d);
+    CHECK_OK(dt_comm_bcast(w->comm, xi, sizeof(float) * w->d, dt_placement_rank(w->n, dt_comm_size(w->comm), i)));
+    const double gap = (f64_at(w, &w->splits[hetero], l2, xi) - w->fstar64[hetero]) / fabs(w->fstar64[hetero]);
+    if (isnan(gap) || gap > worst) worst = isnan(worst) ? worst : gap;
+  }
+  free(xi);
+  return worst;
 }
 
 static void run_case(world *w, const algo_case *c, double fstar, double *gap_out, double *cons_out) {
@@ -261,7 +414,21 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   CHECK_OK(dt_task_begin(w->task, pc->train_batch_size, pc->full_batch, pc->l2));
   void *state = NULL;
   CHECK_OK(def->create(&run, pc->alg_opts, &state));
-  for (int k = 0; k < pc->outer_iterations && state != NULL; k++) CHECK_OK(dt_run_round(def, state, &run, k));
+  CHECK(c->num_at == 0 || c->at_round[c->num_at - 1] <= pc->outer_iterations, "%s: gap_at past its outer_iterations", c->name);
+  double at_gap[8];
+  for (int k = 0, next = 0; k < pc->outer_iterations && state != NULL; k++) {
+    CHECK_OK(dt_run_round(def, state, &run, k));
+    if (next < c->num_at && k + 1 == c->at_round[next]) at_gap[next++] = worst_gap64(w, &run, c->hetero, cfg.problems[0].l2);
+  }
+  for (int q = 0; q < c->num_at; q++) {
+    if (dt_comm_rank(w->comm) == 0) printf("result: %-18s float64 gap after %5d rounds %.3e\n", c->name, c->at_round[q], at_gap[q]);
+    CHECK(at_gap[q] < c->at_bound[q], "%s: float64 relative gap %.3e after %d rounds, must be < %g", c->name, at_gap[q],
+          c->at_round[q], c->at_bound[q]);
+    /* exactness that lasts: no later gap above an earlier one, beyond the floor that rounding x_i
+     * to float32 leaves (~1e-13 here) */
+    CHECK(q == 0 || at_gap[q] <= fmax(at_gap[q - 1], 1e-12), "%s: the gap grew from %.3e after %d rounds to %.3e after %d", c->name,
+          at_gap[q - 1], c->at_round[q - 1], at_gap[q], c->at_round[q]);
+  }
   if (state != NULL) def->destroy(state);
   /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
   double bytes = 0;
