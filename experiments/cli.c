@@ -5,9 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_impl.h"
 #include "dt/config.h"
+#include "dt/log.h"
 #include "dt/optimizer.h"
 #include "dt_config.h"
 
@@ -172,6 +174,8 @@ static dt_status check_range(const char *option, const char *value, const char *
 
 /* v is one of the option's space-separated choices. */
 static dt_status check_choice(const cli_opt *o, const char *v) {
+  dt_log_level level;
+  if (o->id == O_LOG_LEVEL && dt_log_parse_level(v, &level)) return DT_OK; /* the aliases too */
   const size_t n = strchr(v, ' ') != NULL ? 0 : strlen(v); /* one word */
   for (const char *p = o->values; n > 0 && (p = strstr(p, v)) != NULL; p += n)
     if ((p == o->values || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return DT_OK;
@@ -352,6 +356,14 @@ dt_status cli_parse(int argc, char **argv, args *a) {
   else if (argc > 1 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
     a->cmd = "version";
     return DT_OK;
+  } else if (argc > 1 && argv[1][0] != '-' && access(argv[1], F_OK) != 0) {
+    /* not a command and no such file: a mistyped command (dtrun comapre) is named as one */
+    const char *names[NCMDS];
+    for (int i = 0; i < NCMDS; i++) names[i] = cli_cmds[i].name;
+    const char *near = dt_nearest(argv[1], names, NCMDS);
+    DT_CHECK(near == NULL, DT_ERR_USAGE,
+             "'%s' is neither a command nor an experiment file: did you mean dtrun %s? (dtrun help lists the commands)", argv[1],
+             near);
   }
   const cli_cmd *cmd = find_cmd(a->cmd);
   /* getopt_long over a copy that starts at the command: it reorders what it is given */

@@ -19,7 +19,8 @@ typedef enum dt_log_level {
  * DT_LOG_LEVEL or --quiet). Not collective. */
 void dt_log_init(int rank, int size, dt_log_level level);
 
-/* "error", "warn", "info" or "debug" into *out; false when s is none of them. */
+/* "error", "warn", "info" or "debug" into *out, in any case, and the common aliases (warning,
+ * err, critical, fatal, notice, information, verbose, trace); false when s is none of them. */
 bool dt_log_parse_level(const char *s, dt_log_level *out);
 
 /* Current threshold; messages above it are dropped. */

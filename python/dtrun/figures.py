@@ -12,6 +12,7 @@ import math
 import os
 import tempfile
 import textwrap
+import zlib
 
 import matplotlib
 
@@ -89,18 +90,32 @@ def facet_title(key, value, labels=None):
     return f"{_key_text(key, labels)} = {value}" if _is_number(value) else text(value, labels)
 
 
+# The algorithms most often compared get a colour each; any other algorithm the colour its name
+# hashes to. Either way the colour is a function of the algorithm alone, the same in every figure
+# of a paper whatever the order of the folders and problems (series that share a colour differ by
+# dash and marker).
+FIRST_COLOURS = ("cadmm", "dsgd", "dsgt", "gossip", "centralized", "extra", "choco", "solo")
+
+
+def algorithm_colour(algorithm):
+    """The palette index of an algorithm (its alg_name; dinno is cadmm)."""
+    name = "cadmm" if algorithm == "dinno" else str(algorithm)
+    if name in FIRST_COLOURS:
+        return FIRST_COLOURS.index(name)
+    return zlib.crc32(name.encode()) % len(PALETTE)
+
+
 class Styles:
-    """A style per series identity: the algorithm's colour, then a (dash, marker) pair that is new
-    for that colour. (dash, marker) for style s = 6q + r is (r, (7q + r) mod 8): 48 distinct pairs."""
+    """A style per series identity: the algorithm's colour (algorithm_colour), then a (dash,
+    marker) pair that is new for that colour. (dash, marker) for style s = 6q + r is
+    (r, (7q + r) mod 8): 48 distinct pairs."""
 
     def __init__(self):
-        self.algs, self.per_colour, self.of = [], {}, {}
+        self.per_colour, self.of = {}, {}
 
     def get(self, identity, algorithm):
         if identity not in self.of:
-            if algorithm not in self.algs:
-                self.algs.append(algorithm)
-            colour = self.algs.index(algorithm) % len(PALETTE)
+            colour = algorithm_colour(algorithm)
             s = self.per_colour.get(colour, 0)
             if s >= len(DASHES) * len(MARKERS):
                 raise FigureError(f"more than {len(DASHES) * len(MARKERS)} series share a colour: "
@@ -392,6 +407,11 @@ def save(fig, path):
     try:
         dpi = 300 if fig.get_size_inches()[0] < 5 else 150
         fig.savefig(tmp, format=ext[1:], dpi=dpi, metadata={"Creator": "dtrun compare"} if ext != ".png" else None)
+        # mkstemp makes the file 0600; a figure is shared like every other result file (0666 less
+        # the umask, as open() would make it)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -71,6 +71,11 @@ def load_runs(*folders, where=None):
                 "JOIN problems p ON p.run = e.run AND p.problem = e.problem JOIN runs r ON r.run = e.run "
                 "ORDER BY e.run, e.problem, e.round, e.node", db)
             sv = pd.read_sql_query("SELECT run, key, value FROM sweep_values ORDER BY rowid", db)
+            real = [r[1] for r in db.execute("PRAGMA table_info(evaluations)") if r[2].upper() == "REAL"]
+        # a REAL column that is NULL in every row (sim_time without a network, the message counters
+        # without faults) comes back as objects of None: NaN, as a number, like any missing value
+        for c in real:
+            ev[c] = pd.to_numeric(ev[c], errors="coerce").astype(float)
         ev = ev.rename(columns={"problem": "problem_index", "problem_name": "problem"})
         keys = list(dict.fromkeys(sv["key"]))
         for k in keys:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int log_rank = 0;
 static int log_size = 1;
@@ -14,9 +15,23 @@ static dt_log_level log_level = DT_LOG_INFO;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 bool dt_log_parse_level(const char *s, dt_log_level *out) {
+  /* the names, then the aliases other tools use (Python's logging, syslog, Rust's log), in any
+   * case: --log-level warning or DT_LOG_LEVEL=WARNING mean warn */
+  static const struct {
+    const char *name;
+    dt_log_level level;
+  } aliases[] = {{"err", DT_LOG_ERROR}, {"critical", DT_LOG_ERROR}, {"fatal", DT_LOG_ERROR},
+                 {"warning", DT_LOG_WARN}, {"notice", DT_LOG_INFO}, {"information", DT_LOG_INFO},
+                 {"verbose", DT_LOG_DEBUG}, {"trace", DT_LOG_DEBUG}};
   for (int i = 0; i <= DT_LOG_DEBUG; i++) {
-    if (strcmp(s, level_names[i]) == 0) {
+    if (strcasecmp(s, level_names[i]) == 0) {
       *out = (dt_log_level)i;
+      return true;
+    }
+  }
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+    if (strcasecmp(s, aliases[i].name) == 0) {
+      *out = aliases[i].level;
       return true;
     }
   }

@@ -83,6 +83,13 @@ DT_LOG_LEVEL=loud "$dtrun" run $cfg "${short[@]}" -o "$tmp/l0" > "$tmp/l0.out" 2
   || bad "DT_LOG_LEVEL=loud: exit $rc, $(head -2 "$tmp/l0.out")"
 "$dtrun" run $cfg "${short[@]}" -o "$tmp/l1" --log-level=loud > "$tmp/l1.out" 2>&1; rc=$?
 [ $rc = 2 ] && [ ! -e "$tmp/l1" ] && ok || bad "--log-level loud: exit $rc"
+# the names other tools use (Python's WARNING, syslog's err) are the same levels
+"$dtrun" check "$cfg" --log-level warning > /dev/null 2>&1 && DT_LOG_LEVEL=WARNING "$dtrun" check "$cfg" > /dev/null 2>&1 &&
+  "$dtrun" check "$cfg" --log-level=err > /dev/null 2>&1 && ok || bad "--log-level warning, err or DT_LOG_LEVEL=WARNING refused"
+# a mistyped command is named as one, not opened as a config file
+"$dtrun" comapre "$tmp" > "$tmp/typo.out" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "'comapre' is neither a command nor an experiment file: did you mean dtrun compare?" "$tmp/typo.out" && ok \
+  || bad "dtrun comapre: exit $rc, $(head -2 "$tmp/typo.out")"
 DT_LOG_LEVEL=error "$dtrun" run $cfg "${short[@]}" -o "$tmp/l2" > "$tmp/l2.out" 2>&1 && [ -s "$tmp/l2/dinno_results.csv" ] \
   && ! grep -q "^== dinno" "$tmp/l2.out" && ok || bad "DT_LOG_LEVEL=error still prints the run: $(head -3 "$tmp/l2.out")"
 DT_LOG_LEVEL=error "$dtrun" run $cfg "${short[@]}" -o "$tmp/l3" --log-level debug > "$tmp/l3.out" 2>&1 \

@@ -53,6 +53,11 @@ pdfinfo "$tmp/paper.pdf" 2>/dev/null | grep -q "^Pages: *1$" && ok || bad "the P
 pdffonts "$tmp/paper.pdf" | awk 'NR > 2 && $(NF-4) != "yes" {bad = 1} NR > 2 {n++} END {exit bad || !n}' && ok \
   || bad "a PDF font is not embedded: $(pdffonts "$tmp/paper.pdf")"
 grep -q "plot written to $tmp/paper.pdf" "$tmp/paper.out" && ok || bad "compare did not say where the figure went"
+# a figure's mode is any other file's: 0666 less the umask (it was 0600, from mkstemp)
+[ "$(stat -c %a "$tmp/paper.pdf")" = "$(umask 022; touch "$tmp/mode_ref"; stat -c %a "$tmp/mode_ref")" ] && ok ||
+  bad "the figure's mode is $(stat -c %a "$tmp/paper.pdf"), not what a new file gets"
+(umask 022 && figure mode --plot "$tmp/mode.png") && [ "$(stat -c %a "$tmp/mode.png")" = 644 ] && ok ||
+  bad "with umask 022 the figure's mode is $(stat -c %a "$tmp/mode.png" 2>&1), not 644"
 
 # A slide: 3 metrics x 3 graphs side by side grow the slide rather than squeeze a panel; the legend
 # right of every panel
@@ -130,6 +135,9 @@ import dtrun
 df = dtrun.load_runs(sys.argv[1])
 assert len(df) == 3 * 3 * 4 * (8 * 21 + 16), len(df)  # runs x nodes x evaluations
 assert {"graph", "experiment.seed", "top1_accuracy", "problem", "algorithm", "node"} <= set(df.columns)
+# columns NULL in every row (no network, no faults) are numbers, NaN, not objects of None
+for c in ("sim_time", "messages_sent", "messages_lost", "messages_received"):
+    assert df[c].dtype == "float64" and df[c].isna().all(), (c, df[c].dtype)
 cv = dtrun.curves(df, ["top1_accuracy"], facet="graph")
 table = pd.read_csv(sys.argv[2])
 for _, row in table.iterrows():
@@ -139,6 +147,18 @@ for _, row in table.iterrows():
     assert abs(last - row["top1_accuracy_mean"]) < 1e-8, (row["run"], row["problem"], last, row["top1_accuracy_mean"])
 fig = dtrun.draw_curves(cv, facet="graph")
 assert len([a for a in fig.axes if a.get_gid() == "panel"]) == 3
+PY
+# an algorithm's colour does not depend on the order series come in (it was the order of first
+# appearance, so folders listing problems differently coloured one algorithm two ways)
+PYTHONPATH=python "$py" - <<'PY' && ok || bad "an algorithm's colour depends on the order of the series"
+from dtrun.figures import Styles, PALETTE
+algs = ["dsgt", "dsgd", "beer", "cadmm", "extra", "nids", "powergossip", "sgp", "choco", "gossip"]
+a, b = Styles(), Styles()
+ca = {x: a.get(("run1", x), x)["color"] for x in algs}
+cb = {x: b.get(("run2", x), x)["color"] for x in reversed(algs)}
+assert ca == cb, (ca, cb)
+assert ca["cadmm"] == Styles().get("x", "dinno")["color"] == PALETTE[0]
+assert len({ca[x] for x in ("cadmm", "dsgd", "dsgt", "gossip", "extra", "choco")}) == 6
 PY
 
 echo "figures: $pass ok, $fail failed"
