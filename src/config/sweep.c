@@ -1,4 +1,6 @@
 /* Sweep axes from the experiment file's `sweep:` key and from --sweep (see dt/sweep.h). */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +36,70 @@ static dt_status add_set(dt_sweep_value *v, const char *path, const char *text, 
 
 static int is_path(const char *key) { return strchr(key, '.') != NULL; }
 
+#define RANGE_FORM "range(START, STOP) or range(START, STOP, STEP) of integers (STEP not 0), as Python's"
+#define RANGE_EMPTY "has no value: STOP is not included, and a falling range needs a negative STEP"
+
+/* Whether text is range(...): 0 not at all; 1 a valid range of *n values (Python's semantics:
+ * START, START + STEP, ... before STOP), first in *start, step in *step; -1 malformed; -2 a range
+ * with no value. */
+static int parse_range(const char *text, long *start, long *step, int *n) {
+  while (*text == ' ') text++;
+  if (strncmp(text, "range(", 6) != 0) return 0;
+  long v[3] = {0, 0, 1};
+  int k = 0;
+  const char *c = text + 6;
+  for (;;) {
+    char *end;
+    while (*c == ' ') c++;
+    if (k == 3 || !(*c == '-' || *c == '+' || (*c >= '0' && *c <= '9'))) return -1;
+    errno = 0;
+    v[k++] = strtol(c, &end, 10);
+    if (errno != 0 || end == c) return -1;
+    c = end;
+    while (*c == ' ') c++;
+    if (*c == ',') {
+      c++;
+      continue;
+    }
+    if (*c != ')') return -1;
+    for (c++; *c == ' '; c++) {}
+    break;
+  }
+  if (*c != '\0' || k < 2 || v[2] == 0) return -1;
+  const double count = ceil(((double)v[1] - (double)v[0]) / (double)v[2]);
+  if (count < 1) return -2;
+  *start = v[0], *step = v[2];
+  *n = count > DT_SWEEP_MAX_VALUES ? DT_SWEEP_MAX_VALUES + 1 : (int)count;
+  return 1;
+}
+
+/* The axis key: range(...)'s values, each set at `where`. */
+static dt_status range_axis(const char *key, long start, long step, int n, const char *where, dt_sweep_axis *ax) {
+  DT_CHECK((ax->key = strdup(key)) != NULL, DT_ERR_MEMORY, "out of memory");
+  DT_CHECK((ax->values = calloc((size_t)n, sizeof *ax->values)) != NULL, DT_ERR_MEMORY, "out of memory");
+  for (int i = 0; i < n; i++) {
+    char num[32];
+    snprintf(num, sizeof num, "%ld", start + (long)i * step);
+    ax->num_values = i + 1;
+    DT_CHECK((ax->values[i].label = strdup(num)) != NULL, DT_ERR_MEMORY, "out of memory");
+    DT_TRY(add_set(&ax->values[i], key, num, where));
+  }
+  return DT_OK;
+}
+
 /* An axis of the file: `path: [v, ...]` or `name: [{path: v, ..., label: L}, ...]`. */
 static dt_status file_axis(dt_sweep *sw, const dt_ynode *key, const dt_ynode *vals, dt_sweep_axis *ax) {
   char where[DT_PATH_MAX + 64];
+  long start, step;
+  int n, r;
+  if (vals->kind == DT_YN_SCALAR && (r = parse_range(vals->text, &start, &step, &n)) != 0) { /* path: range(a, b) */
+    if (r == -1) return sweep_error(sw, vals, "%s: expected %s, found '%s'", key->text, RANGE_FORM, vals->text);
+    if (r == -2) return sweep_error(sw, vals, "%s: %s " RANGE_EMPTY, key->text, vals->text);
+    if (!is_path(key->text)) return sweep_error(sw, key, "%s: a range sweeps a key path (experiment.seed, ...)", key->text);
+    if (n > DT_SWEEP_MAX_VALUES) return sweep_error(sw, vals, "%s: %s has more than %d values", key->text, vals->text, DT_SWEEP_MAX_VALUES);
+    snprintf(where, sizeof where, "%s:%d:%d (sweep)", sw->source, vals->line, vals->col);
+    return range_axis(key->text, start, step, n, where, ax);
+  }
   if (vals->kind != DT_YN_SEQ || vals->n == 0)
     return sweep_error(sw, vals, "%s: expected a list of values ([a, b, ...]), found %s", key->text,
                        vals->kind == DT_YN_SEQ ? "an empty list" : vals->kind == DT_YN_MAP ? "a mapping" : "a single value");
@@ -93,24 +156,37 @@ static dt_status cli_axis(const char *arg, dt_sweep_axis *ax) {
   DT_CHECK(eq != NULL && eq != arg && eq[1] != '\0', DT_ERR_USAGE, "--sweep %s: expected key.path=value,value,...", arg);
   DT_CHECK((ax->key = strndup(arg, (size_t)(eq - arg))) != NULL, DT_ERR_MEMORY, "out of memory");
   DT_CHECK(is_path(ax->key), DT_ERR_USAGE, "--sweep %s: '%s' is not a key path (e.g. experiment.seed)", arg, ax->key);
+  long start, step;
   int n = 1;
+  const int r = parse_range(eq + 1, &start, &step, &n);
+  DT_CHECK(r != -1, DT_ERR_USAGE, "--sweep %s: expected %s", arg, RANGE_FORM);
+  DT_CHECK(r != -2, DT_ERR_USAGE, "--sweep %s: the range " RANGE_EMPTY, arg);
+  DT_CHECK(r == 0 || n <= DT_SWEEP_MAX_VALUES, DT_ERR_USAGE, "--sweep %s: more than %d values", arg, DT_SWEEP_MAX_VALUES);
+  char origin[1200];
+  snprintf(origin, sizeof origin, "--sweep %.1100s", arg);
+  if (r == 1) {
+    free(ax->key); /* range_axis sets it */
+    ax->key = NULL;
+    char key[1100];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
+    return range_axis(key, start, step, n, origin, ax);
+  }
+  n = 1;
   for (const char *c = eq + 1; *c; c++) n += *c == ',';
   DT_CHECK(n <= DT_SWEEP_MAX_VALUES, DT_ERR_USAGE, "--sweep %s: %d values; at most %d", ax->key, n, DT_SWEEP_MAX_VALUES);
   DT_CHECK((ax->values = calloc((size_t)n, sizeof *ax->values)) != NULL, DT_ERR_MEMORY, "out of memory");
-  char origin[1200];
-  snprintf(origin, sizeof origin, "--sweep %.1100s", arg);
-  const char *start = eq + 1;
+  const char *at = eq + 1;
   for (int i = 0; i < n; i++) {
-    const char *end = strchr(start, ',');
-    const size_t len = end != NULL ? (size_t)(end - start) : strlen(start);
-    char *val = strndup(start, len);
+    const char *end = strchr(at, ',');
+    const size_t len = end != NULL ? (size_t)(end - at) : strlen(at);
+    char *val = strndup(at, len);
     DT_CHECK(val != NULL, DT_ERR_MEMORY, "out of memory");
     ax->num_values = i + 1;
     ax->values[i].label = val;
     DT_CHECK(len > 0, DT_ERR_USAGE, "--sweep %s: value %d is empty", arg, i + 1);
     for (int j = 0; j < i; j++) DT_CHECK(strcmp(ax->values[j].label, val) != 0, DT_ERR_USAGE, "--sweep %s: '%s' is given twice", arg, val);
     DT_TRY(add_set(&ax->values[i], ax->key, val, origin));
-    start = end != NULL ? end + 1 : start + len;
+    at = end != NULL ? end + 1 : at + len;
   }
   return DT_OK;
 }

@@ -17,6 +17,14 @@ same_sweep() { # sweepA sweepB what
 }
 cfg=tests/e2e/sweep.yaml
 
+# range(START, STOP[, STEP]) as Python's, on the command line and in the file: check lists the points
+"$dtrun" check tests/e2e/small.yaml --sweep 'experiment.seed=range(0, 10, 3)' > "$tmp/range.check" 2>&1 &&
+  grep -q "sweep: 4 points over 1 axis" "$tmp/range.check" && grep -q "experiment.seed: 0 3 6 9" "$tmp/range.check" && ok \
+  || bad "--sweep experiment.seed=range(0, 10, 3): $(grep -i sweep "$tmp/range.check" | head -3)"
+printf 'sweep:\n  experiment.seed: range(5, 2, -1)\n' | cat tests/e2e/small.yaml - > "$tmp/range.yaml"
+"$dtrun" check "$tmp/range.yaml" > "$tmp/range2.check" 2>&1 && grep -q "experiment.seed: 5 4 3" "$tmp/range2.check" && ok \
+  || bad "sweep: {experiment.seed: range(5, 2, -1)}: $(grep -i sweep "$tmp/range2.check" | head -3)"
+
 "$dtrun" $cfg --output-dir "$tmp/s1" --quiet > "$tmp/s1.log" 2>&1 || bad "sweep at P=1 failed: $(tail -3 "$tmp/s1.log")"
 for p in 000 001 002 003; do [ -s "$tmp/s1/$p/dsgt_results.csv" ] && [ -s "$tmp/s1/$p/config.yaml" ] || bad "point $p has no results"; done
 grep -q 'values: {graph: "complete", experiment.seed: "1"}' "$tmp/s1/sweep.yaml" && ok || bad "sweep.yaml lacks point 3's values"
