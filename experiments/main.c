@@ -107,9 +107,11 @@ static dt_status log_level_of(args *a, dt_log_level *level) {
   const char *env = getenv("DT_LOG_LEVEL");
   *level = a->quiet ? DT_LOG_WARN : DT_LOG_INFO;
   if (env != NULL && env[0] != '\0')
-    DT_CHECK(dt_log_parse_level(env, level), DT_ERR_USAGE, "DT_LOG_LEVEL=%s: expected error, warn, info or debug (or warning, err, ...)", env);
+    DT_CHECK(dt_log_parse_level(env, level), DT_ERR_USAGE,
+             "DT_LOG_LEVEL=%s: expected error, warn, info or debug (or warning, err, ...)", env);
   if (a->log_level != NULL)
-    DT_CHECK(dt_log_parse_level(a->log_level, level), DT_ERR_USAGE, "--log-level %s: expected error, warn, info or debug (or warning, err, ...)", a->log_level);
+    DT_CHECK(dt_log_parse_level(a->log_level, level), DT_ERR_USAGE,
+             "--log-level %s: expected error, warn, info or debug (or warning, err, ...)", a->log_level);
   if (*level < DT_LOG_INFO) a->quiet = 1;
   return DT_OK;
 }

@@ -114,6 +114,7 @@ dt_state_size dt_exact_state_size(const void *opts, size_t dim) {
   return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
                          .per_edge = dt_mix_laplacian_per_edge()};
 }
+
 int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size) {
   const dt_exact_opts *o = opts;
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);

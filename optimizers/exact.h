@@ -38,8 +38,9 @@ DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts
 DT_MUST_USE dt_status dt_exact_round(void *state, dt_optimizer_run *run, int k);
 void dt_exact_destroy(void *state);
 double dt_exact_gradient_step(const void *opts);
-/* Backend vectors per node (dt_optimizer_def.state_size): the five slabs, the local optimizer's
- * moments and the exchange's send vector. */
+/* Backend vectors (dt_optimizer_def.state_size): per node the dual, its compensation and three
+ * scratch slabs, the local optimizer's moments and the exchange's send vector; per out-edge the
+ * Laplacian's difference. */
 dt_state_size dt_exact_state_size(const void *opts, size_t dim);
 /* NIDS's and D²'s recursion x⁺ = W̃ (2x − x⁻ − …) diverges where an eigenvalue of W̃ = I − c (I − W)
  * is at or below −1/3 (D²'s condition, Tang et al. 2018, for c = 1): 0 and the reason into err

@@ -75,7 +75,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
   DT_TRY_GOTO(dt_slab_copy(run->be, &s->v, &s->gprev));
   DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->v));
   DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->gprev));
-  s->half = (s->codec.bytes + sizeof(float) - 1) / sizeof(float);
+  s->half = dt_compression_msg_len(&s->o.compression, run->dim);
   DT_TRY_GOTO(dt_mix_reverse_edges(run, &s->rev, &s->e0));
   const int edges = run->graph->nbr_start[run->first + run->count] - s->e0;
   dt_slab *est[] = {&s->hout, &s->hin, &s->gout, &s->gin};
@@ -229,7 +229,7 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   dt_codec c;
   if (dt_codec_init(&c, o->compression.op, dim, o->compression.ratio, o->compression.levels) != DT_OK) return 0;
   /* one message to every neighbour: both compressed vectors, the first padded to whole floats */
-  const double half = (double)((c.bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float));
+  const double half = (double)(dt_compression_msg_len(&o->compression, dim) * sizeof(float));
   return 2.0 * g->num_edges * (half + (double)c.bytes);
 }
 

@@ -73,16 +73,15 @@ static int parse_range(const char *text, long *start, long *step, int *n) {
   return 1;
 }
 
-/* The axis key: range(...)'s values, each set at `where`. */
-static dt_status range_axis(const char *key, long start, long step, int n, const char *where, dt_sweep_axis *ax) {
-  DT_CHECK((ax->key = strdup(key)) != NULL, DT_ERR_MEMORY, "out of memory");
+/* Axis ax (its key set): range(...)'s values, each set at `where`. */
+static dt_status range_axis(long start, long step, int n, const char *where, dt_sweep_axis *ax) {
   DT_CHECK((ax->values = calloc((size_t)n, sizeof *ax->values)) != NULL, DT_ERR_MEMORY, "out of memory");
   for (int i = 0; i < n; i++) {
     char num[32];
     snprintf(num, sizeof num, "%ld", start + (long)i * step);
     ax->num_values = i + 1;
     DT_CHECK((ax->values[i].label = strdup(num)) != NULL, DT_ERR_MEMORY, "out of memory");
-    DT_TRY(add_set(&ax->values[i], key, num, where));
+    DT_TRY(add_set(&ax->values[i], ax->key, num, where));
   }
   return DT_OK;
 }
@@ -98,7 +97,8 @@ static dt_status file_axis(dt_sweep *sw, const dt_ynode *key, const dt_ynode *va
     if (!is_path(key->text)) return sweep_error(sw, key, "%s: a range sweeps a key path (experiment.seed, ...)", key->text);
     if (n > DT_SWEEP_MAX_VALUES) return sweep_error(sw, vals, "%s: %s has more than %d values", key->text, vals->text, DT_SWEEP_MAX_VALUES);
     snprintf(where, sizeof where, "%s:%d:%d (sweep)", sw->source, vals->line, vals->col);
-    return range_axis(key->text, start, step, n, where, ax);
+    DT_CHECK((ax->key = strdup(key->text)) != NULL, DT_ERR_MEMORY, "out of memory");
+    return range_axis(start, step, n, where, ax);
   }
   if (vals->kind != DT_YN_SEQ || vals->n == 0)
     return sweep_error(sw, vals, "%s: expected a list of values ([a, b, ...]), found %s", key->text,
@@ -164,13 +164,7 @@ static dt_status cli_axis(const char *arg, dt_sweep_axis *ax) {
   DT_CHECK(r == 0 || n <= DT_SWEEP_MAX_VALUES, DT_ERR_USAGE, "--sweep %s: more than %d values", arg, DT_SWEEP_MAX_VALUES);
   char origin[1200];
   snprintf(origin, sizeof origin, "--sweep %.1100s", arg);
-  if (r == 1) {
-    free(ax->key); /* range_axis sets it */
-    ax->key = NULL;
-    char key[1100];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
-    return range_axis(key, start, step, n, origin, ax);
-  }
+  if (r == 1) return range_axis(start, step, n, origin, ax);
   n = 1;
   for (const char *c = eq + 1; *c; c++) n += *c == ',';
   DT_CHECK(n <= DT_SWEEP_MAX_VALUES, DT_ERR_USAGE, "--sweep %s: %d values; at most %d", ax->key, n, DT_SWEEP_MAX_VALUES);
