@@ -10,7 +10,10 @@
 #   here: identity and projection skips, running statistics saved with the models, augmentation,
 #   buffers: mix, mean-model and sampled evaluation): identical files on a re-run and at P = 1
 #   and 2, the first evaluation (the same initial weights) within 0.02 of the CPU's and each
-#   final top-1 within 0.15 (a 40-round run of a small network on 300 images amplifies rounding).
+#   final top-1 within 0.15 (a 40-round run of a small network on 300 images amplifies rounding);
+# - LeNet-5 on CIFAR-10-format files (tests/e2e/cifar.yaml, the e2e suite's CIFAR run): identical
+#   files on a re-run and at P = 1 and 2, the first evaluation within 0.02 of the CPU's and the
+#   final top-1 within 0.05.
 # Skipped (77) without data/mnist, without the CUDA backend, or without a usable GPU.
 # usage: run_gpu_e2e.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
@@ -26,6 +29,7 @@ same_results() { # dirA dirB what
     cmp -s <(strip_times "$f") <(strip_times "$2/$b") || { bad "$3: $b differs"; diff <(strip_times "$f") <(strip_times "$2/$b") | head -4; return; }
   done
   for f in "${files[@]}"; do
+    [ -e "$1/$f" ] && [ -e "$2/$f" ] || { bad "$3: $f missing"; return; }
     cmp -s "$1/$f" "$2/$f" || { bad "$3: $f differs"; return; }
   done
   echo "ok: $3"
@@ -99,6 +103,23 @@ if run r1 && run r1b && run r2 "$mpiexec" --oversubscribe -n 2; then
   fi
 else
   bad "resnet runs failed: $(tail -3 "$tmp/r1.log" "$tmp/r1b.log" "$tmp/r2.log" 2>/dev/null)"
+fi
+# ---- the e2e suite's CIFAR run: LeNet-5 on CIFAR-10-format files, 4 nodes ------------------------
+cifar_config tests/e2e/cifar.yaml "$tmp/cifar.yaml" "$tmp/c10l"
+cfg=$tmp/cifar.yaml files=(graph.yaml split.csv dsgd_models.npy)
+extra=(--set experiment.save_models=true)
+rm -rf "$tmp/c1"
+if run l1 && run l1b && run l2 "$mpiexec" --oversubscribe -n 2; then
+  same_results "$tmp/l1" "$tmp/l1b" "cifar: re-run on the GPU"
+  same_results "$tmp/l1" "$tmp/l2" "cifar: P=1 vs P=2 on the GPU"
+  if "$dtrun" "$cfg" --set experiment.backend=cpu --output-dir "$tmp/c1" --quiet > "$tmp/c1.log" 2>&1; then
+    top1_close l1 0.02 1
+    top1_close l1 0.05
+  else
+    bad "cifar: CPU run failed: $(tail -3 "$tmp/c1.log")"
+  fi
+else
+  bad "cifar runs failed: $(tail -3 "$tmp/l1.log" "$tmp/l1b.log" "$tmp/l2.log" 2>/dev/null)"
 fi
 [ $fail = 0 ] && echo "gpu e2e: all passed" || echo "gpu e2e: $fail failed"
 exit $((fail > 0))
