@@ -255,7 +255,8 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
  * `augmented`) from the resident training set into backend memory. */
 static dt_status gather_batches(dt_task *t, int augmented) {
   const dt_gather g = {.count = t->count, .n = t->nb, .idx = t->idx_of, .aug = augmented ? t->aug_of : NULL,
-                       .fill = t->fill, .x = t->x, .x_stride = t->x_stride, .y = t->y, .y_stride = t->y_stride};
+                       .fill = t->fill, .x = t->x, .x_stride = t->x_stride, .y = t->y, .y_stride = t->y_stride,
+                       .pad = t->ws_batch};
   DT_TRY(dt_be_samples_gather(t->be, t->train_res, &g));
   return dt_be_profile_mark(t->be, DT_PHASE_BATCH);
 }
@@ -267,7 +268,7 @@ static dt_status model_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad
                             .buffers = buffers->data, .buffers_stride = buffers->stride, .grad = grad->data,
                             .grad_stride = grad->stride, .x = t->x, .x_stride = t->x_stride, .y = t->y,
                             .y_stride = t->y_stride, .batch = t->nb, .loss = t->nb_loss,
-                            .dropout = t->dropout};
+                            .dropout = t->dropout, .x_padded = 1}; /* gather_batches padded them */
   DT_TRY(dt_be_model_gradients(t->be, t->train_plan, &nb));
   return dt_be_profile_mark(t->be, DT_PHASE_MODEL);
 }

@@ -57,6 +57,10 @@ typedef struct dt_node_batch {
   const int *batch; /* host, [count] */
   float *loss;      /* host, [count] */
   dt_rng *dropout;  /* host, [count]: each node's dropout stream, advanced by the call */
+  /* nonzero: every node with batch[l] > 0 has zeros (label 0) in its samples batch[l] .. the
+   * plan's batch − 1 (a gather with pad wrote them), so a device may read x and y in place
+   * instead of copying each batch and its zero padding into its own buffer */
+  int x_padded;
 } dt_node_batch;
 
 /* One evaluation call, in eval mode: every node's parameters (and buffers, NULL for a model
@@ -84,8 +88,10 @@ typedef struct dt_samples dt_samples;
  * (backend memory), exactly as dt_samples_rows builds them on the host. With aug, sample s of
  * node l is then cropped and flipped as dt_augment_image does with (dy, dx, flip) =
  * aug[l][3s], aug[l][3s+1], aug[l][3s+2], pixels from outside the image taking fill[channel].
- * n[l] == 0 skips node l; rows past n[l] are left as they were. n, idx, aug and fill are host
- * arrays, read before the call returns. Augmentation needs a set of images (u8). */
+ * n[l] == 0 skips node l; rows n[l] .. pad − 1 of the other nodes are written as zeros with
+ * label 0 (a model call's padding, see dt_node_batch.x_padded), rows past them are left as they
+ * were. n, idx, aug and fill are host arrays, read before the call returns. Augmentation needs a
+ * set of images (u8). */
 typedef struct dt_gather {
   int count;
   const int *n;
@@ -96,6 +102,7 @@ typedef struct dt_gather {
   size_t x_stride;
   int32_t *y;
   size_t y_stride;
+  int pad; /* rows per node written (zeros past n[l]); 0: n[l] */
 } dt_gather;
 
 /* ---- profiling ------------------------------------------------------------------------------

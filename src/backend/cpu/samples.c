@@ -57,6 +57,10 @@ dt_status dt_cpu_samples_gather(dt_backend *be, const void *res, const dt_gather
     if (g->n[l] <= 0) continue;
     float *x = g->x + (size_t)l * g->x_stride;
     dt_samples_rows(s, g->idx[l], (size_t)g->n[l], x, g->y + (size_t)l * g->y_stride);
+    if (g->pad > g->n[l]) {
+      memset(x + (size_t)g->n[l] * s->dim, 0, sizeof(float) * (size_t)(g->pad - g->n[l]) * s->dim);
+      memset(g->y + (size_t)l * g->y_stride + g->n[l], 0, sizeof(int32_t) * (size_t)(g->pad - g->n[l]));
+    }
     if (g->aug == NULL) continue;
     float *tmp = r->tmp + (size_t)thread_num() * s->dim;
     for (int b = 0; b < g->n[l]; b++) {

@@ -171,7 +171,7 @@ static __global__ void __launch_bounds__(CU_THREADS, 2)
     k_conv_dw_part(dt_conv_shape sh, int S, const float *x, size_t xns, size_t cs, size_t ss, const float *dy, size_t yns, float *part,
                    size_t pns, unsigned chunks) {
   __shared__ int toff[TAPS], tki[TAPS], tkj[TAPS];
-  __shared__ float wsum[DW_WARPS][TAPS];
+  __shared__ float wsum[DW_WARPS][FB * TAPS];
   const int K = sh.k, ckk_all = sh.c * K * K, r0 = (int)blockIdx.z * TAPS;
   const int ckk = ckk_all - r0 < TAPS ? ckk_all - r0 : TAPS; /* this block's taps r0 .. r0 + ckk - 1 */
   const unsigned ohw = (unsigned)(sh.oh * sh.ow), N = (unsigned)S * ohw; /* under 2^31: the plan checks */
@@ -215,22 +215,41 @@ static __global__ void __launch_bounds__(CU_THREADS, 2)
     if (ow >= (unsigned)sh.ow) ow -= (unsigned)sh.ow, oh++;
     while (oh >= (unsigned)sh.oh) oh -= (unsigned)sh.oh, s++;
   }
+  /* The warp's sum of each of the V = FB·TAPS values, as a reduce-scatter: at level b (16, 8,
+   * 4, 2, 1) lanes l and l ^ b add the values one keeps and the other hands over, halving what
+   * each holds, so lane l ends with values l·M .. l·M + M − 1 summed over the warp. The pairs
+   * added are __shfl_down's tree's (l with l + 16, then those sums with the ones 8 lanes on, ...)
+   * and a float sum does not depend on its operands' order: the same bits in about V shuffles
+   * instead of 5·V. Then the warps in order, as before. */
+  constexpr int V = FB * TAPS, M = (V + 31) / 32;
+  float v[32 * M];
+#pragma unroll
+  for (int t = 0; t < FB; t++)
+#pragma unroll
+    for (int r = 0; r < TAPS; r++) v[t * TAPS + r] = acc[t][r];
+#pragma unroll
+  for (int i = V; i < 32 * M; i++) v[i] = 0.0f;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#define DW_LEVEL(B)                                                    \
+  {                                                                    \
+    const bool up = (lane & (B)) != 0;                                 \
+    _Pragma("unroll") for (int i = 0; i < (B) * M; i++) {              \
+      const float give = up ? v[i] : v[i + (B) * M];                   \
+      const float keep = up ? v[i + (B) * M] : v[i];                   \
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, give, (B));           \
+    }                                                                  \
+  }
+  DW_LEVEL(16) DW_LEVEL(8) DW_LEVEL(4) DW_LEVEL(2) DW_LEVEL(1)
+#undef DW_LEVEL
 #pragma unroll
-  for (int t = 0; t < FB; t++) {
-#pragma unroll
-    for (int r = 0; r < TAPS; r++) {
-      float v = acc[t][r];
-      for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
-      if (lane == 0) wsum[warp][r] = v;
-    }
-    __syncthreads();
-    for (int r = threadIdx.x; r < ckk; r += CU_THREADS) {
-      float v = 0.0f;
-      for (int k = 0; k < DW_WARPS; k++) v += wsum[k][r];
-      if (f0 + t < sh.f) part[(size_t)g * pns + ((size_t)(f0 + t) * chunks + chunk) * ckk_all + r0 + r] = v;
-    }
-    __syncthreads();
+  for (int j = 0; j < M; j++)
+    if (lane * M + j < V) wsum[warp][lane * M + j] = v[j];
+  __syncthreads();
+  for (int i = threadIdx.x; i < FB * ckk; i += CU_THREADS) {
+    const int t = i / ckk, r = i % ckk;
+    float sum = 0.0f;
+    for (int k = 0; k < DW_WARPS; k++) sum += wsum[k][t * TAPS + r];
+    if (f0 + t < sh.f) part[(size_t)g * pns + ((size_t)(f0 + t) * chunks + chunk) * ckk_all + r0 + r] = sum;
   }
 }
 

@@ -221,7 +221,7 @@ typedef struct grad_key {
   float *grad;
   const int32_t *y;
   size_t theta_stride, buffers_stride, grad_stride, x_stride, y_stride;
-  int count, dropout;
+  int count, dropout, x_padded;
 } grad_key;
 
 /* The device work of a training call: every group's uploads, gather, forward, loss, backward,
@@ -241,16 +241,23 @@ static dt_status gradients_work(dt_backend *be, cu_plan *pl, const void *arg) {
                               sizeof(float) * nb->theta_stride, sizeof(float) * pl->P, cnt, cudaMemcpyDeviceToDevice, stream));
     DT_TRY(buffers_copy(be, pl, nb->buffers != NULL ? nb->buffers + (size_t)g0 * nb->buffers_stride : NULL, nb->buffers_stride, cnt,
                         0));
-    NODE_KERNEL(k_gather_batch, be, G, (size_t)S * pl->in_dim, S, (unsigned)pl->in_dim, nb->x + (size_t)g0 * nb->x_stride, nb->x_stride,
-           nb->y + (size_t)g0 * nb->y_stride, nb->y_stride, BLOCK(pl->batch_d, q), pl->act[0], pl->as[0], pl->y);
-    DT_TRY(cu_profile_mark(be, DT_PHASE_BATCH));
     cu_pass ps = make_pass(G, S, 1, q, BLOCK(pl->batch_d, q));
     ps.timed = be->profile != NULL;
     ps.dropout = nb->dropout != NULL;
-    ps.a[0] = pl->act[0];
-    ps.as[0] = pl->as[0];
+    const int32_t *labels = pl->y;
+    size_t label_stride = (size_t)S;
+    if (nb->x_padded && cnt == G) { /* a full group of padded batches: read in place */
+      ps.a[0] = nb->x + (size_t)g0 * nb->x_stride, ps.as[0] = nb->x_stride;
+      labels = nb->y + (size_t)g0 * nb->y_stride, label_stride = nb->y_stride;
+    } else { /* each slot's batch and zeros after it (and in idle slots) into the group's input */
+      NODE_KERNEL(k_gather_batch, be, G, (size_t)S * pl->in_dim, S, (unsigned)pl->in_dim, nb->x + (size_t)g0 * nb->x_stride,
+                  nb->x_stride, nb->y + (size_t)g0 * nb->y_stride, nb->y_stride, BLOCK(pl->batch_d, q), pl->act[0], pl->as[0],
+                  pl->y);
+      ps.a[0] = pl->act[0], ps.as[0] = pl->as[0];
+    }
+    DT_TRY(cu_profile_mark(be, DT_PHASE_BATCH));
     DT_TRY(forward(be, pl, &ps));
-    KERNEL(k_softmax_nll, be, (size_t)G * S, pl->classes, S, ps.a[pl->L], ps.as[pl->L], pl->y, (size_t)S, BLOCK(pl->batch_d, q),
+    KERNEL(k_softmax_nll, be, (size_t)G * S, pl->classes, S, ps.a[pl->L], ps.as[pl->L], labels, label_stride, BLOCK(pl->batch_d, q),
            BLOCK(pl->scale_d, q), pl->ga, pl->ns, pl->sample_loss, pl->sample_hit);
     CU_CALL(cudaMemsetAsync(BLOCK(pl->total, q), 0, sizeof(double) * G, stream));
     CU_CALL(cudaMemsetAsync(BLOCK(pl->correct, q), 0, sizeof(long long) * G, stream));
@@ -301,6 +308,7 @@ dt_status cu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb
   key.theta = nb->theta, key.buffers = nb->buffers, key.x = nb->x, key.grad = nb->grad, key.y = nb->y;
   key.theta_stride = nb->theta_stride, key.buffers_stride = nb->buffers_stride, key.grad_stride = nb->grad_stride;
   key.x_stride = nb->x_stride, key.y_stride = nb->y_stride, key.count = nb->count, key.dropout = nb->dropout != NULL;
+  key.x_padded = nb->x_padded;
   DT_TRY(run_captured(be, pl, &key, sizeof key, gradients_work, nb));
   CU_CALL(cudaStreamSynchronize(ctx_of(be)->stream));
   for (int l = 0; l < nb->count; l++)

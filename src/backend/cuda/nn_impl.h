@@ -191,14 +191,23 @@ __global__ void k_row_sums(int f, size_t N, const float *dy, size_t yns, float *
 __global__ void k_bias_cols(int count, unsigned per, unsigned out, const float *b, size_t bns, float *y, size_t yns);
 __global__ void k_col_sums(size_t n, int out, int S, const float *dy, size_t yns, float *db, size_t bns);
 
-/* max pooling and its gradient (argmax at node stride yns, as the output; with relu, the gradient
- * of a relu before the pool too, from the pool's input x) */
-__global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float *x, size_t xns, float *y, size_t yns,
+/* A pool's output plane for its input plane pp: the same (tS 0), or, where the pool writes a
+ * channel-major input's output sample-major for the flatten after it (tS: the call's samples
+ * per node, C its channels), plane c·tS + s goes to s·C + c. */
+static __device__ __forceinline__ unsigned cu_pool_plane(unsigned pp, int tS, int C) {
+  return tS == 0 ? pp : (pp % (unsigned)tS) * (unsigned)C + pp / (unsigned)tS;
+}
+
+/* max pooling and its gradient (argmax at node stride yns, as the output, in the input's plane
+ * order; y and dy in plane order cu_pool_plane(tS); with relu, the gradient of a relu before the
+ * pool too, from the pool's input x) */
+__global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, int tS, const float *x, size_t xns, float *y, size_t yns,
                           int32_t *argmax);
-__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                               size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu);
-__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                                     size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu);
+__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, int tS, const float *dy, size_t dyns,
+                               const int32_t *argmax, size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu);
+__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, int tS, const float *dy, size_t dyns,
+                                     const int32_t *argmax, size_t ans, float *dx, size_t dxns, const float *x, size_t xns,
+                                     int relu);
 
 /* relu and dropout, and their gradients (per node: `per` floats at the given node strides) */
 __global__ void k_relu(int count, unsigned per, const float *x, size_t xns, float *y, size_t yns);

@@ -91,7 +91,7 @@ __global__ void k_col_sums(size_t n, int out, int S, const float *dy, size_t yns
 
 /* Planes of h×w, `planes` per node at node strides xns / yns (a plane is contiguous in both
  * layouts): the window's first maximum, NaN wins. */
-__global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float *x, size_t xns, float *y, size_t yns,
+__global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, int tS, const float *x, size_t xns, float *y, size_t yns,
                           int32_t *argmax) {
   const unsigned outp = (unsigned)(sh.oh * sh.ow), inp = (unsigned)(sh.h * sh.w);
   NODE_LOOP(g, i, count, per) {
@@ -110,28 +110,27 @@ __global__ void k_maxpool(int count, unsigned per, dt_pool_shape sh, const float
           best = idx;
         }
       }
-    const size_t at = g * yns + i;
-    y[at] = bv;
-    argmax[at] = best;
+    y[g * yns + (size_t)cu_pool_plane(pp, tS, sh.c) * outp + o] = bv;
+    argmax[g * yns + i] = best;
   }
 }
 
 /* dx of one input element: the dy of every window whose maximum it was, windows in order; with
  * relu, then the gradient of the relu before the pool (x: the pool's input, its output), as
  * k_relu_back would give it. */
-__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                               size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu) {
+__global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, int tS, const float *dy, size_t dyns,
+                               const int32_t *argmax, size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu) {
   const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
   NODE_LOOP(g, i, count, per) {
     const unsigned pp = i / inp;
     const int p = (int)(i % inp), ih = p / sh.w, iw = p % sh.w;
     const int oh0 = ih >= sh.k ? (ih - sh.k) / sh.stride + 1 : 0, ow0 = iw >= sh.k ? (iw - sh.k) / sh.stride + 1 : 0;
-    const size_t base = (size_t)pp * outp;
+    const size_t base = (size_t)pp * outp, dbase = (size_t)cu_pool_plane(pp, tS, sh.c) * outp;
     float acc = 0.0f;
     for (int oh = oh0; oh <= ih / sh.stride && oh < sh.oh; oh++)
       for (int ow = ow0; ow <= iw / sh.stride && ow < sh.ow; ow++) {
-        const size_t o = base + (size_t)oh * sh.ow + ow;
-        if (argmax[g * ans + o] == p) acc += dy[g * dyns + o];
+        const size_t o = (size_t)oh * sh.ow + ow;
+        if (argmax[g * ans + base + o] == p) acc += dy[g * dyns + dbase + o];
       }
     dx[g * dxns + i] = relu ? dt_f_relu_back(x[g * xns + i], acc) : acc;
   }
@@ -140,14 +139,15 @@ __global__ void k_maxpool_back(int count, unsigned per, dt_pool_shape sh, const 
 /* k_maxpool_back where the windows tile the input (stride k, sizes multiples of k): one thread per
  * window writes its k·k inputs' gradients, the same values (0 + dy at the maximum, 0 elsewhere),
  * with a quarter of the divisions for k = 2. */
-__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, const float *dy, size_t dyns, const int32_t *argmax,
-                                     size_t ans, float *dx, size_t dxns, const float *x, size_t xns, int relu) {
+__global__ void k_maxpool_back_tiled(int count, unsigned per, dt_pool_shape sh, int tS, const float *dy, size_t dyns,
+                                     const int32_t *argmax, size_t ans, float *dx, size_t dxns, const float *x, size_t xns,
+                                     int relu) {
   const unsigned inp = (unsigned)(sh.h * sh.w), outp = (unsigned)(sh.oh * sh.ow);
   NODE_LOOP(g, i, count, per) {
     const unsigned pp = i / outp, o = i % outp;
     const int oh = (int)(o / sh.ow), ow = (int)(o % sh.ow);
     const int am = argmax[g * ans + i];
-    const float d = dy[g * dyns + i];
+    const float d = dy[g * dyns + (size_t)cu_pool_plane(pp, tS, sh.c) * outp + o];
     const size_t base = (size_t)pp * inp;
     for (int a = 0; a < sh.k; a++)
       for (int b = 0; b < sh.k; b++) {

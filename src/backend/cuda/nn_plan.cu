@@ -82,10 +82,10 @@ static void plan_shapes(const dt_model *m, int max_batch, int nodes, cu_plan *pl
   const dt_layer_info *l0 = dt_model_layer(m, 0);
   pl->cnhw[0] = 0, pl->chan[0] = (size_t)l0->in_c, pl->plane[0] = (size_t)l0->in_h * l0->in_w;
   pl->as[0] = round64(S * pl->in_dim);
+  for (int l = 0; l < pl->L; l++) pl->ly[l] = *dt_model_layer(m, l); /* a layer's layout may look at the next */
   for (int l = 0; l < pl->L; l++) {
-    const dt_layer_info li = *dt_model_layer(m, l);
+    const dt_layer_info li = pl->ly[l];
     const cu_layer_ops *ops = cu_layer_ops_of(li.kind);
-    pl->ly[l] = li;
     if (li.out_size > maxs) maxs = li.out_size;
     const dt_conv_shape *conv = li.kind == DT_LAYER_CONV2D || (li.kind == DT_LAYER_RESIDUAL_END && li.projection) ? &li.conv : NULL;
     if (conv != NULL) {

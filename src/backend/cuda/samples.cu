@@ -83,14 +83,21 @@ struct gather_call {
   const float *fill;
 };
 
-/* Element e of sample s of node l: per = S·dim elements per node. */
-__global__ void k_gather_samples(int count, unsigned per, int S, unsigned dim, int C, int h, int w, const uint8_t *u8,
+/* Element e of sample s of node l: per = max(S, pad)·dim elements per node (S index slots per
+ * node in the table; rows n[l] .. pad − 1 of a node with n[l] > 0 get zeros and label 0). */
+__global__ void k_gather_samples(int count, unsigned per, int S, int pad, unsigned dim, int C, int h, int w, const uint8_t *u8,
                                  const float *f32, const uint8_t *labels, const float *lut, gather_call g, float *x,
                                  size_t x_stride, int32_t *y, size_t y_stride) {
   const unsigned plane = dim / (unsigned)C;
   NODE_LOOP(l, i, count, per) {
     const unsigned s = i / dim, e = i % dim;
-    if ((int)s >= g.n[l]) continue;
+    if ((int)s >= g.n[l]) {
+      if (g.n[l] > 0 && (int)s < pad) {
+        x[l * x_stride + i] = 0.0f;
+        if (e == 0) y[l * y_stride + s] = 0;
+      }
+      continue;
+    }
     const size_t sample = g.idx[l * S + s];
     const unsigned c = e / plane;
     float v;
@@ -119,8 +126,8 @@ dt_status cu_samples_gather(dt_backend *be, const void *res, const dt_gather *g)
   for (int l = 0; l < g->count; l++) S = g->n[l] > S ? g->n[l] : S;
   if (S == 0) return DT_OK;
   DT_CHECK(g->aug == NULL || r->u8 != NULL, DT_ERR_INTERNAL, "augmentation of float feature rows");
-  DT_CHECK((size_t)S * r->dim < ((size_t)1 << 31), DT_ERR_UNSUPPORTED, "a batch of %d samples of %zu floats is over 2^31 floats",
-           S, r->dim);
+  DT_CHECK((size_t)(g->pad > S ? g->pad : S) * r->dim < ((size_t)1 << 31), DT_ERR_UNSUPPORTED,
+           "a batch of %d samples of %zu floats is over 2^31 floats", g->pad > S ? g->pad : S, r->dim);
   const size_t slots = (size_t)g->count * (size_t)S;
   const size_t o_idx = align8(sizeof(int) * (size_t)g->count), o_aug = align8(o_idx + sizeof(uint32_t) * slots);
   const size_t o_fill = align8(o_aug + (g->aug != NULL ? sizeof(int16_t) * 3 * slots : 0));
@@ -147,7 +154,8 @@ dt_status cu_samples_gather(dt_backend *be, const void *res, const dt_gather *g)
   call.idx = (const uint32_t *)(d + o_idx);
   call.aug = g->aug != NULL ? (const int16_t *)(d + o_aug) : NULL;
   call.fill = (const float *)(d + o_fill);
-  NODE_KERNEL(k_gather_samples, be, g->count, (size_t)S * r->dim, S, (unsigned)r->dim, r->C, r->h, r->w, r->u8, r->f32,
-              r->labels, r->lut, call, g->x, g->x_stride, g->y, g->y_stride);
+  const int rows = g->pad > S ? g->pad : S;
+  NODE_KERNEL(k_gather_samples, be, g->count, (size_t)rows * r->dim, S, g->pad, (unsigned)r->dim, r->C, r->h, r->w, r->u8,
+              r->f32, r->labels, r->lut, call, g->x, g->x_stride, g->y, g->y_stride);
   return DT_OK;
 }
