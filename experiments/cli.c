@@ -63,7 +63,7 @@ enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
 enum opt_id {
   O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
-  O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_CSV,
+  O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_BAND, O_CSV,
   O_MARKDOWN, O_LATEX, O_SORT, O_JSON
 };
 
@@ -99,7 +99,8 @@ static const cli_opt cli_opts[] = {
     {"dump-trace", 0, O_DUMP_TRACE, C_RUN, "DIR", "@dir",
      "also write what fixes the run's path (minibatches, draws, parameters after every round), for tests/twin/"},
     {"metric", 0, O_METRIC, C_COMPARE, "M[,M...]", "@metrics", "the metrics (default top1_accuracy); the first is tabulated"},
-    {"target", 0, O_TARGET, C_COMPARE, "X[,X...]", NULL, "the --x value at which the first metric's mean reaches X"},
+    {"target", 0, O_TARGET, C_COMPARE, "[M=]X[,...]", NULL,
+     "the --x value at which metric M's mean (default top1_accuracy) reaches X (at or below X for losses and errors)"},
     {"x", 0, O_X, C_COMPARE, "AXIS", "round samples bytes seconds sim_time", "round (default), samples, bytes, seconds or sim_time"},
     {"against", 0, O_AGAINST, C_COMPARE, "KEY", "@keys", "rows by a config key's value; with --plot, each target's --x against it"},
     {"where", 0, O_WHERE, C_COMPARE | C_RUNS, "KEY=V[,V...]", "@keys", "only runs whose config has one of these values of KEY"},
@@ -114,6 +115,8 @@ static const cli_opt cli_opts[] = {
     {"xlim", 0, O_XLIM, C_COMPARE, "LO:HI", NULL, "--plot: the x axis' limits (0: or :1000 leave a side free)"},
     {"ylim", 0, O_YLIM, C_COMPARE, "[M=]LO:HI", NULL, "--plot: the y axes' limits, or metric M's panels' alone"},
     {"log", 0, O_LOG, C_COMPARE, "AXES", "auto none x y xy", "--plot: log axes: auto (consensus errors, bytes), none, x, y, xy"},
+    {"band", 0, O_BAND, C_COMPARE, "KIND", "ci95 sd sem minmax none",
+     "--plot: the band over seeds: ci95 (95% t-interval, default), sd, sem, minmax or none"},
     {"sort", 0, O_SORT, C_RUNS, "KEY", "date name status metric", "date (default), name, status or metric (best first)"},
     {"json", 0, O_JSON, C_RUNS, NULL, NULL, "a JSON array instead of lines"},
 };
@@ -138,8 +141,18 @@ static dt_status parse_progress(const char *w, int *progress) {
   return DT_OK;
 }
 
-/* --target's comma-separated numbers. */
+/* --target's [METRIC=] and comma-separated numbers (the metric's name is checked by compare). */
 static dt_status parse_targets(const char *list, dt_compare_options *c) {
+  const char *eq = strchr(list, '=');
+  if (eq != NULL) {
+    const size_t n = (size_t)(eq - list);
+    DT_CHECK(n > 0 && n < sizeof c->target_metric, DT_ERR_USAGE, "--target %s: expected METRIC=X[,X...] or X[,X...]", list);
+    DT_CHECK(c->target_metric[0] == '\0' || (strlen(c->target_metric) == n && strncmp(c->target_metric, list, n) == 0),
+             DT_ERR_USAGE, "--target %s: the targets of one comparison are in one metric (%s already)", list, c->target_metric);
+    memcpy(c->target_metric, list, n);
+    c->target_metric[n] = '\0';
+    list = eq + 1;
+  }
   for (const char *q = list;;) {
     char *end;
     const double v = strtod(q, &end);
@@ -269,6 +282,7 @@ static dt_status apply(const cli_opt *o, const char *v, args *a) {
       c->ylim[c->num_ylim++] = v;
       break;
     case O_LOG: c->log = v; break;
+    case O_BAND: c->band = v; break;
     case O_SORT: a->runs.sort = v; break;
     case O_JSON: a->runs.json = 1; break;
     default: break;

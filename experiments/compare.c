@@ -48,8 +48,17 @@ static dt_status parse_metrics(const dt_compare_options *opt, table *t) {
     t->metrics[t->nm++] = metric_cols[k];
   }
   t->nreq = t->nm;
-  const char *extra[] = {"validation_loss", "consensus_error", "top1_accuracy"};
-  for (int e = 0; e < 3; e++) {
+  const char *target = opt->target_metric[0] ? opt->target_metric : "top1_accuracy";
+  int tk = 0;
+  while (tk < NMETRIC_COLS && strcmp(metric_cols[tk], target) != 0) tk++;
+  if (tk == NMETRIC_COLS) {
+    const char *near = dt_nearest(target, metric_cols, NMETRIC_COLS);
+    return DT_ERROR(DT_ERR_USAGE, "--target %s=...: no such metric%s%s%s; the metrics are top1_accuracy, validation_loss, "
+                    "consensus_error, consensus_error_raw, train_loss, current_epoch, forward_pass_count", target,
+                    near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+  }
+  const char *extra[] = {"validation_loss", "consensus_error", "top1_accuracy", metric_cols[tk]};
+  for (int e = 0; e < 4; e++) {
     int have = 0;
     for (int m = 0; m < t->nm; m++) have |= strcmp(t->metrics[m], extra[e]) == 0;
     if (!have) t->metrics[t->nm++] = extra[e];
@@ -83,7 +92,7 @@ static dt_status draw(const table *t, const group *g, const group_summary *sum, 
 /* The figure's options ask for a figure, and --ylim M=LO:HI names a metric of it. */
 static dt_status check_figure_options(const dt_compare_options *opt, const table *t) {
   const char *given = opt->facet ? "--facet" : opt->num_labels ? "--label" : opt->title ? "--title" : opt->xlim ? "--xlim"
-                      : opt->num_ylim ? "--ylim" : opt->log ? "--log" : opt->size ? "--size" : NULL;
+                      : opt->num_ylim ? "--ylim" : opt->log ? "--log" : opt->size ? "--size" : opt->band ? "--band" : NULL;
   DT_CHECK(given == NULL || opt->plot != NULL, DT_ERR_USAGE, "%s shapes a figure: give --plot FILE.pdf|.svg|.png too", given);
   DT_CHECK(opt->facet == NULL || opt->against == NULL, DT_ERR_USAGE,
            "--facet draws metrics over --x; --against draws targets against a key: give one of them");

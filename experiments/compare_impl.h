@@ -78,6 +78,11 @@ static inline int compare_metric_up(const char *m) {
   return strcmp(m, "top1_accuracy") == 0 || strcmp(m, "current_epoch") == 0 || strcmp(m, "forward_pass_count") == 0;
 }
 
+/* The metric --target counts in. */
+static inline const char *compare_target_metric(const dt_compare_options *opt) {
+  return opt->target_metric[0] ? opt->target_metric : "top1_accuracy";
+}
+
 /* t's index of metric name, or -1. */
 static inline int compare_metric_index(const table *t, const char *name) {
   for (int m = 0; m < t->nm; m++)

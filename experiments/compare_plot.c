@@ -94,9 +94,17 @@ static void json_swept(FILE *f, const char *swept) {
 
 /* ---- the series ----------------------------------------------------------------------------- */
 
+/* The band of a group of n seeds: --band's kind, or a single run's node range. */
+static const char *band_kind(const dt_compare_options *opt, int n) {
+  const char *b = opt->band != NULL ? opt->band : "ci95";
+  return strcmp(b, "none") == 0 ? "none" : n > 1 ? b : "nodes";
+}
+
 /* Group gr's metric m over x axis xk as one series: per evaluation all its members have, x (their
- * mean), the mean over seeds and the band (95% interval over seeds, or the node range of one run). */
-static void json_series(FILE *f, const table *t, const group *gr, int gi, int m, int xk, int first) {
+ * mean), the mean over seeds and the band (band_kind: over the seeds' means the 95% t-interval,
+ * ± one standard deviation, ± one standard error, their range, or none; a single run's node
+ * range). */
+static void json_series(FILE *f, const table *t, const group *gr, int gi, int m, int xk, int first, const dt_compare_options *opt) {
   const curve *c0 = &t->c[gr->members[0]];
   int npoints = c0->n;
   for (int k = 1; k < gr->n; k++) npoints = t->c[gr->members[k]].n < npoints ? t->c[gr->members[k]].n : npoints;
@@ -105,7 +113,8 @@ static void json_series(FILE *f, const table *t, const group *gr, int gi, int m,
   json_member(f, "problem", c0->problem, 0);
   json_member(f, "algorithm", c0->alg, 0);
   json_member(f, "facet", c0->facet, 0);
-  json_member(f, "band", gr->n > 1 ? "ci95" : "nodes", 0);
+  const char *band = band_kind(opt, gr->n);
+  json_member(f, "band", band, 0);
   json_member(f, "metric", t->metrics[m], 0);
   fprintf(f, ", \"seeds\": %d, \"swept\": ", gr->n);
   json_swept(f, c0->swept);
@@ -115,8 +124,14 @@ static void json_series(FILE *f, const table *t, const group *gr, int gi, int m,
     for (int i = 0; i < npoints; i++) {
       double v[MAX_SEEDS], s[5], x = 0;
       for (int k = 0; k < gr->n; k++) v[k] = t->c[gr->members[k]].mean[m][i], x += t->c[gr->members[k]].x[xk][i];
-      compare_stats(v, gr->n, s);
-      const double val[4] = {x / gr->n, s[0], gr->n > 1 ? s[0] - s[2] : c0->lo[m][i], gr->n > 1 ? s[0] + s[2] : c0->hi[m][i]};
+      compare_stats(v, gr->n, s); /* mean, std, 95% half-width, min, max */
+      double lo = NAN, hi = NAN;
+      if (strcmp(band, "nodes") == 0) lo = c0->lo[m][i], hi = c0->hi[m][i];
+      else if (strcmp(band, "ci95") == 0) lo = s[0] - s[2], hi = s[0] + s[2];
+      else if (strcmp(band, "sd") == 0) lo = s[0] - s[1], hi = s[0] + s[1];
+      else if (strcmp(band, "sem") == 0) lo = s[0] - s[1] / sqrt((double)gr->n), hi = s[0] + s[1] / sqrt((double)gr->n);
+      else if (strcmp(band, "minmax") == 0) lo = s[3], hi = s[4];
+      const double val[4] = {x / gr->n, s[0], lo, hi};
       if (i > 0) fputs(", ", f);
       json_num(f, val[col]);
     }
@@ -133,7 +148,7 @@ static void json_curves(FILE *f, const table *t, const group *g, int ng, const d
   fputs(", \"series\": [\n  ", f);
   int first = 1;
   for (int m = 0; m < t->nreq; m++)
-    for (int gi = 0; gi < ng; gi++, first = 0) json_series(f, t, &g[gi], gi, m, xk, first);
+    for (int gi = 0; gi < ng; gi++, first = 0) json_series(f, t, &g[gi], gi, m, xk, first, opt);
   fputs("]}\n", f);
 }
 
@@ -144,7 +159,7 @@ static void json_against(FILE *f, const table *t, const group *g, const group_su
   fputs("{\"kind\": \"against\"", f);
   json_options(f, opt, xk);
   json_member(f, "against", opt->against, 0);
-  json_member(f, "metric", t->metrics[0], 0);
+  json_member(f, "metric", compare_target_metric(opt), 0);
   fputs(", \"values\": [", f); /* every group's value, in the table's order: the x axis of words */
   for (int gi = 0; gi < ng; gi++) {
     int seen = 0;
@@ -162,7 +177,7 @@ static void json_against(FILE *f, const table *t, const group *g, const group_su
       fputs(first ? "\n  {" : ",\n  {", f);
       json_member(f, "problem", c0->problem, 1);
       json_member(f, "algorithm", c0->alg, 0);
-      json_member(f, "direction", compare_metric_up(t->metrics[0]) ? ">=" : "<=", 0);
+      json_member(f, "direction", compare_metric_up(compare_target_metric(opt)) ? ">=" : "<=", 0);
       json_member(f, "value", c0->against, 0);
       fputs(", \"target\": ", f);
       json_num(f, opt->targets[ti]);

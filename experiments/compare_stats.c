@@ -96,11 +96,12 @@ static double last_mean(const curve *c, int m) { return c->n && m >= 0 ? c->mean
 /* The x where each target is reached, over gr's seeds: the count that do and their statistics. */
 static void summarize_targets(const table *t, const group *gr, int xk, const dt_compare_options *opt, group_summary *s) {
   double reach[MAX_TARGETS][MAX_SEEDS];
-  const int up = compare_metric_up(t->metrics[0]);
+  const char *metric = compare_target_metric(opt);
+  const int m = compare_metric_index(t, metric), up = compare_metric_up(metric);
   for (int ti = 0; ti < opt->num_targets; ti++) {
     s->nreach[ti] = 0;
-    for (int k = 0; k < gr->n; k++) {
-      const double x = to_target(&t->c[gr->members[k]], 0, xk, opt->targets[ti], up);
+    for (int k = 0; k < gr->n && m >= 0; k++) {
+      const double x = to_target(&t->c[gr->members[k]], m, xk, opt->targets[ti], up);
       if (!isnan(x)) reach[ti][s->nreach[ti]++] = x;
     }
     for (int j = 0; j < 5; j++) s->reach[ti][j] = NAN;

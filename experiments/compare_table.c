@@ -107,6 +107,8 @@ static void print_cells(const cells *t, int format, FILE *out) {
 static void header_row(const table *t, int xk, const dt_compare_options *opt, cells *cl) {
   const int csv = opt->format == DT_COMPARE_CSV; /* numbers only, one per column */
   const char *m = t->metrics[0];
+  /* a target's column names its metric unless it is top-1's (the default) */
+  const char *tm = strcmp(compare_target_metric(opt), "top1_accuracy") != 0 ? compare_target_metric(opt) : "";
   int c = 0;
   cell(cl, 0, c++, "run");
   if (opt->against != NULL) cell(cl, 0, c++, "%s", strrchr(opt->against, '.') ? strrchr(opt->against, '.') + 1 : opt->against);
@@ -126,8 +128,10 @@ static void header_row(const table *t, int xk, const dt_compare_options *opt, ce
       snprintf(tv, sizeof tv, "%g", opt->targets[ti]);
       for (char *q = tv; *q; q++)
         if (*q == '.' || *q == '-' || *q == '+') *q = '_';
-      cell(cl, 0, c++, "%s_to_%s", compare_x_name(xk), tv);       /* the mean over the seeds that reach it */
-      cell(cl, 0, c++, "%s_to_%s_seeds", compare_x_name(xk), tv); /* how many do */
+      /* the mean over the seeds that reach it, and how many do (a target in another metric than
+       * top-1 names it) */
+      cell(cl, 0, c++, "%s_to_%s%s%s", compare_x_name(xk), tm, *tm ? "_" : "", tv);
+      cell(cl, 0, c++, "%s_to_%s%s%s_seeds", compare_x_name(xk), tm, *tm ? "_" : "", tv);
     }
     cell(cl, 0, c++, "mb_sent");
     cell(cl, 0, c++, "wall_seconds");
@@ -137,7 +141,8 @@ static void header_row(const table *t, int xk, const dt_compare_options *opt, ce
   cell(cl, 0, c++, "min-max");
   cell(cl, 0, c++, "val loss");
   cell(cl, 0, c++, "consensus");
-  for (int ti = 0; ti < opt->num_targets; ti++) cell(cl, 0, c++, "%s@%g", compare_x_name(xk), opt->targets[ti]);
+  for (int ti = 0; ti < opt->num_targets; ti++)
+    cell(cl, 0, c++, "%s@%s%s%g", compare_x_name(xk), tm, *tm ? (compare_metric_up(tm) ? ">=" : "<=") : "", opt->targets[ti]);
   cell(cl, 0, c++, "MB sent");
   cell(cl, 0, c++, "seconds");
 }
@@ -224,7 +229,7 @@ void compare_print(const table *t, const group *g, const group_summary *sum, int
   if (opt->format == DT_COMPARE_TABLE) incomplete_runs(t, out);
   print_cells(&cl, opt->format, out);
   if (opt->num_targets > 0 && opt->format == DT_COMPARE_TABLE)
-    fprintf(out, "# %s@X: mean over the seeds whose %s reaches %s X (\"k of n\" when only some do)\n", compare_x_name(xk), t->metrics[0],
-            compare_metric_up(t->metrics[0]) ? ">=" : "<=");
+    fprintf(out, "# %s@X: mean over the seeds whose %s reaches %s X (\"k of n\" when only some do)\n", compare_x_name(xk),
+            compare_target_metric(opt), compare_metric_up(compare_target_metric(opt)) ? ">=" : "<=");
   cells_free(&cl);
 }

@@ -137,9 +137,11 @@ int dt_is_sweep_dir(const char *dir);
 DT_MUST_USE dt_status dt_sweep_dir_status(const char *dir, FILE *out);
 
 typedef struct dt_compare_options {
-  const char *metric; /* comma-separated metrics (default top1_accuracy); the first is tabulated and targeted */
-  double targets[8];  /* --target X[,X...]: the --x value at which the first metric's mean reaches each */
+  const char *metric; /* comma-separated metrics (default top1_accuracy); the first is tabulated */
+  double targets[8];  /* --target [METRIC=]X[,X...]: the --x value at which target_metric's mean reaches each */
   int num_targets;
+  char target_metric[32]; /* --target's metric ("" : top1_accuracy); reached at or above X where the metric
+                             rises (top-1), at or below where it falls (losses, consensus errors) */
   const char *against; /* a config key path: one row (and figure point) per value, targets against it */
   const char *where[8]; /* KEY=VALUE[,VALUE...]: only runs whose config has one of the values */
   int num_where;
@@ -154,6 +156,7 @@ typedef struct dt_compare_options {
   const char *ylim[4]; /* [METRIC=]LO:HI */
   int num_ylim;
   const char *log;    /* auto (default: consensus errors and bytes on log axes), none, x, y or xy */
+  const char *band;   /* over seeds: ci95 (default), sd, sem, minmax or none (a single run: its nodes' range) */
   int format;         /* DT_COMPARE_TABLE, _CSV, _MARKDOWN, _LATEX */
 } dt_compare_options;
 

@@ -237,7 +237,8 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
     all_seeds = set().union(*(o["seeds"] for o in order.values()))
     all_bands = set().union(*(o["bands"] for o in order.values()))
     legend_cols = 1 if size == "slide" or len(order) < 4 or cols == 1 else 2
-    legend_title = "Mean over nodes; band: " + _band_text(all_bands, all_seeds)
+    band_text = _band_text(all_bands, all_seeds)
+    legend_title = "Mean over nodes" + (f"; band: {band_text}" if band_text else "")
     fig, grid, legend_ax = _new_figure(size, len(metrics) * frows, cols, len(order), title, legend_cols,
                                        legend_texts=list(order) + legend_title.split("; "))
     panel_w = fig.get_size_inches()[0] / (cols + (1 if size == "slide" else 0)) - 0.3
@@ -261,7 +262,8 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
                 if logy:  # a log axis has no zero: values <= 0 are left out, a band through zero keeps its upper edge
                     mean = [v if v > 0 else math.nan for v in mean]
                     lo = [a if a > 0 else (m if m > 0 else math.nan) for a, m in zip(lo, mean)]
-                ax.fill_between(xs, lo, hi, color=st["color"], alpha=0.16, linewidth=0)
+                if s["band"].iloc[0] != "none":
+                    ax.fill_between(xs, lo, hi, color=st["color"], alpha=0.16, linewidth=0)
                 ax.plot(xs, mean, color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
                         markevery=max(1, len(xs) // 10), markersize=2.8 if size == "paper" else 5,
                         linewidth=1.1 if size == "paper" else 1.8, label=ident, gid=ident)
@@ -292,15 +294,21 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
     return fig
 
 
+_BANDS = {"ci95": "95% interval", "sd": "\u00b11 sd", "sem": "\u00b11 standard error", "minmax": "range"}
+
+
 def _band_text(bands, seeds):
-    """What the bands show, for the legend's title."""
+    """What the bands show, for the legend's title (None: no band)."""
+    if bands == {"none"}:
+        return None
     n = sorted(seeds - {1}) if bands != {"nodes"} else []
     over = f"{n[0]} seeds" if len(n) == 1 else f"{n[0]}-{n[-1]} seeds" if n else "seeds"
     if bands == {"nodes"}:
         return "range over the nodes"
-    if bands == {"ci95"}:
-        return f"95% interval over {over}"
-    return f"95% interval over {over} (a single run: the range over its nodes)"
+    kind = _BANDS[next(iter(sorted(bands - {"nodes"})))]
+    if "nodes" not in bands:
+        return f"{kind} over {over}"
+    return f"{kind} over {over} (a single run: the range over its nodes)"
 
 
 def draw_against(points, against, metric, x="round", size="paper", labels=None, title=None, xlim=None, ylim=None,

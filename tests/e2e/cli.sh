@@ -29,7 +29,7 @@ done
 for o in --set --sweep --output-dir --force --quiet --progress --point --dump-trace --log-level; do
   grep -q -- "$o" <("$dtrun" help run) && ok || bad "help run lacks $o"
 done
-for o in --metric --target --x --against --where --csv --plot --size --facet --label --title --xlim --ylim --log; do
+for o in --metric --target --x --against --where --csv --plot --size --facet --label --title --xlim --ylim --log --band; do
   grep -q -- " $o" <("$dtrun" help compare) && ok || bad "help compare lacks $o"
 done
 "$dtrun" help nope > /dev/null 2> "$tmp/err"; rc=$?
@@ -114,6 +114,21 @@ complete_words dtrun run --p | grep -qx -- "--progress" && ! complete_words dtru
 "$dtrun" completion zsh > "$tmp/_dtrun" && head -1 "$tmp/_dtrun" | grep -q "^#compdef dtrun" && ok || bad "completion zsh"
 if command -v zsh > /dev/null; then zsh -n "$tmp/_dtrun" && ok || bad "the zsh completion does not parse"; fi
 "$dtrun" completion fish > /dev/null 2>&1; [ $? = 2 ] && ok || bad "completion fish should exit 2"
+
+# The SLURM scripts outside a checkout: the dtrun on PATH (srun stubbed to run its command), and a
+# clear exit 2 without any dtrun
+mkdir -p "$tmp/slurm/bin" "$tmp/slurm/nodtrun"
+printf '#!/bin/sh\n[ "$1" = --mpi=pmix ] && shift\nexec "$@"\n' > "$tmp/slurm/bin/srun"
+printf '#!/bin/sh\necho "installed dtrun: $*"\n' > "$tmp/slurm/bin/dtrun"
+chmod +x "$tmp/slurm/bin/srun" "$tmp/slurm/bin/dtrun"
+root=$PWD
+for s in dtrun.sbatch dtrun_array.sbatch; do
+  (cd "$tmp/slurm" && SLURM_ARRAY_TASK_ID=1 PATH="$tmp/slurm/bin:$PATH" bash "$root/scripts/slurm/$s" c.yaml out) > "$tmp/slurm/out" 2>&1
+  grep -q "installed dtrun: c.yaml --output-dir out" "$tmp/slurm/out" && ok || bad "$s outside the checkout should run the dtrun on PATH: $(cat "$tmp/slurm/out")"
+  (cd "$tmp/slurm/nodtrun" && SLURM_ARRAY_TASK_ID=1 PATH="$tmp/slurm/nodtrun:/usr/bin:/bin" bash "$root/scripts/slurm/$s" c.yaml out) > "$tmp/slurm/out" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "$s: no dtrun: not on PATH" "$tmp/slurm/out" && ok || bad "$s without any dtrun: exit $rc, $(cat "$tmp/slurm/out")"
+done
 
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]

@@ -49,6 +49,41 @@ sizes = {(p["width_in"], p["height_in"]) for p in P}
 assert len(sizes) == 1 and min(sizes.pop()) > 1.0, [(p["width_in"], p["height_in"]) for p in P]
 assert not any(overlaps(p["box_in"], L["box_in"]) for p in P), "the legend covers a panel"
 '
+# --band: what the band shows over seeds (the numbers sent to the drawing side, caught by a
+# shim Python, against the seeds' means from load_runs), or no band
+printf '#!/bin/sh\ntee "%s" | "%s" "$@"\n' "$tmp/spec.json" "$py" > "$tmp/shim" && chmod +x "$tmp/shim"
+DTRUN_PYTHON=$tmp/shim figure band_sd --band sd --plot "$tmp/band_sd.png"
+[ $? = 0 ] && ok || bad "--band sd: $(cat "$tmp/band_sd.err")"
+check band_sd '
+assert "band: \u00b11 sd over 3 seeds" in L["title"], L["title"]
+assert [p["bands"] for p in P] == [27], [p["bands"] for p in P]  # 9 algorithms x 3 graphs
+'
+PYTHONPATH=python "$py" - "$tmp/s" "$tmp/spec.json" <<'PY' && ok || bad "--band sd: the band is not the mean +- the seeds' standard deviation"
+import json, sys
+import numpy as np
+import dtrun
+spec = json.load(open(sys.argv[2]))
+df = dtrun.load_runs(sys.argv[1])
+means = df.groupby(["problem", "graph", "experiment.seed", "round"])["top1_accuracy"].mean()
+checked = 0
+for s in spec["series"]:
+    assert s["band"] == "sd", s["band"]
+    graph = s["swept"]["graph"] if isinstance(s["swept"], dict) else dict(s["swept"])["graph"]
+    for x, mean, lo, hi in zip(s["x"], s["mean"], s["lo"], s["hi"]):
+        v = means.xs((s["problem"], graph, x), level=("problem", "graph", "round")).to_numpy()
+        sd = v.std(ddof=1)
+        assert abs(mean - v.mean()) < 1e-6 and abs(lo - (v.mean() - sd)) < 1e-6 and abs(hi - (v.mean() + sd)) < 1e-6, (s["problem"], x, lo, hi, v)
+        checked += 1
+assert checked > 100, checked
+PY
+figure band_none --band none --plot "$tmp/band_none.png"
+check band_none '
+assert "band" not in L["title"], L["title"]
+assert [(p["bands"], len(p["lines"])) for p in P] == [(0, 27)], [(p["bands"], len(p["lines"])) for p in P]
+'
+fails "--band: expected ci95, sd, sem, minmax or none, found 'std'" --band std --plot "$tmp/fail/a.png"
+fails "--band shapes a figure" --band sd
+
 pdfinfo "$tmp/paper.pdf" 2>/dev/null | grep -q "^Pages: *1$" && ok || bad "the PDF is not one page"
 pdffonts "$tmp/paper.pdf" | awk 'NR > 2 && $(NF-4) != "yes" {bad = 1} NR > 2 {n++} END {exit bad || !n}' && ok \
   || bad "a PDF font is not embedded: $(pdffonts "$tmp/paper.pdf")"
@@ -124,6 +159,35 @@ fails "did you mean experiment.graph.type" --facet experiment.graph.typ --plot "
 fails "--log: expected auto, none, x, y or xy, found 'z'" --log z --plot "$tmp/fail/a.png"
 fails "--label needs KEY=TEXT" --label dinno --plot "$tmp/fail/a.png"
 fails "the folder $tmp/nowhere does not exist" --plot "$tmp/nowhere/a.png"
+fails "--target consenus_error=...: no such metric; did you mean consensus_error?" --target consenus_error=0.1
+
+# --target counts in top-1 whatever --metric shows, or in the metric it names, in that metric's
+# direction (a consensus error is reached at or below X)
+"$dtrun" compare "$tmp/s" --metric consensus_error --target 0.5 > "$tmp/t1.out" 2>&1
+head -1 "$tmp/t1.out" | grep -q "round@0.5 " && grep -q "whose top1_accuracy reaches >= X" "$tmp/t1.out" && ok \
+  || bad "a plain --target should count top-1's rounds: $(head -1 "$tmp/t1.out"; tail -1 "$tmp/t1.out")"
+"$dtrun" compare "$tmp/s" --target consensus_error=0.05 --csv > "$tmp/t2.csv" 2>&1
+"$dtrun" compare "$tmp/s" --target consensus_error=0.05 > "$tmp/t2.out" 2>&1
+head -1 "$tmp/t2.out" | grep -q "round@consensus_error<=0.05" && grep -q "whose consensus_error reaches <= X" "$tmp/t2.out" \
+  && PYTHONPATH=python "$py" - "$tmp/s" "$tmp/t2.csv" <<'PY' && ok || bad "--target consensus_error=0.05: $(head -2 "$tmp/t2.out")"
+import sys
+import pandas as pd
+import dtrun
+t = pd.read_csv(sys.argv[2], comment="#")
+df = dtrun.load_runs(sys.argv[1])
+# the first round where a run's mean over nodes is <= 0.05, averaged over the group's seeds
+m = df.groupby(["problem", "graph", "experiment.seed", "round"], as_index=False)["consensus_error"].mean()
+first = m[m.consensus_error <= 0.05].groupby(["problem", "graph", "experiment.seed"])["round"].min()
+checked = 0
+for _, row in t.iterrows():
+    graph = row["run"].split("=", 1)[1]
+    want = first[(first.index.get_level_values(0) == row["problem"]) & (first.index.get_level_values(1) == graph)]
+    got = row["round_to_consensus_error_0_05"]
+    assert row["round_to_consensus_error_0_05_seeds"] == len(want), (row["run"], row["problem"], len(want))
+    assert (pd.isna(got) and want.empty) or abs(got - want.mean()) < 1e-9, (row["run"], row["problem"], got, want.mean())
+    checked += not want.empty
+assert checked > 10, checked
+PY
 
 # The Python API: load_runs is one row per evaluation and node with the swept values as columns;
 # curves() gives compare's numbers (the final mean over seeds of every group, as --csv prints it)

@@ -56,6 +56,13 @@ check_closed dsgd "k * (0.008 + 0.001 + 176 / 1e6)"
 check_closed dsgt "0.008 + k * (0.008 + 0.001 + 352 / 1e6)" # y0 = ∇f(x0) before round 0
 check_closed centralized "k * (0.008 + 2 * (0.001 + 176 / 1e6)) - (0.001 + 176 / 1e6 if node == 0 and k > 0 else 0)"
 grep -q "sim_time: {min: " "$tmp/closed/summary.yaml" && ok || bad "summary.yaml has no sim_time"
+# each link has the whole bandwidth (docs/network.md): on the complete graph, where each node
+# sends to 4 neighbours, DSGD's round costs what it costs on the ring
+mv "$tmp/closed" "$tmp/closed_ring"
+"$dtrun" "$tmp/closed.yaml" --set experiment.graph.type=complete --output-dir "$tmp/closed" --quiet > "$tmp/closed.log" 2>&1 \
+  || bad "closed-form run on the complete graph: $(tail -3 "$tmp/closed.log")"
+check_closed dsgd "k * (0.008 + 0.001 + 176 / 1e6)"
+rm -rf "$tmp/closed" && mv "$tmp/closed_ring" "$tmp/closed"
 
 # `dtrun check` says what was drawn
 "$dtrun" check "$tmp/closed.yaml" --set experiment.network.stragglers=0.2 > "$tmp/check.txt" 2>&1
