@@ -113,6 +113,7 @@ static void emit_summary(runner *r, int done, const char *end, dt_yemit *y) {
   dt_yemit_scalar(y, "dtrun_version", 0), dt_yemit_str(y, DT_VERSION);
   dt_yemit_scalar(y, "build", 0), dt_yemit_str(y, DT_GIT_DESCRIBE);
   dt_yemit_scalar(y, "blas_kernels", 0), dt_yemit_str(y, dt_cpu_kernel_name());
+  dt_yemit_scalar(y, "blas_kernels_why", 0), dt_yemit_str(y, dt_cpu_kernel_reason());
   dt_yemit_scalar(y, "command", 0), dt_yemit_str(y, r->opt->command_line ? r->opt->command_line : "");
   dt_yemit_scalar(y, "ranks", 0), dt_yemit_int(y, r->size);
   dt_yemit_scalar(y, "hosts", 0), dt_yemit_int(y, dt_comm_num_hosts(r->comm));

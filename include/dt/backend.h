@@ -348,6 +348,13 @@ const char *dt_backend_list(void);
  * called first in main(), before MPI or threads start, with main's argv. DT_BLAS_KERNELS=keep
  * disables it. Returns only when no restart was needed or possible. */
 void dt_cpu_select_kernels(char **argv);
+/* Why OpenBLAS runs the kernels dt_cpu_kernel_name names: its own choice, the environment's
+ * OPENBLAS_CORETYPE, or dtrun's restart (summary.yaml's blas_kernels_why). */
+const char *dt_cpu_kernel_reason(void);
+/* A build with the CUDA backend: opens cuBLAS, as the backend does when it is first created (it is
+ * not linked, so a dtrun that does not use the GPU never maps it); 0 with the reason in why where
+ * it cannot. */
+int dt_cuda_blas_open(char *why, size_t size);
 /* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...). */
 const char *dt_cpu_kernel_name(void);
 

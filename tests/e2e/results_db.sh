@@ -38,6 +38,14 @@ cmp -s "$tmp/p1.rows" "$tmp/p5.rows" && ok || { bad "results.sqlite differs betw
 # is sha256sum of the uncompressed file
 grep -q '^build: "\?[0-9a-f]' "$tmp/p1/summary.yaml" && grep -q '^blas_kernels: "\?[A-Za-z]' "$tmp/p1/summary.yaml" && ok \
   || bad "summary.yaml lacks build or blas_kernels: $(head -4 "$tmp/p1/summary.yaml")"
+grep -q "^blas_kernels_why: " "$tmp/p1/summary.yaml" && ok || bad "summary.yaml lacks blas_kernels_why"
+# an OPENBLAS_CORETYPE the environment sets is honoured (dtrun restarted AVX-512 CPUs with
+# SkylakeX kernels over it), and summary.yaml says why those kernels ran
+OPENBLAS_CORETYPE=Haswell "$dtrun" tests/e2e/small.yaml --set 'problem_configs.dsgd.optimizer_config.outer_iterations=1' \
+  --output-dir "$tmp/core" --quiet > /dev/null 2>&1
+grep -q '^blas_kernels: Haswell' "$tmp/core/summary.yaml" && grep -q '^blas_kernels_why: OPENBLAS_CORETYPE=Haswell, as the environment sets it' \
+  "$tmp/core/summary.yaml" && ok || bad "OPENBLAS_CORETYPE=Haswell not honoured: $(grep blas "$tmp/core/summary.yaml")"
+rm -rf "$tmp/core" # (runs lists the folder's runs below)
 for pair in train_images:train-images-idx3-ubyte train_labels:train-labels-idx1-ubyte test_images:t10k-images-idx3-ubyte \
             test_labels:t10k-labels-idx1-ubyte; do
   f=$(ls data/mnist/"${pair#*:}"* | head -1)

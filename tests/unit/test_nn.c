@@ -545,6 +545,17 @@ static void test_vector_ops(void) {
   free(x), free(y), free(z), free(r), free(x2), free(sum);
   dt_backend_free(be2);
 
+#if DT_HAVE_CUDA
+  { /* cuBLAS is not linked (nothing maps it until a CUDA backend is created), and it opens */
+    char why[320] = "", line[512];
+    int mapped = 0;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (maps != NULL && fgets(line, sizeof line, maps) != NULL) mapped |= strstr(line, "libcublas") != NULL;
+    if (maps != NULL) fclose(maps);
+    CHECK(!mapped, "cuBLAS is mapped before any CUDA backend was created");
+    CHECK(dt_cuda_blas_open(why, sizeof why), "cuBLAS does not open: %s", why);
+  }
+#endif
   /* selection: cpu always; auto falls back to the CPU; an unknown or unbuilt backend is a config error */
   dt_backend *sel = NULL;
   char note[256];

@@ -16,10 +16,25 @@
 extern void openblas_set_num_threads(int num_threads);
 extern char *openblas_get_corename(void);
 
+/* Why OpenBLAS runs the kernels it runs: summary.yaml's blas_kernels_why. */
+static char kernel_reason[160] = "OpenBLAS's own choice for this CPU";
+
 void dt_cpu_select_kernels(char **argv) {
-  const char *keep = getenv("DT_BLAS_KERNELS");
-  if (keep != NULL && strcmp(keep, "keep") == 0) return;
-  if (getenv("DT_BLAS_KERNELS_SELECTED") != NULL) return; /* this is the restarted process */
+  const char *keep = getenv("DT_BLAS_KERNELS"), *restarted = getenv("DT_BLAS_KERNELS_SELECTED");
+  const char *user = getenv("OPENBLAS_CORETYPE");
+  if (restarted != NULL) { /* this is the restarted process: its OPENBLAS_CORETYPE is dtrun's */
+    snprintf(kernel_reason, sizeof kernel_reason, "dtrun's choice: an AVX-512 CPU that OpenBLAS took for %s", restarted);
+    return;
+  }
+  if (keep != NULL && strcmp(keep, "keep") == 0) {
+    snprintf(kernel_reason, sizeof kernel_reason, "OpenBLAS's own choice (DT_BLAS_KERNELS=keep)%s%s", user ? "; OPENBLAS_CORETYPE=" : "",
+             user ? user : "");
+    return;
+  }
+  if (user != NULL && user[0] != '\0') { /* the user's or the cluster's choice, not dtrun's to override */
+    snprintf(kernel_reason, sizeof kernel_reason, "OPENBLAS_CORETYPE=%s, as the environment sets it", user);
+    return;
+  }
   const char *core = openblas_get_corename();
   if (core == NULL || (strcmp(core, "Haswell") != 0 && strcmp(core, "Zen") != 0)) return;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,14 +43,19 @@ void dt_cpu_select_kernels(char **argv) {
       !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
       !__builtin_cpu_supports("avx512cd"))
     return;
-  /* OpenBLAS 0.3.21 takes AVX-512 AMD CPUs (Zen 4) for Haswell, and some environments pin
-   * OPENBLAS_CORETYPE=Haswell: either way AVX2 kernels run at about half the sgemm rate of the
-   * AVX-512 ones (117 vs 218 GFLOP/s measured here). The core type is read once, when the
-   * library loads, so the process restarts itself with SkylakeX kernels. */
+  /* OpenBLAS 0.3.21 takes AVX-512 AMD CPUs (Zen 4) for Haswell: its AVX2 kernels run at about
+   * half the sgemm rate of the AVX-512 ones (117 vs 218 GFLOP/s measured here). The core type is
+   * read once, when the library loads, so the process restarts itself with SkylakeX kernels,
+   * under its own path (so it keeps its name: ps -C dtrun). */
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
   setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
-  setenv("DT_BLAS_KERNELS_SELECTED", "1", 1);
-  execv("/proc/self/exe", argv);
-  setenv("OPENBLAS_CORETYPE", core, 1); /* exec failed: go on with the kernels we have */
+  setenv("DT_BLAS_KERNELS_SELECTED", core, 1);
+  execv(self, argv);
+  unsetenv("OPENBLAS_CORETYPE"); /* exec failed: go on with the kernels we have */
+  unsetenv("DT_BLAS_KERNELS_SELECTED");
 #else
   (void)argv;
 #endif
@@ -45,6 +65,8 @@ const char *dt_cpu_kernel_name(void) {
   const char *core = openblas_get_corename();
   return core != NULL ? core : "unknown";
 }
+
+const char *dt_cpu_kernel_reason(void) { return kernel_reason; }
 
 /* OpenBLAS runs on one thread: ranks and node threads give the parallelism (DESIGN.md). */
 static void blas_single_thread(void) {

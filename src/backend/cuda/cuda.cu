@@ -116,7 +116,7 @@ static int cuda_usable(char *why, size_t size) {
     snprintf(why, size, "no GPU found");
     return 0;
   }
-  return 1;
+  return cu_blas_open(why, size);
 }
 
 static void cuda_destroy(dt_backend *be) {
@@ -129,7 +129,7 @@ static void cuda_destroy(dt_backend *be) {
     if (c->red_host != NULL) (void)cudaFreeHost(c->red_host);
     if (c->rows_red != NULL) (void)cudaFree(c->rows_red);
     if (c->rows_host != NULL) (void)cudaFreeHost(c->rows_host);
-    if (c->blas != NULL) (void)cublasDestroy(c->blas);
+    if (c->blas != NULL) (void)cu_blas.destroy(c->blas);
     if (c->stream != NULL) (void)cudaStreamDestroy(c->stream);
     dt_free(c);
   }
@@ -145,10 +145,12 @@ static dt_status setup(dt_backend *be, cuda_ctx *c) {
   be->device_memory = c->prop.totalGlobalMem;
   be->device_count = count;
   CU_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-  BLAS_CALL(cublasCreate(&c->blas));
-  BLAS_CALL(cublasSetStream(c->blas, c->stream));
-  BLAS_CALL(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
-  BLAS_CALL(cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
+  char why[320];
+  DT_CHECK(cu_blas_open(why, sizeof why), DT_ERR_CUDA, "CUDA backend: %s", why);
+  BLAS_CALL(cu_blas.create(&c->blas));
+  BLAS_CALL(cu_blas.set_stream(c->blas, c->stream));
+  BLAS_CALL(cu_blas.set_math_mode(c->blas, CUBLAS_DEFAULT_MATH));
+  BLAS_CALL(cu_blas.set_atomics_mode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
   CU_CALL(cudaMalloc((void **)&c->red, sizeof(double) * (RED_BLOCKS + 1)));
   CU_CALL(cudaMallocHost((void **)&c->red_host, sizeof(double)));
   (void)be;

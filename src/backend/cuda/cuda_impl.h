@@ -108,11 +108,29 @@ static inline unsigned cu_node_blocks(size_t per) {
     }                                                                                                         \
   } while (0)
 
+/* cuBLAS's entry points, opened by cu_blas_open (blas.cu) when a backend is created. */
+typedef struct cu_blas_api {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasDestroy_v2) destroy;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetMathMode) set_math_mode;
+  decltype(&cublasSetAtomicsMode) set_atomics_mode;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+  cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                            const void *, cudaDataType, int, long long, const void *, cudaDataType, int,
+                                            long long, const void *, void *, cudaDataType, int, long long, int,
+                                            cublasComputeType_t, cublasGemmAlgo_t); /* the exported one, not the C++ overload */
+  decltype(&cublasGetStatusString) status_string;
+} cu_blas_api;
+extern cu_blas_api cu_blas;
+/* Opens cuBLAS once; 0 with the reason in why where it cannot. */
+int cu_blas_open(char *why, size_t size);
+
 #define BLAS_CALL(expr)                                                                                   \
   do {                                                                                                    \
     cublasStatus_t bl_err_ = (expr);                                                                      \
     if (bl_err_ != CUBLAS_STATUS_SUCCESS)                                                                 \
-      return DT_ERROR(DT_ERR_CUDA, "cuBLAS: %s failed: %s", #expr, cublasGetStatusString(bl_err_));       \
+      return DT_ERROR(DT_ERR_CUDA, "cuBLAS: %s failed: %s", #expr, cu_blas.status_string(bl_err_));       \
   } while (0)
 
 /* Puts `bytes` of host data into table t's device memory (in stream order), growing it as
