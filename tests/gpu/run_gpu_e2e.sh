@@ -85,41 +85,37 @@ if run t1 && run t1b && run t2 "$mpiexec" --oversubscribe -n 2; then
 else
   bad "tf32 runs failed: $(tail -3 "$tmp/t1.log" "$tmp/t1b.log" "$tmp/t2.log" 2>/dev/null)"
 fi
+# A config on generated CIFAR files ($cfg, $files, $extra): runs TAG1, TAG1b and TAG2 (P = 2) on
+# the GPU give the same files; against the CPU's run, the first evaluation within FIRST_TOL and
+# the final top-1 within FINAL_TOL (of the problems named, else of every one).
+cifar_case() { # what tag first_tol final_tol [problem...]
+  local what=$1 tag=$2 first_tol=$3 final_tol=$4
+  shift 4
+  rm -rf "$tmp/c1"
+  if ! run "${tag}1" || ! run "${tag}1b" || ! run "${tag}2" "$mpiexec" --oversubscribe -n 2; then
+    bad "$what runs failed: $(tail -3 "$tmp/${tag}1.log" "$tmp/${tag}1b.log" "$tmp/${tag}2.log" 2>/dev/null)"
+    return
+  fi
+  same_results "$tmp/${tag}1" "$tmp/${tag}1b" "$what: re-run on the GPU"
+  same_results "$tmp/${tag}1" "$tmp/${tag}2" "$what: P=1 vs P=2 on the GPU"
+  if "$dtrun" "$cfg" --set experiment.backend=cpu --output-dir "$tmp/c1" --quiet > "$tmp/c1.log" 2>&1; then
+    top1_close "${tag}1" "$first_tol" 1
+    top1_close "${tag}1" "$final_tol" 0 "$@"
+  else
+    bad "$what: CPU run failed: $(tail -3 "$tmp/c1.log")"
+  fi
+}
 # ---- a residual network with batch norm ----------------------------------------------------------
 mkdir -p "$tmp/c10/cifar-10-batches-bin"
 python3 tests/e2e/make_cifar.py "$tmp/c10/cifar-10-batches-bin" 60 100 || bad "make_cifar.py failed"
 sed "s|data_dir: cifar_data.*|data_dir: $tmp/c10|" tests/e2e/resnet.yaml > "$tmp/resnet.yaml"
 cfg=$tmp/resnet.yaml files=(graph.yaml split.csv dsgd_models.npy gossip_models.npy mixed_buffers_models.npy mean_model_models.npy)
 extra=()
-rm -rf "$tmp/c1"
-if run r1 && run r1b && run r2 "$mpiexec" --oversubscribe -n 2; then
-  same_results "$tmp/r1" "$tmp/r1b" "resnet: re-run on the GPU"
-  same_results "$tmp/r1" "$tmp/r2" "resnet: P=1 vs P=2 on the GPU"
-  if "$dtrun" "$cfg" --set experiment.backend=cpu --output-dir "$tmp/c1" --quiet > "$tmp/c1.log" 2>&1; then
-    top1_close r1 0.02 1
-    top1_close r1 0.15 0 dsgd gossip mixed_buffers
-  else
-    bad "resnet: CPU run failed: $(tail -3 "$tmp/c1.log")"
-  fi
-else
-  bad "resnet runs failed: $(tail -3 "$tmp/r1.log" "$tmp/r1b.log" "$tmp/r2.log" 2>/dev/null)"
-fi
+cifar_case resnet r 0.02 0.15 dsgd gossip mixed_buffers
 # ---- the e2e suite's CIFAR run: LeNet-5 on CIFAR-10-format files, 4 nodes ------------------------
 cifar_config tests/e2e/cifar.yaml "$tmp/cifar.yaml" "$tmp/c10l"
 cfg=$tmp/cifar.yaml files=(graph.yaml split.csv dsgd_models.npy)
 extra=(--set experiment.save_models=true)
-rm -rf "$tmp/c1"
-if run l1 && run l1b && run l2 "$mpiexec" --oversubscribe -n 2; then
-  same_results "$tmp/l1" "$tmp/l1b" "cifar: re-run on the GPU"
-  same_results "$tmp/l1" "$tmp/l2" "cifar: P=1 vs P=2 on the GPU"
-  if "$dtrun" "$cfg" --set experiment.backend=cpu --output-dir "$tmp/c1" --quiet > "$tmp/c1.log" 2>&1; then
-    top1_close l1 0.02 1
-    top1_close l1 0.05
-  else
-    bad "cifar: CPU run failed: $(tail -3 "$tmp/c1.log")"
-  fi
-else
-  bad "cifar runs failed: $(tail -3 "$tmp/l1.log" "$tmp/l1b.log" "$tmp/l2.log" 2>/dev/null)"
-fi
+cifar_case cifar l 0.02 0.05
 [ $fail = 0 ] && echo "gpu e2e: all passed" || echo "gpu e2e: $fail failed"
 exit $((fail > 0))
