@@ -2,6 +2,7 @@
  * with its interval and range, validation loss, consensus, the x at each target, traffic and
  * time), written as aligned terminal columns, CSV (numbers only, one per column), Markdown or
  * LaTeX. Cells are collected first so that the terminal's columns can be aligned. */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -49,6 +50,50 @@ static void latex_escape(FILE *out, const char *s) {
   }
 }
 
+/* A number cell in LaTeX: its numbers in math mode (an exponent as ×10^k, "a ± b" as one
+ * formula), a range's dash between two numbers as an en dash, anything else escaped. */
+static void latex_numbers(FILE *out, const char *s) {
+  const char *p = s;
+  while (*p) {
+    const int sign = (*p == '-' || *p == '+') && (p == s || p[-1] == ' ' || p[-1] == '(') && isdigit((unsigned char)p[1]);
+    if (!isdigit((unsigned char)*p) && !sign) {
+      if (*p == '-' && p > s && isdigit((unsigned char)p[-1])) fputs("--", out), p++; /* a range */
+      else {
+        const char one[2] = {*p, '\0'};
+        latex_escape(out, one);
+        p++;
+      }
+      continue;
+    }
+    fputc('$', out);
+    for (;;) { /* a number, then "± number" while they follow */
+      const char *q = p;
+      if (*q == '-' || *q == '+') fputc(*q++, out);
+      while (isdigit((unsigned char)*q) || *q == '.') fputc(*q++, out);
+      if ((*q == 'e' || *q == 'E') && (isdigit((unsigned char)q[1]) || ((q[1] == '-' || q[1] == '+') && isdigit((unsigned char)q[2])))) {
+        q++;
+        const int neg = *q == '-';
+        if (*q == '-' || *q == '+') q++;
+        while (*q == '0' && isdigit((unsigned char)q[1])) q++;
+        fputs("\\times10^{", out);
+        if (neg) fputc('-', out);
+        while (isdigit((unsigned char)*q)) fputc(*q++, out);
+        fputc('}', out);
+      }
+      p = q;
+      const char *r = p;
+      while (*r == ' ') r++;
+      if (strncmp(r, "±", strlen("±")) != 0) break;
+      r += strlen("±");
+      while (*r == ' ') r++;
+      if (!isdigit((unsigned char)*r) && !((*r == '-' || *r == '+') && isdigit((unsigned char)r[1]))) break;
+      fputs(" \\pm ", out);
+      p = r;
+    }
+    fputc('$', out);
+  }
+}
+
 /* The columns s takes on a terminal: UTF-8 characters, not bytes ("±"). */
 static int text_width(const char *s) {
   int len = 0;
@@ -56,8 +101,8 @@ static int text_width(const char *s) {
   return len;
 }
 
-/* One cell in format, c its column; w the columns' widths (terminal). */
-static void print_cell(const cells *t, int format, const int *w, int c, const char *s, FILE *out) {
+/* One cell in format, (r, c) its place; w the columns' widths (terminal). */
+static void print_cell(const cells *t, int format, const int *w, int r, int c, const char *s, FILE *out) {
   if (format == DT_COMPARE_CSV) {
     const int quote = strpbrk(s, ",\"\n") != NULL;
     fprintf(out, "%s%s", c ? "," : "", quote ? "\"" : "");
@@ -67,7 +112,8 @@ static void print_cell(const cells *t, int format, const int *w, int c, const ch
     fprintf(out, "| %s ", s);
   } else if (format == DT_COMPARE_LATEX) {
     if (c) fputs(" & ", out);
-    latex_escape(out, s);
+    if (r > 0 && c >= t->numeric_from) latex_numbers(out, s);
+    else latex_escape(out, s);
   } else {
     const int len = text_width(s), right = c >= t->numeric_from;
     if (c) fputs("  ", out);
@@ -89,7 +135,7 @@ static void print_cells(const cells *t, int format, FILE *out) {
     fprintf(out, "}\n\\hline\n");
   }
   for (int r = 0; r < t->rows; r++) {
-    for (int c = 0; c < t->cols; c++) print_cell(t, format, w, c, t->v[r][c] ? t->v[r][c] : "", out);
+    for (int c = 0; c < t->cols; c++) print_cell(t, format, w, r, c, t->v[r][c] ? t->v[r][c] : "", out);
     if (format == DT_COMPARE_MARKDOWN) fputs("|", out);
     if (format == DT_COMPARE_LATEX) fputs(" \\\\", out);
     fputc('\n', out);
@@ -104,7 +150,15 @@ static void print_cells(const cells *t, int format, FILE *out) {
 
 /* ---- the table's content -------------------------------------------------------------------- */
 
-static void header_row(const table *t, int xk, const dt_compare_options *opt, cells *cl) {
+/* What the range column spans: 1 over the seeds' means (every group has seeds), 2 over a single
+ * run's nodes (every group is one run), 3 both (rows differ: said in a footnote). */
+static int range_kind(const group *g, int ng) {
+  int kind = 0;
+  for (int gi = 0; gi < ng; gi++) kind |= g[gi].n > 1 ? 1 : 2;
+  return kind;
+}
+
+static void header_row(const table *t, const group *g, int ng, int xk, const dt_compare_options *opt, cells *cl) {
   const int csv = opt->format == DT_COMPARE_CSV; /* numbers only, one per column */
   const char *m = t->metrics[0];
   /* a target's column names its metric unless it is top-1's (the default) */
@@ -138,9 +192,10 @@ static void header_row(const table *t, int xk, const dt_compare_options *opt, ce
     return;
   }
   cell(cl, 0, c++, "%s", m);
-  cell(cl, 0, c++, "min-max");
-  cell(cl, 0, c++, "val loss");
-  cell(cl, 0, c++, "consensus");
+  const int range = range_kind(g, ng);
+  cell(cl, 0, c++, "%s", range == 1 ? "seeds min-max" : range == 2 ? "nodes min-max" : "min-max*");
+  if (strcmp(m, "validation_loss") != 0) cell(cl, 0, c++, "val loss"); /* not twice */
+  if (strcmp(m, "consensus_error") != 0) cell(cl, 0, c++, "consensus");
   for (int ti = 0; ti < opt->num_targets; ti++)
     cell(cl, 0, c++, "%s@%s%s%g", compare_x_name(xk), tm, *tm ? (compare_metric_up(tm) ? ">=" : "<=") : "", opt->targets[ti]);
   cell(cl, 0, c++, "MB sent");
@@ -197,11 +252,11 @@ static void group_row(const table *t, const group *gr, const group_summary *s, i
   const int csv = opt->format == DT_COMPARE_CSV; /* numbers at full precision, empty where none */
   c = metric_cells(s, gr->n, c0->recorded[0], csv, cl, r, c);
   const char *m = t->metrics[0];
-  if (!csv || strcmp(m, "validation_loss") != 0) {
+  if (strcmp(m, "validation_loss") != 0) { /* the metric's own columns have it */
     if (vl < 0 || !c0->recorded[vl]) cell(cl, r, c++, csv ? "" : "-");
     else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.4f", s->vloss[0]));
   }
-  if (!csv || strcmp(m, "consensus_error") != 0) {
+  if (strcmp(m, "consensus_error") != 0) {
     if (ce < 0 || !c0->recorded[ce]) cell(cl, r, c++, csv ? "" : "-");
     else cell(cl, r, c++, "%s", fmt_number(e, sizeof e, csv ? "%.9g" : "%.3e", s->cons[0]));
   }
@@ -224,10 +279,12 @@ void compare_print(const table *t, const group *g, const group_summary *sum, int
                    FILE *out) {
   cells cl;
   memset(&cl, 0, sizeof cl);
-  header_row(t, xk, opt, &cl);
+  header_row(t, g, ng, xk, opt, &cl);
   for (int gi = 0; gi < ng && gi < MAX_ROWS - 1; gi++) group_row(t, &g[gi], &sum[gi], xk, opt, &cl, gi + 1);
   if (opt->format == DT_COMPARE_TABLE) incomplete_runs(t, out);
   print_cells(&cl, opt->format, out);
+  if (opt->format == DT_COMPARE_TABLE && range_kind(g, ng) == 3)
+    fputs("# min-max*: over the seeds' means where seeds > 1, over the nodes of a single run\n", out);
   if (opt->num_targets > 0 && opt->format == DT_COMPARE_TABLE)
     fprintf(out, "# %s@X: mean over the seeds whose %s reaches %s X (\"k of n\" when only some do)\n", compare_x_name(xk),
             compare_target_metric(opt), compare_metric_up(compare_target_metric(opt)) ? ">=" : "<=");

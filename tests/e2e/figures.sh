@@ -189,6 +189,18 @@ for _, row in t.iterrows():
 assert checked > 10, checked
 PY
 
+# The table says what its range spans, shows a metric once, and LaTeX sets numbers in math mode
+"$dtrun" compare "$tmp/s" --metric validation_loss > "$tmp/t3.out" 2>&1
+head -1 "$tmp/t3.out" | grep -q "validation_loss  *seeds min-max  *consensus" && [ "$(head -1 "$tmp/t3.out" | grep -o "val" | wc -l)" = 1 ] \
+  && ok || bad "--metric validation_loss: $(head -1 "$tmp/t3.out")"
+"$dtrun" compare "$tmp/s" --latex > "$tmp/t4.tex" 2>&1
+grep -q '& \$0.5398 \\pm 0.0163\$ & \$0.5322\$--\$0.5441\$ & \$1.1809\$ & \$5.904\\times10^{-2}\$ &' "$tmp/t4.tex" && ok \
+  || bad "compare --latex: numbers not in math mode: $(sed -n 5p "$tmp/t4.tex")"
+if command -v pdflatex > /dev/null; then
+  printf '\\documentclass{article}\\begin{document}\n\\input{t4.tex}\n\\end{document}\n' > "$tmp/t4doc.tex"
+  (cd "$tmp" && pdflatex -interaction=nonstopmode t4doc.tex > t4doc.log 2>&1) && ok || bad "the LaTeX table does not compile: $(grep -m3 '^!' "$tmp/t4doc.log")"
+fi
+
 # The Python API: load_runs is one row per evaluation and node with the swept values as columns;
 # curves() gives compare's numbers (the final mean over seeds of every group, as --csv prints it)
 "$dtrun" compare "$tmp/s" --csv > "$tmp/table.csv" || bad "compare --csv"
