@@ -243,6 +243,7 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
                                        legend_texts=list(order) + legend_title.split("; "))
     panel_w = fig.get_size_inches()[0] / (cols + (1 if size == "slide" else 0)) - 0.3
     first = None
+    dropped = {}
     for mi, metric in enumerate(metrics):
         logx, logy = _log_axes(log, metric, x)
         row_first = None
@@ -257,6 +258,10 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
                 ident = series_label(s["name"].iloc[0], s["swept"].iloc[0], s["problem"].iloc[0], facet, labels)
                 st = order[ident]["style"]
                 xs, mean, lo, hi = s["x"].to_numpy(float), s["mean"].to_numpy(float), s["lo"].to_numpy(float), s["hi"].to_numpy(float)
+                if logx:  # a log x axis has no 0 (round 0, no bytes sent yet): those points are left out, and said so
+                    keep = xs > 0
+                    dropped[metric] = dropped.get(metric, 0) + int((~keep).sum())
+                    xs, mean, lo, hi = xs[keep], mean[keep], lo[keep], hi[keep]
                 if metric == "top1_accuracy":  # an interval does not leave what accuracy can be
                     lo, hi = [min(max(v, 0.0), 1.0) for v in lo], [min(max(v, 0.0), 1.0) for v in hi]
                 if logy:  # a log axis has no zero: values <= 0 are left out, a band through zero keeps its upper edge
@@ -291,6 +296,8 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
                               markersize=3.5 if size == "paper" else 6, linewidth=1.1 if size == "paper" else 1.8))
         names.append(ident)
     _legend(legend_ax, size, handles, names, legend_title, legend_cols)
+    fig.dtrun_notes = [f"{text(metric, labels)}: {n} points where {text(x, labels).lower()} is 0 are left out (a log axis has no 0)"
+                       for metric, n in dropped.items() if n > 0]
     return fig
 
 
@@ -377,7 +384,7 @@ def describe(fig):
     the legend's title and entries."""
     fig.canvas.draw()  # the laid-out positions
     out = dict(size=[round(v, 3) for v in fig.get_size_inches()], title=fig._suptitle.get_text() if fig._suptitle else None,
-               panels=[], legend=None)
+               panels=[], legend=None, notes=list(getattr(fig, "dtrun_notes", [])))
     for ax in fig.axes:
         if ax.get_gid() == "legend":
             lg = ax.get_legend()
@@ -388,7 +395,8 @@ def describe(fig):
             continue
         pos = ax.get_position()
         lines = [dict(label=l.get_gid(), color=l.get_color(), dashes=str(l._dash_pattern), marker=l.get_marker(),
-                      points=int(sum(1 for v in l.get_ydata() if v == v)))
+                      points=int(sum(1 for v in l.get_ydata() if v == v)),
+                      xmin=float(min(l.get_xdata())) if len(l.get_xdata()) else None)
                  for l in ax.get_lines() if l.get_gid()]
         out["panels"].append(dict(title=ax.get_title(), xlabel=ax.get_xlabel(), ylabel=ax.get_ylabel(),
                                   xscale=ax.get_xscale(), yscale=ax.get_yscale(),

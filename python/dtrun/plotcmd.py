@@ -62,6 +62,8 @@ def main(argv=None):
             raise ValueError(f"kind {kind!r}: expected curves or against")
         described = figures.describe(fig)
         figures.save(fig, out)
+        for note in getattr(fig, "dtrun_notes", []):
+            print(f"note: {note}", file=sys.stderr)
         if os.environ.get("DTRUN_PLOT_DESCRIBE"):
             with open(os.environ["DTRUN_PLOT_DESCRIBE"], "w") as f:
                 json.dump(described, f, indent=1)

@@ -121,6 +121,17 @@ assert len({tuple(s) for s in L["styles"]}) == 27
   && grep -q "dsgd · graph=cycle" "$tmp/f.svg" && ok || bad "the SVG does not parse or lacks its legend text"
 
 # --against a key whose values are words (gnuplot's figure failed on it): the values on the x axis
+# --x bytes on its log axis: round 0 (no bytes yet) cannot be drawn; those points are left out
+# (no flat line from the edge) and the figure says so
+figure bytes --x bytes --plot "$tmp/bytes.png"
+[ $? = 0 ] && grep -q "note: Top-1 accuracy: 24 points where bytes sent (all nodes) is 0 are left out (a log axis has no 0)" "$tmp/bytes.err" \
+  && ok || bad "--x bytes: $(cat "$tmp/bytes.err")"
+check bytes '
+p = P[0]
+assert p["xscale"] == "log", p["xscale"]
+assert len(p["lines"]) == 27 and all(l["xmin"] > 0 for l in p["lines"]), [(l["label"], l["xmin"]) for l in p["lines"]]
+assert len(d["notes"]) == 1, d["notes"]
+'
 figure against --against experiment.graph.type --target 0.9,0.99 --plot "$tmp/against.pdf"
 [ $? = 0 ] && ok || bad "--against experiment.graph.type: $(cat "$tmp/against.err")"
 check against '
