@@ -24,6 +24,10 @@ An HTML comment on the lines just above a block changes how it runs (a reader do
                              exist, a shell script it names must parse (bash -n), a config it
                              passes to a script must pass `dtrun check`; python: compiles
   <!-- test: file PATH -->   the block is PATH's text, exactly (a file shown in full)
+  <!-- test: output CMD -->  (an output block) CMD's output, from the block's first line to as
+                             many lines as it has: the same words, and numbers within 1% (and
+                             0.002) of those shown, which depend a little on the CPU's BLAS
+                             kernels; a last column headed `seconds` is not compared
 
 A block without an info string is output, not an example; one whose lines start with a command
 (dtrun, mpirun, srun, sbatch, scripts/...) is an error: it would escape this test. Every relative
@@ -159,6 +163,39 @@ def check_block(text, dtrun):
     return errors
 
 
+def compare_output(shown, got):
+    """Errors where the output got differs from the block shown: from the line where the block's
+    first line begins, as many lines; words equal, numbers within 1% (and 0.002); a last column
+    headed `seconds` (wall time) not compared."""
+    want = shown.rstrip("\n").split("\n")
+    lines = got.split("\n")
+    start = next((i for i, l in enumerate(lines) if l.split()[:2] == want[0].split()[:2]), None)
+    if start is None:
+        return [f"the output has no line like {want[0]!r}:\n{got[-800:]}"]
+    lines = lines[start:start + len(want)]
+    skip_last = want[0].split()[-1] == "seconds"
+    errors = []
+    for w, g in zip(want, lines + [""] * (len(want) - len(lines))):
+        wt, gt = w.split(), g.split()
+        if skip_last and len(wt) > 1 and w is not want[0]:
+            wt, gt = wt[:-1], gt[:-1]
+        if len(wt) != len(gt):
+            errors.append(f"shown {w!r}, printed {g!r}")
+            continue
+        for a, b in zip(wt, gt):
+            try:
+                x, y = float(a), float(b)
+            except ValueError:
+                if a != b:
+                    errors.append(f"shown {w!r}, printed {g!r}")
+                    break
+                continue
+            if abs(x - y) > 0.01 * max(abs(x), abs(y)) + 0.002:
+                errors.append(f"shown {w!r}, printed {g!r} ({a} vs {b})")
+                break
+    return errors
+
+
 def merge(base, over):
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict):
@@ -189,11 +226,22 @@ def run_page(page, dtrun, python, root, scratch):
     for line, info, notes, text in blocks(page):
         where = f"{rel}:{line}"
         modes = {n.split()[0] for n in notes}
-        unknown = modes - {"short", "before", "check", "file"}
+        unknown = modes - {"short", "before", "check", "file", "output"}
         errors = [f"unknown annotation {sorted(unknown)}"] if unknown else []
         if not info:
             if any(is_command(l) for l in text.split("\n")):
                 errors.append("commands in a block without an info string (```sh runs them)")
+            elif "output" in modes:
+                os.chdir(scratch)
+                t0 = time.time()
+                cmd = [n for n in notes if n.startswith("output ")][0][len("output "):]
+                r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", cmd], env=env, capture_output=True, text=True,
+                                   timeout=TIMEOUT)
+                errors += [f"exit {r.returncode}: {r.stderr[-800:]}"] if r.returncode != 0 else compare_output(text, r.stdout)
+                if not errors:
+                    ok += 1
+                    print(f"ok   {where} (output) {time.time() - t0:.1f} s")
+                    continue
             else:
                 continue
         elif info not in ("sh", "yaml", "python"):
