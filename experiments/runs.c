@@ -1,8 +1,10 @@
 /* `dtrun runs [DIR]`: the run and sweep folders under DIR (the output folder), one line each, from
  * each folder's results.sqlite: when it started, its name, run or sweep, its status as it is now
  * (a folder whose database says running but whose lock nobody holds was killed), its problems,
- * and its headline: the best final mean top-1 accuracy over its problems (or, without accuracy,
- * the lowest final mean validation loss). Sorted by date (or --sort name|status|metric), filtered
+ * completed of those its configs declare (a problem not started yet counts too), and its headline:
+ * the best final mean top-1 accuracy over its problems (or, without accuracy, the lowest final
+ * mean validation loss); a sweep's is the best mean over seeds of a problem at one setting of the
+ * other swept keys. Sorted by date (or --sort name|status|metric), filtered
  * by config values (--where key=value, as compare's), or as JSON (--json). */
 #include <dirent.h>
 #include <math.h>
@@ -24,6 +26,16 @@ typedef struct entry {
   double best;   /* NaN: none */
 } entry;
 
+/* One problem's final mean in one point, and the point's setting of the swept keys other than
+ * seeds: a sweep's headline averages the values of equal (problem, setting) over seeds. */
+typedef struct finals {
+  struct final {
+    char problem[128], setting[512];
+    double top1, vloss; /* NaN: not recorded */
+  } *v;
+  int n, cap;
+} finals;
+
 static const char *const point_status[6] = {"completed", "running", "killed", "interrupted", "failed", "not started"};
 
 static int status_index(const char *s) {
@@ -32,26 +44,82 @@ static int status_index(const char *s) {
   return 5;
 }
 
-/* The best final mean of `column` over the run's problems (max for accuracy, min for loss). */
-static void headline(sqlite3 *db, sqlite3_int64 run, const char *column, int maximise, entry *e) {
-  char sql[640];
-  snprintf(sql, sizeof sql,
-           "SELECT p.problem_name, avg(e.%s) FROM evaluations e JOIN problems p ON p.run = e.run AND p.problem = e.problem "
-           "WHERE e.run = ?1 AND e.round = (SELECT max(round) FROM evaluations f WHERE f.run = e.run AND f.problem = e.problem) "
-           "GROUP BY e.problem",
-           column);
+/* Each problem's final means (top-1 and validation loss) in point `run` into f, with the
+ * point's setting of the swept keys that are not seeds. */
+static void read_finals(sqlite3 *db, sqlite3_int64 run, finals *f) {
+  char setting[512] = "";
   sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return;
-  sqlite3_bind_int64(s, 1, run);
-  while (sqlite3_step(s) == SQLITE_ROW) {
-    if (sqlite3_column_type(s, 1) == SQLITE_NULL) continue;
-    const double v = sqlite3_column_double(s, 1);
-    if (!isnan(e->best) && (maximise ? v <= e->best : v >= e->best)) continue;
-    e->best = v;
-    snprintf(e->metric, sizeof e->metric, "%s", column);
-    snprintf(e->best_problem, sizeof e->best_problem, "%s", (const char *)sqlite3_column_text(s, 0));
+  if (sqlite3_prepare_v2(db, "SELECT key, value FROM sweep_values WHERE run = ?1 ORDER BY key", -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, run);
+    size_t used = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      const char *k = (const char *)sqlite3_column_text(s, 0), *v = (const char *)sqlite3_column_text(s, 1);
+      if (k == NULL || strstr(k, "seed") != NULL) continue;
+      used += (size_t)snprintf(setting + used, used < sizeof setting ? sizeof setting - used : 0, "%s=%s;", k, v ? v : "");
+    }
   }
   sqlite3_finalize(s);
+  s = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT p.problem_name, avg(e.top1_accuracy), avg(e.validation_loss) FROM evaluations e JOIN problems p "
+                         "ON p.run = e.run AND p.problem = e.problem WHERE e.run = ?1 AND e.round = (SELECT max(round) FROM "
+                         "evaluations f WHERE f.run = e.run AND f.problem = e.problem) GROUP BY e.problem",
+                         -1, &s, NULL) != SQLITE_OK)
+    return;
+  sqlite3_bind_int64(s, 1, run);
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    if (f->n == f->cap) {
+      const int cap = f->cap ? 2 * f->cap : 16;
+      struct final *v = realloc(f->v, sizeof *v * (size_t)cap);
+      if (v == NULL) break;
+      f->v = v, f->cap = cap;
+    }
+    struct final *x = &f->v[f->n++];
+    snprintf(x->problem, sizeof x->problem, "%s", (const char *)sqlite3_column_text(s, 0));
+    snprintf(x->setting, sizeof x->setting, "%s", setting);
+    x->top1 = sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
+    x->vloss = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+  }
+  sqlite3_finalize(s);
+}
+
+/* The headline from f: the best mean over seeds of one (problem, setting) of top-1 (max), or
+ * without any, of the validation loss (min). */
+static void headline(const finals *f, entry *e) {
+  for (int pass = 0; pass < 2 && isnan(e->best); pass++) {
+    for (int i = 0; i < f->n; i++) {
+      int first = 1;
+      for (int j = 0; j < i && first; j++)
+        first = strcmp(f->v[j].problem, f->v[i].problem) != 0 || strcmp(f->v[j].setting, f->v[i].setting) != 0;
+      if (!first) continue;
+      double sum = 0;
+      int k = 0;
+      for (int j = i; j < f->n; j++) {
+        const double v = pass == 0 ? f->v[j].top1 : f->v[j].vloss;
+        if (strcmp(f->v[j].problem, f->v[i].problem) != 0 || strcmp(f->v[j].setting, f->v[i].setting) != 0 || isnan(v)) continue;
+        sum += v, k++;
+      }
+      if (k == 0) continue;
+      const double mean = sum / k;
+      if (!isnan(e->best) && (pass == 0 ? mean <= e->best : mean >= e->best)) continue;
+      e->best = mean;
+      snprintf(e->metric, sizeof e->metric, "%s", pass == 0 ? "top1_accuracy" : "validation_loss");
+      snprintf(e->best_problem, sizeof e->best_problem, "%s", f->v[i].problem);
+    }
+  }
+}
+
+/* How many problems a point's archived config declares (0 where it cannot be read). */
+static int declared_problems(const char *text, const char *db_path) {
+  dt_ynode *root = NULL;
+  if (text == NULL || dt_yaml_parse(text, strlen(text), db_path, &root) != DT_OK) {
+    dt_error_clear();
+    return 0;
+  }
+  const dt_ynode *pc = dt_ynode_get(root, "problem_configs");
+  const int n = pc != NULL && pc->kind == DT_YN_MAP ? pc->n : 0;
+  dt_ynode_free(root);
+  return n;
 }
 
 /* Folder `path` (a run or a sweep) into e; *keep = 0 when --where leaves it out (or it is no
@@ -60,6 +128,8 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
   char db_path[DT_PATH_MAX + 32], sweep[DT_PATH_MAX + 32];
   sqlite3 *db = NULL;
   sqlite3_stmt *runs = NULL, *probs = NULL;
+  finals fin = {0};
+  int per_point = 0; /* the problems a point declares (the last point read) */
   dt_status st = DT_OK;
   *keep = 0;
   memset(e, 0, sizeof *e);
@@ -105,12 +175,17 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
     if (!e->sweep) snprintf(e->status, sizeof e->status, "%s", status);
     sqlite3_reset(probs);
     sqlite3_bind_int64(probs, 1, run);
-    if (sqlite3_step(probs) == SQLITE_ROW) e->problems += sqlite3_column_int(probs, 0), e->completed += sqlite3_column_int(probs, 1);
-    const double before = e->best;
-    headline(db, run, "top1_accuracy", 1, e);
-    if (isnan(before) && isnan(e->best)) headline(db, run, "validation_loss", 0, e);
+    const int declared = declared_problems((const char *)sqlite3_column_text(runs, 4), db_path);
+    if (sqlite3_step(probs) == SQLITE_ROW) {
+      const int started = sqlite3_column_int(probs, 0);
+      e->problems += declared > started ? declared : started; /* problems not started yet count too */
+      e->completed += sqlite3_column_int(probs, 1);
+    }
+    if (declared > 0) per_point = declared;
+    read_finals(db, run, &fin);
   }
   if (e->points == 0) goto cleanup;
+  headline(&fin, e);
   *keep = 1;
   if (e->sweep && where->num_where == 0) { /* points no job has started yet (a job array's) */
     FILE *f = fopen(sweep, "r");
@@ -118,7 +193,7 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
     int declared = 0;
     while (f != NULL && fgets(line, sizeof line, f) != NULL && sscanf(line, "points: %d", &declared) != 1) {}
     if (f != NULL) fclose(f);
-    if (declared > e->points) e->counts[5] += declared - e->points, e->points = declared;
+    if (declared > e->points) e->counts[5] += declared - e->points, e->problems += (declared - e->points) * per_point, e->points = declared;
   }
   if (e->sweep) { /* "completed", or how many points are in which state */
     if (e->counts[0] == e->points) {
@@ -131,6 +206,7 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
     }
   }
 cleanup:
+  free(fin.v);
   sqlite3_finalize(runs);
   sqlite3_finalize(probs);
   sqlite3_close(db);

@@ -136,6 +136,8 @@ p1 = runs["p1"]
 assert p1["kind"] == "run" and p1["status"] == "completed" and p1["problems"] == p1["problems_completed"] == 18, p1
 assert p1["metric"] == "top1_accuracy" and p1["value"] == best, (p1, best)
 assert runs["killed"]["status"] == "killed", runs["killed"]
+# its problems are the 18 its config declares, not the one it had started
+assert runs["killed"]["problems"] == 18 and runs["killed"]["problems_completed"] < 18, runs["killed"]
 PY
 [ "$("$dtrun" runs "$tmp" --sort name | awk '{print $3}' | tr '\n' ' ')" = "k killed p1 p5 ref " ] && ok || bad "runs --sort name"
 "$dtrun" runs "$tmp" --where experiment.graph.num_nodes=7 | grep -q "^no run or sweep folders in .* that match --where$" && ok \

@@ -66,6 +66,25 @@ same_sweep "$tmp/s1" "$tmp/int" "stopped and resumed"
 "$dtrun" resume "$tmp/int" > "$tmp/int3.log" 2>&1 && grep -q "sweep: 0 points run, completed before: 4" "$tmp/int3.log" && ok \
   || bad "resuming a completed sweep should run nothing: $(tail -2 "$tmp/int3.log")"
 
+# dtrun runs: the sweep's 4 points x 2 problems, and its headline the best mean over the seeds of a
+# problem at one graph (not its best seed)
+"$dtrun" runs "$tmp" --json > "$tmp/runs.json" 2>&1 || bad "runs --json failed: $(cat "$tmp/runs.json")"
+python3 - "$tmp/runs.json" "$tmp/s1/results.sqlite" <<'PY' && ok || bad "runs: the sweep's counts or headline"
+import json, sqlite3, sys
+s1 = {r["name"]: r for r in json.load(open(sys.argv[1]))}["s1"]
+db = sqlite3.connect(sys.argv[2])
+rows = db.execute("SELECT p.problem_name, v.value, avg(e.top1_accuracy) FROM evaluations e JOIN problems p ON p.run = e.run "
+                  "AND p.problem = e.problem JOIN sweep_values v ON v.run = e.run AND v.key = 'graph' WHERE e.round = "
+                  "(SELECT max(round) FROM evaluations f WHERE f.run = e.run AND f.problem = e.problem) GROUP BY e.run, e.problem").fetchall()
+groups = {}
+for problem, graph, v in rows:
+    groups.setdefault((problem, graph), []).append(v)
+assert all(len(v) == 2 for v in groups.values()) and len(groups) == 4, groups
+best = max(sum(v) / len(v) for v in groups.values())
+assert s1["kind"] == "sweep" and s1["points"] == 4 and s1["problems"] == s1["problems_completed"] == 8, s1
+assert abs(s1["value"] - best) < 1e-12, (s1["value"], best, max(max(v) for v in groups.values()))
+PY
+
 # compare: grouped by graph across the 2 seeds, mean ± 95% interval, rounds to a target, formats
 "$dtrun" compare "$tmp/s1" --target 0.2 > "$tmp/cmp.txt" 2>&1 || bad "compare of the sweep failed: $(cat "$tmp/cmp.txt")"
 grep -Eq "^graph=cycle +dsgd +dsgd +completed +2 +30 +[0-9.]+ ± [0-9.]+ " "$tmp/cmp.txt" && [ "$(grep -c '^graph=' "$tmp/cmp.txt")" = 4 ] \
