@@ -26,6 +26,12 @@ grep -q "EXIT STATUS" "$tmp/man.txt" && grep -q "experiment.graph.num_nodes" "$t
 init=$(find "$tmp/root" -path '*/dtrun/__init__.py' | head -1)
 [ -n "$init" ] && PYTHONPATH=$(dirname "$(dirname "$init")") "${DTRUN_PYTHON:-/usr/bin/python3}" -c "import dtrun; dtrun.load_runs" && ok \
   || bad "the Python module is not installed where it imports: ${init:-none}"
+# ... and where that Python looks by default (a clean environment, outside the checkout), for
+# the prefix the build installs to (scripts/setup.sh --install: /usr/local)
+site=${init#"$tmp/root"}
+site=$(dirname "$(dirname "$site")")
+(cd / && env -i "${DTRUN_PYTHON:-/usr/bin/python3}" -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$site") && ok \
+  || bad "the module went to $site, which ${DTRUN_PYTHON:-/usr/bin/python3} does not search (prefix $prefix)"
 
 echo "install: $pass ok, $fail failed"
 [ $fail = 0 ]
