@@ -155,6 +155,7 @@ dt_status dt_compare(const char *const *dirs, int ndirs, const dt_compare_option
   DT_CHECK_GOTO((g = calloc((size_t)t.n, sizeof *g)) != NULL, DT_ERR_MEMORY, "out of memory");
   compare_pool_labels(&t);
   compare_group(&t, g, &ng);
+  compare_distinct_labels(&t, g, ng);
   DT_TRY_GOTO(check_recorded(&t));
   for (int i = 0; i < t.n && xk == X_SIM_TIME; i++) /* a simulated clock in every run */
     DT_CHECK_GOTO(t.c[i].n == 0 || !isnan(t.c[i].x[X_SIM_TIME][0]), DT_ERR_USAGE,

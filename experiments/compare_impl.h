@@ -38,6 +38,7 @@ typedef struct curve {
   uint64_t pool;   /* the run's archived config without its seed: runs that differ by the seed alone pool */
   char name[128];  /* experiment.name */
   char seed[32];   /* experiment.seed: a group never holds one seed twice (a re-run is no new seed) */
+  char folder[128]; /* the folder compare was given (a run's or a sweep's): tells apart groups of one label */
   int plain;       /* labelled by its folder (a run, not a sweep's point with swept values) */
 } curve;
 
@@ -107,6 +108,9 @@ void compare_stats(const double *v, int n, double out[5]);
 /* Groups t's curves into g (t->n entries; the caller's), in order of first appearance; their
  * number into *ng. */
 void compare_group(const table *t, group *g, int *ng);
+/* Gives groups that would show one label for one problem labels of their own: their folders'
+ * names, then numbers. */
+void compare_distinct_labels(table *t, group *g, int ng);
 /* Sorts groups for --against: one problem's together, in order of first appearance, by --against
  * value (as numbers where both are) within it. */
 void compare_sort_against(const table *t, group *g, int ng);

@@ -305,7 +305,7 @@ static dt_status new_curve(table *t, curve **out) {
 /* What a run's curves share: its label, --against value and status. */
 typedef struct run_info {
   sqlite3_int64 run;
-  char label[512], against[64], status[32], name[128], seed[32], swept[512], facet[64];
+  char label[512], against[64], status[32], name[128], seed[32], swept[512], facet[64], folder[128];
   uint64_t pool;
   int plain;
   int sample[DT_MAX_PROBLEMS]; /* each problem's evaluation.sample (0: every node evaluated) */
@@ -321,6 +321,7 @@ static dt_status load_problems(sqlite3 *db, sqlite3_stmt *probs, const run_info 
     snprintf(c->label, sizeof c->label, "%s", ri->label);
     snprintf(c->name, sizeof c->name, "%s", ri->name);
     snprintf(c->seed, sizeof c->seed, "%s", ri->seed);
+    snprintf(c->folder, sizeof c->folder, "%s", ri->folder);
     c->pool = ri->pool;
     c->plain = ri->plain;
     snprintf(c->against, sizeof c->against, "%s", ri->against);
@@ -358,6 +359,7 @@ static dt_status read_run(sqlite3 *db, sqlite3_stmt *runs, const char *dir, cons
   if (strcmp(ri->status, "running") == 0) dt_run_dir_status(sub, ri->status, sizeof ri->status, holder, sizeof holder);
   ri->plain = run_label(db, ri->run, dir, opt->facet, ri->label, sizeof ri->label, ri->swept, sizeof ri->swept, ri->facet,
                         sizeof ri->facet);
+  snprintf(ri->folder, sizeof ri->folder, "%s", basename_of(dir));
   ri->against[0] = '\0';
   *keep = 1;
   /* the archived config, read once: each problem's evaluation.sample, and --where / --against */

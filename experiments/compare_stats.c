@@ -56,6 +56,36 @@ void compare_group(const table *t, group *g, int *ng) {
   *ng = n;
 }
 
+/* Groups that would show one label for one problem (a sweep of seeds and a run of the same
+ * experiment whose seed the sweep holds, or two folders' points of one swept value) are told
+ * apart: the first keeps the label, each later one adds its folder's name, then a number where
+ * that is not enough. The table and the figure must never show two groups as one. */
+static int same_label(const curve *a, const curve *b) {
+  return strcmp(a->label, b->label) == 0 && strcmp(a->problem, b->problem) == 0 && strcmp(a->against, b->against) == 0 &&
+         strcmp(a->facet, b->facet) == 0;
+}
+
+void compare_distinct_labels(table *t, group *g, int ng) {
+  int *rank = calloc((size_t)ng + 1, sizeof *rank); /* 0: a label of its own; else its place among its namesakes */
+  if (rank == NULL) return;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < ng; i++) {
+      rank[i] = 0;
+      for (int j = 0; j < ng; j++)
+        if (j != i && same_label(&t->c[g[i].members[0]], &t->c[g[j].members[0]])) rank[i] = rank[i] ? rank[i] + (j < i) : 1 + (j < i);
+    }
+    for (int i = 0; i < ng; i++) {
+      if (rank[i] <= 1) continue; /* its own label, or the first of its namesakes */
+      const curve *a = &t->c[g[i].members[0]];
+      char label[sizeof a->label];
+      if (pass == 0) snprintf(label, sizeof label, "%.400s (%.100s)", a->label, a->folder);
+      else snprintf(label, sizeof label, "%.480s #%d", a->label, rank[i] - 1);
+      for (int m = 0; m < g[i].n; m++) snprintf(t->c[g[i].members[m]].label, sizeof label, "%s", label);
+    }
+  }
+  free(rank);
+}
+
 /* qsort has no context argument: the table cmp_against compares in. */
 static const table *sort_table;
 

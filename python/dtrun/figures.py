@@ -160,9 +160,30 @@ def _wrap(text_, width_in, points):
     return textwrap.fill(str(text_), width=max(8, int(width_in * 72 / (points * 0.55))))
 
 
-def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=None, legend_texts=()):
+def _fit_legend(size, title, names, ncol):
+    """The legend's title and entries wrapped to the room they get (on paper the figure's width
+    for the title and a column's for an entry; on a slide the legend's column, the title's parts
+    on lines of their own), so that the legend never widens the figure and squeezes the panels:
+    (title, names, lines), lines the legend's height in text lines."""
+    sz = SIZES.get(size, SIZES["paper"])
+    pts = sz["font"] - (1 if size == "paper" else 2)
+    if size == "slide":
+        title = "\n".join(_wrap(p, sz["legend_w"] - 0.2, pts) for p in title.split("; "))
+        names = [_wrap(n, sz["legend_w"] - 0.9, pts) for n in names]
+        ncol = 1
+    else:
+        title = _wrap(title, sz["width"] - 0.4, pts)
+        names = [_wrap(n, (sz["width"] - 0.4) / ncol - 0.6, pts) for n in names]
+    per_col = math.ceil(len(names) / ncol) if names else 0  # matplotlib fills a column, then the next
+    cols = [names[c * per_col:(c + 1) * per_col] for c in range(ncol)]
+    entry_lines = max((sum(n.count("\n") + 1 for n in col) for col in cols), default=0)
+    return title, names, entry_lines + title.count("\n") + 1
+
+
+def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=None, legend_texts=(), legend_lines=None):
     """A figure of rows x cols panels and a legend area (below them on paper, beside them on a
-    slide): the panels' axes (a list of rows) and the legend's axes."""
+    slide): the panels' axes (a list of rows) and the legend's axes. legend_lines: the legend's
+    height in text lines (_fit_legend's; default one per row of entries and one for the title)."""
     if size not in SIZES:
         raise FigureError(f"size {size!r}: expected paper or slide")
     sz = dict(SIZES[size])
@@ -175,16 +196,17 @@ def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=No
     if size == "paper":
         if cols > 1 and sz["width"] / cols < sz["min_w"]:
             cols = max(1, int(sz["width"] // sz["min_w"]))
-        legend_h = line * (math.ceil(legend_entries / legend_cols) + 1.5)
+        legend_h = line * ((legend_lines if legend_lines is not None else math.ceil(legend_entries / legend_cols) + 1) + 0.5)
         height = rows * sz["panel_h"] + legend_h + title_h
         fig = plt.figure(figsize=(sz["width"], height), layout="constrained")
         gs = fig.add_gridspec(rows + 1, cols, height_ratios=[sz["panel_h"]] * rows + [legend_h])
         legend_ax = fig.add_subplot(gs[rows, :])
         grid = [[gs[r, c] for c in range(cols)] for r in range(rows)]
     else:
-        height = max(sz["height"], rows * sz["min_h"] + title_h + 0.4, legend_entries * line + 0.8)
+        height = max(sz["height"], rows * sz["min_h"] + title_h + 0.4,
+                     (legend_lines if legend_lines is not None else legend_entries) * line + 0.8)
         # the legend's column as wide as its longest text and the line sample, within bounds
-        widest = max((_text_width(t, sz["font"] - 2) for t in legend_texts), default=1.0)
+        widest = max((_text_width(t, sz["font"] - 2) for t in legend_texts), default=1.0)  # its longest line
         sz["legend_w"] = min(max(widest + 0.9, 1.6), sz["legend_w"])
         panel_w = (sz["width"] - sz["legend_w"]) / cols
         fig = plt.figure(figsize=(sz["width"], height), layout="constrained")
@@ -199,11 +221,10 @@ def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=No
 
 
 def _legend(legend_ax, size, handles, names, legend_title, ncol):
-    if size == "slide":  # a narrow column: the title's parts on their own lines
-        legend_title = legend_title.replace("; ", "\n")
     if size == "paper":
-        legend_ax.legend(handles, names, loc="upper center", ncol=ncol, frameon=False, title=legend_title,
-                         handlelength=3.2, borderaxespad=0, columnspacing=1.2)
+        lg = legend_ax.legend(handles, names, loc="upper center", ncol=ncol, frameon=False, title=legend_title,
+                              handlelength=3.2, borderaxespad=0, columnspacing=1.2)
+        lg.get_title().set_multialignment("center")
     else:
         legend_ax.legend(handles, names, loc="center left", ncol=1, frameon=False, title=legend_title,
                          handlelength=3.2, borderaxespad=0)
@@ -239,8 +260,9 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
     legend_cols = 1 if size == "slide" or len(order) < 4 or cols == 1 else 2
     band_text = _band_text(all_bands, all_seeds)
     legend_title = "Mean over nodes" + (f"; band: {band_text}" if band_text else "")
+    legend_title, legend_names, legend_lines = _fit_legend(size, legend_title, list(order), legend_cols)
     fig, grid, legend_ax = _new_figure(size, len(metrics) * frows, cols, len(order), title, legend_cols,
-                                       legend_texts=list(order) + legend_title.split("; "))
+                                       legend_texts=legend_names + legend_title.split("\n"), legend_lines=legend_lines)
     panel_w = fig.get_size_inches()[0] / (cols + (1 if size == "slide" else 0)) - 0.3
     first = None
     dropped = {}
@@ -295,7 +317,7 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
         handles.append(Line2D([], [], color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
                               markersize=3.5 if size == "paper" else 6, linewidth=1.1 if size == "paper" else 1.8))
         names.append(ident)
-    _legend(legend_ax, size, handles, names, legend_title, legend_cols)
+    _legend(legend_ax, size, handles, [legend_names[list(order).index(n)] for n in names], legend_title, legend_cols)
     fig.dtrun_notes = [f"{text(metric, labels)}: {n} points where {text(x, labels).lower()} is 0 are left out (a log axis has no 0)"
                        for metric, n in dropped.items() if n > 0]
     return fig
@@ -331,7 +353,15 @@ def draw_against(points, against, metric, x="round", size="paper", labels=None, 
     numeric = all(_is_number(v) for v in values)
     pos = {v: (float(v) if numeric else i) for i, v in enumerate(values)}
     keys = list(dict.fromkeys(zip(points["problem"], points["target"])))
-    fig, grid, legend_ax = _new_figure(size, 1, 1, len(keys), title, 1, panel_h=2.3)
+    partial = bool((points["reached"] < points["seeds"]).any())
+    legend_title = "Mean over seeds; bar: 95% interval" + ("; hollow: not every seed reaches it" if partial else "")
+    idents = []
+    for problem, target in keys:
+        sign = "\u2265" if points[(points["problem"] == problem) & (points["target"] == target)]["direction"].iloc[0] == ">=" else "\u2264"
+        idents.append(f"{text(problem, labels)}: {text(metric, labels)} {sign} {target:g}")
+    legend_title, legend_names, legend_lines = _fit_legend(size, legend_title, idents, 1)
+    fig, grid, legend_ax = _new_figure(size, 1, 1, len(keys), title, 1, panel_h=2.3,
+                                       legend_texts=legend_names + legend_title.split("\n"), legend_lines=legend_lines)
     ax = fig.add_subplot(grid[0][0])
     ax.set_gid("panel")
     styles, handles, names = Styles(), [], []
@@ -367,9 +397,7 @@ def draw_against(points, against, metric, x="round", size="paper", labels=None, 
         ax.set_xlim(*_parse_lim(xlim))
     if ylim:
         ax.set_ylim(*_parse_lim(ylim))
-    partial = bool((points["reached"] < points["seeds"]).any())
-    _legend(legend_ax, size, handles, names, "Mean over seeds; bar: 95% interval"
-            + ("; hollow: not every seed reaches it" if partial else ""), 1)
+    _legend(legend_ax, size, handles, [legend_names[idents.index(n)] for n in names], legend_title, 1)
     return fig
 
 

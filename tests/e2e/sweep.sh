@@ -66,6 +66,35 @@ same_sweep "$tmp/s1" "$tmp/int" "stopped and resumed"
 "$dtrun" resume "$tmp/int" > "$tmp/int3.log" 2>&1 && grep -q "sweep: 0 points run, completed before: 4" "$tmp/int3.log" && ok \
   || bad "resuming a completed sweep should run nothing: $(tail -2 "$tmp/int3.log")"
 
+# A sweep of seeds and a run of the same experiment whose seed the sweep holds are two groups:
+# each gets its folder's name, in the table and in the figure's legend (with its own style)
+cat > "$tmp/syn.yaml" <<'YAML'
+experiment:
+  name: syn
+  dataset: synthetic
+  synthetic: {samples: 200, features: 5}
+  seed: 0
+  graph: {num_nodes: 3, type: cycle}
+problem_configs:
+  dsgd:
+    evaluate_frequency: 5
+    optimizer_config: {alg_name: dsgd, outer_iterations: 10, alpha0: 0.1}
+YAML
+"$dtrun" "$tmp/syn.yaml" --sweep experiment.seed=0,1 -o "$tmp/lab/seeds" --quiet > /dev/null 2>&1 \
+  && "$dtrun" "$tmp/syn.yaml" -o "$tmp/lab/demo" --quiet > /dev/null 2>&1 || bad "the runs for the labels' check failed"
+DTRUN_PLOT_DESCRIBE=$tmp/lab.json "$dtrun" compare "$tmp/lab/seeds" "$tmp/lab/demo" --plot "$tmp/lab.png" > "$tmp/lab.txt" 2>&1
+grep -Eq "^syn +dsgd .* 2 +10 " "$tmp/lab.txt" && grep -Eq "^syn \(demo\) +dsgd .* 1 +10 " "$tmp/lab.txt" \
+  && python3 - "$tmp/lab.json" <<'PY' && ok || bad "a sweep and a run of one experiment: $(cat "$tmp/lab.txt")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+L = d["legend"]
+# the legend's long title wraps: the panel keeps its width, the legend stays inside the figure
+assert d["panels"][0]["width_in"] >= 1.5, d["panels"][0]["width_in"]
+assert L["box_in"][0] >= -0.01 and L["box_in"][2] <= d["size"][0] + 0.01, (L["box_in"], d["size"])
+assert len(set(L["entries"])) == 2 and any("syn (demo)" in e for e in L["entries"]), L["entries"]
+assert len({tuple(s) for s in L["styles"]}) == 2, L["styles"]
+PY
+
 # dtrun runs: the sweep's 4 points x 2 problems, and its headline the best mean over the seeds of a
 # problem at one graph (not its best seed)
 "$dtrun" runs "$tmp" --json > "$tmp/runs.json" 2>&1 || bad "runs --json failed: $(cat "$tmp/runs.json")"
@@ -176,7 +205,7 @@ grep -Eq "^pooled +dsgd +dsgd +completed +3 +20 " "$tmp/pool.txt" && grep -Eq "^
 # a re-run of seed 0 is no fourth seed
 "$dtrun" "$tmp/pool.yaml" --set experiment.seed=0 --output-dir "$tmp/pool0b" --quiet > /dev/null 2>&1
 "$dtrun" compare "$tmp/pool0" "$tmp/pool1" "$tmp/pool2" "$tmp/pool0b" > "$tmp/pool2.txt" 2>&1
-grep -Eq "^pooled +dsgd +dsgd +completed +3 " "$tmp/pool2.txt" && grep -Eq "^pooled +dsgd +dsgd +completed +1 " "$tmp/pool2.txt" && ok \
+grep -Eq "^pooled +dsgd +dsgd +completed +3 " "$tmp/pool2.txt" && grep -Eq "^pooled \(pool0b\) +dsgd +dsgd +completed +1 " "$tmp/pool2.txt" && ok \
   || bad "compare pooled a re-run of one seed as another seed: $(cat "$tmp/pool2.txt")"
 
 # a job array's way (--point K): the four points at once, one process each, into one folder, give
