@@ -27,7 +27,7 @@ typedef struct entry {
 } entry;
 
 /* One problem's final mean in one point, and the point's setting of the swept keys other than
- * seeds: a sweep's headline averages the values of equal (problem, setting) over seeds. */
+ * experiment.seed: a sweep's headline averages the values of equal (problem, setting) over seeds. */
 typedef struct finals {
   struct final {
     char problem[128], setting[512];
@@ -54,8 +54,9 @@ static void read_finals(sqlite3 *db, sqlite3_int64 run, finals *f) {
     size_t used = 0;
     while (sqlite3_step(s) == SQLITE_ROW) {
       const char *k = (const char *)sqlite3_column_text(s, 0), *v = (const char *)sqlite3_column_text(s, 1);
-      if (k == NULL || strstr(k, "seed") != NULL) continue;
-      used += (size_t)snprintf(setting + used, used < sizeof setting ? sizeof setting - used : 0, "%s=%s;", k, v ? v : "");
+      if (k == NULL || strcmp(k, "experiment.seed") == 0) continue; /* compare pools seeds so too */
+      if (used + 1 >= sizeof setting) break;
+      used += (size_t)snprintf(setting + used, sizeof setting - used, "%s=%s;", k, v ? v : "");
     }
   }
   sqlite3_finalize(s);
