@@ -70,9 +70,10 @@ void compare_distinct_labels(table *t, group *g, int ng) {
   if (rank == NULL) return;
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < ng; i++) {
-      rank[i] = 0;
+      int namesakes = 0, before = 0;
       for (int j = 0; j < ng; j++)
-        if (j != i && same_label(&t->c[g[i].members[0]], &t->c[g[j].members[0]])) rank[i] = rank[i] ? rank[i] + (j < i) : 1 + (j < i);
+        if (j != i && same_label(&t->c[g[i].members[0]], &t->c[g[j].members[0]])) namesakes++, before += j < i;
+      rank[i] = namesakes > 0 ? 1 + before : 0;
     }
     for (int i = 0; i < ng; i++) {
       if (rank[i] <= 1) continue; /* its own label, or the first of its namesakes */

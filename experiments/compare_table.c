@@ -39,30 +39,39 @@ static void cells_free(cells *t) {
 
 /* ---- writing the cells ---------------------------------------------------------------------- */
 
-static void latex_escape(FILE *out, const char *s) {
-  for (; *s; s++) {
+enum { PM_LEN = sizeof "±" - 1 }; /* its UTF-8 bytes */
+
+/* The n bytes at s as LaTeX text. */
+static void latex_escape(FILE *out, const char *s, size_t n) {
+  for (const char *end = s + n; s < end; s++) {
     if (strchr("&%$#_{}", *s)) fprintf(out, "\\%c", *s);
     else if (*s == '~') fputs("\\textasciitilde{}", out);
     else if (*s == '^') fputs("\\textasciicircum{}", out);
     else if (*s == '\\') fputs("\\textbackslash{}", out);
-    else if (strncmp(s, "±", strlen("±")) == 0) fputs("$\\pm$", out), s += strlen("±") - 1;
+    else if (end - s >= PM_LEN && strncmp(s, "±", PM_LEN) == 0) fputs("$\\pm$", out), s += PM_LEN - 1;
     else fputc(*s, out);
   }
 }
 
 /* A number cell in LaTeX: its numbers in math mode (an exponent as ×10^k, "a ± b" as one
  * formula), a range's dash between two numbers as an en dash, anything else escaped. */
+static int number_starts(const char *s, const char *p) { /* a digit, or a sign before one after a space, "(" or nothing */
+  return isdigit((unsigned char)*p) ||
+         ((*p == '-' || *p == '+') && (p == s || p[-1] == ' ' || p[-1] == '(') && isdigit((unsigned char)p[1]));
+}
+
 static void latex_numbers(FILE *out, const char *s) {
   const char *p = s;
   while (*p) {
-    const int sign = (*p == '-' || *p == '+') && (p == s || p[-1] == ' ' || p[-1] == '(') && isdigit((unsigned char)p[1]);
-    if (!isdigit((unsigned char)*p) && !sign) {
-      if (*p == '-' && p > s && isdigit((unsigned char)p[-1])) fputs("--", out), p++; /* a range */
-      else {
-        const char one[2] = {*p, '\0'};
-        latex_escape(out, one);
-        p++;
-      }
+    if (*p == '-' && p > s && isdigit((unsigned char)p[-1])) { /* a range */
+      fputs("--", out), p++;
+      continue;
+    }
+    if (!number_starts(s, p)) { /* text up to the next number or range dash, escaped as text */
+      const char *q = p + 1;
+      while (*q && !number_starts(s, q) && !(*q == '-' && isdigit((unsigned char)q[-1]))) q++;
+      latex_escape(out, p, (size_t)(q - p));
+      p = q;
       continue;
     }
     fputc('$', out);
@@ -70,7 +79,8 @@ static void latex_numbers(FILE *out, const char *s) {
       const char *q = p;
       if (*q == '-' || *q == '+') fputc(*q++, out);
       while (isdigit((unsigned char)*q) || *q == '.') fputc(*q++, out);
-      if ((*q == 'e' || *q == 'E') && (isdigit((unsigned char)q[1]) || ((q[1] == '-' || q[1] == '+') && isdigit((unsigned char)q[2])))) {
+      const int exp_sign = q[1] == '-' || q[1] == '+';
+      if ((*q == 'e' || *q == 'E') && isdigit((unsigned char)q[1 + exp_sign])) {
         q++;
         const int neg = *q == '-';
         if (*q == '-' || *q == '+') q++;
@@ -83,10 +93,10 @@ static void latex_numbers(FILE *out, const char *s) {
       p = q;
       const char *r = p;
       while (*r == ' ') r++;
-      if (strncmp(r, "±", strlen("±")) != 0) break;
-      r += strlen("±");
+      if (strncmp(r, "±", PM_LEN) != 0) break;
+      r += PM_LEN;
       while (*r == ' ') r++;
-      if (!isdigit((unsigned char)*r) && !((*r == '-' || *r == '+') && isdigit((unsigned char)r[1]))) break;
+      if (!number_starts(r, r)) break; /* a "±" with no number after it stays text */
       fputs(" \\pm ", out);
       p = r;
     }
@@ -113,7 +123,7 @@ static void print_cell(const cells *t, int format, const int *w, int r, int c, c
   } else if (format == DT_COMPARE_LATEX) {
     if (c) fputs(" & ", out);
     if (r > 0 && c >= t->numeric_from) latex_numbers(out, s);
-    else latex_escape(out, s);
+    else latex_escape(out, s, strlen(s));
   } else {
     const int len = text_width(s), right = c >= t->numeric_from;
     if (c) fputs("  ", out);

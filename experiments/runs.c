@@ -194,7 +194,11 @@ static dt_status read_folder(const char *path, const char *name, const dt_compar
     int declared = 0;
     while (f != NULL && fgets(line, sizeof line, f) != NULL && sscanf(line, "points: %d", &declared) != 1) {}
     if (f != NULL) fclose(f);
-    if (declared > e->points) e->counts[5] += declared - e->points, e->problems += (declared - e->points) * per_point, e->points = declared;
+    if (declared > e->points) {
+      e->counts[5] += declared - e->points;
+      e->problems += (declared - e->points) * per_point;
+      e->points = declared;
+    }
   }
   if (e->sweep) { /* "completed", or how many points are in which state */
     if (e->counts[0] == e->points) {

@@ -45,7 +45,9 @@ static __global__ void k_avgpool_back(int count, unsigned per, dt_pool_shape sh,
 static size_t planes(const cu_call *c) { return (size_t)c->li->pool.c * c->ps->S; }
 
 /* channel-major in, sample-major out: the pool before a flatten (cu_pool_plane) */
-static int pool_out(const cu_plan *pl, int l) { return pl->cnhw[l] && !(l + 1 < pl->L && pl->ly[l + 1].kind == DT_LAYER_FLATTEN); }
+static int pool_out(const cu_plan *pl, int l) {
+  return pl->cnhw[l] && !(l + 1 < pl->L && pl->ly[l + 1].kind == DT_LAYER_FLATTEN);
+}
 
 /* cu_pool_plane's tS for the call: its samples per node where the pool changes the layout */
 static int transposing(const cu_call *c) { return c->pl->cnhw[c->l] && !c->pl->cnhw[c->l + 1] ? c->ps->S : 0; }
@@ -54,7 +56,8 @@ static size_t max_scratch(const cu_plan *pl, int l) { return sizeof(int32_t) * (
 
 static dt_status max_forward(cu_call *c) {
   const dt_pool_shape *s = &c->li->pool;
-  NODE_KERNEL(k_maxpool, c->be, c->ps->count, planes(c) * s->oh * s->ow, *s, transposing(c), c->x, c->xs, c->y, c->ys, (int32_t *)c->scr);
+  NODE_KERNEL(k_maxpool, c->be, c->ps->count, planes(c) * s->oh * s->ow, *s, transposing(c), c->x, c->xs, c->y, c->ys,
+              (int32_t *)c->scr);
   return DT_OK;
 }
 
@@ -63,11 +66,11 @@ static dt_status max_backward(cu_call *c) {
   if (c->dx == NULL) return DT_OK;
   const int relu = c->l > 0 && c->pl->relu_in_pool[c->l - 1];
   if (s->stride == s->k && s->h == s->oh * s->k && s->w == s->ow * s->k)
-    NODE_KERNEL(k_maxpool_back_tiled, c->be, c->ps->count, planes(c) * s->oh * s->ow, *s, transposing(c), c->dy, c->pl->ns, (const int32_t *)c->scr,
-                c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
+    NODE_KERNEL(k_maxpool_back_tiled, c->be, c->ps->count, planes(c) * s->oh * s->ow, *s, transposing(c), c->dy, c->pl->ns,
+                (const int32_t *)c->scr, c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
   else
-    NODE_KERNEL(k_maxpool_back, c->be, c->ps->count, planes(c) * s->h * s->w, *s, transposing(c), c->dy, c->pl->ns, (const int32_t *)c->scr,
-                c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
+    NODE_KERNEL(k_maxpool_back, c->be, c->ps->count, planes(c) * s->h * s->w, *s, transposing(c), c->dy, c->pl->ns,
+                (const int32_t *)c->scr, c->scr_stride / sizeof(int32_t), c->dx, c->pl->ns, c->x, c->xs, relu);
   return DT_OK;
 }
 
@@ -79,7 +82,9 @@ static dt_status avg_forward(cu_call *c) {
 
 static dt_status avg_backward(cu_call *c) {
   const dt_pool_shape *s = &c->li->pool;
-  if (c->dx != NULL) NODE_KERNEL(k_avgpool_back, c->be, c->ps->count, planes(c) * s->h * s->w, *s, transposing(c), c->dy, c->pl->ns, c->dx, c->pl->ns);
+  if (c->dx != NULL)
+    NODE_KERNEL(k_avgpool_back, c->be, c->ps->count, planes(c) * s->h * s->w, *s, transposing(c), c->dy, c->pl->ns, c->dx,
+                c->pl->ns);
   return DT_OK;
 }
 

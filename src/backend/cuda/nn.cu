@@ -40,13 +40,13 @@ dt_status cu_gemm(dt_backend *be, cublasOperation_t ta, cublasOperation_t tb, in
                   long long sa, const float *B, int ldb, long long sb, float beta, float *C, int ldc, long long sc, int count) {
   const float one = 1.0f;
   if (be->tf32) { /* experiment.tf32: tensor cores, inputs rounded to TF32, float32 accumulation */
-    BLAS_CALL(cu_blas.gemm_strided_batched_ex(ctx_of(be)->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb,
-                                         &beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F_FAST_TF32,
-                                         CUBLAS_GEMM_DEFAULT));
+    BLAS_CALL(cu_blas.gemm_strided_batched_ex(ctx_of(be)->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F,
+                                              ldb, sb, &beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                              CUBLAS_GEMM_DEFAULT));
     return DT_OK;
   }
   BLAS_CALL(cu_blas.sgemm_strided_batched(ctx_of(be)->blas, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc,
-                                      count));
+                                          count));
   return DT_OK;
 }
 
