@@ -65,8 +65,14 @@ cleanup:
 
 dt_status dt_comm_finalize(dt_comm *c) {
   if (c == NULL) return DT_OK;
-  int owns = c->owns_mpi;
+  const int owns = c->owns_mpi, barrier = c->mpi && c->size > 1;
+  const MPI_Comm comm = c->comm;
   dt_free(c);
+  /* Every rank's messages are delivered before any rank tears MPI down: a rank that finalizes
+   * while a peer's TCP connection to it is still being set up can crash in OpenMPI 4.1's
+   * finalize (open-mpi/ompi#10313; seen as a SIGSEGV in the cluster suite after a job of a few
+   * broadcasts). Finalize waits for every rank anyway (a PMIx fence). */
+  if (owns && barrier) DT_MPI(MPI_Barrier(comm));
   if (owns) DT_MPI(MPI_Finalize());
   return DT_OK;
 }

@@ -15,7 +15,7 @@ tmp=$DTC_DIR/work
 mkdir -p "$tmp"
 cfg=tests/cluster/cluster.yaml
 
-"$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+"$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -40 "$tmp/p1.log")"
 
 # three hosts with their own names; ranks placed by slot
 hosts=$(cluster_mpirun -np 5 hostname 2>&1 | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')
@@ -29,18 +29,18 @@ hosts=$(cluster_mpirun -np 5 hostname 2>&1 | sort | uniq -c | awk '{printf "%s:%
 if MALLOC_PERTURB_=0 DTC_TIMEOUT=120 cluster_mpirun -np 5 --mca btl vader,self "$dtrun" $cfg --output-dir "$tmp/notcp" --quiet > "$tmp/notcp.log" 2>&1; then
   bad "a run without TCP between hosts succeeded: the hosts are not separate"
 else
-  grep -qi "unable to reach\|unreachable" "$tmp/notcp.log" && ok || bad "no-TCP run failed another way: $(tail -3 "$tmp/notcp.log")"
+  grep -qi "unable to reach\|unreachable" "$tmp/notcp.log" && ok || bad "no-TCP run failed another way: $(tail -40 "$tmp/notcp.log")"
 fi
 
 # 5 ranks over 3 hosts: the same files as P = 1; summary.yaml knows the placement
-cluster_mpirun -np 5 "$dtrun" $cfg --output-dir "$tmp/h5" --quiet > "$tmp/h5.log" 2>&1 || bad "3-host run failed: $(tail -3 "$tmp/h5.log")"
+cluster_mpirun -np 5 "$dtrun" $cfg --output-dir "$tmp/h5" --quiet > "$tmp/h5.log" 2>&1 || bad "3-host run failed: $(tail -40 "$tmp/h5.log")"
 same_results "$tmp/p1" "$tmp/h5" "3 hosts, P=5 vs P=1"
 grep -q '^hosts: 3$' "$tmp/h5/summary.yaml" && grep -q '^host_rank0: "\?h1"\?$' "$tmp/h5/summary.yaml" && ok \
   || bad "summary.yaml should say hosts: 3, host_rank0: h1"
 
 # the same with 2 ms delay and 1% loss on every link
 if cluster_netem 2 0.01; then
-  cluster_mpirun -np 5 "$dtrun" $cfg --output-dir "$tmp/netem" --quiet > "$tmp/netem.log" 2>&1 || bad "run with delay and loss failed: $(tail -3 "$tmp/netem.log")"
+  cluster_mpirun -np 5 "$dtrun" $cfg --output-dir "$tmp/netem" --quiet > "$tmp/netem.log" 2>&1 || bad "run with delay and loss failed: $(tail -40 "$tmp/netem.log")"
   cluster_netem off > "$tmp/netdelay.txt"
   cat "$tmp/netdelay.txt"
   same_results "$tmp/p1" "$tmp/netem" "2 ms delay, 1% loss vs P=1"
@@ -51,7 +51,7 @@ fi
 
 # hybrid placement: one rank per host, its nodes on the host's cores (threads)
 cluster_mpirun -np 3 --map-by ppr:1:node --bind-to none "$dtrun" $cfg --output-dir "$tmp/hybrid" --quiet > "$tmp/hybrid.log" 2>&1 \
-  || bad "one rank per host failed: $(tail -3 "$tmp/hybrid.log")"
+  || bad "one rank per host failed: $(tail -40 "$tmp/hybrid.log")"
 same_results "$tmp/p1" "$tmp/hybrid" "one rank per host x threads vs P=1"
 cores=$(nproc)
 grep -q "^threads_rank0: $cores\$" "$tmp/hybrid/summary.yaml" && ok || bad "one rank per host should use the host's $cores cores: $(grep threads_rank0 "$tmp/hybrid/summary.yaml")"

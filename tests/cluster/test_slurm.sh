@@ -26,17 +26,17 @@ wait_job() {
 }
 cfg=tests/cluster/cluster.yaml
 slurm_up || { echo "FAIL: could not start SLURM"; exit 1; }
-"$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -3 "$tmp/p1.log")"
+"$dtrun" $cfg --output-dir "$tmp/p1" --quiet > "$tmp/p1.log" 2>&1 || bad "P=1 run failed: $(tail -40 "$tmp/p1.log")"
 
 # srun -n 5 over three hosts
 slurm_on timeout 300 srun --mpi=pmix -n 5 "$dtrun" $cfg --output-dir "$tmp/srun" --quiet > "$tmp/srun.log" 2>&1 \
-  || bad "srun -n 5 failed: $(tail -5 "$tmp/srun.log")"
+  || bad "srun -n 5 failed: $(tail -40 "$tmp/srun.log")"
 same_results "$tmp/p1" "$tmp/srun" "srun -n 5 vs P=1"
 grep -q '^hosts: 3$' "$tmp/srun/summary.yaml" && ok || bad "srun run: summary.yaml should say hosts: 3"
 
 # hybrid: one task per host, its nodes on the task's cores
 slurm_on timeout 300 srun --mpi=pmix -N 3 --ntasks-per-node=1 --cpus-per-task=2 "$dtrun" $cfg --output-dir "$tmp/hybrid" --quiet \
-  > "$tmp/hybrid.log" 2>&1 || bad "srun one task per host failed: $(tail -5 "$tmp/hybrid.log")"
+  > "$tmp/hybrid.log" 2>&1 || bad "srun one task per host failed: $(tail -40 "$tmp/hybrid.log")"
 same_results "$tmp/p1" "$tmp/hybrid" "srun -N 3 --ntasks-per-node=1 x 2 threads vs P=1"
 grep -q '^threads_rank0: 2$' "$tmp/hybrid/summary.yaml" && ok || bad "one task per 2-CPU host should run 2 threads"
 
@@ -44,7 +44,7 @@ grep -q '^threads_rank0: 2$' "$tmp/hybrid/summary.yaml" && ok || bad "one task p
 export DTRUN=$dtrun
 job=$(slurm_on sbatch --parsable --output="$tmp/batch-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/batch" --quiet)
 wait_job "$job" 300 || bad "batch job $job did not end in 300 s"
-grep -q "dtrun exited 0" "$tmp/batch-$job.out" && ok || bad "batch job: $(tail -5 "$tmp/batch-$job.out")"
+grep -q "dtrun exited 0" "$tmp/batch-$job.out" && ok || bad "batch job: $(tail -40 "$tmp/batch-$job.out")"
 same_results "$tmp/p1" "$tmp/batch" "sbatch dtrun.sbatch vs P=1"
 
 # Preemption: SIGTERM from scancel while the second problem runs; the job saves and exits 130,
@@ -74,7 +74,7 @@ job=$(slurm_on sbatch --parsable --array=0-2 --ntasks=2 --output="$tmp/arr-%A_%a
       $sweep --quiet)
 wait_job "$job" 300 || bad "array job $job did not end in 300 s"
 for k in 0 1 2; do
-  grep -q "dtrun exited 0" "$tmp/arr-${job}_$k.out" && ok || bad "array task $k: $(tail -5 "$tmp/arr-${job}_$k.out")"
+  grep -q "dtrun exited 0" "$tmp/arr-${job}_$k.out" && ok || bad "array task $k: $(tail -40 "$tmp/arr-${job}_$k.out")"
   same_results "$tmp/sweep1/00$k" "$tmp/arr/00$k" "array task $k vs the sweep in one go"
 done
 cmp -s <(python3 tests/e2e/db_rows.py dump "$tmp/sweep1") <(python3 tests/e2e/db_rows.py dump "$tmp/arr") && ok \
@@ -82,7 +82,7 @@ cmp -s <(python3 tests/e2e/db_rows.py dump "$tmp/sweep1") <(python3 tests/e2e/db
 job=$(slurm_on sbatch --parsable --output="$tmp/again-%j.out" scripts/slurm/dtrun.sbatch $cfg "$tmp/arr" --quiet)
 wait_job "$job" 120 || bad "dtrun.sbatch of a sweep folder did not end"
 grep -q "holds a sweep: resuming it" "$tmp/again-$job.out" && grep -q "dtrun exited 0" "$tmp/again-$job.out" && ok \
-  || bad "dtrun.sbatch should resume a sweep folder: $(tail -5 "$tmp/again-$job.out")"
+  || bad "dtrun.sbatch should resume a sweep folder: $(tail -40 "$tmp/again-$job.out")"
 
 echo "cluster slurm: $pass passed, $fail failed"
 [ $fail -eq 0 ]
