@@ -218,7 +218,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
    * the output folder */
   DT_TRY_GOTO(dt_graph_from_config(cfg, &g));
   DT_TRY_GOTO(dt_schedule_from_config(cfg, g, &sched));
-  DT_TRY_GOTO(dt_optimizers_graph_check(cfg, g));
+  DT_TRY_GOTO(dt_optimizers_admit(cfg, g));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
   DT_TRY_GOTO(dt_config_positioned(

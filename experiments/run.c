@@ -409,7 +409,7 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(choose_backend(r));
   DT_TRY(dt_graph_from_config(cfg, &r->graph));
   DT_TRY(dt_schedule_from_config(cfg, r->graph, &r->schedule));
-  DT_TRY(dt_optimizers_graph_check(cfg, r->graph));
+  DT_TRY(dt_optimizers_admit(cfg, r->graph));
   DT_TRY(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)));
   DT_TRY(dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)));
   dt_model_spec ms;

@@ -39,7 +39,7 @@ static dt_status check_points(const dt_sweep *sw, const char *const *sets, int n
                                                    "experiment.writeout: false in a sweep: each point is a run folder that "
                                                    "resume and compare read, so every point must write one"));
     if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
-    if (st == DT_OK) st = dt_optimizers_graph_check(&cfg, g);
+    if (st == DT_OK) st = dt_optimizers_admit(&cfg, g);
     dt_graph_free(g);
     if (st == DT_OK && p == 0) st = dt_config_positioned(&cfg, dt_output_check(&cfg));
     if (st == DT_OK) continue;

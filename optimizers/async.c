@@ -207,6 +207,10 @@ cleanup:
   return st;
 }
 
+int dt_async_always(const void *opts) {
+  (void)opts;
+  return 1;
+}
 int dt_async_now_round(const dt_async *a) { return a->round; }
 int dt_async_local(const dt_async *a, int node) { return a->vectors && local(a, node) ? node - a->run->first : -1; }
 int dt_async_in_flight(const dt_async *a, int from, int to, int kind) {

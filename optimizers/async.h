@@ -97,6 +97,8 @@ int dt_async_now_round(const dt_async *a);
 double dt_async_now(const dt_async *a);
 /* Local node l's gradient at its row of x into its row of grad (dt_run_gradients for one node). */
 DT_MUST_USE dt_status dt_async_gradient(dt_async *a, int l, const dt_slab *x, dt_slab *grad);
+/* dt_optimizer_def.asynchronous of an algorithm asynchronous with every option (AD-PSGD). */
+int dt_async_always(const void *opts);
 /* Events processed so far on this rank (every node's, vector work or not), for benchmarks. */
 uint64_t dt_async_events(const dt_async *a);
 

@@ -120,20 +120,18 @@ int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-int dt_exact_mixing_ok(const char *name, double c, const dt_graph *g, char *err, size_t err_size) {
+int dt_exact_mixing_ok(const char *name, double c, const dt_graph *g, dt_refusal *why) {
   const double low = 1.0 - c * (1.0 - g->lambda_min); /* W̃'s smallest eigenvalue */
   if (low > -1.0 / 3.0 + 1e-9) return 1;
   const double cmax = (4.0 / 3.0) / (1.0 - g->lambda_min);
   if (strcmp(name, "d2") == 0)
-    snprintf(err, err_size,
+    return dt_refuse(why, NULL,
              "d2 needs the mixing matrix's smallest eigenvalue above -1/3, and this graph's W has %.6g (D2 diverges on "
              "it); use nids, whose c = 0.5 converges on every symmetric doubly stochastic W (any c < %.6g here)",
              g->lambda_min, cmax);
-  else
-    snprintf(err, err_size,
+  return dt_refuse(why, "c",
              "%s mixes with W~ = I - c (I - W), whose smallest eigenvalue with c = %g is %.6g on this graph (W's: %.6g); "
              "at or below -1/3 the recursion diverges: use c < %.6g (0.5 converges on every symmetric doubly "
              "stochastic W)",
              name, c, low, g->lambda_min, cmax);
-  return 0;
 }

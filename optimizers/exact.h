@@ -43,8 +43,8 @@ double dt_exact_gradient_step(const void *opts);
  * Laplacian's difference. */
 dt_state_size dt_exact_state_size(const void *opts, size_t dim);
 /* NIDS's and D²'s recursion x⁺ = W̃ (2x − x⁻ − …) diverges where an eigenvalue of W̃ = I − c (I − W)
- * is at or below −1/3 (D²'s condition, Tang et al. 2018, for c = 1): 0 and the reason into err
- * then, naming the algorithm. */
-int dt_exact_mixing_ok(const char *name, double c, const dt_graph *g, char *err, size_t err_size);
+ * is at or below −1/3 (D²'s condition, Tang et al. 2018, for c = 1): refused (dt_refuse) then,
+ * naming the algorithm, at nids's c. */
+int dt_exact_mixing_ok(const char *name, double c, const dt_graph *g, dt_refusal *why);
 int dt_exact_finalize(void *opts, int rounds, char *err, size_t err_size);
 #endif

@@ -126,9 +126,14 @@ double dt_mix_one_vector_bytes(const dt_graph *g, size_t dim, const void *opts) 
   return 2.0 * g->num_edges * (double)dim * sizeof(float);
 }
 
-int dt_mix_any_schedule(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* every round mixes with that round's weights */
+int dt_mix_sequential_accepts(const char *name, int sequential, const dt_run_env *env, dt_refusal *why) {
+  if (sequential && env->schedule != DT_SCHEDULE_STATIC)
+    return dt_refuse(why, "update_order", "experiment.graph.schedule is %s: %s's update_order: sequential sweeps a static graph; "
+                     "use synchronous", dt_schedule_names[env->schedule], name);
+  if (sequential && env->faults)
+    return dt_refuse(why, "update_order", "%s's update_order: sequential cannot run under experiment.network's faults (its "
+                     "messages go in stages that depend on the rank count); use synchronous", name);
+  return 1;
 }
 
 dt_status dt_mix_nodes_by(dt_optimizer_run *run, int (*terms)(void *ctx, int l, const float **x, float *w), void *ctx, dt_slab *out) {

@@ -64,10 +64,12 @@ typedef struct dt_sweep_io {
 DT_MUST_USE dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_io *io);
 /* The plug-in callbacks of an algorithm that sends one vector of dim floats along every edge of
  * the round's graph, both ways, and mixes with that round's weights (DSGDm, QG-DSGDm,
- * Local-DSGD, the exact methods' bytes): its bytes_per_round, and a schedule_ok accepting any
- * time-varying graph. */
+ * Local-DSGD, the exact methods' bytes): its bytes_per_round. */
 double dt_mix_one_vector_bytes(const dt_graph *g, size_t dim, const void *opts);
-int dt_mix_any_schedule(const void *opts, char *err, size_t err_size);
+/* The admission rule of `update_order: sequential` (DSGD's and DSGT's accepts): a sweep needs a
+ * static graph, and cannot run under faults (its messages go in stages that depend on the rank
+ * count, and so would their losses). */
+int dt_mix_sequential_accepts(const char *name, int sequential, const dt_run_env *env, dt_refusal *why);
 /* Bytes one sweep sends (upward edges, nvec vectors each). */
 double dt_mix_sweep_bytes(const dt_graph *g, size_t dim, int nvec);
 

@@ -1,5 +1,6 @@
 /* The optimizer registry: one line per plug-in in DT_OPTIMIZER_LIST. Adding an optimizer = its
  * folder, a line here, a line in meson.build, a test. */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "dt/optimizer.h"
@@ -44,39 +45,76 @@ double dt_optimizer_bytes_per_round(const dt_optimizer_def *def, const dt_graph 
   return def->bytes_per_round(g, dim, opts);
 }
 
-dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g) {
+dt_run_env dt_run_env_of(const dt_config *cfg, int p, const dt_graph *g) {
+  return (dt_run_env){.graph = g,
+                      .directed = g->directed,
+                      .schedule = (int)cfg->experiment.graph.schedule,
+                      .clock = dt_network_has_clock(&cfg->experiment.network),
+                      .faults = dt_network_has_faults(&cfg->experiment.network),
+                      .buffers_mix = cfg->problems[p].buffers == DT_BUFFERS_MIX};
+}
+
+/* The algorithms whose runs_on has flag, as "a, b, c". */
+static void algorithms_with(unsigned flag, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; dt_optimizers[i] != NULL && used < size; i++)
+    if (dt_optimizers[i]->runs_on & flag)
+      used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", dt_optimizers[i]->plugin.name);
+}
+
+int dt_refuse(dt_refusal *why, const char *option, const char *fmt, ...) {
+  snprintf(why->key, sizeof why->key, "optimizer_config.%s", option != NULL ? option : "alg_name");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why->msg, sizeof why->msg, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+int dt_optimizer_accepts(const dt_optimizer_def *def, const void *opts, const dt_run_env *env, dt_refusal *why) {
+  const char *name = def->plugin.name;
+  const int async = dt_optimizer_asynchronous(def, opts);
+  if (env->directed && env->buffers_mix) { /* W b with push weights would scale the statistics */
+    dt_refuse(why, NULL, "buffers: mix averages the model buffers with W, whose push weights on a directed graph are not "
+              "row-stochastic (the running statistics would drift); use buffers: local");
+    snprintf(why->key, sizeof why->key, "buffers");
+    return 0;
+  }
+  if (env->directed && !(def->runs_on & DT_RUNS_DIRECTED))
+    return dt_refuse(why, NULL, "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph "
+                     "(experiment.graph.directed); push-sum (sgp) can", name);
+  if (env->schedule != DT_SCHEDULE_STATIC && !(def->runs_on & DT_RUNS_TIME_VARYING)) {
+    char list[512];
+    algorithms_with(DT_RUNS_TIME_VARYING, list, sizeof list);
+    dt_refuse(why, NULL, "%s needs a static graph, and experiment.graph.schedule is %s (time-varying graphs run %s)", name,
+              dt_schedule_names[env->schedule], list);
+    snprintf(why->key, sizeof why->key, "optimizer_config");
+    return 0;
+  }
+  if (async && !env->clock)
+    return dt_refuse(why, NULL, "%s is asynchronous: its nodes act when their own steps end and messages arrive, on the "
+                     "simulated clock, so it needs experiment.network with a speed (for example network: {speed: 2000})", name);
+  if (async && env->buffers_mix)
+    return dt_refuse(why, NULL, "%s is asynchronous: its nodes have no common rounds in which to mix model buffers "
+                     "(buffers: mix); use buffers: local", name);
+  if (env->faults && def->on_missing == DT_MISSING_REFUSED)
+    return dt_refuse(why, NULL, "%s has no rule for a message that does not arrive, so it cannot run under "
+                     "experiment.network's faults (loss, link_up_rounds, node_up_rounds); configs/README.md lists the "
+                     "algorithms that can", name);
+  return def->accepts == NULL || def->accepts(opts, env, why);
+}
+
+dt_status dt_optimizers_admit(const dt_config *cfg, const dt_graph *g) {
   for (int i = 0; i < cfg->num_problems; i++) {
     const dt_optimizer_def *def = dt_optimizer_find(cfg->problems[i].alg_name);
-    char err[512] = "", key[256];
     if (def == NULL) continue;
-    if (g->directed && cfg->problems[i].buffers == DT_BUFFERS_MIX) { /* W b with push weights would scale the statistics */
-      snprintf(key, sizeof key, "problem_configs.%s.buffers", cfg->problems[i].key);
-      const dt_status st = DT_ERROR(DT_ERR_CONFIG, "buffers: mix averages the model buffers with W, whose push weights on a directed "
-                                    "graph are not row-stochastic (the running statistics would drift); use buffers: local");
-      return dt_config_error_at(cfg, st, key);
-    }
-    if (g->directed && !def->directed_ok)
-      snprintf(err, sizeof err,
-               "%s mixes with a symmetric, doubly stochastic W and cannot run on a directed graph (experiment.graph.directed); "
-               "push-sum (sgp) can", def->plugin.name);
-    else if (dt_optimizer_asynchronous(def, cfg->problems[i].alg_opts) && !dt_network_has_clock(&cfg->experiment.network))
-      snprintf(err, sizeof err,
-               "%s is asynchronous: its nodes act when their own steps end and messages arrive, on the simulated clock, so "
-               "it needs experiment.network with a speed (for example network: {speed: 2000})", def->plugin.name);
-    else if (dt_optimizer_asynchronous(def, cfg->problems[i].alg_opts) && cfg->problems[i].buffers == DT_BUFFERS_MIX)
-      snprintf(err, sizeof err, "%s is asynchronous: its nodes have no common rounds in which to mix model buffers "
-               "(buffers: mix); use buffers: local", def->plugin.name);
-    else if (dt_network_has_faults(&cfg->experiment.network) && def->on_missing == DT_MISSING_REFUSED)
-      snprintf(err, sizeof err,
-               "%s has no rule for a message that does not arrive, so it cannot run under experiment.network's faults "
-               "(loss, link_up_rounds, node_up_rounds); configs/README.md lists the algorithms that can", def->plugin.name);
-    else if (dt_network_has_faults(&cfg->experiment.network) && def->faults_ok != NULL &&
-             !def->faults_ok(cfg->problems[i].alg_opts, err, sizeof err))
-      ;
-    else if (def->graph_ok == NULL || def->graph_ok(cfg->problems[i].alg_opts, g, err, sizeof err)) continue;
-    snprintf(key, sizeof key, "problem_configs.%s.optimizer_config.alg_name", cfg->problems[i].key);
-    const dt_status st = DT_ERROR(DT_ERR_CONFIG, "%s", err);
-    return dt_config_error_at(cfg, st, key);
+    const dt_run_env env = dt_run_env_of(cfg, i, g);
+    dt_refusal why = {.key = "optimizer_config.alg_name"};
+    if (dt_optimizer_accepts(def, cfg->problems[i].alg_opts, &env, &why)) continue;
+    char key[256];
+    snprintf(key, sizeof key, "problem_configs.%s.%s", cfg->problems[i].key, why.key);
+    return dt_config_error_at(cfg, DT_ERROR(DT_ERR_CONFIG, "%s", why.msg), key);
   }
   return DT_OK;
 }

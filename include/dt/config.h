@@ -220,9 +220,6 @@ typedef struct dt_plugin {
   /* Cross-key rules and shorthands after parsing (e.g. primal_lr); writes a message to err
    * (naming the keys) and returns false when the combination is invalid. May be NULL. */
   int (*finalize)(void *opts, int outer_iterations, char *err, size_t err_size);
-  /* Optimizers: whether these options run on a time-varying graph (experiment.graph.schedule
-   * other than static); writes why not to err. NULL: the algorithm needs a static graph. */
-  int (*schedule_ok)(const void *opts, char *err, size_t err_size);
 } dt_plugin;
 
 /* Whether s can name a file in a folder: not empty, "." or "..", without '/', '\\' or control

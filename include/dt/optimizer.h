@@ -282,6 +282,32 @@ static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 
 
 /* ---- the plug-in ---------------------------------------------------------------------------- */
 
+/* What a run offers an algorithm: the environment its admission rule sees. */
+typedef struct dt_run_env {
+  const dt_graph *graph; /* the union of every round's graph, its W and spectrum known */
+  int directed;          /* experiment.graph.directed: arcs with column-stochastic push weights */
+  int schedule;          /* experiment.graph.schedule (dt_schedule_kind): DT_SCHEDULE_STATIC or time-varying */
+  int clock;             /* experiment.network has a speed: the simulated clock runs */
+  int faults;            /* experiment.network has loss, link failures or churn */
+  int buffers_mix;       /* the problem averages model buffers with W (buffers: mix) */
+} dt_run_env;
+
+/* Why an algorithm does not run in an environment: a sentence, and the key of the problem's
+ * config to blame (relative to problem_configs.NAME: optimizer_config.root, buffers, ...). */
+typedef struct dt_refusal {
+  char key[96];
+  char msg[1024];
+} dt_refusal;
+/* For an accepts: refuses, blaming `option` of optimizer_config (NULL: alg_name, the algorithm
+ * itself) with a printf-style sentence; returns 0. */
+int dt_refuse(dt_refusal *why, const char *option, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* dt_optimizer_def.runs_on: what an algorithm runs on besides a static, undirected graph. */
+enum {
+  DT_RUNS_TIME_VARYING = 1u << 0, /* a graph that changes from round to round (experiment.graph.schedule) */
+  DT_RUNS_DIRECTED = 1u << 1,     /* a directed graph: push-sum, or an algorithm that does not use the graph */
+};
+
 struct dt_optimizer_def {
   /* What the config loader sees: name = alg_name as written in configs, aliases = its other
    * spellings, keys = its optimizer_config keys filling a struct of opts_size (<= DT_OPTS_MAX)
@@ -306,26 +332,18 @@ struct dt_optimizer_def {
    * objectives, for `dtrun check`'s 2/L warning on convex problems; NULL, or 0 for options that
    * take none (adaptive optimizers, penalised primal steps). */
   double (*gradient_step)(const void *opts);
-  /* Whether it can run with these options on g, the run's (union) graph, whose W and spectrum
-   * are known; the reason into err otherwise. NULL: on any graph. Asked by `dtrun check`, by
-   * `run` and by a sweep's check of its points before anything runs. */
-  int (*graph_ok)(const void *opts, const dt_graph *g, char *err, size_t err_size);
-  /* Whether it runs on a directed graph (dt_graph.directed: arcs, column-stochastic push
-   * weights): push-sum methods, and those that do not use the graph. Otherwise refused before
-   * anything runs, like graph_ok. */
-  int directed_ok;
+  /* What it runs on besides a static, undirected graph without faults (dt_runs_on flags). */
+  unsigned runs_on;
   /* What it does with a message that did not arrive (dt_missing); DT_MISSING_REFUSED (0): it
    * refuses experiment.network's loss, link failures and churn. */
   int on_missing;
-  /* Whether these options run under faults; the reason into err otherwise. NULL: they do when
-   * on_missing is not DT_MISSING_REFUSED. */
-  int (*faults_ok)(const void *opts, char *err, size_t err_size);
-  /* An asynchronous algorithm (optimizers/async.h): its events happen on the simulated clock, so
-   * it needs experiment.network's speed (optimizers/async.h says how faults act on it). */
-  int asynchronous;
-  /* Whether these options make it asynchronous (an option of an otherwise synchronous one, such
-   * as Downpour's and EASGD's `asynchronous`); NULL: `asynchronous` alone says. */
-  int (*asynchronous_with)(const void *opts);
+  /* Whether these options make it asynchronous (optimizers/async.h: its events happen on the
+   * simulated clock, so it needs experiment.network's speed); NULL: never. */
+  int (*asynchronous)(const void *opts);
+  /* Its admission rule beyond runs_on and on_missing: whether it runs with these options in env
+   * (a condition on W such as D²'s λ_min(W) > −1/3, an option that needs a static graph); else
+   * dt_refuse(why, ...). NULL: runs_on says all. Called only through dt_optimizer_accepts. */
+  int (*accepts)(const void *opts, const dt_run_env *env, dt_refusal *why);
   /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
    * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */
   const char *graph_unused;
@@ -336,9 +354,9 @@ struct dt_optimizer_def {
   dt_state_size (*state_size)(const void *opts, size_t dim);
 };
 
-/* Whether def with these options is asynchronous (asynchronous, asynchronous_with). */
+/* Whether def with these options is asynchronous. */
 static inline int dt_optimizer_asynchronous(const dt_optimizer_def *def, const void *opts) {
-  return def->asynchronous || (def->asynchronous_with != NULL && def->asynchronous_with(opts));
+  return def->asynchronous != NULL && def->asynchronous(opts);
 }
 
 /* All registered optimizers, ended by NULL, and their config faces in the same order. */
@@ -350,8 +368,14 @@ const dt_optimizer_def *dt_optimizer_find(const char *name);
 /* def's bytes per round on g for a model m of dim parameters (bytes_per_round_model when it has
  * one, else bytes_per_round). */
 double dt_optimizer_bytes_per_round(const dt_optimizer_def *def, const dt_graph *g, const dt_model *m, size_t dim, const void *opts);
-/* Every problem's algorithm accepts the graph g (graph_ok) and, when experiment.network has
- * faults, runs under them (on_missing, faults_ok); else a config error at its alg_name. */
-DT_MUST_USE dt_status dt_optimizers_graph_check(const dt_config *cfg, const dt_graph *g);
+/* The admission rule: whether def runs with these options in env (runs_on, on_missing, the
+ * asynchronous engine's needs, then def->accepts); otherwise why not. What `check`, `run` and a
+ * sweep's pre-check ask, through dt_optimizers_admit. */
+int dt_optimizer_accepts(const dt_optimizer_def *def, const void *opts, const dt_run_env *env, dt_refusal *why);
+/* The environment problem p of cfg runs in, on its (union) graph g. */
+dt_run_env dt_run_env_of(const dt_config *cfg, int p, const dt_graph *g);
+/* Every problem's algorithm accepts its environment on graph g; else a config error located at
+ * the key to change. */
+DT_MUST_USE dt_status dt_optimizers_admit(const dt_config *cfg, const dt_graph *g);
 
 #endif

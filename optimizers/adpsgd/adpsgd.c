@@ -267,6 +267,6 @@ const dt_optimizer_def dt_optimizer_adpsgd = {
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
-    .asynchronous = 1,
+    .asynchronous = dt_async_always,
     .state_size = state_size,
 };

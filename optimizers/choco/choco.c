@@ -230,11 +230,6 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)c.bytes; /* every node sends q_i to every neighbour */
 }
 
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* per-edge estimates follow any round graph */
-}
-
 static double gradient_step(const void *opts) {
   const dt_choco_opts *o = opts;
   return dt_local_step_stable(o->lr, o->local_optimizer, &o->x);
@@ -263,7 +258,6 @@ const dt_optimizer_def dt_optimizer_choco = {
             .summary = "Choco-SGD: local steps, then compressed exchanges of model differences (top_k, random_k, sign, qsgd)",
             .keys = keys,
             .opts_size = sizeof(dt_choco_opts),
-            .schedule_ok = schedule_ok,
             .finalize = finalize,
         },
     .create = create,
@@ -272,6 +266,7 @@ const dt_optimizer_def dt_optimizer_choco = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING, /* per-edge estimates follow any round graph */
     .on_missing = DT_MISSING_SKIP,
     .state_size = state_size,
 };

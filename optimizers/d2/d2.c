@@ -14,9 +14,9 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
 }
 
 /* D²'s condition (Tang et al. 2018, Assumption 1): λ_min(W) > −1/3. */
-static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
+static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
   (void)opts;
-  return dt_exact_mixing_ok("d2", 1.0, g, err, err_size);
+  return dt_exact_mixing_ok("d2", 1.0, env->graph, why);
 }
 
 const dt_optimizer_def dt_optimizer_d2 = {
@@ -35,6 +35,6 @@ const dt_optimizer_def dt_optimizer_d2 = {
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
     .state_size = dt_exact_state_size,
-    .graph_ok = graph_ok,
+    .accepts = accepts,
     .on_missing = DT_MISSING_RENORMALISE,
 };

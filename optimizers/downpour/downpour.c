@@ -279,7 +279,7 @@ static dt_state_size state_size(const void *opts, size_t dim) {
       .per_rank = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f) + (o->asynchronous ? 2 : 0)};
 }
 
-static int asynchronous_with(const void *opts) { return ((const dt_downpour_opts *)opts)->asynchronous; }
+static int asynchronous(const void *opts) { return ((const dt_downpour_opts *)opts)->asynchronous; }
 
 static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   const dt_downpour_opts *o = opts;
@@ -304,9 +304,9 @@ const dt_optimizer_def dt_optimizer_downpour = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
-    .directed_ok = 1, /* the graph carries none of its messages */
+    .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */
     .graph_unused = "each node pushes to and pulls from a server with node 0",
     .on_missing = DT_MISSING_SKIP, /* a lost push is never applied; after a lost fetch the worker goes on from its last */
-    .asynchronous_with = asynchronous_with,
+    .asynchronous = asynchronous,
     .state_size = state_size,
 };

@@ -105,12 +105,6 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * g->num_edges * (double)dim * sizeof(float);
 }
 
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  if (((const dt_dsgd_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
-  snprintf(err, err_size, "dsgd's update_order: sequential sweeps a static graph; use synchronous");
-  return 0;
-}
-
 static double gradient_step(const void *opts) {
   const dt_dsgd_opts *o = opts;
   return dt_local_step_stable(o->alpha0, o->local_optimizer, &o->x); /* the base rate: the largest of plain schedules */
@@ -123,12 +117,8 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Faults: a sequential sweep's stages depend on the rank count, and so would its losses. */
-static int faults_ok(const void *opts, char *err, size_t err_size) {
-  if (((const dt_dsgd_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
-  snprintf(err, err_size, "dsgd's update_order: sequential cannot run under experiment.network's faults (its messages go in "
-           "stages that depend on the rank count); use synchronous");
-  return 0;
+static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
+  return dt_mix_sequential_accepts("dsgd", ((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL, env, why);
 }
 
 /* Per node: mixed, grad (the learners' for a local optimizer other than plain SGD, with its moments)
@@ -147,7 +137,6 @@ const dt_optimizer_def dt_optimizer_dsgd = {
             .summary = "decentralized SGD: mix with W, then a gradient step with a decaying rate",
             .keys = keys,
             .opts_size = sizeof(dt_dsgd_opts),
-            .schedule_ok = schedule_ok,
             .finalize = finalize,
         },
     .create = create,
@@ -156,7 +145,8 @@ const dt_optimizer_def dt_optimizer_dsgd = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING,
     .on_missing = DT_MISSING_RENORMALISE,
-    .faults_ok = faults_ok,
+    .accepts = accepts,
     .state_size = state_size,
 };

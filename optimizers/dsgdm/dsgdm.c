@@ -106,7 +106,6 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
             .summary = "DSGD with local heavy-ball or Nesterov momentum: mix with W, then a momentum step",
             .keys = keys,
             .opts_size = sizeof(dt_dsgdm_opts),
-            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
@@ -115,6 +114,7 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
     .state_size = state_size,
 };

@@ -141,12 +141,6 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return 2.0 * 2.0 * g->num_edges * (double)dim * sizeof(float); /* x − αy and y */
 }
 
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  if (((const dt_dsgt_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
-  snprintf(err, err_size, "dsgt's update_order: sequential sweeps a static graph; use synchronous");
-  return 0;
-}
-
 static double gradient_step(const void *opts) {
   const dt_dsgt_opts *o = opts;
   return dt_local_step_stable(o->alpha, o->local_optimizer, &o->x);
@@ -159,12 +153,8 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, 0, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Faults: a sequential sweep's stages depend on the rank count, and so would its losses. */
-static int faults_ok(const void *opts, char *err, size_t err_size) {
-  if (((const dt_dsgt_opts *)opts)->update_order != DT_ORDER_SEQUENTIAL) return 1;
-  snprintf(err, err_size, "dsgt's update_order: sequential cannot run under experiment.network's faults (its messages go in "
-           "stages that depend on the rank count); use synchronous");
-  return 0;
+static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
+  return dt_mix_sequential_accepts("dsgt", ((const dt_dsgt_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL, env, why);
 }
 
 /* Per node: y, g, gnew and tmp, the local optimizer's moments (none for plain SGD) and the
@@ -183,7 +173,6 @@ const dt_optimizer_def dt_optimizer_dsgt = {
             .summary = "decentralized stochastic gradient tracking",
             .keys = keys,
             .opts_size = sizeof(dt_dsgt_opts),
-            .schedule_ok = schedule_ok,
             .finalize = finalize,
         },
     .create = create,
@@ -192,7 +181,8 @@ const dt_optimizer_def dt_optimizer_dsgt = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING,
     .on_missing = DT_MISSING_RENORMALISE,
-    .faults_ok = faults_ok,
+    .accepts = accepts,
     .state_size = state_size,
 };

@@ -221,7 +221,7 @@ static dt_state_size state_size(const void *opts, size_t dim) {
                          .per_rank = 4 + (o->asynchronous ? 2 : 0)};
 }
 
-static int asynchronous_with(const void *opts) { return ((const dt_easgd_opts *)opts)->asynchronous; }
+static int asynchronous(const void *opts) { return ((const dt_easgd_opts *)opts)->asynchronous; }
 
 const dt_optimizer_def dt_optimizer_easgd = {
     .plugin =
@@ -236,10 +236,10 @@ const dt_optimizer_def dt_optimizer_easgd = {
     .round = round_k,
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
-    .directed_ok = 1, /* the graph carries none of its messages */
+    .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */
     .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP, /* the centre feels the pushes that arrived; a worker without a reply keeps x_i (faulty_elastic) */
-    .asynchronous_with = asynchronous_with,
+    .asynchronous = asynchronous,
     .state_size = state_size,
 };

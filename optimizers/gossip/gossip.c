@@ -187,11 +187,6 @@ static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   return senders * (double)dim * sizeof(float);
 }
 
-static int schedule_ok(const void *opts, char *err, size_t err_size) {
-  (void)opts, (void)err, (void)err_size;
-  return 1; /* pairs and push targets are drawn among the round's links */
-}
-
 static double gradient_step(const void *opts) {
   const dt_gossip_opts *o = opts;
   return dt_local_step_stable(o->lr, o->local_optimizer, &o->x);
@@ -216,7 +211,6 @@ const dt_optimizer_def dt_optimizer_gossip = {
             .summary = "gossip SGD: local steps, then pairwise averaging or GoSGD push-sum",
             .keys = keys,
             .opts_size = sizeof(dt_gossip_opts),
-            .schedule_ok = schedule_ok,
             .finalize = finalize,
         },
     .create = create,
@@ -224,6 +218,7 @@ const dt_optimizer_def dt_optimizer_gossip = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING, /* pairs and push targets are drawn among the round's links */
     .on_missing = DT_MISSING_SKIP,
     .state_size = state_size,
 };

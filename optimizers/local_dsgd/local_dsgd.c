@@ -92,7 +92,6 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
             .summary = "Local-DSGD: tau local steps, then one gossip with W",
             .keys = keys,
             .opts_size = sizeof(dt_local_dsgd_opts),
-            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
@@ -101,6 +100,7 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
     .state_size = state_size,
 };

@@ -27,8 +27,8 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_exact_finalize(opts, rounds, err, err_size);
 }
 
-static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
-  return dt_exact_mixing_ok("nids", ((const dt_exact_opts *)opts)->c, g, err, err_size);
+static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
+  return dt_exact_mixing_ok("nids", ((const dt_exact_opts *)opts)->c, env->graph, why);
 }
 
 const dt_optimizer_def dt_optimizer_nids = {
@@ -47,6 +47,6 @@ const dt_optimizer_def dt_optimizer_nids = {
     .traffic_per_edge = 1,
     .gradient_step = dt_exact_gradient_step,
     .state_size = dt_exact_state_size,
-    .graph_ok = graph_ok,
+    .accepts = accepts,
     .on_missing = DT_MISSING_RENORMALISE,
 };

@@ -120,7 +120,6 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
             .summary = "quasi-global momentum (QG-DSGDm): a momentum step on a buffer that follows the gossiped model, then gossip",
             .keys = keys,
             .opts_size = sizeof(dt_qg_opts),
-            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
@@ -129,6 +128,7 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
+    .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
     .state_size = state_size,
 };

@@ -213,11 +213,10 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-static int graph_ok(const void *opts, const dt_graph *g, char *err, size_t err_size) {
+static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
   const dt_relay_opts *o = opts;
-  if (o->root < g->n) return 1;
-  snprintf(err, err_size, "relaysgd's root is %d, and the graph's nodes are 0 to %d", o->root, g->n - 1);
-  return 0;
+  if (o->root < env->graph->n) return 1;
+  return dt_refuse(why, "root", "relaysgd's root is %d, and the graph's nodes are 0 to %d", o->root, env->graph->n - 1);
 }
 
 /* Per node: the learners' grad and moments; per out-edge: the relayed `in` row and the per-edge
@@ -243,7 +242,7 @@ const dt_optimizer_def dt_optimizer_relaysgd = {
     .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
-    .graph_ok = graph_ok,
+    .accepts = accepts,
     .on_missing = DT_MISSING_SKIP, /* reuse: the last message from that neighbour (node_average) */
     .state_size = state_size,
 };

@@ -211,7 +211,6 @@ const dt_optimizer_def dt_optimizer_sgp = {
             .summary = "Stochastic Gradient Push: push-sum gossip on directed graphs and any schedule (overlap: 1-step stale)",
             .keys = keys,
             .opts_size = sizeof(dt_sgp_opts),
-            .schedule_ok = dt_mix_any_schedule,
             .finalize = finalize,
         },
     .create = create,
@@ -220,7 +219,7 @@ const dt_optimizer_def dt_optimizer_sgp = {
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
-    .directed_ok = 1,
+    .runs_on = DT_RUNS_TIME_VARYING | DT_RUNS_DIRECTED,
     .on_missing = DT_MISSING_SKIP,
     .state_size = state_size,
 };

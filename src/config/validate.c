@@ -105,28 +105,6 @@ static dt_status check_graph(const schema_ctx *ctx, const dt_ynode *exp, const d
   return DT_OK;
 }
 
-/* On a time-varying graph, every problem's algorithm must accept it (schedule_ok) with its options. */
-static dt_status check_schedules(const schema_ctx *ctx, const dt_ynode *pcs, const dt_config *cfg) {
-  const dt_experiment_config *e = &cfg->experiment;
-  for (int i = 0; i < cfg->num_problems && e->graph.schedule != DT_SCHEDULE_STATIC; i++) {
-    const dt_plugin *def = config_optimizer_named(ctx->reg, cfg->problems[i].alg_name);
-    char err[512] = "", sub[700], list[1024] = "";
-    if (def->schedule_ok != NULL && def->schedule_ok(cfg->problems[i].alg_opts, err, sizeof err)) continue;
-    for (int j = 0; ctx->reg->optimizers[j] != NULL; j++)
-      if (ctx->reg->optimizers[j]->schedule_ok != NULL)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", ctx->reg->optimizers[j]->name);
-    snprintf(sub, sizeof sub, "problem_configs.%s.optimizer_config", cfg->problems[i].key);
-    const dt_ynode *oc = dt_ynode_get(pcs->items[i], "optimizer_config");
-    if (def->schedule_ok != NULL)
-      return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub, "experiment.graph.schedule is %s: %s",
-                          dt_schedule_names[e->graph.schedule], err);
-    return schema_error(ctx, oc != NULL ? oc : pcs->items[i], sub,
-                        "%s needs a static graph, and experiment.graph.schedule is %s (time-varying graphs run %s)",
-                        def->name, dt_schedule_names[e->graph.schedule], list);
-  }
-  return DT_OK;
-}
-
 /* Every problem's metrics are ones the experiment's problem plug-in can record. */
 static dt_status check_metrics(const schema_ctx *ctx, const dt_ynode *pcs, const dt_config *cfg) {
   const dt_problem_plugin *prob = ctx->reg->problems[cfg->experiment.problem_index];
@@ -183,7 +161,6 @@ dt_status config_validate(const schema_ctx *ctx, const dt_ynode *root, const dt_
   DT_TRY(check_names(ctx, exp, pcs, cfg));
   DT_TRY(check_graph(ctx, exp, &cfg->experiment));
   DT_TRY(check_network(ctx, exp, &cfg->experiment));
-  DT_TRY(check_schedules(ctx, pcs, cfg));
   if (cfg->experiment.backend == DT_BACKEND_CUDA && !DT_HAVE_CUDA)
     return schema_error(ctx, dt_ynode_get(exp, "backend"), "experiment.backend",
                         "cuda, but this dtrun was built without the CUDA backend; use cpu or auto "

@@ -3,9 +3,11 @@
  * configs/README.md lists every key; every optimizer folder documents its keys; config errors
  * carry their key and position as data, and errors found after loading are placed by it. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../../optimizers/cadmm/cadmm.h"
+#include "../../optimizers/options_impl.h"
 #include "check.h"
 #include "dt/config.h"
 #include "dt/optimizer.h"
@@ -299,6 +301,52 @@ static void test_error_context(void) {
   unlink(path);
 }
 
+/* The admission rule (dt_optimizer_accepts): every algorithm with its defaults runs on a static,
+ * undirected graph without faults; on a directed or time-varying graph, under faults or without
+ * the clock exactly where its declarations say; option-dependent refusals blame their key. */
+static void test_admission(void) {
+  dt_graph g = {.n = 5, .lambda_min = 0.0}; /* the complete graph's W = 11ᵀ/5: all that accepts reads */
+  for (int i = 0; dt_optimizers[i] != NULL; i++) {
+    const dt_optimizer_def *d = dt_optimizers[i];
+    _Alignas(16) unsigned char opts[DT_OPTS_MAX];
+    CHECK_OK(dt_plugin_opts_init(&d->plugin, opts, sizeof opts));
+    const int async = dt_optimizer_asynchronous(d, opts);
+    dt_refusal why = {0};
+    const dt_run_env plain = {.graph = &g, .clock = 1};
+    CHECK(dt_optimizer_accepts(d, opts, &plain, &why), "%s refuses a static graph: %s", d->plugin.name, why.msg);
+    dt_run_env e = plain;
+    e.directed = 1;
+    CHECK(dt_optimizer_accepts(d, opts, &e, &why) == !!(d->runs_on & DT_RUNS_DIRECTED), "%s on a directed graph", d->plugin.name);
+    e = plain;
+    e.schedule = DT_SCHEDULE_RANDOM_MATCHING;
+    CHECK(dt_optimizer_accepts(d, opts, &e, &why) == !!(d->runs_on & DT_RUNS_TIME_VARYING), "%s on a time-varying graph",
+          d->plugin.name);
+    e = plain;
+    e.faults = 1;
+    CHECK(dt_optimizer_accepts(d, opts, &e, &why) == (d->on_missing != DT_MISSING_REFUSED), "%s under faults", d->plugin.name);
+    e = plain;
+    e.clock = 0;
+    CHECK(dt_optimizer_accepts(d, opts, &e, &why) == !async, "%s without the clock", d->plugin.name);
+    if (!async) continue;
+    CHECK(strcmp(why.key, "optimizer_config.alg_name") == 0, "%s: asynchrony refused at %s", d->plugin.name, why.key);
+  }
+  /* an option's refusal names it; the default refusal of faults names the algorithm */
+  const dt_optimizer_def *dsgd = dt_optimizer_find("dsgd");
+  _Alignas(16) unsigned char opts[DT_OPTS_MAX];
+  CHECK_OK(dt_plugin_opts_init(&dsgd->plugin, opts, sizeof opts));
+  CHECK_OK(dt_plugin_opts_set(&dsgd->plugin, opts, "update_order", DT_ORDER_SEQUENTIAL));
+  dt_refusal why = {0};
+  const dt_run_env faulty = {.graph = &g, .clock = 1, .faults = 1};
+  CHECK(!dt_optimizer_accepts(dsgd, opts, &faulty, &why) && strcmp(why.key, "optimizer_config.update_order") == 0 &&
+            strstr(why.msg, "sequential cannot run under") != NULL,
+        "sequential dsgd under faults: %s: %s", why.key, why.msg);
+  dt_optimizer_def silent = *dsgd;
+  silent.on_missing = DT_MISSING_REFUSED;
+  CHECK(!dt_optimizer_accepts(&silent, opts, &faulty, &why) && strcmp(why.key, "optimizer_config.alg_name") == 0 &&
+            strstr(why.msg, "has no rule for a message that does not arrive") != NULL,
+        "a plug-in without on_missing under faults: %s: %s", why.key, why.msg);
+}
+
 int main(void) {
   test_shipped();
   test_overrides_and_shorthands();
@@ -306,5 +354,6 @@ int main(void) {
   test_docs();
   test_custom_registry();
   test_error_context();
+  test_admission();
   return check_report("test_config");
 }
