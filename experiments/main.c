@@ -146,6 +146,10 @@ enum { FAILED = 0, RUN = 1, NOTHING = 2, SWEEP = 3, SWEEP_RESUME = 4 };
 static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_sweep *sweep, double *mode) {
   int nothing = 0;
   *mode = FAILED;
+  /* every folder an option names, checked before anything is written (a run folder made and
+   * then abandoned would look like a run) */
+  if (a->dump_trace != NULL) DT_TRY(dt_folder_usable("--dump-trace", a->dump_trace, 0, DT_ERR_USAGE));
+  if (!resume && a->output_dir != NULL) DT_TRY(dt_folder_usable("--output-dir", a->output_dir, 1, DT_ERR_USAGE));
   if (resume && dt_is_sweep_dir(a->argv_dir)) {
     *mode = SWEEP_RESUME;
     return DT_OK;
@@ -163,6 +167,9 @@ static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_swee
     if (st != DT_OK) dt_log_warn("%s: its rows in results.sqlite were not checked: %s", a->argv_dir, dt_error_message());
   } else {
     DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
+    DT_CHECK(a->dump_trace == NULL || cfg->experiment.graph.schedule == DT_SCHEDULE_STATIC, DT_ERR_USAGE,
+             "--dump-trace traces static graphs; this experiment's graph changes every round (experiment.graph.schedule: %s)",
+             dt_schedule_names[cfg->experiment.graph.schedule]);
   }
   *mode = nothing ? NOTHING : RUN;
   return DT_OK;

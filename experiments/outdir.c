@@ -155,27 +155,36 @@ static dt_status stamped_dir(runner *r) {
 
 dt_status dt_output_check(const dt_config *cfg) {
   const char *dir = cfg->experiment.output_metadir, *key = "experiment.output_metadir";
-  char probe[DT_PATH_MAX];
-  struct stat sb;
   /* <metadir>/<YYYY-MM-DD_HH-MM-SS>_<name>_<k> must fit the folder name's buffer */
   const size_t longest = strlen(dir) + 1 + 19 + 1 + strlen(cfg->experiment.name) + 5;
   DT_CHECK_KEY(longest < sizeof ((runner *)0)->outdir, DT_ERR_CONFIG, key,
                "%s: run folders in '%.60s...' would have names of up to %zu characters, more than %zu: "
                "shorten experiment.output_metadir or experiment.name",
                key, dir, longest, sizeof ((runner *)0)->outdir - 1);
+  const dt_status st = dt_folder_usable(key, dir, 1, DT_ERR_CONFIG);
+  return st == DT_OK ? DT_OK : dt_error_set_key(st, "%s", key);
+}
+
+dt_status dt_folder_usable(const char *what, const char *dir, int parents, dt_status code) {
+  char probe[DT_PATH_MAX];
+  struct stat sb;
+  DT_CHECK(strlen(dir) < sizeof probe, code, "%s: a folder name longer than %zu characters: %.60s...", what, sizeof probe - 1, dir);
   snprintf(probe, sizeof probe, "%s", dir[0] != '\0' ? dir : ".");
   /* the folder, or the nearest existing folder it would be made in */
+  int missing = 0;
   while (stat(probe, &sb) != 0) {
-    DT_CHECK_KEY(errno == ENOENT, DT_ERR_CONFIG, key, "%s: cannot use '%s': %s: %s", key, dir, probe, strerror(errno));
+    /* ENOTDIR: a part above is a file, which the walk up reaches and names */
+    DT_CHECK(errno == ENOENT || errno == ENOTDIR, code, "%s: cannot use '%s': %s: %s", what, dir, probe, strerror(errno));
+    missing++;
     char *slash = strrchr(probe, '/');
     if (slash == NULL) snprintf(probe, sizeof probe, ".");
     else if (slash == probe) probe[1] = '\0';
     else *slash = '\0';
   }
-  DT_CHECK_KEY(S_ISDIR(sb.st_mode), DT_ERR_CONFIG, key, "%s: '%s' cannot be made: %s is a file, not a folder", key, dir,
-               probe);
-  DT_CHECK_KEY(access(probe, W_OK | X_OK) == 0, DT_ERR_CONFIG, key, "%s: '%s' cannot be written: %s: %s", key, dir, probe,
-               strerror(errno));
+  DT_CHECK(S_ISDIR(sb.st_mode), code, "%s: '%s' cannot be made: %s is a file, not a folder", what, dir, probe);
+  DT_CHECK(parents || missing <= 1, code, "%s: '%s' cannot be made: %s has no folder %s in it", what, dir, probe,
+           dir + strlen(probe) + (probe[strlen(probe) - 1] != '/'));
+  DT_CHECK(access(probe, W_OK | X_OK) == 0, code, "%s: '%s' cannot be written: %s: %s", what, dir, probe, strerror(errno));
   return DT_OK;
 }
 

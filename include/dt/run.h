@@ -54,6 +54,11 @@ DT_MUST_USE dt_status dt_experiment_db_repair(const dt_config *cfg, const dt_run
 /* Whether experiment.output_metadir is (or can be made as) a writable folder: DT_ERR_CONFIG
  * naming the key otherwise. Not collective. */
 DT_MUST_USE dt_status dt_output_check(const dt_config *cfg);
+/* Whether folder dir can be made (with its parents when `parents`, else only its last part) or
+ * written into, checked before anything is written: it, or the nearest folder above it that
+ * exists, is a folder this process may write. Otherwise an error of `code` naming `what` (an
+ * option or a key) and the part that stands in the way. */
+DT_MUST_USE dt_status dt_folder_usable(const char *what, const char *dir, int parents, dt_status code);
 
 /* Installs the handlers that let a run finish its round and save: SIGINT and SIGTERM checkpoint
  * and stop, SIGUSR1 checkpoints and goes on. */

@@ -130,5 +130,25 @@ for s in dtrun.sbatch dtrun_array.sbatch; do
   [ $rc = 2 ] && grep -q "$s: no dtrun: not on PATH" "$tmp/slurm/out" && ok || bad "$s without any dtrun: exit $rc, $(cat "$tmp/slurm/out")"
 done
 
+# every folder an option names is checked before anything is written: exit 2, the part in the
+# way named, no run folder left (before: exit 1 from the trace's first file, after the run folder
+# and its results.sqlite were made)
+touch "$tmp/afile"
+mkdir -p "$tmp/paths"
+for case in "--dump-trace $tmp/afile|--dump-trace: '$tmp/afile' cannot be made: $tmp/afile is a file, not a folder" \
+            "--dump-trace $tmp/afile/x|--dump-trace: '$tmp/afile/x' cannot be made: $tmp/afile is a file" \
+            "--dump-trace $tmp/nowhere/x|--dump-trace: '$tmp/nowhere/x' cannot be made: $tmp has no folder nowhere/x" \
+            "--dump-trace $tmp/tr --set experiment.graph.schedule=random_matching|--dump-trace traces static graphs"; do
+  opts=${case%%|*} want=${case#*|}
+  "$dtrun" "$cfg" --output-dir "$tmp/paths/run" --quiet $opts > "$tmp/paths.log" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -qF -- "$want" "$tmp/paths.log" && [ ! -e "$tmp/paths/run" ] && ok \
+    || bad "$opts: exit $rc, $(ls "$tmp/paths"), $(cat "$tmp/paths.log")"
+done
+"$dtrun" "$cfg" --output-dir "$tmp/afile/run" --quiet > "$tmp/paths.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -qF -- "--output-dir: '$tmp/afile/run' cannot be made: $tmp/afile is a file, not a folder" "$tmp/paths.log" && ok \
+  || bad "--output-dir under a file: exit $rc, $(cat "$tmp/paths.log")"
+
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]
