@@ -201,7 +201,26 @@ static int insert_run(runner *r, sqlite3_int64 old, const char *folder, const ch
   return good;
 }
 
-/* ---- a resumed run without its rows: rebuilt from its files -------------------------------- */
+/* An evaluation's and a problem's row: `verb` is REPLACE (a measurement, which a re-measured
+ * round overwrites) or IGNORE (a row restored from the files, which never overwrites one the
+ * run wrote: the database's values are exact, the CSVs' have 9 significant digits). Columns
+ * named: a database a later dtrun migrated still takes these rows. */
+static sqlite3_stmt *prepare_eval(runner *r, const char *verb) {
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "INSERT OR %s INTO evaluations (run, problem, round, node, forward_pass_count, validation_loss, top1_accuracy, "
+           "consensus_error, consensus_error_raw, current_epoch, train_loss, bytes_sent, time_compute, time_comm, time_eval, sim_time, "
+           "messages_sent, messages_lost, messages_received) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+           "?15, ?16, ?17, ?18, ?19)", verb);
+  return prepare(r, sql);
+}
+static sqlite3_stmt *prepare_problem(runner *r, const char *verb) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "INSERT OR %s INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", verb);
+  return prepare(r, sql);
+}
+
+/* ---- a resumed run missing rows: restored from its files ------------------------------------ */
 
 /* Whether the database is damaged: it is not a database, SQLite found it corrupt, or PRAGMA
  * quick_check answers other than "ok" (its first complaint into why). A database that is busy,
@@ -262,8 +281,10 @@ static dt_status open_db_resumed(runner *r) {
 }
 
 /* The evaluations of problem p from a results CSV's text (a header "round,node,<columns>", then
- * a row per node and evaluation; "nan" and empty cells are NULL). Inside the open transaction. */
-static int put_csv_rows(runner *r, int p, const char *text, size_t len, long *rows) {
+ * a row per node and evaluation; "nan" and empty cells are NULL), through s (prepare_eval's
+ * IGNORE: rows the database has stay); *rows counts those it lacked. Inside the open
+ * transaction. */
+static int put_csv_rows(runner *r, sqlite3_stmt *s, int p, const char *text, size_t len, long *rows) {
   int col_of[NCOL + 2], ncols = 0, good = 1;
   const char *end = text + len, *line = text;
   const char *nl = memchr(line, '\n', (size_t)(end - line));
@@ -277,7 +298,6 @@ static int put_csv_rows(runner *r, int p, const char *text, size_t len, long *ro
     ncols++;
     f = comma != NULL ? comma + 1 : nl;
   }
-  sqlite3_stmt *s = r->db_eval;
   for (line = nl + 1; good && line < end; line = nl + 1) {
     nl = memchr(line, '\n', (size_t)(end - line));
     if (nl == NULL) nl = end;
@@ -299,15 +319,17 @@ static int put_csv_rows(runner *r, int p, const char *text, size_t len, long *ro
       else if (col_of[k] >= 0 && number) sqlite3_bind_double(s, 5 + col_of[k], v);
       f = comma != NULL ? comma + 1 : nl + 1;
     }
-    good = step_all(r, s, "rebuild evaluations");
-    ++*rows;
+    good = step_all(r, s, "restore evaluations");
+    *rows += sqlite3_changes(r->db);
   }
   return good;
 }
 
-/* The finished problems' rows, from summary.yaml and each one's <problem>_results.csv; the
- * problem a checkpoint holds (status running) gets its rows from runner_db_put_csv. */
-static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
+/* The finished problems' rows the database lacks, from summary.yaml and each one's
+ * <problem>_results.csv (*problems: those that lacked any, *rows: the evaluations restored); the
+ * problem a checkpoint holds (status running) gets its rows from runner_db_put_csv. `whole`:
+ * the database had no row of this run, whose row in `runs` then takes summary.yaml's values. */
+static dt_status rebuild_rows(runner *r, int whole, int *problems, long *rows) {
   char path[DT_PATH_MAX + 160];
   snprintf(path, sizeof path, "%s/summary.yaml", r->outdir);
   size_t len = 0;
@@ -318,7 +340,8 @@ static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
   free(text);
   DT_TRY(st);
   const dt_ynode *list = dt_ynode_get(root, "problems");
-  int good = exec(r, "BEGIN IMMEDIATE");
+  sqlite3_stmt *fill_eval = prepare_eval(r, "IGNORE"), *fill_problem = prepare_problem(r, "IGNORE");
+  int good = fill_eval != NULL && fill_problem != NULL && exec(r, "BEGIN IMMEDIATE");
   for (int q = 0; good && list != NULL && list->kind == DT_YN_SEQ && q < list->n && q < r->cfg->num_problems; q++) {
     const dt_ynode *it = list->items[q];
     const dt_ynode *name = dt_ynode_get(it, "problem_name"), *status = dt_ynode_get(it, "status");
@@ -326,7 +349,7 @@ static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
         strcmp(name->text, r->cfg->problems[q].problem_name) != 0 || strcmp(status->text, "running") == 0)
       continue;
     static const char *const nums[] = {"rounds_completed", "bytes_sent", "wall_seconds", "time_compute", "time_comm", "time_eval"};
-    sqlite3_stmt *s = r->db_problem;
+    sqlite3_stmt *s = fill_problem;
     sqlite3_reset(s);
     sqlite3_bind_int64(s, 1, r->db_run);
     sqlite3_bind_int(s, 2, q);
@@ -339,19 +362,24 @@ static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
       if (v != NULL && v->kind == DT_YN_SCALAR) sqlite3_bind_double(s, 7 + k, strtod(v->text, NULL));
       else sqlite3_bind_null(s, 7 + k);
     }
-    good = step_all(r, s, "rebuild problems");
+    good = step_all(r, s, "restore problems");
+    long lacked = sqlite3_changes(r->db);
     snprintf(path, sizeof path, "%s/%s_results.csv", r->outdir, r->cfg->problems[q].problem_name);
     const size_t bound = (size_t)(r->cfg->problems[q].outer_iterations + 2) * (size_t)r->n * (NCOL + 2) * 32 + 4096;
     char *csv = good ? dt_read_file_bounded(path, bound, &len) : NULL;
-    if (csv != NULL) good = put_csv_rows(r, q, csv, len, rows);
+    long restored = 0;
+    if (csv != NULL) good = put_csv_rows(r, fill_eval, q, csv, len, &restored);
     free(csv);
-    ++*problems;
+    *rows += restored;
+    *problems += lacked + restored > 0;
   }
+  sqlite3_finalize(fill_eval);
+  sqlite3_finalize(fill_problem);
   /* the run's row as summary.yaml has it (a resumed run updates it as it goes on) */
-  sqlite3_stmt *s = good ? prepare(r, "UPDATE runs SET status = ?1, started = ?2, updated = ?3, wall_seconds = ?4, ranks = ?5 "
+  sqlite3_stmt *s = good && whole ? prepare(r, "UPDATE runs SET status = ?1, started = ?2, updated = ?3, wall_seconds = ?4, ranks = ?5 "
                                       "WHERE run = ?6") : NULL;
-  good = good && s != NULL;
-  if (good) {
+  good = good && (s != NULL || !whole);
+  if (good && whole) {
     static const char *const keys[] = {"status", "started", "updated", "wall_seconds", "ranks"};
     for (int k = 0; k < 5; k++) {
       const dt_ynode *v = dt_ynode_get(root, keys[k]);
@@ -368,9 +396,14 @@ static dt_status rebuild_rows(runner *r, int *problems, long *rows) {
 }
 
 dt_status runner_db_put_csv(runner *r, int p, const char *csv, size_t len) {
-  if (r->db == NULL || !r->db_rebuilt) return DT_OK;
+  if (r->db == NULL || !r->opt->resume) return DT_OK;
   long rows = 0;
-  const int good = exec(r, "BEGIN IMMEDIATE") && end_tx(r, put_csv_rows(r, p, csv, len, &rows));
+  sqlite3_stmt *fill = prepare_eval(r, "IGNORE");
+  const int good = fill != NULL && exec(r, "BEGIN IMMEDIATE") && end_tx(r, put_csv_rows(r, fill, p, csv, len, &rows));
+  sqlite3_finalize(fill);
+  if (good && rows > 0 && !r->db_rebuilt)
+    dt_log_warn("%s/results.sqlite lacked %ld evaluation row%s of problem %s before the checkpoint: restored from the checkpoint",
+                r->db_dir, rows, rows == 1 ? "" : "s", r->cfg->problems[p].problem_name);
   return good ? DT_OK : DT_ERROR(DT_ERR_IO, "%s", r->db_error);
 }
 
@@ -387,29 +420,33 @@ dt_status runner_db_open(runner *r, const char *config_text) {
   if (good && r->db_run == 0) good = insert_run(r, old, folder, config_text);
   good = end_tx(r, good);
   if (good) {
-    /* columns named: a database a later dtrun migrated still takes these rows */
-    r->db_eval = prepare(r, "INSERT OR REPLACE INTO evaluations (run, problem, round, node, forward_pass_count, validation_loss, "
-                            "top1_accuracy, consensus_error, consensus_error_raw, current_epoch, train_loss, bytes_sent, time_compute, "
-                            "time_comm, time_eval, sim_time, messages_sent, messages_lost, messages_received) VALUES (?1, ?2, ?3, ?4, ?5, "
-                            "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
-    r->db_problem = prepare(r, "INSERT OR REPLACE INTO problems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    r->db_eval = prepare_eval(r, "REPLACE");
+    r->db_problem = prepare_problem(r, "REPLACE");
     good = r->db_eval != NULL && r->db_problem != NULL;
   }
   if (!good) return DT_ERROR(DT_ERR_IO, "%s", r->db_error);
-  if (r->opt->resume && old == 0) {
-    /* resumed, but the database has no rows of this run (deleted, emptied, damaged): what its
-     * files hold goes back in, rather than a database silently missing what came before */
+  if (r->opt->resume) {
+    /* resumed: what the database lacks of this run's files goes back in (all of it when it has no
+     * row of the run: deleted, emptied, damaged; or what a lost table or lost rows took), rather
+     * than a database silently missing what came before. The rows it has stay as they are. */
     int problems = 0;
     long rows = 0;
-    r->db_rebuilt = 1;
-    if (rebuild_rows(r, &problems, &rows) != DT_OK) { /* what the files could not give is said, and the run goes on */
-      dt_log_warn("%s/results.sqlite had no rows of %s, and they could not be rebuilt from its files: %s", r->db_dir,
-                  strcmp(folder, ".") == 0 ? "this run" : folder, dt_error_message());
+    r->db_rebuilt = old == 0;
+    const dt_status st = rebuild_rows(r, old == 0, &problems, &rows);
+    const char *which = strcmp(folder, ".") == 0 ? "this run" : folder;
+    if (st != DT_OK) { /* what the files could not give is said (a database that has the run keeps its rows), and the run goes on */
+      if (old == 0)
+        dt_log_warn("%s/results.sqlite had no rows of %s, and they could not be rebuilt from its files: %s", r->db_dir, which,
+                    dt_error_message());
       r->db_failed = 0;
       return DT_OK;
     }
-    dt_log_warn("%s/results.sqlite had no rows of %s: rebuilt from its files (%d finished problem%s, %ld evaluation rows; "
-                "values at the CSVs' 9 significant digits)", r->db_dir, strcmp(folder, ".") == 0 ? "this run" : folder, problems,
+    if (old != 0 && (rows > 0 || problems > 0))
+      dt_log_warn("%s/results.sqlite lacked rows of %s: %d finished problem%s restored from its files (%ld evaluation rows; "
+                  "values at the CSVs' 9 significant digits)", r->db_dir, which, problems, problems == 1 ? "" : "s", rows);
+    else if (old == 0)
+      dt_log_warn("%s/results.sqlite had no rows of %s: rebuilt from its files (%d finished problem%s, %ld evaluation rows; "
+                  "values at the CSVs' 9 significant digits)", r->db_dir, which, problems,
                 problems == 1 ? "" : "s", rows);
   }
   return DT_OK;

@@ -17,7 +17,8 @@
 #      evaluation in results.sqlite; resumed once there is room, to the same files;
 #  (h) killed before its first checkpoint inside the problem (the start's only): resumed;
 #  (i) SIGTERM during the last problem's last round: the run completes (exit 0), not interrupted;
-#  (j) results.sqlite deleted after a kill, or damaged after the run: resume rebuilds the rows;
+#  (j) results.sqlite deleted after a kill, or damaged after the run, or missing its evaluations
+#      table or some rows: resume restores the rows;
 #  (k) a rank stopped (SIGSTOP) under mpirun: the watchdog ends the job within seconds, naming the
 #      stopped rank (from the ranks' records of life in <run>/.alive/); resumed;
 #  (l) a stop signal during a long evaluation: it stops between nodes; resume measures it again;
@@ -259,17 +260,20 @@ same_rows() { # reference run what: every row as the reference's, reals at the C
     && [ "$(sqlite3 "$1/results.sqlite" 'SELECT COUNT(*) FROM evaluations')" = 72 ] && ok || bad "$3: the rebuilt rows differ from the reference's"
 }
 "$dtrun" "$tmp/two.yaml" --output-dir "$tmp/two_ref" --quiet > /dev/null 2>&1 || bad "(j) the reference run failed"
-"$dtrun" "$tmp/two.yaml" --output-dir "$tmp/j" --quiet > /dev/null 2>&1 &
-pid=$!
-for _ in $(seq 2400); do # killed inside the second problem, after a checkpoint of it
-  p=$(od -An -t u8 -j 16 -N 8 "$tmp/j/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
-  r=$(round_of "$tmp/j/checkpoint")
-  [ -n "$p" ] && [ "$p" -ge 1 ] && [ -n "$r" ] && [ "$r" -ge 100 ] && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.02
-done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
+two_killed() { # FOLDER: two.yaml killed inside the second problem, after a checkpoint of it
+  "$dtrun" "$tmp/two.yaml" --output-dir "$1" --quiet > /dev/null 2>&1 &
+  local pid=$! p r
+  for _ in $(seq 2400); do
+    p=$(od -An -t u8 -j 16 -N 8 "$1/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
+    r=$(round_of "$1/checkpoint")
+    [ -n "$p" ] && [ "$p" -ge 1 ] && [ -n "$r" ] && [ "$r" -ge 100 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.02
+  done
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+}
+two_killed "$tmp/j"
 rm -f "$tmp/j/results.sqlite" "$tmp/j/results.sqlite-wal" "$tmp/j/results.sqlite-shm"
 "$dtrun" resume "$tmp/j" --quiet > "$tmp/j.log" 2>&1 && grep -q "results.sqlite had no rows of this run: rebuilt from its files (1 finished problem" \
   "$tmp/j.log" && ok || bad "(j) resume without results.sqlite: $(tail -3 "$tmp/j.log")"
@@ -278,6 +282,19 @@ printf 'not a database: these bytes replace the file that was one, and resume mu
 "$dtrun" resume "$tmp/j" > "$tmp/j2.log" 2>&1 && grep -q "results.sqlite was damaged (file is not a database): kept as results.sqlite.damaged" \
   "$tmp/j2.log" && [ -f "$tmp/j/results.sqlite.damaged" ] && ok || bad "(j) resume of a completed run with a damaged database: $(tail -3 "$tmp/j2.log")"
 same_rows "$tmp/two_ref" "$tmp/j" "(j) completed, results.sqlite damaged, resumed"
+#     A database that opens and passes quick_check but lost its evaluations table (or some rows)
+#     is repaired too: resume puts back what the files hold and it lacks, and keeps the rows it
+#     has (before: the table came back empty, exit 0 and no word, 28 of the 72 rows)
+two_killed "$tmp/j3"
+sqlite3 "$tmp/j3/results.sqlite" 'DROP TABLE evaluations'
+"$dtrun" resume "$tmp/j3" --quiet > "$tmp/j3.log" 2>&1 && grep -q "results.sqlite lacked rows of this run: 1 finished problem restored" \
+  "$tmp/j3.log" && grep -q "lacked [0-9]* evaluation rows of problem b before the checkpoint" "$tmp/j3.log" && ok \
+  || bad "(j) resume of a killed run whose database lost its evaluations table: $(tail -3 "$tmp/j3.log")"
+same_rows "$tmp/two_ref" "$tmp/j3" "(j) killed, evaluations table dropped, resumed"
+sqlite3 "$tmp/j3/results.sqlite" 'DELETE FROM evaluations WHERE problem = 1 AND round < 200; DELETE FROM problems WHERE problem = 0'
+"$dtrun" resume "$tmp/j3" --quiet > "$tmp/j4.log" 2>&1 && grep -q "results.sqlite lacked rows of this run: 2 finished problems restored" \
+  "$tmp/j4.log" && ok || bad "(j) resume of a completed run whose database lost rows: $(tail -3 "$tmp/j4.log")"
+same_rows "$tmp/two_ref" "$tmp/j3" "(j) completed, rows deleted, resumed"
 
 # (k) a rank that stops answering (SIGSTOP) under mpirun: the others' watchdog ends the job
 #     after --watchdog seconds without progress, saying where it waited; the last checkpoint is
