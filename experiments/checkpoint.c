@@ -16,6 +16,7 @@
  * file. Files are read with a size bound and only when they are regular files. */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,21 +113,26 @@ static int status_index(const char *s) {
 
 /* ---- folders ------------------------------------------------------------------------------ */
 
-/* Removes dir and the files in it (checkpoint folders hold files only). */
+/* nftw's callback of remove_dir: each entry, deepest first, links themselves (not what they
+ * name); the first failure stops the walk and is kept in failed. */
+static char failed[DT_PATH_MAX + 320];
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+  (void)sb, (void)ftw;
+  const int gone = type == FTW_DP ? rmdir(path) : unlink(path);
+  if (gone == 0 || errno == ENOENT) return 0;
+  snprintf(failed, sizeof failed, "%s: %s", path, strerror(errno));
+  return 1;
+}
+
+/* Removes dir and everything in it. A checkpoint folder holds files only, but a damaged one may
+ * hold anything in their place (a folder, a link, a FIFO): all of it goes, links not followed. */
 static dt_status remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d == NULL) return errno == ENOENT ? DT_OK : DT_ERROR(DT_ERR_IO, "cannot open folder %s: %s", dir, strerror(errno));
-  struct dirent *e;
-  dt_status st = DT_OK;
-  while ((e = readdir(d)) != NULL && st == DT_OK) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char path[DT_PATH_MAX + 320];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (unlink(path) != 0 && errno != ENOENT) st = DT_ERROR(DT_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-  }
-  closedir(d);
-  if (st == DT_OK && rmdir(dir) != 0 && errno != ENOENT) st = DT_ERROR(DT_ERR_IO, "cannot remove folder %s: %s", dir, strerror(errno));
-  return st;
+  struct stat sb;
+  if (lstat(dir, &sb) != 0) return errno == ENOENT ? DT_OK : DT_ERROR(DT_ERR_IO, "cannot remove %s: %s", dir, strerror(errno));
+  failed[0] = '\0';
+  if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    return DT_ERROR(DT_ERR_IO, "cannot remove %s", failed[0] != '\0' ? failed : dir);
+  return DT_OK;
 }
 
 static void ckpt_path(const runner *r, const char *sub, char *buf, size_t size) { snprintf(buf, size, "%s/%s", r->outdir, sub); }
