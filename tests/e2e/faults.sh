@@ -28,6 +28,8 @@
 #      config, graph and model): refused before it is read, resumed from checkpoint.old/; check
 #      (which has no model to bound it by) streams its checksum without holding it;
 #  (o) a rank stopped during the set-up: the watchdog watches the set-up too;
+#  (q) a node file of the newest checkpoint that is a folder or a FIFO: resumed from
+#      checkpoint.old/; one that is a link: read through it, its target kept;
 #  (p) a rank that works long while another waits for it (rank 0 computing a 250-node consensus
 #      matrix, several seconds) does not end the job at --watchdog 1: the waiting rank reads rank
 #      0's record of life and waits (before, it ended a healthy job after 1 s).
@@ -96,7 +98,7 @@ if [ ! -e "$tmp/k/checkpoint/run.ckpt" ] || [ ! -e "$tmp/k/checkpoint.old/run.ck
   exit 1
 fi
 echo "killed with checkpoints at rounds $(round_of "$tmp/k/checkpoint") and $(round_of "$tmp/k/checkpoint.old")"
-for c in a b c d e f m n; do cp -r "$tmp/k" "$tmp/$c"; done
+for c in a b c d e f m n q1 q2 q3; do cp -r "$tmp/k" "$tmp/$c"; done
 
 # (h) killed before its first checkpoint inside the problem (only the start's, round 0): resumed
 "$dtrun" "$cfg" --output-dir "$tmp/h" --quiet > "$tmp/h.log" 2>&1 &
@@ -144,6 +146,23 @@ rc=$?
 "$dtrun" resume "$tmp/f" --quiet > "$tmp/f.log" 2>&1 && grep -q "resuming from .*checkpoint.old" "$tmp/f.log" && ok \
   || bad "(f) an emptied node file: $(tail -3 "$tmp/f.log")"
 same_run "$tmp/ref" "$tmp/f" "(f) resumed from checkpoint.old"
+
+# (q) a node file of the newest checkpoint replaced by a folder (with a file in it) or a FIFO:
+#     resumed from checkpoint.old/, the damaged checkpoint removed whole (before: "cannot remove
+#     .../node_2.ckpt: Is a directory", exit 1, and never resumable); replaced by a link to its
+#     content elsewhere: read through the link, and the file it names kept when the checkpoint
+#     folders rotate
+rm "$tmp/q1/checkpoint/node_2.ckpt" && mkdir "$tmp/q1/checkpoint/node_2.ckpt" && touch "$tmp/q1/checkpoint/node_2.ckpt/x"
+rm "$tmp/q2/checkpoint/node_2.ckpt" && mkfifo "$tmp/q2/checkpoint/node_2.ckpt"
+for c in q1 q2; do
+  timeout 120 "$dtrun" resume "$tmp/$c" --quiet > "$tmp/$c.log" 2>&1 && grep -q "node_2.ckpt: .*resuming from .*checkpoint.old" "$tmp/$c.log" \
+    && ok || bad "($c) a node file that is not a file: exit $?, $(tail -3 "$tmp/$c.log")"
+  same_run "$tmp/ref" "$tmp/$c" "($c) resumed from checkpoint.old"
+done
+mv "$tmp/q3/checkpoint/node_2.ckpt" "$tmp/q3.node_2" && ln -s "$tmp/q3.node_2" "$tmp/q3/checkpoint/node_2.ckpt"
+timeout 120 "$dtrun" resume "$tmp/q3" --quiet > "$tmp/q3.log" 2>&1 && [ -f "$tmp/q3.node_2" ] && ok \
+  || bad "(q3) a node file that is a link: exit $?, $(ls "$tmp/q3.node_2" 2>&1), $(tail -3 "$tmp/q3.log")"
+same_run "$tmp/ref" "$tmp/q3" "(q3) resumed through a link"
 
 # (m) a node file grown past its record (64 MB appended): not read past what the node's record can
 # be; resumed from checkpoint.old/
