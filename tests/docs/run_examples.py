@@ -15,8 +15,10 @@ example when its info string is one of:
 An HTML comment on the lines just above a block changes how it runs (a reader does not see it):
 
   <!-- test: short [N] -->   each `dtrun CONFIG ...` run gets
-                             --set 'problem_configs.*.optimizer_config.outer_iterations=N' (3):
-                             the example runs as written, on fewer rounds (studies of hours)
+                             --set 'problem_configs.*.optimizer_config.outer_iterations=N' (3)
+                             and --set 'problem_configs.*.evaluation.test_samples=1000': the
+                             example runs as written, on fewer rounds and evaluated on a subset
+                             of the test set (studies of hours, in seconds)
   <!-- test: before CMD -->  runs CMD (a shell line) in the page's folder first
   <!-- test: check -->       for what cannot run here (other hosts, SLURM's queue, root, the
                              network): each dtrun invocation with a config becomes `dtrun check`
@@ -46,7 +48,7 @@ import time
 import yaml
 
 COMMANDS = {"dtrun", "mpirun", "srun", "sbatch", "meson", "ninja", "python3", "bash"}
-SHORT = "--set 'problem_configs.*.optimizer_config.outer_iterations={}'"
+SHORT = "--set 'problem_configs.*.optimizer_config.outer_iterations={}' --set 'problem_configs.*.evaluation.test_samples=1000'"
 RUN_WORDS = {"run"}
 TIMEOUT = 600
 

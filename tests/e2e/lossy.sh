@@ -47,7 +47,7 @@ PY
 # (3) faults that lose nothing (a node leaves after 1e12 rounds on average) change no metric:
 # every algorithm but Choco and BEER (which keep their estimates per edge under faults: the same
 # arithmetic in another order) gives the files of the run without network
-sed 's/^  network: .*/  network: {node_up_rounds: 1e12}/' "$tmp/lossy.yaml" | awk '/^  (choco|beer):/ {skip = 3} skip {skip--; next} 1' > "$tmp/none.yaml"
+sed 's/^  network: .*/  network: {node_up_rounds: 1e12}/' "$tmp/lossy.yaml" | awk '/^  [a-z_]+:/ {skip = /^  (choco|beer):/} !skip' > "$tmp/none.yaml"
 grep -v "^  network:" "$tmp/none.yaml" > "$tmp/off.yaml"
 "$dtrun" "$tmp/none.yaml" --output-dir "$tmp/none" --quiet > "$tmp/none.log" 2>&1 || bad "faults losing nothing: $(tail -3 "$tmp/none.log")"
 "$dtrun" "$tmp/off.yaml" --output-dir "$tmp/off" --quiet > "$tmp/off.log" 2>&1 || bad "no network: $(tail -3 "$tmp/off.log")"

@@ -244,8 +244,8 @@ for w in "gossip profile, 4 rounds on 5 nodes" "  round time    mean" "  per rou
 done && ok
 "$dtrun" check tests/e2e/small.yaml --set experiment.graph.type=torus --set experiment.graph.num_nodes=6 \
   --set problem_configs.dsgd.full_batch=true > "$tmp/show.check" 2>&1
-grep -q "^# graph: torus (2 rows x 3 columns), 6 nodes" "$tmp/show.check" && grep -q "^# problem dsgd: dsgd, 60 rounds, evaluate every 20, full batch," \
-  "$tmp/show.check" && grep -q "^# problem dsgt: dsgt, 60 rounds, evaluate every 20, batch 64," "$tmp/show.check" && ok \
+grep -q "^# graph: torus (2 rows x 3 columns), 6 nodes" "$tmp/show.check" && grep -q "^# problem dsgd: dsgd, 60 rounds, evaluate every 20 on 2000 test samples, full batch," \
+  "$tmp/show.check" && grep -q "^# problem dsgt: dsgt, 60 rounds, evaluate every 20 on 2000 test samples, batch 64," "$tmp/show.check" && ok \
   || bad "check should show the torus shape and full batch: $(grep '^# [gp]' "$tmp/show.check")"
 for v in $(grep -rhoE 'getenv\("[A-Z_]+"\)' src experiments problems optimizers | sed 's/getenv("//; s/")//' | sort -u); do
   grep -q "\`$v" docs/guide.md || { bad "docs/guide.md does not document the environment variable $v"; break; }

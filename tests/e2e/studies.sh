@@ -10,6 +10,8 @@ set -u
 . "$(dirname "$0")/../checks.sh"
 e2e_begin "$@"
 
+# evaluations on 1,000 test samples: the checks are of graphs, files and tables, not accuracy
+subset=(--set 'problem_configs.*.evaluation.test_samples=1000')
 for c in dinno_figure scaling; do
   "$dtrun" check configs/$c.yaml > "$tmp/$c.check" 2>&1 && ok || bad "check $c: $(tail -3 "$tmp/$c.check")"
 done
@@ -18,7 +20,7 @@ grep -q "sweep: 12 points over 2 axes" "$tmp/dinno_figure.check" && grep -q "gra
 
 # The DiNNO figure at 4 rounds: every point's random graph meets its Fiedler target (0.05)
 "$dtrun" configs/dinno_figure.yaml --output-dir "$tmp/fig" --quiet --set 'problem_configs.*.optimizer_config.outer_iterations=4' \
-  --set 'problem_configs.*.evaluate_frequency=2' > "$tmp/fig.log" 2>&1 || bad "dinno_figure failed: $(tail -3 "$tmp/fig.log")"
+  --set 'problem_configs.*.evaluate_frequency=2' "${subset[@]}" > "$tmp/fig.log" 2>&1 || bad "dinno_figure failed: $(tail -3 "$tmp/fig.log")"
 python3 - "$tmp/fig" <<'PY' && ok || bad "a dinno_figure point's graph is wrong"
 import re, sys, yaml
 index = yaml.safe_load(open(f"{sys.argv[1]}/sweep.yaml"))
@@ -37,7 +39,7 @@ assert seen == 12, seen
 PY
 # the 4-graph x 3-seed sweep under mpirun gives the files and rows of the run in one process
 "$mpiexec" --oversubscribe -n 5 "$dtrun" configs/dinno_figure.yaml --output-dir "$tmp/fig5" --quiet \
-  --set 'problem_configs.*.optimizer_config.outer_iterations=4' --set 'problem_configs.*.evaluate_frequency=2' > "$tmp/fig5.log" 2>&1 \
+  --set 'problem_configs.*.optimizer_config.outer_iterations=4' --set 'problem_configs.*.evaluate_frequency=2' "${subset[@]}" > "$tmp/fig5.log" 2>&1 \
   || bad "dinno_figure at P=5 failed: $(tail -3 "$tmp/fig5.log")"
 n=0
 for p in $(seq -f %03g 0 11); do same_results "$tmp/fig/$p" "$tmp/fig5/$p" "dinno_figure point $p, P=1 vs P=5" && n=$((n + 1)); done
@@ -49,7 +51,7 @@ for p in $(seq -f %03g 0 11); do same_results "$tmp/fig/$p" "$tmp/fig5/$p" "dinn
 
 # The scaling study at 2 rounds: N from 10 to 100 at Fiedler 1, and Fiedler 0.25 to 2 at N = 20
 "$dtrun" configs/scaling.yaml --output-dir "$tmp/sc" --quiet --set 'problem_configs.*.optimizer_config.outer_iterations=2' \
-  --set 'problem_configs.*.evaluate_frequency=1' > "$tmp/sc.log" 2>&1 || bad "scaling failed: $(tail -3 "$tmp/sc.log")"
+  --set 'problem_configs.*.evaluate_frequency=1' "${subset[@]}" > "$tmp/sc.log" 2>&1 || bad "scaling failed: $(tail -3 "$tmp/sc.log")"
 "$dtrun" compare "$tmp/sc" --target 0.05,0.1 --against experiment.graph.num_nodes --where experiment.graph.fiedler=1 > "$tmp/n.cmp" 2>&1
 [ "$(grep -Eo '^graph=N[0-9]+ +[0-9]+ ' "$tmp/n.cmp" | awk '{printf "%s ", $2}')" = "10 20 40 60 80 100 " ] && ok \
   || bad "compare --against num_nodes should list N = 10 ... 100 in order: $(cat "$tmp/n.cmp")"
