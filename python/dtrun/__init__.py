@@ -8,8 +8,10 @@
     dtrun.save(fig, "dinno.pdf")
 
 The module needs python3-pandas and python3-matplotlib (Debian); `load_runs` needs pandas only.
+What the folders cannot give (no such folder, a damaged results.sqlite, a table missing, a folder
+given twice) raises dtrun.ResultsError, naming the file and what is wrong.
 """
-from .results import load_runs, curves, METRICS, X_AXES
+from .results import load_runs, curves, ResultsError, METRICS, X_AXES
 from .figures import draw_curves, draw_against, describe, save
 
-__all__ = ["load_runs", "curves", "draw_curves", "draw_against", "describe", "save", "METRICS", "X_AXES"]
+__all__ = ["load_runs", "curves", "ResultsError", "draw_curves", "draw_against", "describe", "save", "METRICS", "X_AXES"]

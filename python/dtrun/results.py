@@ -39,6 +39,23 @@ def _open(folder):
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
+def _read(folder, queries):
+    """The results of each SQL query of queries on folder's results.sqlite (DataFrames, or lists
+    for PRAGMAs), or a ResultsError naming the file and what is wrong with it (damaged, a table
+    missing) instead of the driver's error."""
+    path = os.path.join(folder, "results.sqlite")
+    db = _open(folder)
+    try:
+        return [db.execute(q).fetchall() if q.startswith("PRAGMA") else pd.read_sql_query(q, db) for q in queries]
+    except (sqlite3.Error, pd.errors.DatabaseError) as e:
+        why = str(e.__cause__ or e).rsplit("': ", 1)[-1]  # pandas says "Execution failed on sql '...': <why>"
+        hint = ("; `dtrun resume " + folder + "` restores a run's rows from its files"
+                if "no such table" in why or "malformed" in why or "not a database" in why else "")
+        raise ResultsError(f"{path}: cannot read it: {why}{hint}") from None
+    finally:
+        db.close()
+
+
 def _pool_key(config):
     """A run's archived config without the experiment's seed: runs that differ by the seed pool."""
     return "".join(line for line in (config or "").splitlines(True) if not line.startswith("  seed: "))
@@ -61,17 +78,21 @@ def load_runs(*folders, where=None):
     node, the metrics, bytes_sent, time_compute, time_comm, time_eval, sim_time and the message
     counters, and one column per swept key (its value as text). where: {key: value or [values]}
     keeps the runs whose swept value (or experiment column) is one of them."""
-    frames = []
+    frames, seen = [], {}
     for folder in folders:
-        with _open(folder) as db:
-            ev = pd.read_sql_query(
-                "SELECT e.*, p.problem_name AS problem_name, p.alg_name AS algorithm, p.status AS problem_status, "
-                "r.folder AS folder, r.point AS point, r.seed AS seed, r.experiment AS experiment, "
-                "r.status AS run_status, r.config AS config FROM evaluations e "
-                "JOIN problems p ON p.run = e.run AND p.problem = e.problem JOIN runs r ON r.run = e.run "
-                "ORDER BY e.run, e.problem, e.round, e.node", db)
-            sv = pd.read_sql_query("SELECT run, key, value FROM sweep_values ORDER BY rowid", db)
-            real = [r[1] for r in db.execute("PRAGMA table_info(evaluations)") if r[2].upper() == "REAL"]
+        real_path = os.path.realpath(folder)
+        if real_path in seen:  # its rows would be counted twice, as compare refuses to
+            raise ResultsError(f"{folder}: given twice (also as {seen[real_path]})")
+        seen[real_path] = folder
+        ev, sv, info = _read(folder, [
+            "SELECT e.*, p.problem_name AS problem_name, p.alg_name AS algorithm, p.status AS problem_status, "
+            "r.folder AS folder, r.point AS point, r.seed AS seed, r.experiment AS experiment, "
+            "r.status AS run_status, r.config AS config FROM evaluations e "
+            "JOIN problems p ON p.run = e.run AND p.problem = e.problem JOIN runs r ON r.run = e.run "
+            "ORDER BY e.run, e.problem, e.round, e.node",
+            "SELECT run, key, value FROM sweep_values ORDER BY rowid",
+            "PRAGMA table_info(evaluations)"])
+        real = [r[1] for r in info if r[2].upper() == "REAL"]
         # a REAL column that is NULL in every row (sim_time without a network, the message counters
         # without faults) comes back as objects of None: NaN, as a number, like any missing value
         for c in real:

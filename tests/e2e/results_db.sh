@@ -147,5 +147,28 @@ PY
 "$dtrun" runs "$tmp/nonexistent" > "$tmp/runs.err" 2>&1; [ $? -eq 2 ] && grep -q "no such folder" "$tmp/runs.err" && ok \
   || bad "runs of a missing folder: $(cat "$tmp/runs.err")"
 
+# the Python module on damaged results: a truncated database, one without its evaluations table,
+# and a folder given twice raise dtrun.ResultsError naming the file and what is wrong (before: a
+# raw pandas DatabaseError, and every row twice)
+py=${DTRUN_PYTHON:-$(sed -n 's/^#define DT_PYTHON "\(.*\)"$/\1/p' "$(dirname "$dtrun")/include/dt_config.h")}
+mkdir -p "$tmp/py"
+cp -r "$tmp/p1" "$tmp/py/trunc" && cp -r "$tmp/p1" "$tmp/py/notable"
+rm -f "$tmp"/py/*/results.sqlite-wal "$tmp"/py/*/results.sqlite-shm
+truncate -s 8192 "$tmp/py/trunc/results.sqlite"
+sqlite3 "$tmp/py/notable/results.sqlite" 'DROP TABLE evaluations'
+PYTHONPATH=python "$py" - "$tmp/py" "$tmp/p1" <<'PY' && ok || bad "dtrun.load_runs on damaged results"
+import sys
+import dtrun
+d, p1 = sys.argv[1], sys.argv[2]
+for folder, why in ((f"{d}/trunc", "database disk image is malformed"), (f"{d}/notable", "no such table: evaluations"),
+                    (p1 + "/.", "given twice")):
+    try:
+        dtrun.load_runs(p1, folder) if why == "given twice" else dtrun.load_runs(folder)
+        raise SystemExit(f"{folder}: no error")
+    except dtrun.ResultsError as e:
+        assert why in str(e) and (folder in str(e)), str(e)
+assert len(dtrun.load_runs(p1)) > 0
+PY
+
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]
