@@ -28,9 +28,59 @@ static void point_folder(const dt_sweep *sw, int p, char *buf, size_t size) {
   snprintf(buf, size, "%0*d", width, p);
 }
 
-/* Rank 0: every point's config loads (and its graph can be built) before anything runs. */
+/* The data a point's check reads, kept for the next points that read the same: what loads it
+ * (dataset, folder, the problem plug-in's options, normalisation; the seed too for generated
+ * data, which it draws) is the key. */
+typedef struct data_cache {
+  int loaded;
+  dt_data data;
+  int dataset;
+  char data_dir[DT_PATH_MAX];
+  unsigned char problem_opts[DT_PROBLEM_OPTS_MAX];
+  dt_normalize_config normalize;
+  uint64_t seed;
+} data_cache;
+
+static int same_data(const data_cache *c, const dt_experiment_config *e) {
+  const int seeded = strcmp(e->dataset_name, "synthetic") == 0;
+  return c->loaded && c->dataset == e->dataset && strcmp(c->data_dir, e->data_dir) == 0 &&
+         memcmp(c->problem_opts, e->problem_opts[e->problem_index], sizeof c->problem_opts) == 0 &&
+         memcmp(&c->normalize, &e->normalize, sizeof c->normalize) == 0 && (!seeded || c->seed == e->seed);
+}
+
+/* What a point's run would refuse in its set-up, from its config and data (cached): the split,
+ * augmentation of data that are not images, and the model on the data's shape. */
+static dt_status check_point_model(const dt_config *cfg, data_cache *c) {
+  const dt_experiment_config *e = &cfg->experiment;
+  if (!same_data(c, e)) {
+    dt_data_free(&c->data);
+    c->loaded = 0;
+    DT_TRY(dt_config_positioned(cfg, dt_data_load(e, &c->data)));
+    c->loaded = 1;
+    c->dataset = e->dataset;
+    snprintf(c->data_dir, sizeof c->data_dir, "%s", e->data_dir);
+    memcpy(c->problem_opts, e->problem_opts[e->problem_index], sizeof c->problem_opts);
+    c->normalize = e->normalize;
+    c->seed = e->seed;
+  }
+  dt_split split;
+  memset(&split, 0, sizeof split);
+  dt_model *m = NULL;
+  dt_model_spec ms;
+  dt_status st = dt_config_positioned(cfg, dt_split_make(&c->data.train, e, &split));
+  if (st == DT_OK) st = dt_config_positioned(cfg, dt_augment_check(&c->data.train, e->augment.crop_padding, e->augment.flip));
+  if (st == DT_OK) st = dt_config_positioned(cfg, dt_problem_model(cfg, &c->data.train, &ms));
+  if (st == DT_OK) st = dt_config_positioned(cfg, dt_model_create(&ms, &m));
+  dt_model_free(m);
+  dt_split_free(&split);
+  return st;
+}
+
+/* Rank 0: every point's config loads, its graph can be built, its algorithms accept it, and its
+ * split and model can be made, before anything runs. */
 static dt_status check_points(const dt_sweep *sw, const char *const *sets, int nsets) {
   static dt_config cfg;
+  static data_cache cache;
   for (int p = 0; p < sw->num_points; p++) {
     dt_status st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
     dt_graph *g = NULL;
@@ -41,7 +91,11 @@ static dt_status check_points(const dt_sweep *sw, const char *const *sets, int n
     if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
     if (st == DT_OK) st = dt_optimizers_admit(&cfg, g);
     dt_graph_free(g);
+    if (st == DT_OK) st = check_point_model(&cfg, &cache);
     if (st == DT_OK && p == 0) st = dt_config_positioned(&cfg, dt_output_check(&cfg));
+    if (st == DT_OK && p + 1 < sw->num_points) continue;
+    dt_data_free(&cache.data);
+    cache.loaded = 0;
     if (st == DT_OK) continue;
     /* which point: the values that made it */
     char msg[2048], values[1024] = "";

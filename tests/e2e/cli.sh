@@ -150,5 +150,16 @@ rc=$?
 [ $rc = 2 ] && grep -qF -- "--output-dir: '$tmp/afile/run' cannot be made: $tmp/afile is a file, not a folder" "$tmp/paths.log" && ok \
   || bad "--output-dir under a file: exit $rc, $(cat "$tmp/paths.log")"
 
+# a running dtrun is named dtrun (ps -C dtrun, pgrep, cluster epilogues), also where it restarted
+# itself for OpenBLAS's kernels on an AVX-512 CPU (it execs its own path, not /proc/self/exe)
+"$dtrun" "$cfg" --output-dir "$tmp/named" --quiet --set problem_configs.dinno.optimizer_config.outer_iterations=100000 \
+  > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -f "$tmp/named/split.csv" ] && break; sleep 0.05; done
+name=$(cat /proc/$pid/comm 2>/dev/null)
+ps -C dtrun -o pid= | grep -qw "$pid" && [ "$name" = dtrun ] && ok || bad "a running dtrun is named '$name', ps -C dtrun: $(ps -C dtrun -o pid=,comm=)"
+kill -INT $pid 2>/dev/null
+wait $pid 2>/dev/null
+
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]

@@ -241,5 +241,17 @@ point_refused "--point runs one point of a sweep; tests/e2e/small.yaml has no sw
   --point 0
 [ ! -e "$tmp/nosweep" ] && ok || bad "--point of a file without a sweep made a folder"
 
+# every point's split and model are made in the pre-check: a later point whose model does not fit
+# the data is refused by check and by run before anything runs, naming the point (before: check
+# exited 0, and run finished point 000 and stopped at point 001 with exit 2)
+for cmd in check run; do
+  out=()
+  [ $cmd = run ] && out=(--output-dir "$tmp/models" --quiet)
+  "$dtrun" $cmd tests/e2e/sweep.yaml --sweep experiment.model.name=lenet5,vgg11 "${out[@]}" > "$tmp/models.log" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "does not fit its 1x1 input.*(sweep point [0-9] of 8: .*experiment.model.name=vgg11)" "$tmp/models.log" \
+    && [ ! -e "$tmp/models" ] && ok || bad "$cmd of a sweep whose later point's model does not fit: exit $rc, $(tail -3 "$tmp/models.log")"
+done
+
 echo "$pass checks passed, $fail failed"
 [ "$fail" = 0 ]
