@@ -182,8 +182,11 @@ dt_status dt_folder_usable(const char *what, const char *dir, int parents, dt_st
     else *slash = '\0';
   }
   DT_CHECK(S_ISDIR(sb.st_mode), code, "%s: '%s' cannot be made: %s is a file, not a folder", what, dir, probe);
-  DT_CHECK(parents || missing <= 1, code, "%s: '%s' cannot be made: %s has no folder %s in it", what, dir, probe,
-           dir + strlen(probe) + (probe[strlen(probe) - 1] != '/'));
+  if (!parents && missing > 1) { /* the part of dir below probe: what mkdir would have to make first */
+    const size_t n = strlen(probe);
+    const char *below = strncmp(dir, probe, n) == 0 ? dir + n + (dir[n] == '/') : dir;
+    return DT_ERROR(code, "%s: '%s' cannot be made: %s has no folder %s in it", what, dir, probe, below);
+  }
   DT_CHECK(access(probe, W_OK | X_OK) == 0, code, "%s: '%s' cannot be written: %s: %s", what, dir, probe, strerror(errno));
   return DT_OK;
 }
