@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dt/data.h"
 
@@ -107,6 +108,16 @@ static dt_status load_cifar_file(dt_dataset *ds, const char *folder, const char 
   snprintf(path, sizeof path, "%s/%s", folder, name);
   const int f = ds->num_files;
   DT_CHECK(f < 8, DT_ERR_INTERNAL, "more than 8 files in one dataset");
+  /* a file missing beside the others is the folder's fault, refused at data_dir like the first */
+  if (!is_regular_file(path))
+    return DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.data_dir",
+                        "experiment.data_dir: %s holds %s but not %s (%s); the %s binary version has %s; run scripts/setup.sh "
+                        "--dataset %s",
+                        folder, ds->kind == DT_DATASET_CIFAR10 ? "data_batch_1.bin" : "train.bin", name,
+                        access(path, F_OK) == 0 ? "not a regular file" : "no such file",
+                        ds->kind == DT_DATASET_CIFAR10 ? "CIFAR-10" : "CIFAR-100",
+                        ds->kind == DT_DATASET_CIFAR10 ? "data_batch_1.bin to data_batch_5.bin and test_batch.bin" : "train.bin and test.bin",
+                        ds->kind == DT_DATASET_CIFAR10 ? "cifar10" : "cifar100");
   DT_TRY(dt_cifar_read(path, prefix, label_byte, ds->num_classes, set, ds->file_sha256[f]));
   snprintf(ds->file_role[f], sizeof ds->file_role[f], "%s", role);
   ds->num_files++;

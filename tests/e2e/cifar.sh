@@ -56,6 +56,16 @@ rc=$?
 grep -q "input 3x32x32" "$tmp/check.log" && grep -q "total 62006 parameters" "$tmp/check.log" && ok \
   || bad "check should show LeNet-5 on 3x32x32 (62006 parameters): $(cat "$tmp/check.log")"
 
+# a training batch missing beside the others: refused at data_dir's line and column, like a
+# missing first file (before: "cannot open" without a position)
+mv "$data/data_batch_5.bin" "$tmp/batch5"
+"$dtrun" check "$cfg" > "$tmp/miss.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "^dtrun: $cfg:[0-9]*:[0-9]*: experiment.data_dir: .* holds data_batch_1.bin but not data_batch_5.bin (no such file)" \
+  "$tmp/miss.log" && ok || bad "a missing data_batch_5.bin: exit $rc: $(tail -3 "$tmp/miss.log")"
+
+mv "$tmp/batch5" "$data/data_batch_5.bin"
+
 # a truncated training file: exit 2 before anything runs, the file, record and byte named
 head -c $((3073 * 50 + 7)) "$data/data_batch_3.bin" > "$tmp/short" && mv "$tmp/short" "$data/data_batch_3.bin"
 "$dtrun" "$cfg" --output-dir "$tmp/bad" > "$tmp/bad.log" 2>&1
