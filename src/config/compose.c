@@ -167,7 +167,13 @@ static dt_status load_include(const dt_ynode *at, const char *from, const char *
   if (interned == NULL) return located(at, from, "include: more than %d files", MAX_FILES);
   char *text = NULL;
   size_t len = 0;
-  DT_TRY(config_read_file(interned, &text, &len));
+  const dt_status read = config_read_file(interned, &text, &len);
+  if (read == DT_ERR_CONFIG) { /* not a file, unreadable, too large: said at the include line */
+    char msg[1500];
+    snprintf(msg, sizeof msg, "%s", dt_error_message());
+    return located(at, from, "include: %s", msg);
+  }
+  DT_TRY(read);
   dt_ynode *tree = NULL;
   dt_status st = dt_yaml_parse(text, len, interned, &tree);
   free(text);

@@ -68,6 +68,13 @@ printf 'include: [common/base.yaml, common/typo.yaml]\n' > "$tmp/conf/bad.yaml"
 bad_case "a typo in an included file" "common/typo.yaml:2:25: experiment.graph.tpye: unknown key"
 printf 'include: common/none.yaml\n' > "$tmp/conf/bad.yaml"
 bad_case "a missing include" "bad.yaml:1:10: include: .*common/none.yaml: No such file"
+# an include that is a folder, a device or a FIFO: refused at the include line (before: the path
+# alone, without the line)
+mkfifo "$tmp/conf/fifo.yaml"
+for t in common /dev/zero fifo.yaml; do
+  printf 'include: %s\n' "$t" > "$tmp/conf/bad.yaml"
+  bad_case "an include of $t" "bad.yaml:1:10: include: .*$t: not a regular file"
+done
 printf 'include: loop.yaml\n' > "$tmp/conf/loop.yaml"
 printf 'include: [common/base.yaml, loop.yaml]\n' > "$tmp/conf/bad.yaml"
 bad_case "an include cycle" "loop.yaml includes itself"
