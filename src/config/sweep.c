@@ -198,6 +198,16 @@ static void axis_free(dt_sweep_axis *ax) {
   memset(ax, 0, sizeof *ax);
 }
 
+/* "1000 x 1000 x ..." for the first n axes' value counts (a static buffer: one message's). */
+static const char *axes_values(const dt_sweep *sw, int n) {
+  static char buf[256];
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < n && used < sizeof buf; a++)
+    used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%d", a ? " x " : "", sw->axes[a].num_values);
+  return buf;
+}
+
 void dt_sweep_free(dt_sweep *sw) {
   for (int a = 0; a < sw->num_axes; a++) axis_free(&sw->axes[a]);
   free(sw->text);
@@ -262,7 +272,13 @@ dt_status dt_sweep_load(const char *path, const char *const *cli, int num_cli, d
   long points = out->num_axes > 0 ? 1 : 0;
   for (int a = 0; a < out->num_axes; a++) {
     points *= out->axes[a].num_values;
-    DT_CHECK_GOTO(points <= DT_SWEEP_MAX_POINTS, DT_ERR_CONFIG, "%s: the sweep has more than %d points", path, DT_SWEEP_MAX_POINTS);
+    if (points <= DT_SWEEP_MAX_POINTS) continue;
+    /* at the file's sweep: when it has one (its axes, or some of them, are there); else --sweep's */
+    st = sweep != NULL ? sweep_error(out, sweep, "%d axes of %s values give more than %d points", out->num_axes,
+                                     axes_values(out, a + 1), DT_SWEEP_MAX_POINTS)
+                       : DT_ERROR(DT_ERR_USAGE, "--sweep: %d axes of %s values give more than %d points", out->num_axes,
+                                  axes_values(out, a + 1), DT_SWEEP_MAX_POINTS);
+    goto cleanup;
   }
   out->num_points = (int)points;
 cleanup:
