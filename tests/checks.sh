@@ -49,7 +49,9 @@ e2e_begin() {
 }
 
 # Starts a run in the background (the rest of the arguments), waits until its checkpoint is of
-# problem >= $1, sleeps a random 0-0.9 s more and kills every process of it with SIGKILL.
+# problem >= $1, sleeps a random 0-0.4 s more and kills every process of it with SIGKILL. (The
+# e2e configs' runs evaluate on a test subset: the last problems of tests/e2e/async.yaml take
+# under a second, so a longer wait let the run finish before the kill.)
 kill_later() {
   local at=$1 dir=$2 log=$3
   shift 3
@@ -61,7 +63,7 @@ kill_later() {
     kill -0 $pid 2>/dev/null || break
     sleep 0.05
   done
-  sleep "0.$((RANDOM % 10))"
+  sleep "0.$((RANDOM % 5))"
   pkill -9 -f "dtrun.*$dir" 2>/dev/null
   wait $pid 2>/dev/null
   # the ranks are mpirun's children, not ours: wait until they are gone (one caught in an fsync

@@ -417,7 +417,11 @@ dt_status config_read_file(const char *path, char **text, size_t *len) {
   rewind(f);
   buf = malloc((size_t)size + 1);
   DT_CHECK_GOTO(buf != NULL, DT_ERR_MEMORY, "out of memory reading %s", path);
-  DT_CHECK_GOTO(fread(buf, 1, (size_t)size, f) == (size_t)size, DT_ERR_IO, "%s: read error", path);
+  /* fewer bytes than the size said: a file changed under us, or a kernel file (/proc, /sys)
+   * whose size is a page; what was read is the file, and a read that failed is bad input */
+  const size_t got = fread(buf, 1, (size_t)size, f);
+  DT_CHECK_GOTO(got == (size_t)size || !ferror(f), DT_ERR_CONFIG, "%s: cannot read the experiment file: %s", path, strerror(errno));
+  size = (long)got;
   buf[size] = '\0';
   *text = buf;
   *len = (size_t)size;

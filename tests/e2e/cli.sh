@@ -161,5 +161,15 @@ ps -C dtrun -o pid= | grep -qw "$pid" && [ "$name" = dtrun ] && ok || bad "a run
 kill -INT $pid 2>/dev/null
 wait $pid 2>/dev/null
 
+# a config path that is a kernel file (/sys reports a page's size, reads fewer bytes): bad input,
+# exit 2 (before: "read error", exit 1)
+for k in /sys/kernel/uevent_seqnum /sys/kernel/mm/transparent_hugepage/enabled /sys/power/state; do
+  [ -r "$k" ] || continue
+  "$dtrun" check "$k" > "$tmp/sys.log" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "^dtrun: $k" "$tmp/sys.log" && ok || bad "check $k: exit $rc, $(cat "$tmp/sys.log")"
+  break
+done
+
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]
