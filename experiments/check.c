@@ -11,6 +11,7 @@
 #include "dt/optimizer.h"
 #include "dt/problem.h"
 #include "dt/run.h"
+#include "runner_impl.h"
 
 /* The graph: type, shape, size, degrees, Fiedler value and spectral gap, and its schedule. */
 static void print_graph(const dt_config *cfg, const dt_graph *g, const dt_schedule *sched, FILE *out) {
@@ -204,6 +205,14 @@ static dt_memory_backend memory_backend(const dt_config *cfg) {
   return mb;
 }
 
+dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split *split, dt_model_spec *ms, dt_model **m) {
+  const dt_experiment_config *e = &cfg->experiment;
+  DT_TRY(dt_config_positioned(cfg, dt_split_make(&data->train, e, split)));
+  DT_TRY(dt_config_positioned(cfg, dt_augment_check(&data->train, e->augment.crop_padding, e->augment.flip)));
+  DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &data->train, ms)));
+  return dt_config_positioned(cfg, dt_model_create(ms, m));
+}
+
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
@@ -220,12 +229,8 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(dt_schedule_from_config(cfg, g, &sched));
   DT_TRY_GOTO(dt_optimizers_admit(cfg, g));
   DT_TRY_GOTO(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &data)));
-  DT_TRY_GOTO(dt_config_positioned(cfg, dt_split_make(&data.train, &cfg->experiment, &split)));
-  DT_TRY_GOTO(dt_config_positioned(
-      cfg, dt_augment_check(&data.train, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));
   dt_model_spec ms;
-  DT_TRY_GOTO(dt_config_positioned(cfg, dt_problem_model(cfg, &data.train, &ms)));
-  DT_TRY_GOTO(dt_config_positioned(cfg, dt_model_create(&ms, &m)));
+  DT_TRY_GOTO(runner_check_setup(cfg, &data, &split, &ms, &m));
   /* the memory of a run with every node in one process (as `dtrun CONFIG` runs it); where that
    * does not fit, the fewest ranks (one per host) that do, refused only when one node per rank
    * does not */

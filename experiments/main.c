@@ -85,16 +85,11 @@ static void command_line(int argc, char **argv, char *buf, size_t size) {
 
 /* `dtrun --version`: the version and what this build holds. */
 static int version_command(void) {
-  char algorithms[1024], varying[1024] = "";
+  char algorithms[1024], varying[1024];
   dt_plugin_list(dt_optimizer_plugins, algorithms, sizeof algorithms);
-  char directed[1024] = "";
-  for (int i = 0; dt_optimizers[i] != NULL; i++) { /* those that run on experiment.graph.schedule, .directed */
-    const dt_optimizer_def *d = dt_optimizers[i];
-    if (d->runs_on & DT_RUNS_TIME_VARYING)
-      snprintf(varying + strlen(varying), sizeof varying - strlen(varying), "%s%s", varying[0] ? ", " : "", d->plugin.name);
-    if (d->runs_on & DT_RUNS_DIRECTED)
-      snprintf(directed + strlen(directed), sizeof directed - strlen(directed), "%s%s", directed[0] ? ", " : "", d->plugin.name);
-  }
+  char directed[1024];
+  dt_optimizers_running_on(DT_RUNS_TIME_VARYING, varying, sizeof varying);
+  dt_optimizers_running_on(DT_RUNS_DIRECTED, directed, sizeof directed);
   printf("dtrun %s\nbackends: %s\nalgorithms: %s\ntime-varying graphs: %s\ndirected graphs: %s\nBLAS: OpenBLAS (%s kernels)\n",
          DT_VERSION, dt_backend_list(), algorithms, varying, directed, dt_cpu_kernel_name());
   return 0;

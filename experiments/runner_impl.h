@@ -117,6 +117,11 @@ typedef struct resume_point {
 /* results.c. The experiment's part of a trace into dir (rank 0): the resolved config.yaml,
  * graph.yaml, the model's layer list (model.json) and manifest (manifest.tsv). */
 DT_MUST_USE dt_status runner_write_trace_setup(runner *r, const char *dir);
+/* What a run's set-up refuses of cfg on its data, with the same positioned messages (`check`, a
+ * sweep's pre-check of every point): the split (into split), augmentation of data that are not
+ * images, the model on the data's shape (spec into ms, built into m). The caller frees split and
+ * m, also on failure. */
+DT_MUST_USE dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split *split, dt_model_spec *ms, dt_model **m);
 
 /* evaluate.c. Whether node i is evaluated by pc (every node, unless evaluation.sample). */
 int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);

@@ -67,10 +67,7 @@ static dt_status check_point_model(const dt_config *cfg, data_cache *c) {
   memset(&split, 0, sizeof split);
   dt_model *m = NULL;
   dt_model_spec ms;
-  dt_status st = dt_config_positioned(cfg, dt_split_make(&c->data.train, e, &split));
-  if (st == DT_OK) st = dt_config_positioned(cfg, dt_augment_check(&c->data.train, e->augment.crop_padding, e->augment.flip));
-  if (st == DT_OK) st = dt_config_positioned(cfg, dt_problem_model(cfg, &c->data.train, &ms));
-  if (st == DT_OK) st = dt_config_positioned(cfg, dt_model_create(&ms, &m));
+  const dt_status st = runner_check_setup(cfg, &c->data, &split, &ms, &m);
   dt_model_free(m);
   dt_split_free(&split);
   return st;

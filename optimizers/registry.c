@@ -54,8 +54,7 @@ dt_run_env dt_run_env_of(const dt_config *cfg, int p, const dt_graph *g) {
                       .buffers_mix = cfg->problems[p].buffers == DT_BUFFERS_MIX};
 }
 
-/* The algorithms whose runs_on has flag, as "a, b, c". */
-static void algorithms_with(unsigned flag, char *buf, size_t size) {
+void dt_optimizers_running_on(unsigned flag, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; dt_optimizers[i] != NULL && used < size; i++)
@@ -86,7 +85,7 @@ int dt_optimizer_accepts(const dt_optimizer_def *def, const void *opts, const dt
                      "(experiment.graph.directed); push-sum (sgp) can", name);
   if (env->schedule != DT_SCHEDULE_STATIC && !(def->runs_on & DT_RUNS_TIME_VARYING)) {
     char list[512];
-    algorithms_with(DT_RUNS_TIME_VARYING, list, sizeof list);
+    dt_optimizers_running_on(DT_RUNS_TIME_VARYING, list, sizeof list);
     dt_refuse(why, NULL, "%s needs a static graph, and experiment.graph.schedule is %s (time-varying graphs run %s)", name,
               dt_schedule_names[env->schedule], list);
     snprintf(why->key, sizeof why->key, "optimizer_config");

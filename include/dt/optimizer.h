@@ -363,6 +363,8 @@ static inline int dt_optimizer_asynchronous(const dt_optimizer_def *def, const v
 extern const dt_optimizer_def *const dt_optimizers[];
 extern const dt_plugin *const dt_optimizer_plugins[];
 
+/* The algorithms whose runs_on has flag (dt_runs_on), as "a, b, c" in registry order. */
+void dt_optimizers_running_on(unsigned flag, char *buf, size_t size);
 /* The optimizer named (or aliased) `name`, or NULL. */
 const dt_optimizer_def *dt_optimizer_find(const char *name);
 /* def's bytes per round on g for a model m of dim parameters (bytes_per_round_model when it has
