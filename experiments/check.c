@@ -2,12 +2,15 @@
  * size, rounds and traffic per problem — after building what `run` builds before training (the
  * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dt/graph.h"
 #include "dt/backend.h"
 #include "dt/data.h"
+#include "dt/faults.h"
+#include "dt/log.h"
 #include "dt/optimizer.h"
 #include "dt/problem.h"
 #include "dt/run.h"
@@ -144,7 +147,7 @@ static void print_model(const dt_model *m, FILE *out) {
 }
 
 /* Each problem: algorithm, rounds, evaluation, batch, traffic per round (d parameters). */
-static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_schedule *sched, const dt_model *m, FILE *out) {
+static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_schedule *sched, const dt_model *m, size_t test_count, FILE *out) {
   const size_t d = dt_model_num_params(m);
   for (int p = 0; p < cfg->num_problems; p++) {
     const dt_problem_config *pc = &cfg->problems[p];
@@ -161,7 +164,7 @@ static dt_status print_problems(const dt_config *cfg, const dt_graph *g, dt_sche
     char evals[96] = "";
     if (pc->evaluation.nodes == DT_EVAL_MEAN) snprintf(evals, sizeof evals, " (the mean model)");
     else if (pc->evaluation.sample > 0) snprintf(evals, sizeof evals, " (%d sampled nodes)", pc->evaluation.sample);
-    if (pc->evaluation.test_samples > 0)
+    if (pc->evaluation.test_samples > 0 && (size_t)pc->evaluation.test_samples < test_count)
       snprintf(evals + strlen(evals), sizeof evals - strlen(evals), " on %d test samples", pc->evaluation.test_samples);
     fprintf(out, "# problem %s: %s, %d rounds, evaluate every %d%s, %s, %.3g MB sent per round%s\n#   %s\n", pc->problem_name,
             pc->alg_name, pc->outer_iterations, pc->evaluate_frequency, evals, batch, share * dt_optimizer_bytes_per_round(def, g, m, d, pc->alg_opts) / 1e6,
@@ -213,6 +216,82 @@ dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split
   return dt_config_positioned(cfg, dt_model_create(ms, m));
 }
 
+/* Appends "WHERE: key: what\n" to buf (used: its length) unless it is there already. */
+static void add_warning(const dt_config *cfg, const char *key, char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void add_warning(const dt_config *cfg, const char *key, char *buf, size_t size, const char *fmt, ...) {
+  char where[DT_PATH_MAX + 200], what[512], line[2048];
+  dt_config_key_where(cfg, key, where, sizeof where);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(line, sizeof line, "%s: %s: %s\n", where, key, what);
+  const size_t used = strlen(buf);
+  if (strstr(buf, line) == NULL && used + strlen(line) < size) memcpy(buf + used, line, strlen(line) + 1);
+}
+
+/* The last round of the longest problem's churn in which some node is online, or -1 when one is
+ * online in the last round (or the simulation would be too long to be worth it: n x rounds above
+ * 5e7); the churn of dt_faults, as a run draws it. */
+static dt_status last_online_round(const dt_config *cfg, const dt_graph *g, int rounds, int *last) {
+  *last = -1;
+  if (cfg->experiment.network.node_up_rounds <= 0 || (double)g->n * rounds > 5e7) return DT_OK;
+  dt_status st = DT_OK;
+  dt_faults *f = NULL;
+  uint8_t *online = NULL, *up = NULL;
+  DT_TRY_GOTO(dt_faults_create(&cfg->experiment.network, g, cfg->experiment.seed, &f));
+  DT_ALLOC_GOTO(online, g->n, "churn");
+  DT_ALLOC_GOTO(up, 2 * (size_t)g->num_edges + 1, "churn");
+  int seen = -1;
+  for (int k = 0; k < rounds; k++) {
+    dt_faults_round(f, k, online, up);
+    for (int i = 0; i < g->n; i++)
+      if (online[i]) {
+        seen = k;
+        break;
+      }
+  }
+  *last = seen == rounds - 1 ? -1 : seen;
+cleanup:
+  dt_free(online);
+  dt_free(up);
+  dt_faults_free(f);
+  return st;
+}
+
+dt_status runner_setup_warnings(const dt_config *cfg, const dt_data *data, const dt_graph *g, char *buf, size_t size) {
+  buf[0] = '\0';
+  int longest = 0;
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    longest = pc->outer_iterations > longest ? pc->outer_iterations : longest;
+    if ((size_t)pc->evaluation.test_samples <= data->test.count) continue;
+    char key[DT_NAME_MAX + 64];
+    snprintf(key, sizeof key, "problem_configs.%s.evaluation.test_samples", pc->key);
+    add_warning(cfg, key, buf, size, "%d is more than the test set's %zu samples: every evaluation uses all %zu", pc->evaluation.test_samples,
+                data->test.count, data->test.count);
+  }
+  int last = -1;
+  DT_TRY(last_online_round(cfg, g, longest, &last));
+  if (last >= 0)
+    add_warning(cfg, "experiment.network.node_up_rounds", buf, size,
+                "with node_down_rounds %g, every node is offline from round %d to the end (round %d): nothing is computed after "
+                "round %d", cfg->experiment.network.node_down_rounds, last + 1, longest, last + 1);
+  return DT_OK;
+}
+
+/* Prints warning lines ("# warning: LINE" to out, or dt_log_warn when out is NULL). */
+void runner_print_warnings(const char *lines, FILE *out) {
+  for (const char *w = lines; *w != '\0';) {
+    const char *nl = strchr(w, '\n');
+    const int len = nl != NULL ? (int)(nl - w) : (int)strlen(w);
+    if (out != NULL) fprintf(out, "# warning: %.*s\n", len, w);
+    else dt_log_warn("%.*s", len, w);
+    w += len + (nl != NULL);
+  }
+}
+
 dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_status st = DT_OK;
   dt_graph *g = NULL;
@@ -220,6 +299,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_model *m = NULL;
   dt_data data;
   dt_split split;
+  char more[4096];
   memset(&data, 0, sizeof data);
   memset(&split, 0, sizeof split);
   /* everything `run` would reject before training, with the same messages: the graph, the data
@@ -252,7 +332,7 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   print_faults(cfg, out);
   print_split(&cfg->experiment, &data.train, &split, out);
   print_model(m, out);
-  DT_TRY_GOTO(print_problems(cfg, g, sched, m, out));
+  DT_TRY_GOTO(print_problems(cfg, g, sched, m, data.test.count, out));
   dt_memory_print(cfg, &mem, out);
   if (min_ranks > 1) {
     char a[24], b[24], gpu[48] = "";
@@ -263,6 +343,9 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   DT_TRY_GOTO(warn_steps(cfg, &data, &split, &ms, out));
   char order[1024];
   if (dt_config_order_note(cfg, "# ", order, sizeof order)) fputs(order, out);
+  runner_print_warnings(cfg->warnings, out);
+  DT_TRY_GOTO(runner_setup_warnings(cfg, &data, g, more, sizeof more));
+  runner_print_warnings(more, out);
 cleanup:
   dt_model_free(m);
   dt_schedule_free(sched);

@@ -82,6 +82,25 @@ static dt_status stop_agreed(runner *r, int *sig) {
   return DT_OK;
 }
 
+/* The end of one set-up phase (runner_setup, the files and checkpoint before the first round):
+ * its time at --log-level debug, and a stop signal that came during it (st is then
+ * DT_ERR_INTERRUPTED on the rank that noticed it inside the phase, or the flag is set) turned
+ * into DT_ERR_INTERRUPTED on every rank. Set-up runs for minutes at thousands of nodes: a signal
+ * is honoured at the next phase's end, and the long phases look at it inside too (graph.yaml's
+ * writer, the data reader, the checkpoint's writer and verifier). Collective; other failures come
+ * back as they are. */
+static dt_status setup_phase(runner *r, dt_status st, const char *what) {
+  if (st != DT_OK && st != DT_ERR_INTERRUPTED) return st;
+  double f = runner_stop_signal();
+  if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, &f, 1));
+  const double now = dt_time_now();
+  dt_log_debug("set-up: %s, %.3f s\n", what, now - r->t_phase);
+  r->t_phase = now;
+  if (f == 0) return DT_OK;
+  dt_error_clear(); /* the phase's own message ("interrupted while writing ...") names the place less well */
+  return DT_ERROR(DT_ERR_INTERRUPTED, "interrupted by signal %d in set-up (%s)", (int)f, what);
+}
+
 /* ---- one problem ------------------------------------------------------------------------- */
 
 /* What every rank agrees on after a round. */
@@ -253,7 +272,8 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   }
   pr.t_start = dt_time_now();
   if (pc->profile) dt_backend_profile(r->be, &pr.prof);
-  DT_TRY_GOTO(def->create(run, pc->alg_opts, &state));
+  r->t_phase = dt_time_now();
+  DT_TRY_GOTO(setup_phase(r, def->create(run, pc->alg_opts, &state), "the algorithm's state"));
   if (start > 0) {
     DT_TRY_GOTO(runner_checkpoint_load_nodes(r, rp, &pr));
     runner_say(r, "   continuing after round %d from %s\n", start, rp->dir);
@@ -403,26 +423,29 @@ dt_status dt_experiment_db_repair(const dt_config *cfg, const dt_run_options *op
  * buffers, and the output folder. */
 static dt_status runner_setup(runner *r) {
   const dt_config *cfg = r->cfg;
+  r->t_phase = dt_time_now();
   DT_TRY(dt_placement_check(r->n, r->size));
   r->first = dt_placement_first(r->n, r->size, r->rank);
   r->count = dt_placement_count(r->n, r->size, r->rank);
-  DT_TRY(choose_backend(r));
-  DT_TRY(dt_graph_from_config(cfg, &r->graph));
-  DT_TRY(dt_schedule_from_config(cfg, r->graph, &r->schedule));
+  DT_TRY(setup_phase(r, choose_backend(r), "backend"));
+  DT_TRY(setup_phase(r, dt_graph_from_config(cfg, &r->graph), "graph"));
+  DT_TRY(setup_phase(r, dt_schedule_from_config(cfg, r->graph, &r->schedule), "graph schedule"));
   DT_TRY(dt_optimizers_admit(cfg, r->graph));
-  DT_TRY(dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)));
-  DT_TRY(dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)));
+  DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)), "data"));
+  DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)), "split"));
   dt_model_spec ms;
   DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &r->data.train, &ms)));
-  DT_TRY(check_memory(r, &ms));
+  DT_TRY(setup_phase(r, check_memory(r, &ms), "memory estimate"));
   DT_TRY(dt_config_positioned(
       cfg, dt_task_create(r->be, &r->data.train, &r->data.test, &r->split, &ms, r->first, r->count, cfg->experiment.seed, &r->task)));
   DT_TRY(dt_config_positioned(cfg, dt_task_set_augment(r->task, cfg->experiment.augment.crop_padding, cfg->experiment.augment.flip)));
+  DT_TRY(setup_phase(r, DT_OK, "model"));
   const size_t d = dt_task_dim(r->task);
   if (dt_network_has_clock(&cfg->experiment.network))
     DT_TRY(dt_network_create(&cfg->experiment.network, r->n, cfg->experiment.seed, dt_model_flops(dt_task_model(r->task)), &r->net));
   if (dt_network_has_faults(&cfg->experiment.network))
     DT_TRY(dt_faults_create(&cfg->experiment.network, r->graph, cfg->experiment.seed, &r->faults));
+  DT_TRY(setup_phase(r, DT_OK, "network"));
   DT_ALLOC(r->theta0, d, "base weights");
   dt_task_init_params(r->task, cfg->experiment.seed, r->theta0);
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));
@@ -437,6 +460,8 @@ static dt_status runner_setup(runner *r) {
     DT_TRY(dt_be_alloc(r->be, sizeof(double) * nb, (void **)&r->mean_buf_sum));
     DT_TRY(dt_be_alloc(r->be, sizeof(float) * nb, (void **)&r->mean_buf));
   }
+  DT_TRY(setup_phase(r, DT_OK, "initial weights and metric buffers"));
+  if (r->rank == 0) DT_TRY(runner_setup_warnings(cfg, &r->data, r->graph, r->warnings, sizeof r->warnings));
   char *text = NULL;
   dt_status st = config_text(cfg, &text, &r->config_hash);
   if (st == DT_OK && cfg->experiment.writeout) st = runner_make_outdir(r);
@@ -446,7 +471,7 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(st);
   r->write_ckpt = cfg->experiment.writeout;
   r->last_ckpt = dt_time_now();
-  return DT_OK;
+  return setup_phase(r, DT_OK, "output folder");
 }
 
 static void banner(const runner *r) {
@@ -464,6 +489,11 @@ static void banner(const runner *r) {
              r->graph->spectral_gap, r->write ? "\noutput: " : "", r->write ? r->outdir : "");
   char order[1024];
   if (dt_config_order_note(r->cfg, "", order, sizeof order)) runner_say(r, "%s", order);
+  /* what loading found inert (dt_key.applies) and what set-up found doubtful */
+  if (r->rank == 0) {
+    runner_print_warnings(r->cfg->warnings, NULL);
+    runner_print_warnings(r->warnings, NULL);
+  }
 }
 
 dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_options *opt) {
@@ -483,7 +513,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   r.lock_fd = -1;
   resume_point rp;
   memset(&rp, 0, sizeof rp);
-  int done = 0, sig = 0, refused = 0;
+  int done = 0, sig = 0, refused = 0, summarized = 0;
   DT_TRY_GOTO(runner_watchdog_start(&r));
   DT_TRY_GOTO(runner_setup(&r));
   runner_watchdog_folder(&r);
@@ -498,11 +528,11 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
   if (refused) goto cleanup;
   if (!rp.found) {
     /* a fresh run, or a resumed one that died before its first checkpoint: from the start */
-    DT_TRY_GOTO(runner_write_setup_files(&r));
+    DT_TRY_GOTO(setup_phase(&r, runner_write_setup_files(&r), "config.yaml, graph.yaml and split.csv"));
     DT_TRY_GOTO(runner_write_summary(&r, 0, "running"));
     if (cfg->experiment.individual_training.train_solo) DT_TRY_GOTO(individual_training(&r));
     DT_TRY_GOTO(stop_agreed(&r, &sig));
-    if (!sig) DT_TRY_GOTO(runner_checkpoint(&r, 0, 0, NULL));
+    if (!sig) DT_TRY_GOTO(setup_phase(&r, runner_checkpoint(&r, 0, 0, NULL), "the first checkpoint"));
   } else {
     done = rp.problem;
     runner_say(&r, "resuming %s: %d of %d problems done%s\n", r.outdir, rp.problem, cfg->num_problems,
@@ -524,6 +554,7 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
     sig = 0;
   }
   DT_TRY_GOTO(runner_write_summary(&r, done, sig ? "interrupted" : "completed"));
+  summarized = 1;
   if (!sig) DT_TRY_GOTO(runner_checkpoint_remove(&r));
   runner_print_table(&r, done);
   if (sig)
@@ -535,6 +566,21 @@ dt_status dt_experiment_run(dt_comm *comm, const dt_config *cfg, const dt_run_op
     st = DT_ERROR(DT_ERR_DIVERGED, "every problem diverged (summary.yaml gives the round each one did)%s%s", r.write ? "; files in " : "",
                   r.write ? r.outdir : "");
 cleanup:
+  if (st == DT_ERR_INTERRUPTED && !summarized && !refused) {
+    /* a signal in set-up (setup_phase) or in a problem's start: what the folder holds is said in
+     * summary.yaml, and the message says what is left */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dt_error_message());
+    if (r.write) {
+      const dt_status best_effort = runner_write_summary(&r, done, "interrupted");
+      (void)best_effort;
+      st = DT_ERROR(DT_ERR_INTERRUPTED, "%s; %s; continue with: dtrun resume %s", msg,
+                    done > 0 || rp.found ? "results so far are in it" : "nothing was computed yet (resuming starts from the beginning)",
+                    r.outdir);
+    } else {
+      st = DT_ERROR(DT_ERR_INTERRUPTED, "%s; %s", msg, cfg->experiment.writeout ? "no run folder was made" : "nothing was computed (writeout is off)");
+    }
+  }
   if (st != DT_OK && st != DT_ERR_INTERRUPTED && st != DT_ERR_DIVERGED && r.write && !refused) {
     /* the summary tells the truth about a failed run; the failure's own message stays first */
     char msg[1024];

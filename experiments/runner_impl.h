@@ -66,6 +66,8 @@ typedef struct runner {
   int write; /* rank 0 and writeout */
   int tty;
   double t_start;
+  double t_phase; /* when the set-up phase in progress began (setup_phase) */
+  char warnings[2048]; /* rank 0: runner_setup_warnings' lines, printed with the banner */
   char started[64];
   problem_result res[DT_MAX_PROBLEMS];
   uint64_t config_hash; /* of the resolved config's text: a checkpoint belongs to one config */
@@ -121,6 +123,12 @@ DT_MUST_USE dt_status runner_write_trace_setup(runner *r, const char *dir);
  * sweep's pre-check of every point): the split (into split), augmentation of data that are not
  * images, the model on the data's shape (spec into ms, built into m). The caller frees split and
  * m, also on failure. */
+/* What set-up finds inert or doubtful beyond the keys themselves (those are dt_config.warnings):
+ * an evaluation.test_samples above the test set's size, a churn (node_up_rounds) after which no
+ * node is online to the end. Lines "FILE:LINE:COL: key: what\n" into buf. */
+DT_MUST_USE dt_status runner_setup_warnings(const dt_config *cfg, const dt_data *data, const dt_graph *g, char *buf, size_t size);
+/* Warning lines as "# warning: LINE" to out (check), or through dt_log_warn when out is NULL. */
+void runner_print_warnings(const char *lines, FILE *out);
 DT_MUST_USE dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split *split, dt_model_spec *ms, dt_model **m);
 
 /* evaluate.c. Whether node i is evaluated by pc (every node, unless evaluation.sample). */

@@ -73,24 +73,75 @@ static dt_status check_point_model(const dt_config *cfg, data_cache *c) {
   return st;
 }
 
+/* The warnings of every point so far (dt_config.warnings): a key without effect in some points
+ * only is what a sweep over the key it depends on looks like, and is not worth a word. */
+static char common[DT_CONFIG_WARNINGS_MAX];
+
+/* Keeps the lines of common that `point` has too, the "(here: ...)" that names the point's value
+ * aside. */
+static void keep_common(const char *point) {
+  char kept[sizeof common] = "";
+  size_t used = 0;
+  for (const char *w = common; *w != '\0';) {
+    const char *nl = strchr(w, '\n');
+    const size_t len = nl != NULL ? (size_t)(nl - w) : strlen(w);
+    const char *here = strstr(w, " (here: ");
+    const size_t stem = here != NULL && here < w + len ? (size_t)(here - w) : len;
+    int found = 0;
+    for (const char *q = point; !found && *q != '\0';) {
+      found = strncmp(q, w, stem) == 0;
+      const char *qn = strchr(q, '\n');
+      q = qn != NULL ? qn + 1 : q + strlen(q);
+    }
+    if (found && used + len + 2 < sizeof kept) used += (size_t)snprintf(kept + used, sizeof kept - used, "%.*s\n", (int)len, w);
+    w += len + (nl != NULL);
+  }
+  memcpy(common, kept, sizeof common);
+}
+
 /* Rank 0: every point's config loads, its graph can be built, its algorithms accept it, and its
- * split and model can be made, before anything runs. */
+ * split and model can be made, before anything runs; `common` holds the warnings every point has. */
 static dt_status check_points(const dt_sweep *sw, const char *const *sets, int nsets) {
   static dt_config cfg;
   static data_cache cache;
+  /* the graph of the point before, reused while the graph's keys and the seed stay (a sweep over
+   * rates or algorithms builds one graph, not one per point: large graphs take seconds each) */
+  dt_graph *g = NULL;
+  dt_graph_config gkey;
+  uint64_t gseed = 0;
+  const double t0 = dt_time_now();
+  double said = t0;
   for (int p = 0; p < sw->num_points; p++) {
     dt_status st = dt_sweep_point_config(sw, p, &dt_builtin, sets, nsets, &cfg);
-    dt_graph *g = NULL;
+    if (st == DT_OK && p == 0) memcpy(common, cfg.warnings, sizeof common);
+    else if (st == DT_OK) keep_common(cfg.warnings);
     if (st == DT_OK && !cfg.experiment.writeout) /* a point that writes nothing could never be found done */
       st = dt_config_positioned(&cfg, DT_ERROR_KEY(DT_ERR_CONFIG, "experiment.writeout",
                                                    "experiment.writeout: false in a sweep: each point is a run folder that "
                                                    "resume and compare read, so every point must write one"));
-    if (st == DT_OK) st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
+    const int t = cfg.experiment.graph.type; /* the graphs a seed draws */
+    const uint64_t seed = t == DT_GRAPH_RANDOM || t == DT_GRAPH_REGULAR || t == DT_GRAPH_GEOMETRIC ? cfg.experiment.seed : 0;
+    const int build = st == DT_OK && (g == NULL || memcmp(&gkey, &cfg.experiment.graph, sizeof gkey) != 0 || gseed != seed);
+    if (build) {
+      dt_graph_free(g);
+      g = NULL;
+      st = dt_config_positioned(&cfg, dt_graph_from_config(&cfg, &g));
+      memcpy(&gkey, &cfg.experiment.graph, sizeof gkey);
+      gseed = seed;
+    }
     if (st == DT_OK) st = dt_optimizers_admit(&cfg, g);
-    dt_graph_free(g);
     if (st == DT_OK) st = check_point_model(&cfg, &cache);
     if (st == DT_OK && p == 0) st = dt_config_positioned(&cfg, dt_output_check(&cfg));
+    const double now = dt_time_now();
+    dt_log_debug("sweep: point %d of %d checked%s\n", p + 1, sw->num_points, build ? ", its graph built" : "");
+    if (now - said >= 5 && p + 1 < sw->num_points) { /* a long check says where it is, on stderr */
+      said = now;
+      fprintf(stderr, "sweep: %d of %d points checked in %.0f s (about %.0f s more)\n", p + 1, sw->num_points, now - t0,
+              (now - t0) / (p + 1) * (sw->num_points - p - 1));
+    }
     if (st == DT_OK && p + 1 < sw->num_points) continue;
+    dt_graph_free(g);
+    g = NULL;
     dt_data_free(&cache.data);
     cache.loaded = 0;
     if (st == DT_OK) continue;
@@ -334,6 +385,7 @@ static dt_status open_sweep(sweep_run *sr, const dt_sweep *sw, const char *const
       st = shared_sweep_dir(sw, sets, nsets, sr->opt, sr->dir, sizeof sr->dir);
     } else {
       st = check_points(sw, sets, nsets);
+      if (st == DT_OK) runner_print_warnings(common, NULL); /* once, not at every point */
       if (st == DT_OK) st = make_sweep_dir(sw, sets, nsets, sr->opt, sr->dir, sizeof sr->dir);
     }
     if (st == DT_OK) st = read_index(sr->dir, &sr->ix);
@@ -406,6 +458,7 @@ static dt_run_options point_options(const sweep_run *sr, int p, int action) {
  * recorded in the sweep's database; an interrupt says how to continue the sweep. */
 static dt_status run_point(sweep_run *sr, int p, int action) {
   const dt_run_options ro = point_options(sr, p, action);
+  sr->cfg.warnings[0] = '\0'; /* the keys' warnings common to every point were said at the sweep's start */
   dt_status st = dt_experiment_run(sr->comm, &sr->cfg, &ro);
   if (st == DT_ERR_DIVERGED) st = DT_OK; /* a point whose problems all diverged is a result of the sweep, marked in its rows */
   if (st == DT_ERR_INTERRUPTED) {
@@ -464,6 +517,7 @@ dt_status dt_sweep_check(const dt_sweep *sw, const char *const *sets, int nsets,
   DT_TRY(check_points(sw, sets, nsets));
   static dt_config cfg;
   DT_TRY(dt_sweep_point_config(sw, 0, &dt_builtin, sets, nsets, &cfg));
+  memcpy(cfg.warnings, common, sizeof cfg.warnings); /* what every point has, not the first point's own */
   DT_TRY(dt_experiment_check(&cfg, out));
   fprintf(out, "\nsweep: %d points over %d ax%s (the first point is shown above; every point loads):\n", sw->num_points, sw->num_axes,
           sw->num_axes == 1 ? "is" : "es");

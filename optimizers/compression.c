@@ -8,9 +8,9 @@
 const dt_key dt_compression_keys[] = {
     {.name = "operator", .type = DT_KEY_ENUM, .offset = offsetof(dt_compression_opts, op), .def = "top_k",
      .values = dt_codec_names, .help = "top_k, random_k (seeded), sign (scaled by the mean |x|) or qsgd (levels)"},
-    {.name = "ratio", .type = DT_KEY_FLOAT, .offset = offsetof(dt_compression_opts, ratio), .def = "0.01", .min = 0, .max = 1,
+    {.name = "ratio", .applies = "operator=top_k|random_k", .type = DT_KEY_FLOAT, .offset = offsetof(dt_compression_opts, ratio), .def = "0.01", .min = 0, .max = 1,
      .flags = DT_KEY_MIN_OPEN, .help = "top_k, random_k: share of the coordinates sent (k = ceil(ratio d))"},
-    {.name = "levels", .type = DT_KEY_INT, .offset = offsetof(dt_compression_opts, levels), .def = "16", .min = 1, .max = 1 << 20,
+    {.name = "levels", .applies = "operator=qsgd", .type = DT_KEY_INT, .offset = offsetof(dt_compression_opts, levels), .def = "16", .min = 1, .max = 1 << 20,
      .help = "qsgd: quantization levels s"},
     {0},
 };

@@ -61,6 +61,12 @@ typedef struct dt_key {
   const struct dt_key *sub;  /* DT_KEY_SECTION: rows of the nested mapping, ended by {0} */
   const char *alias_of;      /* another spelling of the key `alias_of` in the same table */
   const char *const *excludes; /* keys that may not be given together with this one */
+  /* When the key has an effect (NULL: always): terms joined by ',' (all must hold), each
+   * KEY=V1|V2, KEY!=V or KEY>X on a key of the same table (a dotted path into its sections) or,
+   * as ^KEY, of the table around it. A key given a value other than its default where it has no
+   * effect is warned about at its position (dt_config.warnings): inert, not wrong, so a sweep
+   * may vary the key it depends on. */
+  const char *applies;
   unsigned flags;
   const char *help;
 } dt_key;
@@ -192,12 +198,25 @@ typedef struct dt_problem_config {
   _Alignas(16) unsigned char alg_opts[DT_OPTS_MAX]; /* the optimizer's own options struct */
 } dt_problem_config;
 
+enum { DT_CONFIG_WARNINGS_MAX = 4096 };
+
 typedef struct dt_config {
   char source[DT_PATH_MAX]; /* file it was loaded from */
   dt_experiment_config experiment;
   int num_problems;
   dt_problem_config problems[DT_MAX_PROBLEMS];
+  /* What loading found inert or doubtful, one "FILE:LINE:COL: key: what" per line (dt_key's
+   * applies, and the checks that need the data: dt_config_warn); printed by check and run. */
+  char warnings[DT_CONFIG_WARNINGS_MAX];
 } dt_config;
+
+/* Adds a line to cfg->warnings (a line already there is not repeated; one that does not fit is
+ * counted in a last line). */
+void dt_config_warn(dt_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The position of key `path` in cfg's file (as composed: includes, extends) into buf:
+ * "FILE:LINE:COL", or "FILE:LINE:COL (KEY is not in the file: its default)" at its nearest
+ * enclosing key. Not collective. */
+void dt_config_key_where(const dt_config *cfg, const char *path, char *buf, size_t size);
 
 /* The note a config with seed_order_defaulted problems gets (empty when none has): the seed
  * reference swept the nodes in place, dtrun's default is the synchronous update, and

@@ -60,6 +60,8 @@ DT_MUST_USE dt_status dt_error_set(dt_status code, const char *file, int line, c
 DT_MUST_USE dt_status dt_error_trace(dt_status code, const char *file, int line, const char *func);
 
 /* The current error's message (first failure only), or "" when none. */
+/* The current error's code (DT_OK: none). */
+DT_MUST_USE dt_status dt_error_code(void);
 const char *dt_error_message(void);
 
 /* Writes "message\n  at func (file:line)\n..." into buf (always NUL-terminated). */

@@ -40,7 +40,7 @@ static const dt_key keys[] = {
      .help = "the server's learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_downpour_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
      .help = "server rate decay: round k uses lr_k = lr / (1 + mu k)"},
-    {.name = "max_staleness", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, max_staleness), .def = "0", .min = 0,
+    {.name = "max_staleness", .applies = "asynchronous=false", .type = DT_KEY_INT, .offset = offsetof(dt_downpour_opts, max_staleness), .def = "0", .min = 0,
      .max = MAX_STALENESS, .help = "a push waits 0..max_staleness rounds before the server applies it (0: synchronous)"},
     {.name = "asynchronous", .type = DT_KEY_BOOL, .offset = offsetof(dt_downpour_opts, asynchronous), .def = "false",
      .help = "true: the workers run on the simulated clock (experiment.network), and a push meets the staleness the clock produces"},

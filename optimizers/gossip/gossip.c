@@ -34,7 +34,7 @@ static const dt_key keys[] = {
      .help = "initial learning rate"},
     {.name = "mu", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, mu), .def = "0.0", .min = 0, .max = DT_INF,
      .help = "rate decay: round k uses lr_k = lr / (1 + mu k); 0 keeps it constant"},
-    {.name = "p", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, p), .def = "0.5", .min = 0, .max = 1,
+    {.name = "p", .applies = "mode=push", .type = DT_KEY_FLOAT, .offset = offsetof(dt_gossip_opts, p), .def = "0.5", .min = 0, .max = 1,
      .help = "push: probability that a node pushes in a round"},
     DT_SGD_EXTRAS_KEYS(dt_gossip_opts, x),
     DT_LR_SCHEDULE_KEY(dt_gossip_opts, schedule),

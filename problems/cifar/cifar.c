@@ -15,7 +15,7 @@ typedef struct cifar_opts {
 
 static const char *const label_names[] = {"fine", "coarse", NULL};
 static const dt_key keys[] = {
-    {.name = "label", .type = DT_KEY_ENUM, .offset = offsetof(cifar_opts, label), .def = "fine", .values = label_names,
+    {.name = "label", .applies = "^dataset=cifar100", .type = DT_KEY_ENUM, .offset = offsetof(cifar_opts, label), .def = "fine", .values = label_names,
      .help = "cifar100: fine (100 classes) or coarse (20 superclasses) labels; cifar10 has one label"},
     {0},
 };

@@ -64,9 +64,9 @@ typedef struct logreg_opts {
 
 static const char *const datasets[] = {"synthetic", NULL};
 static const dt_key keys[] = {
-    {.name = "samples", .type = DT_KEY_INT, .offset = offsetof(logreg_opts, samples), .def = "2000", .min = 10, .max = 1 << 24,
+    {.name = "samples", .applies = "^dataset=synthetic", .type = DT_KEY_INT, .offset = offsetof(logreg_opts, samples), .def = "2000", .min = 10, .max = 1 << 24,
      .help = "synthetic: training samples (a test set of a quarter of that is drawn too)"},
-    {.name = "features", .type = DT_KEY_INT, .offset = offsetof(logreg_opts, features), .def = "20", .min = 1, .max = 100000,
+    {.name = "features", .applies = "^dataset=synthetic", .type = DT_KEY_INT, .offset = offsetof(logreg_opts, features), .def = "20", .min = 1, .max = 100000,
      .help = "synthetic: features per sample"},
     {0},
 };

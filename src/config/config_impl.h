@@ -16,6 +16,9 @@ DT_MUST_USE dt_status config_read_file(const char *path, char **text, size_t *le
 typedef struct schema_ctx {
   const char *file;
   const dt_registry *reg; /* the plug-ins whose keys the config may use */
+  dt_config *warn;        /* where dt_key.applies warnings go (NULL: nowhere) */
+  const dt_key *outer_keys; /* the table around the one being read, for applies' ^KEY (NULL: none) */
+  const void *outer_base;
 } schema_ctx;
 
 /* Reads mapping `map` (may be NULL: all defaults) into `base` according to rows `keys`; `path`

@@ -362,7 +362,7 @@ dt_status dt_config_load_overrides(const char *text, size_t len, const char *nam
   char **made = NULL; /* "--set KEY=VALUE": where the nodes an override makes come from */
   memset(out, 0, sizeof *out);
   snprintf(out->source, sizeof out->source, "%s", name);
-  schema_ctx ctx = {.file = name, .reg = reg};
+  schema_ctx ctx = {.file = name, .reg = reg, .warn = out};
   DT_TRY_GOTO(dt_yaml_parse(text, len, name, &root));
   DT_TRY_GOTO(config_compose_includes(root, name)); /* include: first, so that --set overrides what they give */
   if (num_overrides > 0) DT_CHECK_GOTO((made = calloc((size_t)num_overrides, sizeof *made)) != NULL, DT_ERR_MEMORY, "out of memory");

@@ -1,6 +1,8 @@
 /* Placing a config error found after loading (a graph, split, model or output folder the keys make
  * impossible) at its key in the config file. The error names its key as data (dt_error_where);
  * the file is read again to find that key's line and column. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,10 +35,10 @@ static const dt_ynode *walk(const dt_ynode *root, const char *path, int *exact) 
   return cur;
 }
 
-dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path) {
-  char msg[2048], key[sizeof dt_error_where()->key];
-  snprintf(msg, sizeof msg, "%s", dt_error_message());
-  snprintf(key, sizeof key, "%s", path); /* path may be the current error's own key, which DT_ERROR clears */
+/* cfg's file read again and composed as the loader composed it (includes, extends), so that a
+ * key from an included file is found there; a composition that fails leaves the tree as far as
+ * it composed. NULL when the file cannot be read or parsed. Keeps the current error. */
+static dt_ynode *composed_tree(const dt_config *cfg) {
   char *text = NULL;
   dt_ynode *root = NULL;
   size_t len = 0;
@@ -48,14 +50,50 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
   }
   if (text == NULL || dt_yaml_parse(text, len, cfg->source, &root) != DT_OK) {
     free(text);
+    return NULL;
+  }
+  free(text);
+  dt_status composed = config_compose_includes(root, cfg->source);
+  if (composed == DT_OK) composed = config_compose_extends(root, cfg->source);
+  (void)composed;
+  return root;
+}
+
+void dt_config_key_where(const dt_config *cfg, const char *path, char *buf, size_t size) {
+  char msg[2048];
+  dt_error_context ctx = *dt_error_where();
+  const dt_status code = dt_error_code();
+  snprintf(msg, sizeof msg, "%s", dt_error_message());
+  dt_ynode *root = composed_tree(cfg);
+  if (root == NULL) {
+    snprintf(buf, size, "%s", cfg->source);
+  } else {
+    int exact;
+    const dt_ynode *n = walk(root, path, &exact);
+    char where[DT_PATH_MAX + 64];
+    dt_ynode_where(n, cfg->source, where, sizeof where);
+    if (exact) snprintf(buf, size, "%s", where);
+    else snprintf(buf, size, "%s (%s is not in the file: its default)", where, path);
+    dt_ynode_free(root);
+  }
+  /* the caller's error, if any, as it was */
+  if (code != DT_OK) {
+    const dt_status kept = dt_error_set_where(dt_error_set_key(DT_ERROR(code, "%s", msg), "%s", ctx.key), ctx.file, ctx.line, ctx.column);
+    (void)kept;
+  } else {
+    dt_error_clear();
+  }
+}
+
+dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *path) {
+  char msg[2048], key[sizeof dt_error_where()->key];
+  snprintf(msg, sizeof msg, "%s", dt_error_message());
+  snprintf(key, sizeof key, "%s", path); /* path may be the current error's own key, which DT_ERROR clears */
+  dt_ynode *root = composed_tree(cfg);
+  if (root == NULL) {
     const dt_status st = dt_error_set_key(DT_ERROR(code, "%s: %s", cfg->source, msg), "%s", key);
     return dt_error_set_where(st, cfg->source, 0, 0);
   }
-  /* the file as the loader composed it (includes, extends), so that a key from an included file
-   * is found there; a composition that fails leaves the file's own keys to walk */
-  dt_status composed = config_compose_includes(root, cfg->source);
-  if (composed == DT_OK) composed = config_compose_extends(root, cfg->source);
-  (void)composed; /* where it fails, the walk takes the tree as far as it composed */
   int exact;
   const dt_ynode *n = walk(root, key, &exact);
   char where[DT_PATH_MAX + 64];
@@ -63,8 +101,22 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
   dt_status st = exact ? DT_ERROR(code, "%s: %s", where, msg) : DT_ERROR(code, "%s: %s (%s is not in the file: its default)", where, msg, key);
   st = dt_ynode_locate(dt_error_set_key(st, "%s", key), n, cfg->source);
   dt_ynode_free(root);
-  free(text);
   return st;
+}
+
+void dt_config_warn(dt_config *cfg, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  const size_t used = strlen(cfg->warnings), len = strlen(line);
+  for (const char *p = cfg->warnings; (p = strstr(p, line)) != NULL; p++)
+    if ((p == cfg->warnings || p[-1] == '\n') && p[len] == '\n') return; /* said already */
+  static const char more[] = "(more warnings than fit here)\n";
+  if (strstr(cfg->warnings, more) != NULL) return;
+  if (used + len + 1 + sizeof more < sizeof cfg->warnings) snprintf(cfg->warnings + used, sizeof cfg->warnings - used, "%s\n", line);
+  else snprintf(cfg->warnings + used, sizeof cfg->warnings - used, "%s", more);
 }
 
 dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {

@@ -105,6 +105,19 @@ static void enum_list(const dt_key *k, char *buf, size_t size) {
     used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", k->values[i]);
 }
 
+/* Whether a decimal number's text ([sign] digits [. digits] [e [sign] digits]) has no nonzero
+ * digit after its point once its exponent is applied. */
+static int integral_text(const char *s) {
+  const char *dot = strchr(s, '.'), *e = strpbrk(s, "eE");
+  const long exp = e != NULL ? strtol(e + 1, NULL, 10) : 0;
+  const char *frac_end = e != NULL ? e : s + strlen(s);
+  if (dot == NULL || dot > frac_end) dot = frac_end;
+  long place = 1; /* the fraction digit's place after the point, before the exponent */
+  for (const char *c = dot + (dot < frac_end); c < frac_end; c++, place++)
+    if (*c >= '1' && *c <= '9' && place > exp) return 0;
+  return 1;
+}
+
 static dt_status parse_int(const schema_ctx *ctx, const dt_key *k, const dt_ynode *n, const char *path, int *dst) {
   char found[96], range[96], *end;
   const char *s = n->text;
@@ -112,9 +125,10 @@ static dt_status parse_int(const schema_ctx *ctx, const dt_key *k, const dt_ynod
   long long v = strtoll(s, &end, 10);
   range_text(k, range, sizeof range);
   if (end == s || *end != '\0' || errno != 0) {
-    /* 1e3 or 2.0 written for an integer: accept only exact integral values */
+    /* 1e3 or 2.0 written for an integer: accept only texts of integral values (not 2.0000001, nor
+     * 2.00000000000000001, which reads as the double 2) */
     double d = strtod(s, &end);
-    if (end != s && *end == '\0' && d == floor(d) && fabs(d) < 2e9) v = (long long)d;
+    if (end != s && *end == '\0' && d == floor(d) && fabs(d) < 2e9 && integral_text(s)) v = (long long)d;
     else return schema_error(ctx, n, path, "expected an integer%s, found %s", range, describe(n, found, sizeof found));
   }
   if ((double)v < k->min || (double)v > k->max) return schema_error(ctx, n, path, "expected an integer%s, found %lld", range, v);
@@ -234,6 +248,9 @@ dt_status schema_parse_scalar(const schema_ctx *ctx, const dt_key *k, const dt_y
     case DT_KEY_BOOL: {
       bool v;
       if (!parse_bool(n->text, &v)) return schema_error(ctx, n, path, "expected true or false, found %s", describe(n, found, sizeof found));
+      if (!n->plain)
+        return schema_error(ctx, n, path, "expected true or false, found the string %s (quoted or tagged !!str: write it plain)",
+                            describe(n, found, sizeof found));
       *(bool *)dst = v;
       return DT_OK;
     }
@@ -285,14 +302,115 @@ void schema_format(const dt_key *k, const void *base, char *buf, size_t size) {
   }
 }
 
+/* ---- applies: keys without effect ---------------------------------------------------------- */
+
+/* The row at dotted `path` under `keys` (sections descended), and the base its offset is from. */
+static const dt_key *find_row(const dt_key *keys, const void *base, const char *path, const void **row_base) {
+  const char *dot = strchr(path, '.');
+  const size_t len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+  for (const dt_key *k = keys; k != NULL && k->name != NULL; k++) {
+    if (strlen(k->name) != len || strncmp(k->name, path, len) != 0 || k->alias_of != NULL) continue;
+    if (dot == NULL) {
+      *row_base = base;
+      return k;
+    }
+    return k->type == DT_KEY_SECTION ? find_row(k->sub, (const char *)base + k->offset, dot + 1, row_base) : NULL;
+  }
+  return NULL;
+}
+
+/* Whether the value of row k (in base) differs from its default. */
+static int off_default(const dt_key *k, const void *base) {
+  const void *v = (const char *)base + k->offset;
+  const char *d = k->def != NULL ? k->def : "";
+  switch (k->type) {
+    case DT_KEY_BOOL: return *(const bool *)v != (strcmp(d, "true") == 0);
+    case DT_KEY_INT: return *(const int *)v != (int)strtol(d, NULL, 10);
+    case DT_KEY_FLOAT: return *(const double *)v != strtod(d, NULL);
+    case DT_KEY_SEED: return *(const uint64_t *)v != strtoull(d, NULL, 10);
+    case DT_KEY_STRING: return strcmp((const char *)v, d) != 0;
+    case DT_KEY_ENUM: return k->def != NULL && strcmp(k->values[*(const int *)v], d) != 0;
+    case DT_KEY_FLOATS: return ((const dt_floats *)v)->n > 0;
+    default: return 0;
+  }
+}
+
+/* Whether one term of an applies condition ("type=random|geometric", "speed>0", "^dataset!=mnist")
+ * holds; its text for a message into why ("type is random or geometric (here: cycle)"). */
+static int term_holds(const schema_ctx *ctx, const dt_key *keys, const void *base, const char *term, char *why, size_t size) {
+  char name[128], want[256];
+  const char *op = strpbrk(term, "=!>");
+  if (op == NULL || (size_t)(op - term) >= sizeof name) return 1; /* a table's typo: tests/unit/test_config checks every condition */
+  snprintf(name, sizeof name, "%.*s", (int)(op - term), term);
+  const int ne = op[0] == '!', gt = op[0] == '>';
+  snprintf(want, sizeof want, "%s", op + (ne ? 2 : 1));
+  const int outer = name[0] == '^';
+  const void *row_base = NULL;
+  const dt_key *k = outer ? find_row(ctx->outer_keys, ctx->outer_base, name + 1, &row_base) : find_row(keys, base, name, &row_base);
+  if (k == NULL) return 1;
+  char have[256];
+  schema_format(k, row_base, have, sizeof have);
+  int holds;
+  if (gt) {
+    holds = strtod(have, NULL) > strtod(want, NULL);
+  } else {
+    holds = 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", want);
+    char *save = NULL;
+    const int number = k->type == DT_KEY_INT || k->type == DT_KEY_FLOAT;
+    for (char *v = strtok_r(list, "|", &save); v != NULL && !holds; v = strtok_r(NULL, "|", &save))
+      holds = number ? strtod(v, NULL) == strtod(have, NULL) : strcmp(v, have) == 0;
+    if (ne) holds = !holds;
+  }
+  char alts[300] = "";
+  size_t used = 0;
+  for (const char *v = want; *v != '\0';) {
+    const char *bar = strchr(v, '|');
+    const size_t n = bar != NULL ? (size_t)(bar - v) : strlen(v);
+    used += (size_t)snprintf(alts + used, used < sizeof alts ? sizeof alts - used : 0, "%s%.*s", v == want ? "" : bar == NULL ? " or " : ", ",
+                             (int)n, v);
+    v += n + (bar != NULL);
+  }
+  snprintf(why, size, "%s %s %s (here: %s)", name + outer, gt ? "is above" : ne ? "is not" : "is", alts, have);
+  return holds;
+}
+
+/* Warnings for the keys of `keys` given in map (their values off their defaults) where their
+ * applies condition does not hold. */
+static void warn_inert(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map, const char *path, const void *base) {
+  for (const dt_key *k = keys; ctx->warn != NULL && map != NULL && map->kind == DT_YN_MAP && k->name != NULL; k++) {
+    const dt_ynode *v = dt_ynode_get(map, k->name);
+    if (k->type == DT_KEY_SECTION && v != NULL) {
+      schema_ctx inner = *ctx;
+      inner.outer_keys = keys;
+      inner.outer_base = base;
+      char sub[512];
+      snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", k->name);
+      warn_inert(&inner, k->sub, v, sub, (const char *)base + k->offset);
+    }
+    if (k->applies == NULL || k->alias_of != NULL) continue;
+    if (v == NULL || !off_default(k, base)) continue;
+    char terms[256], why[512] = "";
+    snprintf(terms, sizeof terms, "%s", k->applies);
+    char *save = NULL;
+    int holds = 1;
+    for (char *t = strtok_r(terms, ",", &save); t != NULL && holds; t = strtok_r(NULL, ",", &save))
+      holds = term_holds(ctx, keys, base, t, why, sizeof why);
+    if (holds) continue;
+    char where[1200];
+    dt_ynode_where(v, ctx->file, where, sizeof where);
+    dt_config_warn(ctx->warn, "%s: %s%s%s: has no effect: it applies when %s", where, path, path[0] ? "." : "", k->name, why);
+  }
+}
+
 static void key_names(const dt_key *keys, const char **names, int *n) {
   *n = 0;
   for (int i = 0; keys[i].name != NULL; i++)
     if (!(keys[i].flags & DT_KEY_NO_EMIT) || keys[i].alias_of != NULL) names[(*n)++] = keys[i].name;
 }
 
-dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map,
-                      const char *path, void *base) {
+static dt_status read_map(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map, const char *path, void *base) {
   char sub[512];
   if (map != NULL && map->kind != DT_YN_MAP) {
     char found[96];
@@ -348,7 +466,7 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode 
       continue;
     }
     if (k->type == DT_KEY_SECTION) {
-      DT_TRY(schema_read(ctx, k->sub, v, sub, (char *)base + k->offset));
+      DT_TRY(read_map(ctx, k->sub, v, sub, (char *)base + k->offset));
       continue;
     }
     if (v == NULL) {
@@ -361,5 +479,11 @@ dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode 
     }
     DT_TRY(schema_parse_scalar(ctx, k, v, sub, base));
   }
+  return DT_OK;
+}
+
+dt_status schema_read(const schema_ctx *ctx, const dt_key *keys, const dt_ynode *map, const char *path, void *base) {
+  DT_TRY(read_map(ctx, keys, map, path, base));
+  warn_inert(ctx, keys, map, path, base); /* once the whole table is read: a condition may name a key after it */
   return DT_OK;
 }

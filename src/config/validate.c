@@ -148,6 +148,16 @@ static dt_status check_network(const schema_ctx *ctx, const dt_ynode *exp, const
     return schema_error(ctx, net, "experiment.network.speed",
                         "needs a speed (a node's samples per simulated second, > 0) to turn the simulated clock on, or a fault "
                         "(loss, link_up_rounds, node_up_rounds); without them the other network keys do nothing");
+  /* a geometric number of rounds on {1, 2, ...} has a mean of at least 1 (0: the fault is off) */
+  static const char *const up_keys[] = {"link_up_rounds", "node_up_rounds"};
+  const double ups[] = {s->link_up_rounds, s->node_up_rounds};
+  for (int i = 0; i < 2; i++)
+    if (ups[i] > 0 && ups[i] < 1) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "experiment.network.%s", up_keys[i]);
+      return schema_error(ctx, dt_ynode_get(net, up_keys[i]) != NULL ? dt_ynode_get(net, up_keys[i]) : net, sub,
+                          "expected 0 (off) or a mean of at least 1 round (a geometric number of rounds), found %g", ups[i]);
+    }
   /* Gilbert-Elliott: entering the bad state with loss / ((1 - loss) burst) must be a probability */
   if (s->loss_burst > 1 && s->loss > s->loss_burst / (s->loss_burst + 1))
     return schema_error(ctx, dt_ynode_get(net, "loss") != NULL ? dt_ynode_get(net, "loss") : net, "experiment.network.loss",

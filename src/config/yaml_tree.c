@@ -3,6 +3,7 @@
  * DT_YAML_MAX_DEPTH, files over DT_YAML_MAX_BYTES and more than one document are all errors with a
  * position, so no input can crash or exhaust the loader. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistr.h>
@@ -175,7 +176,9 @@ static dt_status parse_scalar(builder *b, const yaml_event_t *ev, dt_ynode **out
                   b, ev);
     goto cleanup;
   }
-  n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+  /* a plain scalar tagged !!str is a string as a quoted one is ("!!str true" is not a boolean) */
+  const char *tag = (const char *)ev->data.scalar.tag;
+  n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && (tag == NULL || strcmp(tag, YAML_STR_TAG) != 0);
   DT_TRY_GOTO(remember_anchor(b, ev->data.scalar.anchor, n));
   *out = n;
   n = NULL;
@@ -484,7 +487,8 @@ dt_status dt_ynode_set_path(dt_ynode *root, const char *path, const char *value,
   return set_parts(root, parts, n, path, value, origin);
 }
 
-const char *dt_yaml_double(double v, char *buf, size_t size) {
+/* The text of v, found the slow way (17 formats and reads). */
+static void yaml_double_text(double v, char *buf, size_t size) {
   if (isnan(v)) snprintf(buf, size, ".nan");
   else if (isinf(v)) snprintf(buf, size, "%s", v > 0 ? ".inf" : "-.inf");
   else { /* of the texts %.Ng gives that read back to v, the shortest (7680, not 7.68e+03) */
@@ -505,5 +509,24 @@ const char *dt_yaml_double(double v, char *buf, size_t size) {
       snprintf(buf, size, "%s", best);
     }
   }
+}
+
+/* Files repeat a few values many times (graph.yaml's mixing weights: 1/n for each of a complete
+ * graph's n² entries), so the last texts are kept, by the value's bits (per thread). */
+const char *dt_yaml_double(double v, char *buf, size_t size) {
+  enum { SLOTS = 64 };
+  static _Thread_local struct { uint64_t bits; int used; char text[40]; } cache[SLOTS];
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  const size_t slot = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 58);
+  if (!cache[slot].used || cache[slot].bits != bits) {
+    yaml_double_text(v, cache[slot].text, sizeof cache[slot].text);
+    cache[slot].bits = bits;
+    cache[slot].used = 1;
+  }
+  if (size == 0) return buf;
+  const size_t len = strlen(cache[slot].text), n = len < size ? len : size - 1;
+  memcpy(buf, cache[slot].text, n);
+  buf[n] = '\0';
   return buf;
 }

@@ -100,6 +100,8 @@ dt_status dt_error_trace(dt_status code, const char *file, int line, const char 
   return code;
 }
 
+dt_status dt_error_code(void) { return rec.code; }
+
 const char *dt_error_message(void) { return rec.code == DT_OK ? "" : rec.message; }
 
 dt_status dt_error_set_key(dt_status code, const char *fmt, ...) {

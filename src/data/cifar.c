@@ -61,6 +61,14 @@ dt_status dt_cifar_read(const char *path, int prefix, int label_byte, int num_cl
     const uint8_t label = buf[r * record + (size_t)label_byte];
     DT_CHECK_GOTO(label < num_classes, DT_ERR_DATA, "%s: record %zu (byte %zu): label %u outside 0..%d", path, r,
                   r * record + (size_t)label_byte, label, num_classes - 1);
+    /* CIFAR-100's other label (coarse 0..19, fine 0..99) out of range: not a CIFAR-100 file,
+     * though the label in use reads */
+    if (prefix == 2) {
+      const size_t at = r * record + (size_t)(1 - label_byte);
+      const int range = label_byte == 1 ? 20 : 100;
+      DT_CHECK_GOTO(buf[at] < range, DT_ERR_DATA, "%s: record %zu (byte %zu): %s label %u outside 0..%d (not a CIFAR-100 file?)", path, r,
+                    at, label_byte == 1 ? "coarse" : "fine", buf[at], range - 1);
+    }
   }
   DT_CHECK_GOTO(set->count == 0 || (set->channels == 3 && set->rows == 32 && set->cols == 32), DT_ERR_INTERNAL,
                 "%s: CIFAR records appended to a set of other images", path);

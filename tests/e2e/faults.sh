@@ -30,6 +30,9 @@
 #  (o) a rank stopped during the set-up: the watchdog watches the set-up too;
 #  (q) a node file of the newest checkpoint that is a folder or a FIFO: resumed from
 #      checkpoint.old/; one that is a link: read through it, its target kept;
+#  (r) a stop signal during the set-up of a large graph (1,024 nodes, complete) under mpirun:
+#      every rank stops at the end of the phase it is in (exit 130, the phase named), nothing
+#      is computed, summary.yaml and `dtrun check` say interrupted, and resume runs it whole;
 #  (p) a rank that works long while another waits for it (rank 0 computing a 250-node consensus
 #      matrix, several seconds) does not end the job at --watchdog 1: the waiting rank reads rank
 #      0's record of life and waits (before, it ended a healthy job after 1 s).
@@ -404,6 +407,41 @@ rc=$?
   || bad "(l) a signal during an evaluation: exit $rc, $(grep -E 'interrupt|^dsgd' "$tmp/ev.log" | tail -3)"
 "$dtrun" resume "$tmp/ev" --quiet > "$tmp/ev2.log" 2>&1 && ok || bad "(l) resume: $(tail -3 "$tmp/ev2.log")"
 same_run "$tmp/ev_ref" "$tmp/ev" "(l) stopped in an evaluation, resumed"
+
+# (r) a stop signal in the set-up (before, it went unheeded until the first round had ended)
+cat > "$tmp/su.yaml" <<EOF
+experiment:
+  name: su
+  data_dir: $tmp/mnist
+  seed: 3
+  graph: {num_nodes: 1024, type: complete}
+problem_configs:
+  dsgd:
+    evaluation: {test_samples: 50}
+    optimizer_config: {alg_name: dsgd, outer_iterations: 1}
+EOF
+# set_up_signal WHEN NAME: a 2-rank run of su.yaml into $tmp/NAME, sent SIGUSR2 (mpirun forwards
+# it) once its log shows WHEN; its exit code
+set_up_signal() {
+  "$mpiexec" --oversubscribe -n 2 "$dtrun" "$tmp/su.yaml" --output-dir "$tmp/$2" --log-level debug > "$tmp/$2.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1500); do grep -q "$1" "$tmp/$2.log" && break; sleep 0.01; done
+  kill -USR2 $pid
+  wait $pid
+}
+set_up_signal 'set-up: backend' su1 # in the graph's construction: no folder yet
+rc=$?
+[ $rc = 130 ] && grep -q "interrupted by signal 12 in set-up (graph); no run folder was made" "$tmp/su1.log" && [ ! -e "$tmp/su1" ] && ok \
+  || bad "(r) a signal in the graph's set-up: exit $rc, $(grep -E 'interrupt|^==|set-up' "$tmp/su1.log" | tail -3)"
+set_up_signal '^output: ' su2 # writing graph.yaml: a folder that says so
+rc=$?
+[ $rc = 130 ] && grep -q "interrupted by signal 12 in set-up (.*); nothing was computed yet" "$tmp/su2.log" && ! grep -q '^== dsgd' "$tmp/su2.log" && ok \
+  || bad "(r) a signal in set-up: exit $rc, $(grep -E 'interrupt|^==|set-up' "$tmp/su2.log" | tail -3)"
+"$dtrun" check "$tmp/su2" > "$tmp/su_check.log" 2>&1
+grep -q ": interrupted" "$tmp/su_check.log" && grep -q "^status: interrupted" "$tmp/su2/summary.yaml" && ok \
+  || bad "(r) the folder's state after a signal in set-up: $(head -2 "$tmp/su_check.log")"
+"$dtrun" resume "$tmp/su2" --quiet > "$tmp/su2_resume.log" 2>&1 && [ -s "$tmp/su2/dsgd_results.csv" ] && ok \
+  || bad "(r) resume: $(tail -3 "$tmp/su2_resume.log")"
 
 echo "faults: $pass passed, $fail failed"
 exit $((fail > 0))

@@ -25,6 +25,18 @@ printf 'sweep:\n  experiment.seed: range(5, 2, -1)\n' | cat tests/e2e/small.yaml
 "$dtrun" check "$tmp/range.yaml" > "$tmp/range2.check" 2>&1 && grep -q "experiment.seed: 5 4 3" "$tmp/range2.check" && ok \
   || bad "sweep: {experiment.seed: range(5, 2, -1)}: $(grep -i sweep "$tmp/range2.check" | head -3)"
 
+# the pre-check builds a point's graph only when its graph keys (or, for a drawn graph, its seed)
+# differ from the point before (2 graph types x 3 seeds: the cycle once, the random graph 3
+# times); a key without effect in every point is warned about once (resample_every), one without
+# effect in some points only is not (p: a random graph's); issue 58, items 8 and 10
+printf 'sweep:\n  experiment.graph.type: [cycle, random]\n  experiment.seed: [0, 1, 2]\n' |
+  cat tests/e2e/small.yaml - | sed 's/graph: {num_nodes: 5, type: cycle}/graph: {num_nodes: 5, type: cycle, p: 0.9, resample_every: 3}/' > "$tmp/built.yaml"
+"$dtrun" check "$tmp/built.yaml" --log-level debug > "$tmp/built.check" 2>&1
+[ "$(grep -c 'checked, its graph built' "$tmp/built.check")" = 4 ] && [ "$(grep -c '^sweep: point' "$tmp/built.check")" = 6 ] && ok \
+  || bad "sweep pre-check graph builds: $(grep '^sweep: point' "$tmp/built.check")"
+[ "$(grep -c 'warning: .*experiment.graph.resample_every: has no effect' "$tmp/built.check")" = 1 ] && ! grep -q 'experiment.graph.p: has no effect' "$tmp/built.check" && ok \
+  || bad "a sweep's warnings: $(grep warning "$tmp/built.check")"
+
 "$dtrun" $cfg --output-dir "$tmp/s1" --quiet > "$tmp/s1.log" 2>&1 || bad "sweep at P=1 failed: $(tail -3 "$tmp/s1.log")"
 for p in 000 001 002 003; do [ -s "$tmp/s1/$p/dsgt_results.csv" ] && [ -s "$tmp/s1/$p/config.yaml" ] || bad "point $p has no results"; done
 grep -q 'values: {graph: "complete", experiment.seed: "1"}' "$tmp/s1/sweep.yaml" && ok || bad "sweep.yaml lacks point 3's values"

@@ -128,6 +128,7 @@ static void test_cifar100(void) {
 }
 
 static int label_bad(int r, int j) { return (void)j, r == 2 ? 10 : 1; }
+static int coarse_bad(int r, int j) { return j == 0 ? (r == 1 ? 20 : 3) : 42; } /* record 1's coarse label out of range */
 
 static void test_bad_files(void) {
   dt_image_set set;
@@ -146,6 +147,10 @@ static void test_bad_files(void) {
   write_records("label.bin", 1, 4, 1, label_bad, NULL);
   CHECK_FAILS(dt_cifar_read(at("label.bin"), 1, 0, 10, &set, hex), DT_ERR_DATA,
               "label.bin: record 2 (byte 6146): label 10 outside 0..9");
+  /* CIFAR-100 whose coarse label is out of range while the fine one is read (issue 58, item 8) */
+  write_records("coarse.bin", 1, 3, 2, coarse_bad, NULL);
+  CHECK_FAILS(dt_cifar_read(at("coarse.bin"), 2, 1, 100, &set, hex), DT_ERR_DATA,
+              "coarse.bin: record 1 (byte 3074): coarse label 20 outside 0..19 (not a CIFAR-100 file?)");
   /* CIFAR-100 read as CIFAR-10 (2-byte prefix counted as 1): not a whole number of records */
   write_records("c100.bin", 1, 3, 2, label100, NULL);
   CHECK_FAILS(dt_cifar_read(at("c100.bin"), 1, 0, 10, &set, hex), DT_ERR_DATA, "is not a whole number of 3073-byte records");

@@ -347,8 +347,81 @@ static void test_admission(void) {
         "a plug-in without on_missing under faults: %s: %s", why.key, why.msg);
 }
 
+/* Keys without effect (dt_key.applies): warned about at their position, only when given a value
+ * other than their default, with the key they depend on and its value; every condition of every
+ * table names a key that exists; the shipped configs have none. */
+static char key_paths[1 << 17];
+static void collect_path(const char *path, const dt_key *key, void *ctx) {
+  (void)key, (void)ctx;
+  const size_t used = strlen(key_paths);
+  snprintf(key_paths + used, sizeof key_paths - used, "|%s|", path);
+}
+static void check_condition(const char *path, const dt_key *key, void *ctx) {
+  (void)ctx;
+  if (key->applies == NULL) return;
+  char terms[256];
+  snprintf(terms, sizeof terms, "%s", key->applies);
+  char *save = NULL;
+  for (char *t = strtok_r(terms, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+    const size_t name_len = strcspn(t, "=!>");
+    CHECK(t[name_len] != '\0', "%s: applies term '%s' has no =, != or >", path, t);
+    char table[512], want[700];
+    snprintf(table, sizeof table, "%s", path);
+    for (int up = t[0] == '^' ? 2 : 1; up > 0; up--) *strrchr(table, '.') = '\0'; /* the key's table, or the one around it */
+    snprintf(want, sizeof want, "|%s.%.*s|", table, (int)(name_len - (t[0] == '^')), t + (t[0] == '^'));
+    CHECK(strstr(key_paths, want) != NULL, "%s: applies names %s, which is not a key", path, want);
+  }
+}
+
+static void test_inert_keys(void) {
+  const char *text =
+      "experiment:\n"
+      "  writeout: false\n"
+      "  tensorboard: true\n"
+      "  graph: {num_nodes: 4, type: cycle, p: 0.5, gen_attempts: 100, degree: 5}\n"
+      "  network: {loss: 0.1, jitter: 0.3}\n"
+      "problem_configs:\n"
+      "  c: {optimizer_config: {alg_name: choco, compression: {operator: top_k, levels: 4}}}\n";
+  CHECK_OK(dt_config_load_string(text, strlen(text), "inert.yaml", &dt_builtin, NULL, 0, &a));
+  const char *want[] = {
+      "inert.yaml:3:16: experiment.tensorboard: has no effect: it applies when writeout is true (here: false)\n",
+      "inert.yaml:4:41: experiment.graph.p: has no effect: it applies when type is random (here: cycle)\n",
+      "inert.yaml:4:73: experiment.graph.degree: has no effect: it applies when type is regular (here: cycle)\n",
+      "inert.yaml:5:32: experiment.network.jitter: has no effect: it applies when speed is above 0 (here: 0.0)\n",
+      "inert.yaml:7:82: problem_configs.c.optimizer_config.compression.levels: has no effect: it applies when operator is qsgd "
+      "(here: top_k)\n"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK(strstr(a.warnings, want[i]) != NULL, "missing: %swarnings:\n%s", want[i], a.warnings);
+  CHECK(strstr(a.warnings, "gen_attempts") == NULL, "a key at its default is not warned about:\n%s", a.warnings);
+  int lines = 0;
+  for (const char *c = a.warnings; *c != '\0'; c++) lines += *c == '\n';
+  CHECK(lines == 5, "%d warnings:\n%s", lines, a.warnings);
+  /* where the key they depend on says they apply, silence */
+  const char *sets[] = {"experiment.writeout=true", "experiment.graph.type=random", "experiment.network.speed=100",
+                        "experiment.graph.degree=3", "problem_configs.c.optimizer_config.compression.operator=qsgd"};
+  CHECK_OK(dt_config_load_string(text, strlen(text), "inert.yaml", &dt_builtin, sets, 5, &a));
+  CHECK(a.warnings[0] == '\0', "warnings where every key applies:\n%s", a.warnings);
+  /* every condition names a key */
+  key_paths[0] = '\0';
+  dt_config_visit_keys(&dt_builtin, collect_path, NULL);
+  dt_config_visit_keys(&dt_builtin, check_condition, NULL);
+  /* the shipped configs (sweeps aside: a sweep keeps what every point has, tests/e2e/sweep.sh) */
+  static const char *const shipped[] = {"dist_mnist.yaml", "dist_mnist_paper.yaml", "choco_mnist.yaml", "easgd_mnist.yaml",
+                                        "downpour_mnist.yaml", "logreg_mnist.yaml", "network_mnist.yaml", "time_varying_mnist.yaml",
+                                        "directed_mnist.yaml", "heterogeneity_mnist.yaml", "fashion_resnet.yaml", "cifar10_resnet20.yaml"};
+  for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/%s", root(), shipped[i]);
+    if (dt_config_load(path, &dt_builtin, NULL, 0, &a) != DT_OK) { /* a sweep file: not loadable as one experiment */
+      dt_error_clear();
+      continue;
+    }
+    CHECK(a.warnings[0] == '\0', "%s warns:\n%s", shipped[i], a.warnings);
+  }
+}
+
 int main(void) {
   test_shipped();
+  test_inert_keys();
   test_overrides_and_shorthands();
   test_override_forms();
   test_docs();
