@@ -10,6 +10,9 @@
 The module needs python3-pandas and python3-matplotlib (Debian); `load_runs` needs pandas only.
 What the folders cannot give (no such folder, a damaged results.sqlite, a table missing, a folder
 given twice) raises dtrun.ResultsError, naming the file and what is wrong.
+
+`import dtrun.torch_models` (needs PyTorch; not imported here) has the PyTorch definitions of
+dtrun's named models and loads a run's saved models into them: `from_run(run, problem, node)`.
 """
 from .results import load_runs, curves, ResultsError, METRICS, X_AXES
 from .figures import draw_curves, draw_against, describe, save

@@ -66,6 +66,28 @@ rc=$?
 
 mv "$tmp/batch5" "$data/data_batch_5.bin"
 
+# a saved model of each named model, loaded into its PyTorch definition (dtrun.torch_models),
+# evaluates the test set as the run did (loss to 1e-4, top-1 to one image; eval mode: batch norm's
+# running statistics); the seed CNN on MNIST (issue 54, item 11)
+if /usr/bin/python3 -c 'import torch, yaml' 2> /dev/null; then
+  for m in default mlp resnet20 vgg11; do
+    "$dtrun" "$cfg" --set experiment.model.name=$m --set experiment.save_models=true --set experiment.graph.num_nodes=2 \
+      --set 'experiment.normalize={mean: [0.4, 0.5, 0.6], std: [0.2, 0.25, 0.3]}' \
+      --set problem_configs.dsgd.optimizer_config.outer_iterations=2 --set problem_configs.dsgd.evaluate_frequency=2 \
+      $([ $m = vgg11 ] && echo --set experiment.model.norm=group --set experiment.model.groups=4) \
+      --output-dir "$tmp/tm_$m" --quiet > "$tmp/tm_$m.log" 2>&1 || bad "$m with save_models: $(tail -2 "$tmp/tm_$m.log")"
+  done
+  printf '%s\n' "experiment: {data_dir: $PWD/data/mnist, seed: 2, save_models: true, normalize: {mean: [0.13], std: [0.31]}," \
+    "  graph: {num_nodes: 2, type: cycle}}" \
+    "problem_configs: {dsgd: {evaluate_frequency: 3, optimizer_config: {alg_name: dsgd, outer_iterations: 3}}}" > "$tmp/tm_seed.yaml"
+  "$dtrun" "$tmp/tm_seed.yaml" --output-dir "$tmp/tm_seed" --quiet > "$tmp/tm_seed.log" 2>&1 \
+    || bad "the seed CNN with save_models: $(tail -2 "$tmp/tm_seed.log")"
+  PYTHONPATH=python /usr/bin/python3 tests/e2e/torch_models.py "$tmp/tm_default:dsgd:1" "$tmp/tm_mlp:dsgd:1" "$tmp/tm_resnet20:dsgd:1" \
+    "$tmp/tm_vgg11:dsgd:0" "$tmp/tm_seed:dsgd:0" && ok || bad "a named model in PyTorch differs from dtrun"
+else
+  echo "skipped: the PyTorch definitions (no torch or yaml for /usr/bin/python3)"
+fi
+
 # a truncated training file: exit 2 before anything runs, the file, record and byte named
 head -c $((3073 * 50 + 7)) "$data/data_batch_3.bin" > "$tmp/short" && mv "$tmp/short" "$data/data_batch_3.bin"
 "$dtrun" "$cfg" --output-dir "$tmp/bad" > "$tmp/bad.log" 2>&1
