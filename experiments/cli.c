@@ -62,7 +62,7 @@ static const cli_cmd cli_cmds[] = {
 enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
 enum opt_id {
-  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
+  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
   O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_BAND, O_CSV,
   O_MARKDOWN, O_LATEX, O_SORT, O_JSON
 };
@@ -86,6 +86,8 @@ static const cli_opt cli_opts[] = {
     {"set", 's', O_SET, C_RUN | C_CHECK, "KEY=VALUE", "@keys",
      "override a config key (experiment.graph.num_nodes=10); a list is [a, b]; '*' stands for every key at its level"},
     {"sweep", 0, O_SWEEP, C_RUN | C_CHECK, "KEY=V1,V2", "@keys", "one experiment per value (with the file's sweep: axes, a grid)"},
+    {"problem", 'p', O_PROBLEM, C_RUN | C_CHECK, "NAME[,NAME...]", NULL,
+     "only these problems of the file (their entries under problem_configs), as if it held only them"},
     {"output-dir", 'o', O_OUTPUT_DIR, C_RUN, "DIR", "@dir", "write into DIR instead of <output_metadir>/<time>_<name>"},
     {"force", 'f', O_FORCE, C_RUN, NULL, NULL, "let --output-dir be a folder that is not empty"},
     {"quiet", 'q', O_QUIET, C_RUN | C_RESUME, NULL, NULL, "print only warnings, errors and the final summary (--log-level warn)"},
@@ -233,6 +235,7 @@ static dt_status apply(const cli_opt *o, const char *v, args *a) {
       break;
     }
     case O_POINT: a->point = v; break;
+    case O_PROBLEM: a->problems = v; break;
     case O_DUMP_TRACE:
       DT_CHECK(v[0] != '\0', DT_ERR_USAGE, "--dump-trace needs a folder");
       a->dump_trace = v;

@@ -32,6 +32,7 @@ typedef struct args {
   dt_compare_options cmp;
   dt_runs_options runs;
   const char *point; /* --point K or slurm (SLURM_ARRAY_TASK_ID) */
+  const char *problems; /* --problem NAME[,NAME...], or NULL */
   const char *log_level; /* --log-level, or NULL */
 } args;
 

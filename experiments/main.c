@@ -110,6 +110,13 @@ static dt_status log_level_of(args *a, dt_log_level *level) {
   return DT_OK;
 }
 
+/* --problem with a sweep: refused (each point's config.yaml holds every problem, which resume and
+ * compare read). */
+static dt_status problem_in_sweep(const args *a) {
+  return DT_ERROR(DT_ERR_USAGE, "--problem %s: %s is a sweep; --problem selects problems of one experiment (give the "
+                  "sweep a file without the others, or an axis over their keys)", a->problems, a->file);
+}
+
 /* `dtrun check` (no MPI): a run or sweep folder's status, or an experiment file (or its sweep)
  * validated with a summary. */
 static dt_status check_command(const args *a, dt_config *cfg, dt_sweep *sweep) {
@@ -117,8 +124,10 @@ static dt_status check_command(const args *a, dt_config *cfg, dt_sweep *sweep) {
   if (stat(a->file, &sb) == 0 && S_ISDIR(sb.st_mode))
     return dt_is_sweep_dir(a->file) ? dt_sweep_dir_status(a->file, stdout) : check_run_dir(a->file, cfg);
   dt_status st = dt_sweep_load(a->file, a->sweeps, a->nsweeps, sweep);
+  if (st == DT_OK && sweep->num_axes > 0 && a->problems != NULL) st = problem_in_sweep(a);
   if (st == DT_OK && sweep->num_axes > 0) st = dt_sweep_check(sweep, a->sets, a->nsets, stdout);
   else if (st == DT_OK) st = dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg);
+  if (st == DT_OK && sweep->num_axes == 0 && a->problems != NULL) st = dt_config_keep_problems(cfg, a->problems);
   if (st == DT_OK && sweep->num_axes == 0) st = dt_experiment_check(cfg, stdout);
   dt_sweep_free(sweep);
   return st;
@@ -151,6 +160,7 @@ static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_swee
   }
   if (!resume) DT_TRY(dt_sweep_load(a->file, a->sweeps, a->nsweeps, sweep));
   if (sweep->num_axes > 0) {
+    if (a->problems != NULL) return problem_in_sweep(a);
     *mode = SWEEP;
     return DT_OK;
   }
@@ -162,6 +172,7 @@ static dt_status load_on_root(const args *a, int resume, dt_config *cfg, dt_swee
     if (st != DT_OK) dt_log_warn("%s: its rows in results.sqlite were not checked: %s", a->argv_dir, dt_error_message());
   } else {
     DT_TRY(dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg));
+    if (a->problems != NULL) DT_TRY(dt_config_keep_problems(cfg, a->problems));
     DT_CHECK(a->dump_trace == NULL || cfg->experiment.graph.schedule == DT_SCHEDULE_STATIC, DT_ERR_USAGE,
              "--dump-trace traces static graphs; this experiment's graph changes every round (experiment.graph.schedule: %s)",
              dt_schedule_names[cfg->experiment.graph.schedule]);

@@ -210,6 +210,12 @@ typedef struct dt_config {
   char warnings[DT_CONFIG_WARNINGS_MAX];
 } dt_config;
 
+/* Keeps only the problems named in `list` ("dsgd,dsgt": entry names under problem_configs), in
+ * the file's order (`--problem`): the run is then that config with those problems, as if the file
+ * held only them (each problem starts from the same weights and streams either way). Errors
+ * (DT_ERR_USAGE): a name that is not a problem, with the nearest and the list. */
+DT_MUST_USE dt_status dt_config_keep_problems(dt_config *cfg, const char *list);
+
 /* Adds a line to cfg->warnings (a line already there is not repeated; one that does not fit is
  * counted in a last line). */
 void dt_config_warn(dt_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -441,3 +441,37 @@ dt_status dt_config_load(const char *path, const dt_registry *reg, const char *c
   free(text);
   return st;
 }
+
+dt_status dt_config_keep_problems(dt_config *cfg, const char *list) {
+  char names[1024];
+  DT_CHECK(list[0] != '\0' && strlen(list) < sizeof names, DT_ERR_USAGE, "--problem: expected NAME[,NAME...], found '%.80s'", list);
+  snprintf(names, sizeof names, "%s", list);
+  int keep[DT_MAX_PROBLEMS] = {0};
+  const char *keys[DT_MAX_PROBLEMS];
+  char all[1024] = "";
+  for (int i = 0; i < cfg->num_problems; i++) {
+    keys[i] = cfg->problems[i].key;
+    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", keys[i]);
+  }
+  char *save = NULL;
+  for (char *n = strtok_r(names, ",", &save); n != NULL; n = strtok_r(NULL, ",", &save)) {
+    int found = -1;
+    for (int i = 0; i < cfg->num_problems && found < 0; i++)
+      if (strcmp(keys[i], n) == 0) found = i;
+    if (found < 0) {
+      const char *near = schema_nearest(n, keys, cfg->num_problems);
+      return DT_ERROR(DT_ERR_USAGE, "--problem %s: %s has no such problem; its problems are %s%s%s%s", n, cfg->source, all,
+                      near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
+    keep[found] = 1;
+  }
+  int kept = 0;
+  for (int i = 0; i < cfg->num_problems; i++)
+    if (keep[i]) {
+      if (kept != i) memcpy(&cfg->problems[kept], &cfg->problems[i], sizeof cfg->problems[i]);
+      kept++;
+    }
+  for (int i = kept; i < cfg->num_problems; i++) memset(&cfg->problems[i], 0, sizeof cfg->problems[i]);
+  cfg->num_problems = kept;
+  return DT_OK;
+}

@@ -171,5 +171,34 @@ for k in /sys/kernel/uevent_seqnum /sys/kernel/mm/transparent_hugepage/enabled /
   break
 done
 
+# --problem: only the named problems, in the file's order, each to the files it has in a run of
+# them all (every problem starts from the same weights and streams); the run folder's config holds
+# only them; a name that is not a problem, or --problem with a sweep: exit 2, nothing run (issue 54,
+# item 17)
+cat > "$tmp/three.yaml" <<YAML
+experiment: {name: cli3, data_dir: $PWD/data/mnist, seed: 7, graph: {num_nodes: 3, type: cycle}}
+problem_configs:
+  dsgd: {evaluate_frequency: 2, optimizer_config: {alg_name: dsgd, outer_iterations: 4, alpha0: 0.02}}
+  dsgt: {evaluate_frequency: 2, optimizer_config: {alg_name: dsgt, outer_iterations: 4, alpha: 0.02}}
+  gossip: {evaluate_frequency: 2, optimizer_config: {alg_name: gossip, outer_iterations: 4, lr: 0.02}}
+YAML
+"$dtrun" "$tmp/three.yaml" --output-dir "$tmp/three_all" --quiet > /dev/null 2>&1 || bad "--problem: the run of all three failed"
+"$dtrun" "$tmp/three.yaml" --problem gossip,dsgd --output-dir "$tmp/three_two" --quiet > "$tmp/three_two.log" 2>&1 \
+  && [ ! -e "$tmp/three_two/dsgt_results.csv" ] && grep -q "^  \"dsgd\":" "$tmp/three_two/config.yaml" && ! grep -q "^  \"dsgt\":" "$tmp/three_two/config.yaml" \
+  && ok || bad "--problem gossip,dsgd: $(tail -2 "$tmp/three_two.log"; ls "$tmp/three_two")"
+for p in dsgd gossip; do
+  cmp -s <(strip_times "$tmp/three_all/${p}_results.csv") <(strip_times "$tmp/three_two/${p}_results.csv") && ok \
+    || bad "--problem: ${p}_results.csv differs from the run of every problem"
+done
+"$dtrun" check "$tmp/three.yaml" -p dsgt | grep -q "^# problem dsgt:" && ! "$dtrun" check "$tmp/three.yaml" -p dsgt | grep -q "^# problem dsgd:" \
+  && ok || bad "check -p dsgt"
+"$dtrun" "$tmp/three.yaml" --problem dsgd,gosip --output-dir "$tmp/three_bad" > "$tmp/three_bad.log" 2>&1
+rc=$?
+[ $rc = 2 ] && [ ! -e "$tmp/three_bad" ] && grep -q "problem gosip: .* has no such problem; its problems are dsgd, dsgt, gossip; did you mean 'gossip'?" "$tmp/three_bad.log" \
+  && ok || bad "--problem with a misspelled name: exit $rc, $(head -2 "$tmp/three_bad.log")"
+"$dtrun" check "$tmp/three.yaml" --problem dsgd --sweep experiment.seed=1,2 > "$tmp/three_sweep.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is a sweep; --problem selects problems of one experiment" "$tmp/three_sweep.log" && ok || bad "--problem with a sweep: exit $rc"
+
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]
