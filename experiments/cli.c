@@ -86,7 +86,7 @@ static const cli_opt cli_opts[] = {
     {"set", 's', O_SET, C_RUN | C_CHECK, "KEY=VALUE", "@keys",
      "override a config key (experiment.graph.num_nodes=10); a list is [a, b]; '*' stands for every key at its level"},
     {"sweep", 0, O_SWEEP, C_RUN | C_CHECK, "KEY=V1,V2", "@keys", "one experiment per value (with the file's sweep: axes, a grid)"},
-    {"problem", 'p', O_PROBLEM, C_RUN | C_CHECK, "NAME[,NAME...]", NULL,
+    {"problem", 'p', O_PROBLEM, C_RUN | C_CHECK, "NAME[,...]", NULL,
      "only these problems of the file (their entries under problem_configs), as if it held only them"},
     {"output-dir", 'o', O_OUTPUT_DIR, C_RUN, "DIR", "@dir", "write into DIR instead of <output_metadir>/<time>_<name>"},
     {"force", 'f', O_FORCE, C_RUN, NULL, NULL, "let --output-dir be a folder that is not empty"},
@@ -486,7 +486,8 @@ static void print_option(const cli_opt *o, FILE *out) {
   char head[64], letter[8] = "    "; /* "-s, " or four spaces: the long names line up */
   if (o->shortc) snprintf(letter, sizeof letter, "-%c, ", o->shortc);
   snprintf(head, sizeof head, "%s--%s%s%s", letter, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-  fprintf(out, "  %-26s", head);
+  if (strlen(head) > 25) fprintf(out, "  %s\n%28s", head, ""); /* a long head: the help below it */
+  else fprintf(out, "  %-26s", head);
   print_wrapped(out, o->help, 28, 28);
 }
 
