@@ -216,19 +216,17 @@ dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split
   return dt_config_positioned(cfg, dt_model_create(ms, m));
 }
 
-/* Appends "WHERE: key: what\n" to buf (used: its length) unless it is there already. */
+/* Adds "WHERE: key: what" to the warning lines in buf (dt_warning_add). */
 static void add_warning(const dt_config *cfg, const char *key, char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static void add_warning(const dt_config *cfg, const char *key, char *buf, size_t size, const char *fmt, ...) {
-  char where[DT_PATH_MAX + 200], what[512], line[2048];
+  char where[DT_PATH_MAX + 200], what[512];
   dt_config_key_where(cfg, key, where, sizeof where);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  snprintf(line, sizeof line, "%s: %s: %s\n", where, key, what);
-  const size_t used = strlen(buf);
-  if (strstr(buf, line) == NULL && used + strlen(line) < size) memcpy(buf + used, line, strlen(line) + 1);
+  dt_warning_add(buf, size, "%s: %s: %s", where, key, what);
 }
 
 /* The last round of the longest problem's churn in which some node is online, or -1 when one is

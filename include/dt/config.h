@@ -206,7 +206,7 @@ typedef struct dt_config {
   int num_problems;
   dt_problem_config problems[DT_MAX_PROBLEMS];
   /* What loading found inert or doubtful, one "FILE:LINE:COL: key: what" per line (dt_key's
-   * applies, and the checks that need the data: dt_config_warn); printed by check and run. */
+   * applies; dt_warning_add); printed by check and run. */
   char warnings[DT_CONFIG_WARNINGS_MAX];
 } dt_config;
 
@@ -216,9 +216,12 @@ typedef struct dt_config {
  * (DT_ERR_USAGE): a name that is not a problem, with the nearest and the list. */
 DT_MUST_USE dt_status dt_config_keep_problems(dt_config *cfg, const char *list);
 
-/* Adds a line to cfg->warnings (a line already there is not repeated; one that does not fit is
- * counted in a last line). */
-void dt_config_warn(dt_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds a line to the warning lines in lines[size] (cfg->warnings, or set-up's own): a line already
+ * there is not repeated, and one that does not fit is said in a last line. */
+void dt_warning_add(char *lines, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The text of a key's applies condition ("type is random and fiedler is 0"; a|b|c as "a, b or c",
+ * ^KEY as KEY) into buf: for the docs' key table and the warnings. */
+void dt_key_applies_text(const char *applies, char *buf, size_t size);
 /* The position of key `path` in cfg's file (as composed: includes, extends) into buf:
  * "FILE:LINE:COL", or "FILE:LINE:COL (KEY is not in the file: its default)" at its nearest
  * enclosing key. Not collective. */

@@ -104,19 +104,19 @@ dt_status dt_config_error_at(const dt_config *cfg, dt_status code, const char *p
   return st;
 }
 
-void dt_config_warn(dt_config *cfg, const char *fmt, ...) {
-  char line[1024];
+void dt_warning_add(char *lines, size_t size, const char *fmt, ...) {
+  char line[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  const size_t used = strlen(cfg->warnings), len = strlen(line);
-  for (const char *p = cfg->warnings; (p = strstr(p, line)) != NULL; p++)
-    if ((p == cfg->warnings || p[-1] == '\n') && p[len] == '\n') return; /* said already */
+  const size_t used = strlen(lines), len = strlen(line);
+  for (const char *p = lines; (p = strstr(p, line)) != NULL; p++)
+    if ((p == lines || p[-1] == '\n') && p[len] == '\n') return; /* said already */
   static const char more[] = "(more warnings than fit here)\n";
-  if (strstr(cfg->warnings, more) != NULL) return;
-  if (used + len + 1 + sizeof more < sizeof cfg->warnings) snprintf(cfg->warnings + used, sizeof cfg->warnings - used, "%s\n", line);
-  else snprintf(cfg->warnings + used, sizeof cfg->warnings - used, "%s", more);
+  if (strstr(lines, more) != NULL) return;
+  if (used + len + 1 + sizeof more < size) snprintf(lines + used, size - used, "%s\n", line);
+  else snprintf(lines + used, size - used, "%s", more);
 }
 
 dt_status dt_config_positioned(const dt_config *cfg, dt_status st) {

@@ -335,6 +335,36 @@ static int off_default(const dt_key *k, const void *base) {
   }
 }
 
+/* One term of an applies condition ("^dataset!=a|b") as text ("dataset is not a or b") at buf;
+ * its length. */
+static size_t term_text(const char *term, size_t term_len, char *buf, size_t size) {
+  const size_t name_len = strcspn(term, "=!>");
+  const char op = term[name_len];
+  const int outer = term[0] == '^';
+  const char *vals = term + name_len + (op == '!' ? 2 : 1), *end = term + term_len;
+  size_t used = (size_t)snprintf(buf, size, "%.*s %s ", (int)(name_len - outer), term + outer,
+                                 op == '>' ? "is above" : op == '!' ? "is not" : "is");
+  for (const char *v = vals; v < end;) { /* a|b|c: a, b or c (a table cell cannot hold '|') */
+    const size_t n = strcspn(v, "|,");
+    const int last = v + n >= end;
+    used += (size_t)snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, "%s%.*s",
+                             v == vals ? "" : last ? " or " : ", ", (int)n, v);
+    v += n + 1;
+  }
+  return used;
+}
+
+void dt_key_applies_text(const char *applies, char *buf, size_t size) {
+  size_t used = 0;
+  if (size > 0) buf[0] = '\0';
+  for (const char *t = applies; t != NULL && *t != '\0' && used < size;) {
+    const size_t n = strcspn(t, ",");
+    if (t != applies) used += (size_t)snprintf(buf + used, size - used, " and ");
+    if (used < size) used += term_text(t, n, buf + used, size - used);
+    t += n + (t[n] == ',');
+  }
+}
+
 /* Whether one term of an applies condition ("type=random|geometric", "speed>0", "^dataset!=mnist")
  * holds; its text for a message into why ("type is random or geometric (here: cycle)"). */
 static int term_holds(const schema_ctx *ctx, const dt_key *keys, const void *base, const char *term, char *why, size_t size) {
@@ -363,16 +393,8 @@ static int term_holds(const schema_ctx *ctx, const dt_key *keys, const void *bas
       holds = number ? strtod(v, NULL) == strtod(have, NULL) : strcmp(v, have) == 0;
     if (ne) holds = !holds;
   }
-  char alts[300] = "";
-  size_t used = 0;
-  for (const char *v = want; *v != '\0';) {
-    const char *bar = strchr(v, '|');
-    const size_t n = bar != NULL ? (size_t)(bar - v) : strlen(v);
-    used += (size_t)snprintf(alts + used, used < sizeof alts ? sizeof alts - used : 0, "%s%.*s", v == want ? "" : bar == NULL ? " or " : ", ",
-                             (int)n, v);
-    v += n + (bar != NULL);
-  }
-  snprintf(why, size, "%s %s %s (here: %s)", name + outer, gt ? "is above" : ne ? "is not" : "is", alts, have);
+  const size_t used = term_text(term, strlen(term), why, size);
+  if (used < size) snprintf(why + used, size - used, " (here: %s)", have);
   return holds;
 }
 
@@ -400,7 +422,8 @@ static void warn_inert(const schema_ctx *ctx, const dt_key *keys, const dt_ynode
     if (holds) continue;
     char where[1200];
     dt_ynode_where(v, ctx->file, where, sizeof where);
-    dt_config_warn(ctx->warn, "%s: %s%s%s: has no effect: it applies when %s", where, path, path[0] ? "." : "", k->name, why);
+    dt_warning_add(ctx->warn->warnings, sizeof ctx->warn->warnings, "%s: %s%s%s: has no effect: it applies when %s", where, path,
+                   path[0] ? "." : "", k->name, why);
   }
 }
 

@@ -7,32 +7,6 @@
 #include "dt/config.h"
 #include "dt/run.h"
 
-/* "; has an effect only when type is random and fiedler is 0" from a row's applies condition
- * ("type=random,fiedler=0"; ^ names the table around the key's own); nothing without one. */
-static void applies_text(const char *applies, char *buf, size_t size) {
-  buf[0] = '\0';
-  if (applies == NULL) return;
-  char terms[256];
-  snprintf(terms, sizeof terms, "%s", applies);
-  size_t used = (size_t)snprintf(buf, size, "; has an effect only when ");
-  char *save = NULL;
-  int first = 1;
-  for (char *t = strtok_r(terms, ",", &save); t != NULL && used < size; t = strtok_r(NULL, ",", &save), first = 0) {
-    const size_t name_len = strcspn(t, "=!>");
-    const char op = t[name_len];
-    const char *vals = t + name_len + (op == '!' ? 2 : 1);
-    const int outer = t[0] == '^';
-    used += (size_t)snprintf(buf + used, size - used, "%s%.*s %s ", first ? "" : " and ", (int)name_len - outer, t + outer,
-                             op == '>' ? "is above" : op == '!' ? "is not" : "is");
-    for (const char *v = vals; *v != '\0' && used < size;) { /* a|b|c: a, b or c (a table cell cannot hold '|') */
-      const size_t n = strcspn(v, "|");
-      const int last = v[n] == '\0';
-      used += (size_t)snprintf(buf + used, size - used, "%s%.*s", v == vals ? "" : last ? " or " : ", ", (int)n, v);
-      v += n + !last;
-    }
-  }
-}
-
 static void row(const char *path, const dt_key *k, void *ctx) {
   (void)ctx;
   static const char *const types[] = {"bool", "int", "float", "seed", "string", "enum", "section", "special",
@@ -50,8 +24,9 @@ static void row(const char *path, const dt_key *k, void *ctx) {
   const char *def = k->def ? k->def : (k->flags & DT_KEY_REQUIRED) ? "required" : "-";
   if (k->type == DT_KEY_SECTION || k->type == DT_KEY_SPECIAL) def = k->flags & DT_KEY_REQUIRED ? "required" : "-";
   if (k->type == DT_KEY_FLOATS) def = "[]";
-  char when[256] = "";
-  applies_text(k->applies, when, sizeof when);
+  char when[256] = "", cond[224];
+  dt_key_applies_text(k->applies, cond, sizeof cond);
+  if (cond[0] != '\0') snprintf(when, sizeof when, "; has an effect only when %s", cond);
   printf("| `%s` | %s | %s%s%s | %s | %s%s%s%s |\n", path, types[k->type], def[0] ? "" : "", def[0] ? def : "(empty)", "", range,
          k->help ? k->help : "", k->alias_of ? "; alias of " : "", k->alias_of ? k->alias_of : "", when);
 }
