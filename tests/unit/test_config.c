@@ -388,8 +388,8 @@ static void test_inert_keys(void) {
       "inert.yaml:4:41: experiment.graph.p: has no effect: it applies when type is random (here: cycle)\n",
       "inert.yaml:4:73: experiment.graph.degree: has no effect: it applies when type is regular (here: cycle)\n",
       "inert.yaml:5:32: experiment.network.jitter: has no effect: it applies when speed is above 0 (here: 0.0)\n",
-      "inert.yaml:7:82: problem_configs.c.optimizer_config.compression.levels: has no effect: it applies when operator is qsgd "
-      "(here: top_k)\n"};
+      ("inert.yaml:7:82: problem_configs.c.optimizer_config.compression.levels: has no effect: it applies when operator is "
+       "qsgd (here: top_k)\n")};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK(strstr(a.warnings, want[i]) != NULL, "missing: %swarnings:\n%s", want[i], a.warnings);
   CHECK(strstr(a.warnings, "gen_attempts") == NULL, "a key at its default is not warned about:\n%s", a.warnings);
   int lines = 0;
