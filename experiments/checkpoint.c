@@ -94,7 +94,7 @@ static size_t run_ckpt_bound(const runner *r) {
     double text = row + evals * (n + 1) * row;
     if (pc->metrics & DT_METRIC_CONSENSUS_MATRIX) text += 32 + evals * n * n * 56;
     const dt_optimizer_def *def = dt_optimizer_find(pc->alg_name);
-    const dt_state_size s = def != NULL && def->state_size != NULL ? def->state_size(pc->alg_opts, dim) : (dt_state_size){.per_rank = 0};
+    const dt_state_size s = def != NULL ? dt_optimizer_state_size(def, pc->alg_opts, dim) : (dt_state_size){.per_rank = 0};
     const double shared = 4.0 * (double)dt_slab_stride(dim) * (s.per_rank + 3) + 16 * (n + 2 * edges + 1);
     most = text + shared > most ? text + shared : most;
   }
@@ -195,8 +195,10 @@ static void encode_run(const runner *r, int p, int round, const problem_run *pr,
     put_f64(sb, res->bytes);
   }
   if (round > 0) {
-    put_f64(sb, pr->run.t_compute.total);
-    put_f64(sb, pr->run.t_comm.total);
+    double compute, comm;
+    dt_run_times(pr->run, &compute, &comm);
+    put_f64(sb, compute);
+    put_f64(sb, comm);
     put_f64(sb, pr->t_eval.total);
     put_f64(sb, dt_time_now() - pr->t_start);
     put_bytes(sb, pr->csv.data, pr->csv.len);
@@ -224,7 +226,7 @@ static dt_status agree(const runner *r, dt_status *st, double *ok) {
 dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
   if (!r->write_ckpt) return DT_OK;
   dt_status st = DT_OK;
-  write_ctx w = {.r = r, .run = pr != NULL ? &pr->run : NULL};
+  write_ctx w = {.r = r, .run = pr != NULL ? pr->run : NULL};
   char cur[DT_PATH_MAX + 96], old[DT_PATH_MAX + 96];
   ckpt_path(r, "checkpoint.tmp", w.dir, sizeof w.dir);
   ckpt_path(r, "checkpoint", cur, sizeof cur);
@@ -249,7 +251,7 @@ dt_status runner_checkpoint(runner *r, int p, int round, problem_run *pr) {
     if (agree(r, &st, &ok) != DT_OK) goto cleanup;
     DT_CHECK_GOTO(ok == 1, DT_ERR_MEMORY, "rank 0 ran out of memory for the checkpoint");
     DT_TRY_GOTO(dt_comm_node_blobs_to_root(r->comm, r->n, give_node, take_node, &w));
-    DT_TRY_GOTO(dt_run_save_shared(&pr->run, &shared, &shared_size));
+    DT_TRY_GOTO(dt_run_save_shared(pr->run, &shared, &shared_size));
   }
   if (r->rank == 0) {
     strbuf sb = {0};
@@ -662,18 +664,17 @@ static dt_status give_file(void *ctx, int node, const void **data, size_t *size)
 static dt_status take_state(void *ctx, int l, const void *data, size_t size) {
   read_ctx *c = ctx;
   char what[64];
-  snprintf(what, sizeof what, "node_%d.ckpt", c->run->first + l);
+  snprintf(what, sizeof what, "node_%d.ckpt", dt_run_first(c->run) + l);
   return dt_run_load_node(c->run, l, data, size, what);
 }
 
 dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, problem_run *pr) {
-  read_ctx c = {.rp = rp, .run = &pr->run};
+  read_ctx c = {.rp = rp, .run = pr->run};
   dt_status st = dt_comm_node_blobs_from_root(r->comm, r->n, give_file, take_state, &c);
   free(c.buf);
   DT_TRY(st);
-  DT_TRY(dt_run_load_shared(&pr->run, rp->shared, rp->shared_size, "run.ckpt"));
-  pr->run.t_compute.total = rp->t_compute;
-  pr->run.t_comm.total = rp->t_comm;
+  DT_TRY(dt_run_load_shared(pr->run, rp->shared, rp->shared_size, "run.ckpt"));
+  dt_run_set_times(pr->run, rp->t_compute, rp->t_comm);
   pr->t_eval.total = rp->t_eval;
   pr->t_start = dt_time_now() - rp->seconds;
   if (r->rank == 0) {

@@ -11,24 +11,25 @@
  * step is one backend call over every local node (one wait on a device, not one per node). */
 static dt_status consensus(runner *r, dt_optimizer_run *run, int distances, double *cons, double *cons_raw) {
   dt_backend *be = r->be;
-  const size_t d = run->dim;
+  const size_t d = dt_run_dim(run);
   const int count = r->count;
+  const dt_slab *theta = dt_run_theta(run);
   double *nrm = NULL;
   dt_status st = DT_OK;
   DT_ALLOC_GOTO(nrm, count > 0 ? count : 1, "consensus");
-  DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_NRM2, d, count, run->theta.data, run->theta.stride, NULL, 1.0, nrm));
-  const dt_rows div = {.kind = DT_ROWS_DIV, .n = d, .count = count, .x = run->theta.data, .xs = run->theta.stride,
+  DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_NRM2, d, count, theta->data, theta->stride, NULL, 1.0, nrm));
+  const dt_rows div = {.kind = DT_ROWS_DIV, .n = d, .count = count, .x = theta->data, .xs = theta->stride,
                        .z = r->normed.data, .zs = r->normed.stride, .dv = nrm};
   DT_TRY_GOTO(dt_be_rows(be, &div));
   for (int l = 0; l < count; l++) /* a diverged θ (NaN or infinite entries) has no direction: its consensus error is NaN, not 0 */
     if (!isfinite(nrm[l])) DT_TRY_GOTO(dt_be_fill(be, d, NAN, dt_slab_node(&r->normed, l)));
     else if (!(nrm[l] > 0)) DT_TRY_GOTO(dt_be_fill(be, d, 0.0f, dt_slab_node(&r->normed, l)));
-  DT_TRY_GOTO(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
+  DT_TRY_GOTO(dt_run_sum_nodes(run, theta, r->mean_raw));
   DT_TRY_GOTO(dt_run_sum_nodes(run, &r->normed, r->mean_norm));
   if (distances) {
     DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_SQDIST_MEAN, d, count, r->normed.data, r->normed.stride, r->mean_norm, (double)r->n,
                                   cons));
-    DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_SQDIST_MEAN, d, count, run->theta.data, run->theta.stride, r->mean_raw,
+    DT_TRY_GOTO(dt_be_reduce_rows(be, DT_REDUCE_SQDIST_MEAN, d, count, theta->data, theta->stride, r->mean_raw,
                                   (double)r->n, cons_raw));
   }
 cleanup:
@@ -38,11 +39,11 @@ cleanup:
 
 /* Rank 0: the pairwise distances ‖θ̂_i − θ̂_j‖ of all nodes into the consensus CSV. Collective. */
 static dt_status consensus_matrix(runner *r, problem_run *pr, int round) {
-  const size_t d = pr->run.dim;
+  const size_t d = dt_run_dim(pr->run);
   const float *const *rows;
   float *all = NULL;
   dt_status st = DT_OK;
-  DT_TRY(dt_run_host_rows(&pr->run, &r->normed, &rows));
+  DT_TRY(dt_run_host_rows(pr->run, &r->normed, &rows));
   if (r->rank == 0) DT_ALLOC_GOTO(all, (size_t)r->n * d, "consensus matrix");
   DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, all));
   for (int i = 0; i < r->n && r->rank == 0; i++)
@@ -60,11 +61,11 @@ cleanup:
 /* evaluation.nodes mean: the average model x̄ (parameters and buffers averaged over all nodes in
  * node order), evaluated once on every rank; each local node's row gets its loss and accuracy. */
 static dt_status evaluate_mean(runner *r, problem_run *pr, double *vl, double *acc) {
-  dt_optimizer_run *run = &pr->run;
+  dt_optimizer_run *run = pr->run;
   const dt_slab *bufs = dt_task_buffers(r->task);
   double v, a;
-  DT_TRY(dt_run_sum_nodes(run, &run->theta, r->mean_raw));
-  DT_TRY(dt_be_mean_of_sum(r->be, run->dim, r->mean_raw, (double)r->n, r->mean_model));
+  DT_TRY(dt_run_sum_nodes(run, dt_run_theta(run), r->mean_raw));
+  DT_TRY(dt_be_mean_of_sum(r->be, dt_run_dim(run), r->mean_raw, (double)r->n, r->mean_model));
   if (bufs->dim > 0) {
     DT_TRY(dt_run_sum_nodes(run, bufs, r->mean_buf_sum));
     DT_TRY(dt_be_mean_of_sum(r->be, bufs->dim, r->mean_buf_sum, (double)r->n, r->mean_buf));
@@ -98,7 +99,7 @@ static dt_status evaluate_sample(runner *r, problem_run *pr, double *vl, double 
   for (int l = 0; l < r->count; l++) {
     vl[l] = acc[l] = NAN;
     if (!runner_evaluates(r, pr->pc, r->first + l)) continue;
-    DT_TRY(dt_task_evaluate_model(r->task, dt_slab_node(&pr->run.theta, l), bufs->dim > 0 ? dt_slab_node(bufs, l) : NULL,
+    DT_TRY(dt_task_evaluate_model(r->task, dt_slab_node(dt_run_theta(pr->run), l), bufs->dim > 0 ? dt_slab_node(bufs, l) : NULL,
                                   pr->pc->evaluation.test_samples, &vl[l], &acc[l]));
   }
   return DT_OK;
@@ -109,12 +110,12 @@ static dt_status evaluate_sample(runner *r, problem_run *pr, double *vl, double 
  * collectives still run, so that every rank learns it together). */
 static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, double *cons, double *cons_raw, int *stopped) {
   const dt_problem_config *pc = pr->pc;
-  dt_optimizer_run *run = &pr->run;
+  dt_optimizer_run *run = pr->run;
   if (pc->metrics & (DT_METRIC_VALIDATION_LOSS | DT_METRIC_TOP1_ACCURACY)) {
     dt_status e;
     if (pc->evaluation.nodes == DT_EVAL_MEAN) e = evaluate_mean(r, pr, vl, acc);
     else if (pc->evaluation.sample > 0) e = evaluate_sample(r, pr, vl, acc);
-    else e = dt_task_evaluate(r->task, &run->theta, pc->evaluation.test_samples, vl, acc);
+    else e = dt_task_evaluate(r->task, dt_run_theta(run), pc->evaluation.test_samples, vl, acc);
     *stopped = e == DT_ERR_INTERRUPTED;
     if (*stopped) dt_error_clear();
     else DT_TRY(e);
@@ -130,15 +131,14 @@ static dt_status measure(runner *r, problem_run *pr, double *vl, double *acc, do
     row[COL_CONS] = sqrt(cons[l]);
     row[COL_CONS_RAW] = sqrt(cons_raw[l]);
     row[COL_EPOCH] = dt_task_epoch(r->task, i);
-    row[COL_TRAIN_LOSS] = run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
+    row[COL_TRAIN_LOSS] = dt_run_train_loss(run, l);
     row[COL_BYTES] = (double)dt_run_bytes(run, l);
-    row[COL_T_COMPUTE] = run->t_compute.total;
-    row[COL_T_COMM] = run->t_comm.total;
+    dt_run_times(run, &row[COL_T_COMPUTE], &row[COL_T_COMM]);
     row[COL_T_EVAL] = pr->t_eval.total + (dt_time_now() - pr->t_eval.started);
-    row[COL_SIM_TIME] = run->sim_clock != NULL ? run->sim_clock[i] : NAN;
-    uint64_t msgs[3] = {0, 0, 0};
-    if (run->msgs != NULL) dt_run_messages(run, l, msgs);
-    for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = run->msgs != NULL ? (double)msgs[c] : NAN;
+    row[COL_SIM_TIME] = dt_run_sim_time(run, i);
+    uint64_t msgs[3];
+    const int counted = dt_run_messages(run, l, msgs);
+    for (int c = 0; c < 3; c++) row[COL_MSG_SENT + c] = counted ? (double)msgs[c] : NAN;
   }
   return DT_OK;
 }
@@ -165,7 +165,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
     st = DT_ERROR(DT_ERR_INTERRUPTED, "the evaluation of round %d was interrupted by a signal", round);
     goto cleanup;
   }
-  for (int l = 0; l < r->count; l++) pr->run.train_loss_sum[l] = 0, pr->run.train_loss_n[l] = 0;
+  dt_run_train_loss_reset(pr->run);
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, r->rows, NCOL, r->all_rows));
   if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
   if (r->rank == 0) {

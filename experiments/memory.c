@@ -39,8 +39,8 @@
 static double vec_bytes(size_t dim) { return 4.0 * (double)dt_slab_stride(dim); }
 
 double dt_memory_state_bytes(const dt_optimizer_def *def, const void *opts, size_t dim, double nodes, double edges) {
-  dt_state_size s = {.per_node = 3}; /* a plug-in that does not say: θ's size three times over */
-  if (def != NULL && def->state_size != NULL) s = def->state_size(opts, dim);
+  dt_state_size s = {.per_node = 3}; /* no algorithm (a broken config): θ's size three times over */
+  if (def != NULL) s = dt_optimizer_state_size(def, opts, dim);
   return vec_bytes(dim) * (nodes * s.per_node + edges * s.per_edge + s.per_rank);
 }
 

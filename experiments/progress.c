@@ -185,9 +185,9 @@ dt_status runner_print_profile(const runner *r, const problem_run *pr, const pro
     printf("\n");
   }
   printf("  traffic       %.4g MB per round, %.4g MB in all\n", res->bytes / 1e6 / all, res->bytes / 1e6);
-  if (pr->run.events > 0) /* the asynchronous engine's: every node's step ends and message arrivals */
-    printf("  events        %llu, %.4g per second of the rounds' wall time (evaluations aside)\n", (unsigned long long)pr->run.events,
-           (double)pr->run.events / fmax(res->seconds - res->t_eval, 1e-9));
+  if (dt_run_events(pr->run) > 0) /* the asynchronous engine's: every node's step ends and message arrivals */
+    printf("  events        %llu, %.4g per second of the rounds' wall time (evaluations aside)\n", (unsigned long long)dt_run_events(pr->run),
+           (double)dt_run_events(pr->run) / fmax(res->seconds - res->t_eval, 1e-9));
   const double wall = fmax(res->seconds, 1e-9), pct = 100.0 / wall;
   printf("  wall          %.4g s: compute %.1f%%, communication %.1f%%, evaluation %.1f%%, other %.1f%%\n", res->seconds,
          tot[0] * pct, tot[1] * pct, tot[2] * pct, fmax(wall - tot[0] - tot[1] - tot[2], 0.0) * pct);

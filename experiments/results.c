@@ -266,19 +266,19 @@ DT_MUST_USE static dt_status write_results(runner *r, problem_run *pr);
  * statistics), float32; and <problem>_models.tsv, the manifest naming every tensor of a row
  * (name, param or buffer, offset in the row, shape) in PyTorch's state_dict order. */
 static dt_status save_models(runner *r, problem_run *pr) {
-  const size_t d = pr->run.dim, nb = dt_task_buffers(pr->run.task)->dim, row = d + nb;
-  const dt_model *m = dt_task_model(pr->run.task);
+  const size_t d = dt_run_dim(pr->run), nb = dt_task_buffers(dt_run_task(pr->run))->dim, row = d + nb;
+  const dt_model *m = dt_task_model(dt_run_task(pr->run));
   const float *const *rows;
   float *all = NULL, *part = NULL;
   char *manifest = NULL;
   dt_status st = DT_OK;
   if (r->write) DT_ALLOC_GOTO(all, (size_t)r->n * row, "models");
   if (r->write && nb > 0) DT_ALLOC_GOTO(part, (size_t)r->n * (nb > d ? nb : d), "models");
-  DT_TRY_GOTO(dt_run_host_rows(&pr->run, &pr->run.theta, &rows));
+  DT_TRY_GOTO(dt_run_host_rows(pr->run, dt_run_theta(pr->run), &rows));
   DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, d, nb > 0 ? part : all));
   if (nb > 0) {
     for (int i = 0; r->write && i < r->n; i++) memcpy(all + (size_t)i * row, part + (size_t)i * d, sizeof(float) * d);
-    DT_TRY_GOTO(dt_run_host_rows(&pr->run, dt_task_buffers(pr->run.task), &rows));
+    DT_TRY_GOTO(dt_run_host_rows(pr->run, dt_task_buffers(dt_run_task(pr->run)), &rows));
     DT_TRY_GOTO(dt_comm_node_gather(r->comm, r->n, rows, nb, part));
     for (int i = 0; r->write && i < r->n; i++) memcpy(all + (size_t)i * row + d, part + (size_t)i * nb, sizeof(float) * nb);
   }

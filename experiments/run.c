@@ -29,11 +29,10 @@ static dt_status individual_training(runner *r) {
   const dt_solo_config *sc = &r->cfg->experiment.individual_training;
   const dt_optimizer_def *solo = dt_optimizer_find("solo");
   dt_problem_config pc;
-  dt_optimizer_run run;
+  dt_optimizer_run *run = NULL;
   void *state = NULL;
   dt_status st = DT_OK;
   double *vl = NULL, *acc = NULL, *rows = NULL, *all = NULL;
-  memset(&run, 0, sizeof run);
   memset(&pc, 0, sizeof pc);
   DT_ASSERT(solo != NULL);
   runner_say(r, "individual training: %d epochs per node, %s, lr %g\n", sc->epochs,
@@ -47,23 +46,23 @@ static dt_status individual_training(runner *r) {
   DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "optimizer", sc->optimizer));
   DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "lr", sc->lr));
   DT_TRY_GOTO(dt_plugin_opts_set(&solo->plugin, so, "mu", 0.0));
-  DT_TRY_GOTO(dt_run_init(&run, r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count));
-  run.max_epochs = sc->epochs;
-  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run.theta));
+  DT_TRY_GOTO(dt_run_create(r->comm, r->graph, &pc, r->task, r->cfg->experiment.seed, r->first, r->count, &run));
+  dt_run_set_max_epochs(run, sc->epochs);
+  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, dt_run_theta(run)));
   DT_TRY_GOTO(dt_task_begin(r->task, sc->train_batch_size, 0, 0.0));
-  DT_TRY_GOTO(solo->create(&run, so, &state));
-  for (long k = 0; k < rounds && !runner_stop_signal(); k++) DT_TRY_GOTO(dt_run_round(solo, state, &run, (int)k));
+  DT_TRY_GOTO(dt_optimizer_create(solo, run, so, &state));
+  for (long k = 0; k < rounds && !runner_stop_signal(); k++) DT_TRY_GOTO(dt_run_round(solo, state, run, (int)k));
   DT_ALLOC_GOTO(vl, r->count, "solo");
   DT_ALLOC_GOTO(acc, r->count, "solo");
   DT_ALLOC_GOTO(rows, 2 * (size_t)r->count, "solo");
   DT_ALLOC_GOTO(all, 2 * (size_t)r->n, "solo");
-  DT_TRY_GOTO(dt_task_evaluate(r->task, &run.theta, 0, vl, acc));
+  DT_TRY_GOTO(dt_task_evaluate(r->task, dt_run_theta(run), 0, vl, acc));
   for (int l = 0; l < r->count; l++) rows[2 * l] = vl[l], rows[2 * l + 1] = acc[l];
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, rows, 2, all));
   if (r->rank == 0) DT_TRY_GOTO(runner_write_solo(r, all));
 cleanup:
-  if (state != NULL) solo->destroy(state);
-  dt_run_free(&run);
+  dt_optimizer_destroy(solo, run, state);
+  dt_run_free(run);
   dt_free(vl);
   dt_free(acc);
   dt_free(rows);
@@ -112,31 +111,30 @@ typedef struct round_flags {
 /* --dump-trace: every local node's parameters (THET) and model buffers (BUFS) after the round
  * (before the first: round -1). */
 static dt_status trace_state(dt_optimizer_run *run) {
-  if (run->trace == NULL) return DT_OK;
+  dt_trace *trace = dt_run_trace(run);
+  if (trace == NULL) return DT_OK;
   const float *const *rows;
-  DT_TRY(dt_run_host_rows(run, &run->theta, &rows));
-  for (int l = 0; l < run->count; l++) DT_TRY(dt_trace_f32(run->trace, l, "THET", rows[l], run->dim));
-  dt_slab *buf = dt_task_buffers(run->task);
+  DT_TRY(dt_run_host_rows(run, dt_run_theta(run), &rows));
+  for (int l = 0; l < dt_run_count(run); l++) DT_TRY(dt_trace_f32(trace, l, "THET", rows[l], dt_run_dim(run)));
+  dt_slab *buf = dt_task_buffers(dt_run_task(run));
   if (buf->dim == 0) return DT_OK;
   DT_TRY(dt_run_host_rows(run, buf, &rows));
-  for (int l = 0; l < run->count; l++) DT_TRY(dt_trace_f32(run->trace, l, "BUFS", rows[l], buf->dim));
+  for (int l = 0; l < dt_run_count(run); l++) DT_TRY(dt_trace_f32(trace, l, "BUFS", rows[l], buf->dim));
   return DT_OK;
 }
 
 /* Runs round k and agrees, across ranks, on what follows it. Compute time = the round's wall
  * time less its communication (timed by the exchange). Collective. */
 static dt_status round_and_agree(runner *r, const dt_optimizer_def *def, void *state, problem_run *pr, int k, round_flags *f) {
-  dt_optimizer_run *run = &pr->run;
-  const double round_start = dt_time_now(), comm_before = run->t_comm.total;
-  dt_trace_set_round(run->trace, k);
+  dt_optimizer_run *run = pr->run;
+  const double round_start = dt_time_now();
+  dt_trace_set_round(dt_run_trace(run), k);
   DT_TRY(dt_run_round(def, state, run, k));
   const double wall = dt_time_now() - round_start;
   DT_TRY(trace_state(run));
-  run->t_compute.total += wall - (run->t_comm.total - comm_before);
   if (pr->round_seconds != NULL) pr->round_seconds[k] = wall;
   double flag[2] = {runner_stop_signal() ? 1 : 0, runner_checkpoint_requested() || runner_checkpoint_due(r, k + 1) ? 1 : 0};
-  for (int l = 0; l < r->count; l++)
-    if (!isfinite(run->train_loss_sum[l])) flag[0] = fmax(flag[0], 2);
+  if (dt_run_diverged(run)) flag[0] = fmax(flag[0], 2);
   if (r->size > 1) DT_TRY(dt_comm_allreduce_max_f64(r->comm, flag, 2));
   f->stop = (int)flag[0];
   f->checkpoint = flag[1] != 0;
@@ -233,12 +231,13 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_ASSERT(def != NULL);
   pr.pc = pc;
   pr.index = p;
-  dt_optimizer_run *run = &pr.run;
+  dt_optimizer_run *run = NULL;
   dt_timer_reset(&pr.t_eval);
   const size_t mem_before = r->be->mem_live; /* the backend memory the problem adds (--log-level debug) */
   r->be->mem_peak = mem_before;
-  DT_TRY_GOTO(dt_run_init(run, r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count));
-  run->schedule = r->schedule;
+  DT_TRY_GOTO(dt_run_create(r->comm, r->graph, pc, r->task, r->cfg->experiment.seed, r->first, r->count, &pr.run));
+  run = pr.run;
+  dt_run_set_schedule(run, r->schedule);
   if (r->net != NULL) DT_TRY_GOTO(dt_run_set_network(run, r->net));
   if (r->faults != NULL) DT_TRY_GOTO(dt_run_set_faults(run, r->faults, def->on_missing));
   runner_begin_csv(r, &pr);
@@ -263,17 +262,19 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   }
   if (pc->profile) DT_ALLOC_GOTO(pr.round_seconds, pc->outer_iterations, "round times");
   /* every problem starts from θ0 with fresh minibatch streams */
-  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, &run->theta));
+  DT_TRY_GOTO(dt_slab_broadcast_host(r->be, r->theta0, dt_run_theta(run)));
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
   if (r->opt->dump_trace != NULL) { /* from θ0, create's own gradient calls included */
-    DT_TRY_GOTO(dt_trace_open(r->opt->dump_trace, pc->problem_name, r->first, r->count, &run->trace));
-    dt_task_set_trace(r->task, run->trace);
+    dt_trace *trace = NULL;
+    DT_TRY_GOTO(dt_trace_open(r->opt->dump_trace, pc->problem_name, r->first, r->count, &trace));
+    dt_run_set_trace(run, trace);
+    dt_task_set_trace(r->task, trace);
     DT_TRY_GOTO(trace_state(run));
   }
   pr.t_start = dt_time_now();
   if (pc->profile) dt_backend_profile(r->be, &pr.prof);
   r->t_phase = dt_time_now();
-  DT_TRY_GOTO(setup_phase(r, def->create(run, pc->alg_opts, &state), "the algorithm's state"));
+  DT_TRY_GOTO(setup_phase(r, dt_optimizer_create(def, run, pc->alg_opts, &state), "the algorithm's state"));
   if (start > 0) {
     DT_TRY_GOTO(runner_checkpoint_load_nodes(r, rp, &pr));
     runner_say(r, "   continuing after round %d from %s\n", start, rp->dir);
@@ -281,8 +282,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(round_loop(r, p, &pr, def, state, res, start));
   DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   res->seconds = dt_time_now() - pr.t_start;
-  res->t_compute = run->t_compute.total;
-  res->t_comm = run->t_comm.total;
+  dt_run_times(run, &res->t_compute, &res->t_comm);
   res->t_eval = pr.t_eval.total;
   double bytes = 0;
   for (int l = 0; l < r->count; l++) bytes += (double)dt_run_bytes(run, l); /* a centre's replies with node 0's */
@@ -293,12 +293,12 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
 cleanup:
   runner_tb_end(r);
   dt_backend_profile(r->be, NULL);
-  if (state != NULL) def->destroy(state);
+  dt_optimizer_destroy(def, run, state);
   dt_task_set_trace(r->task, NULL);
-  const dt_status trace_st = dt_trace_close(run->trace);
+  const dt_status trace_st = run != NULL ? dt_trace_close(dt_run_trace(run)) : DT_OK;
   if (st == DT_OK) st = trace_st;
   dt_run_free(run);
-  if (st == DT_OK && def->state_size != NULL && dt_log_get_level() >= DT_LOG_DEBUG) { /* added against estimated (tests/e2e/memory.sh) */
+  if (st == DT_OK && dt_log_get_level() >= DT_LOG_DEBUG) { /* added against estimated (tests/e2e/memory.sh) */
     const size_t dim = dt_task_dim(r->task);
     double edges = 0;
     for (int l = 0; l < r->count; l++) edges += dt_graph_degree(r->graph, r->first + l);

@@ -91,7 +91,7 @@ typedef struct runner {
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */
 typedef struct problem_run {
-  dt_optimizer_run run;
+  dt_optimizer_run *run; /* the plug-in's run context (dt_run_create) */
   const dt_problem_config *pc;
   int index; /* in cfg->problems */
   dt_timer t_eval;

@@ -1,6 +1,7 @@
 /* The asynchronous engine (see async.h): the whole schedule on every rank, the vector work of
  * each rank's own nodes, payloads carried point to point. */
 #include "async.h"
+#include "run_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -26,12 +26,12 @@ size_t dt_compression_msg_len(const dt_compression_opts *c, size_t dim) {
 
 dt_status dt_compression_trace(dt_optimizer_run *run, const dt_codec *c, int l, const char *tag, const void *msg,
                                uint64_t id, float *scratch) {
-  float *q = scratch, *bytes = scratch + run->dim;
-  if (!run->be->host_memory) {
-    DT_TRY(dt_be_download(run->be, bytes, msg, c->bytes));
+  float *q = scratch, *bytes = scratch + dt_run_dim(run);
+  if (!dt_run_backend(run)->host_memory) {
+    DT_TRY(dt_be_download(dt_run_backend(run), bytes, msg, c->bytes));
     msg = bytes;
   }
-  memset(q, 0, sizeof(float) * run->dim);
-  dt_codec_decode_axpy(c, msg, run->seed, id, 1.0f, q);
-  return dt_run_trace_f32(run, l, tag, q, run->dim);
+  memset(q, 0, sizeof(float) * dt_run_dim(run));
+  dt_codec_decode_axpy(c, msg, dt_run_seed(run), id, 1.0f, q);
+  return dt_run_trace_f32(run, l, tag, q, dt_run_dim(run));
 }

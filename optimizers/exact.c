@@ -21,83 +21,74 @@
 #include "exact.h"
 #include "mix.h"
 
-typedef struct exact_state {
-  dt_exact_opts o;
-  dt_exact_form form;
-  dt_local_opt *local; /* a local optimizer other than plain SGD */
-  dt_slab dual, dual_lo; /* y or s, and its Kahan compensation (kept in checkpoints) */
-  dt_slab grad, d, lap;  /* scratch */
-  dt_mix_laplacian *laplacian;
-  dt_optimizer_run *run;
-} exact_state;
-
-void dt_exact_destroy(void *p) {
-  exact_state *s = p;
-  if (s == NULL) return;
-  dt_slab *slabs[] = {&s->dual, &s->dual_lo, &s->grad, &s->d, &s->lap};
-  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) dt_slab_free(s->run->be, slabs[t]);
-  dt_mix_laplacian_free(s->laplacian);
-  dt_local_opt_free(s->local);
-  dt_free(s);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_exact_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->alpha, &o->x);
+}
+static int not_plain(const void *opts) {
+  const dt_exact_opts *o = opts;
+  return !dt_local_step_plain(o->local_optimizer, &o->x);
 }
 
-dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void **out) {
-  dt_status st = DT_OK;
-  exact_state *s = NULL;
-  dt_exchange *ex;
-  DT_ALLOC_GOTO(s, 1, "exact method");
+const dt_state_slot dt_exact_slots[] = {
+    {.name = "dual", .kind = DT_SLOT_NODE, .offset = offsetof(dt_exact_state, dual)}, /* zero: the first round is the papers' x¹ */
+    {.name = "dual_compensation", .kind = DT_SLOT_NODE, .offset = offsetof(dt_exact_state, dual_lo)},
+    {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(dt_exact_state, grad), .scratch = 1},
+    {.name = "d", .kind = DT_SLOT_NODE, .offset = offsetof(dt_exact_state, d), .scratch = 1},
+    {.name = "lap", .kind = DT_SLOT_NODE, .offset = offsetof(dt_exact_state, lap), .scratch = 1},
+    {0},
+};
+
+void dt_exact_destroy(dt_optimizer_run *run, void *state) {
+  dt_exact_state *s = state;
+  (void)run;
+  dt_mix_laplacian_free(s->laplacian);
+  dt_local_opt_free(s->local);
+}
+
+dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void *state) {
+  dt_exact_state *s = state;
   s->run = run;
   s->o = *o;
   s->form = form;
-  dt_slab *slabs[] = {&s->dual, &s->dual_lo, &s->grad, &s->d, &s->lap};
-  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, slabs[t]));
-  DT_TRY_GOTO(dt_mix_laplacian_create(run, &s->laplacian));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "dual", &s->dual)); /* zero: the first round is the papers' x¹ */
-  DT_TRY_GOTO(dt_run_keep_slab(run, "dual_compensation", &s->dual_lo));
-  if (!dt_local_step_plain(o->local_optimizer, &o->x)) {
-    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha, &o->x);
-    DT_TRY_GOTO(dt_run_local_opt(run, "local", &spec, &s->local));
-  }
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  dt_exact_destroy(s);
-  return st;
+  DT_TRY(dt_mix_laplacian_create(run, &s->laplacian));
+  if (!not_plain(o)) return DT_OK;
+  const dt_local_opt_spec spec = local_spec(o);
+  return dt_run_local_opt(run, "local", &spec, &s->local);
 }
 
 dt_status dt_exact_round(void *p, dt_optimizer_run *run, int k) {
-  exact_state *s = p;
-  dt_backend *be = run->be;
+  dt_exact_state *s = p;
+  dt_backend *be = dt_run_backend(run);
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha, s->o.mu, k, 1);
   /* 1. g = ∇f_i(x); d = α g, or the local optimizer's displacement x − step(x, g) */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->grad, NULL));
   if (s->local != NULL) {
-    DT_TRY(dt_slab_copy(be, &run->theta, &s->lap));
+    DT_TRY(dt_slab_copy(be, dt_run_theta(run), &s->lap));
     DT_TRY(dt_local_opt_step_all(s->local, &s->lap, &s->grad, a));
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->lap, &s->d));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->lap, &s->d));
   } else {
     DT_TRY(dt_slab_axpby(be, a, &s->grad, 0.0f, &s->grad, &s->d));
   }
   /* 2. the vector each node sends, straight into its send buffer: x (EXTRA) or v = x − d − s */
-  dt_slab v = dt_exchange_send_slab(run->exchange, 0);
+  dt_slab v = dt_exchange_send_slab(dt_run_the_exchange(run), 0);
   if (s->form == DT_EXACT_EXTRA) {
-    DT_TRY(dt_slab_copy(be, &run->theta, &v));
+    DT_TRY(dt_slab_copy(be, dt_run_theta(run), &v));
   } else {
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->d, &v));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->d, &v));
     DT_TRY(dt_slab_axpby(be, 1.0f, &v, -1.0f, &s->dual, &v));
   }
   DT_TRY(dt_run_exchange_go(run, NULL));
   DT_TRY(dt_mix_laplacian_all(s->laplacian, 0, &s->lap)); /* lap_i = L(sent)_i */
   if (s->form == DT_EXACT_EXTRA) { /* x⁺ = x − L(x) − d − y;  y += ½ L(x) */
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->lap, &run->theta));
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->d, &run->theta));
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->dual, &run->theta));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->lap, dt_run_theta(run)));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->d, dt_run_theta(run)));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->dual, dt_run_theta(run)));
     return dt_slab_add_compensated(be, 0.5f, &s->lap, &s->dual, &s->dual_lo);
   }
   /* x⁺ = v − c L(v);  s += c L(v) */
   const float c = (float)s->o.c;
-  DT_TRY(dt_slab_axpby(be, 1.0f, &v, -c, &s->lap, &run->theta));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &v, -c, &s->lap, dt_run_theta(run)));
   return dt_slab_add_compensated(be, c, &s->lap, &s->dual, &s->dual_lo);
 }
 
@@ -106,12 +97,12 @@ double dt_exact_gradient_step(const void *opts) {
   return dt_local_step_stable(o->alpha, o->local_optimizer, &o->x);
 }
 
-/* Per node: the dual and its compensation, grad, d and lap, the local optimizer's moments (none
- * for plain SGD) and the exchange's send vector; per out-edge: its difference. */
-dt_state_size dt_exact_state_size(const void *opts, size_t dim) {
+/* Beyond the slots and the exchange: the local optimizer's moments per node (none for plain SGD);
+ * per out-edge, the Laplacian's difference. */
+dt_state_size dt_exact_state_extra(const void *opts, size_t dim) {
   const dt_exact_opts *o = opts;
   (void)dim;
-  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+  return (dt_state_size){.per_node = dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
                          .per_edge = dt_mix_laplacian_per_edge()};
 }
 

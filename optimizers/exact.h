@@ -6,6 +6,7 @@
 #ifndef DT_EXACT_H
 #define DT_EXACT_H
 #include "local_step.h"
+#include "mix.h"
 
 typedef enum dt_exact_form {
   DT_EXACT_EXTRA = 0, /* x⁺ = (I + W) x − ½ (I + W) x⁻ − (d − d⁻); round 0: x¹ = W x⁰ − d⁰ */
@@ -34,14 +35,34 @@ typedef struct dt_exact_opts {
                "adamw, rmsprop, adadelta, nadam"},                                                                     \
       DT_SGD_EXTRAS_KEYS(dt_exact_opts, x), DT_LR_SCHEDULE_KEY(dt_exact_opts, schedule)
 
-DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void **out);
+/* The state the three share: the dual and its compensation (kept), three scratch slabs, and what
+ * create makes (the Laplacian's workspace, a local optimizer other than plain SGD). */
+typedef struct dt_exact_state {
+  dt_exact_opts o;
+  dt_exact_form form;
+  dt_local_opt *local;     /* a local optimizer other than plain SGD */
+  dt_slab dual, dual_lo;   /* y or s, and its Kahan compensation (kept in checkpoints) */
+  dt_slab grad, d, lap;    /* scratch */
+  dt_mix_laplacian *laplacian;
+  dt_optimizer_run *run;
+} dt_exact_state;
+extern const dt_state_slot dt_exact_slots[];
+
+/* The plug-in fields the three share, with form's create (each file defines create(), which
+ * passes its form and options to dt_exact_create) and one vector in every exchange. */
+#define DT_EXACT_DEF_COMMON                                                                                            \
+  .state_bytes = sizeof(dt_exact_state), .slots = dt_exact_slots, .exchange_vectors = 1, .create = create,             \
+  .destroy = dt_exact_destroy, .round = dt_exact_round, .bytes_per_round = dt_mix_one_vector_bytes,                    \
+  .traffic_per_edge = 1, .gradient_step = dt_exact_gradient_step, .state_extra = dt_exact_state_extra,                 \
+  .on_missing = DT_MISSING_RENORMALISE
+
+DT_MUST_USE dt_status dt_exact_create(dt_optimizer_run *run, const dt_exact_opts *o, dt_exact_form form, void *state);
 DT_MUST_USE dt_status dt_exact_round(void *state, dt_optimizer_run *run, int k);
-void dt_exact_destroy(void *state);
+void dt_exact_destroy(dt_optimizer_run *run, void *state);
 double dt_exact_gradient_step(const void *opts);
-/* Backend vectors (dt_optimizer_def.state_size): per node the dual, its compensation and three
- * scratch slabs, the local optimizer's moments and the exchange's send vector; per out-edge the
- * Laplacian's difference. */
-dt_state_size dt_exact_state_size(const void *opts, size_t dim);
+/* Backend vectors beyond the slots and the exchange (dt_optimizer_def.state_extra): per node the
+ * local optimizer's moments; per out-edge the Laplacian's difference. */
+dt_state_size dt_exact_state_extra(const void *opts, size_t dim);
 /* NIDS's and D²'s recursion x⁺ = W̃ (2x − x⁻ − …) diverges where an eigenvalue of W̃ = I − c (I − W)
  * is at or below −1/3 (D²'s condition, Tang et al. 2018, for c = 1): refused (dt_refuse) then,
  * naming the algorithm, at nids's c. */

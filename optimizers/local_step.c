@@ -131,11 +131,11 @@ double dt_local_step_stable(double rate, int kind, const dt_sgd_extras *x) {
 }
 
 double dt_run_rounds_per_epoch(const dt_optimizer_run *run, int steps) {
-  if (run->pc->full_batch) return 1.0 / steps;
-  return dt_task_mean_node_samples(run->task) / ((double)run->pc->train_batch_size * steps);
+  if (dt_run_problem(run)->full_batch) return 1.0 / steps;
+  return dt_task_mean_node_samples(dt_run_task(run)) / ((double)dt_run_problem(run)->train_batch_size * steps);
 }
 
 double dt_run_rate(const dt_optimizer_run *run, const dt_lr_schedule *s, double base, double mu, int k, int steps) {
   const double rpe = s->unit == DT_LR_EPOCHS ? dt_run_rounds_per_epoch(run, steps) : 1;
-  return dt_lr_at(s, base, mu, k, run->pc->outer_iterations, rpe);
+  return dt_lr_at(s, base, mu, k, dt_run_problem(run)->outer_iterations, rpe);
 }

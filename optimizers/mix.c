@@ -6,6 +6,7 @@
 
 #include "options_impl.h"
 #include "run_clock.h"
+#include "run_impl.h"
 
 const char *const dt_update_orders[] = {"synchronous", "sequential", NULL};
 
@@ -108,7 +109,7 @@ dt_status dt_mix_sweep(dt_optimizer_run *run, int vec, float a, const dt_sweep_i
     DT_TRY_GOTO(dt_run_exchange_go(run, mask));
   }
   run->sim_hold--, held = 0;
-  DT_TRY_GOTO(run_clock_sweep(run, (double)run->exchange_nvec * sizeof(float) * (double)run->exchange_len));
+  if (run->net != NULL) DT_TRY_GOTO(run_clock_sweep(run, (double)run->exchange_nvec * sizeof(float) * (double)run->exchange_len));
 cleanup:
   if (held) run->sim_hold--;
   dt_free(mask);

@@ -9,6 +9,7 @@
 
 #include "dt/optimizer.h"
 #include "run_clock.h"
+#include "run_impl.h"
 
 dt_status dt_run_set_network(dt_optimizer_run *run, const dt_network *net) {
   dt_status st = DT_OK;
@@ -29,13 +30,11 @@ void run_clock_free(dt_optimizer_run *run) {
 }
 
 void run_clock_before_step(dt_optimizer_run *run, const uint8_t *active) {
-  if (run->net == NULL) return;
   for (int l = 0; l < run->count; l++)
     if (active == NULL || active[l]) run->sim_seen[l] = dt_task_samples_seen(run->task, run->first + l);
 }
 
 void run_clock_after_step(dt_optimizer_run *run, const uint8_t *active) {
-  if (run->net == NULL) return;
   for (int l = 0; l < run->count; l++) {
     if (active != NULL && !active[l]) continue;
     const int i = run->first + l;
@@ -50,7 +49,7 @@ static dt_status sync(dt_optimizer_run *run) {
 }
 
 dt_status run_clock_exchange(dt_optimizer_run *run, const uint8_t *mask, double bytes) {
-  if (run->net == NULL || run->sim_hold > 0) return DT_OK;
+  if (run->sim_hold > 0) return DT_OK;
   const dt_graph *g = run->graph;
   DT_TRY(sync(run));
   double arrive[run->count > 0 ? run->count : 1];
@@ -70,7 +69,6 @@ dt_status run_clock_exchange(dt_optimizer_run *run, const uint8_t *mask, double 
 }
 
 dt_status run_clock_sweep(dt_optimizer_run *run, double bytes) {
-  if (run->net == NULL) return DT_OK;
   const dt_graph *g = run->graph;
   DT_TRY(sync(run));
   for (int i = 0; i < g->n; i++) /* every node, on every rank: the sweep is a chain in node order */
@@ -84,7 +82,6 @@ dt_status run_clock_sweep(dt_optimizer_run *run, double bytes) {
 /* Pushes to the centre (with node 0) from every node with sends[node] (NULL: all), `bytes` each:
  * node 0's clock becomes the last arrival (or stays, if later). */
 dt_status run_clock_centre(dt_optimizer_run *run, const uint8_t *sends, double bytes) {
-  if (run->net == NULL) return DT_OK;
   DT_TRY(sync(run));
   double t = run->sim_clock[0];
   for (int j = 1; j < run->graph->n; j++) {
@@ -99,7 +96,6 @@ dt_status run_clock_centre(dt_optimizer_run *run, const uint8_t *sends, double b
 /* The centre's answer, `bytes` to every other node with to[node] (NULL: all), which goes on when
  * it has arrived. */
 dt_status run_clock_reply(dt_optimizer_run *run, const uint8_t *to, double bytes) {
-  if (run->net == NULL) return DT_OK;
   DT_TRY(sync(run));
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l;

@@ -1,4 +1,6 @@
-/* The simulated clock's hooks inside the run context (run_ctx.c); no-ops without a network. */
+/* The simulated clock, a layer of the run services (run_ctx.c, mix.c): each hook but
+ * run_clock_free is called only when experiment.network has a speed (run->net), so a run without
+ * it never enters this file. */
 #ifndef DT_RUN_CLOCK_H
 #define DT_RUN_CLOCK_H
 

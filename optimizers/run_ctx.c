@@ -1,6 +1,9 @@
-/* The services the runner offers optimizers (dt_optimizer_run in dt/optimizer.h): node-batched
- * gradients with loss accounting, the exchange with byte and time accounting, ordered means over
- * all nodes, and the learners (local optimizer + gradient) of SGD-style plug-ins. */
+/* The services the runner offers optimizers (dt_optimizer_run in dt/optimizer.h, its insides in
+ * run_impl.h): the accessors, node-batched gradients with loss accounting, the exchange with byte
+ * and time accounting, ordered means over all nodes, and the learners (local optimizer + gradient)
+ * of SGD-style plug-ins. */
+#include <math.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,14 +12,17 @@
 
 #include "dt/optimizer.h"
 #include "mix.h"
+#include "run_impl.h"
 #include "run_clock.h"
 #include "run_faults.h"
 #include "dt/parallel.h"
 
-dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task,
-                      uint64_t seed, int first, int count) {
+dt_status dt_run_create(dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task, uint64_t seed, int first,
+                        int count, dt_optimizer_run **out) {
   dt_status st = DT_OK;
-  memset(run, 0, sizeof *run);
+  dt_optimizer_run *run = NULL;
+  *out = NULL;
+  DT_ALLOC_GOTO(run, 1, "run");
   run->comm = comm;
   run->be = dt_task_backend(task);
   run->graph = g;
@@ -41,9 +47,71 @@ dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, c
   DT_TRY_GOTO(dt_run_keep_nodes(run, "train_loss_sum", run->train_loss_sum, sizeof(double)));
   DT_TRY_GOTO(dt_run_keep_nodes(run, "train_loss_n", run->train_loss_n, sizeof(long)));
   DT_TRY_GOTO(dt_run_keep_nodes(run, "node_bytes", run->node_bytes, sizeof(uint64_t)));
+  *out = run;
+  run = NULL;
 cleanup:
-  if (st != DT_OK) dt_run_free(run);
+  dt_run_free(run);
   return st;
+}
+
+/* The refusal of an admission rule (registry.c's, a plug-in's accepts, mix.c's sweep rule). */
+int dt_refuse(dt_refusal *why, const char *option, const char *fmt, ...) {
+  snprintf(why->key, sizeof why->key, "optimizer_config.%s", option != NULL ? option : "alg_name");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why->msg, sizeof why->msg, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+void dt_run_set_schedule(dt_optimizer_run *run, dt_schedule *schedule) { run->schedule = schedule; }
+void dt_run_set_trace(dt_optimizer_run *run, dt_trace *trace) { run->trace = trace; }
+void dt_run_set_max_epochs(dt_optimizer_run *run, double epochs) { run->max_epochs = epochs; }
+
+dt_backend *dt_run_backend(const dt_optimizer_run *run) { return run->be; }
+size_t dt_run_dim(const dt_optimizer_run *run) { return run->dim; }
+int dt_run_first(const dt_optimizer_run *run) { return run->first; }
+int dt_run_count(const dt_optimizer_run *run) { return run->count; }
+dt_slab *dt_run_theta(dt_optimizer_run *run) { return &run->theta; }
+const dt_graph *dt_run_graph(const dt_optimizer_run *run) { return run->graph; }
+const dt_round_graph *dt_run_this_round(const dt_optimizer_run *run) { return &run->round; }
+int dt_run_time_varying(const dt_optimizer_run *run) {
+  return run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC;
+}
+const dt_problem_config *dt_run_problem(const dt_optimizer_run *run) { return run->pc; }
+dt_task *dt_run_task(const dt_optimizer_run *run) { return run->task; }
+uint64_t dt_run_seed(const dt_optimizer_run *run) { return run->seed; }
+dt_exchange *dt_run_the_exchange(const dt_optimizer_run *run) { return run->exchange; }
+int dt_run_faulty(const dt_optimizer_run *run) { return run->faults != NULL; }
+int dt_run_online(const dt_optimizer_run *run, int node) { return run->online == NULL || run->online[node]; }
+int dt_run_tracing(const dt_optimizer_run *run) { return run->trace != NULL; }
+double dt_run_max_epochs(const dt_optimizer_run *run) { return run->max_epochs; }
+
+dt_trace *dt_run_trace(const dt_optimizer_run *run) { return run->trace; }
+void dt_run_times(const dt_optimizer_run *run, double *compute, double *comm) {
+  *compute = run->t_compute.total;
+  *comm = run->t_comm.total;
+}
+void dt_run_set_times(dt_optimizer_run *run, double compute, double comm) {
+  run->t_compute.total = compute;
+  run->t_comm.total = comm;
+}
+double dt_run_train_loss(const dt_optimizer_run *run, int l) {
+  return run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
+}
+void dt_run_train_loss_reset(dt_optimizer_run *run) {
+  for (int l = 0; l < run->count; l++) run->train_loss_sum[l] = 0, run->train_loss_n[l] = 0;
+}
+int dt_run_diverged(const dt_optimizer_run *run) {
+  for (int l = 0; l < run->count; l++)
+    if (!isfinite(run->train_loss_sum[l])) return 1;
+  return 0;
+}
+double dt_run_sim_time(const dt_optimizer_run *run, int node) { return run->sim_clock != NULL ? run->sim_clock[node] : NAN; }
+uint64_t dt_run_events(const dt_optimizer_run *run) { return run->events; }
+int dt_run_delivered(const dt_optimizer_run *run, const uint8_t *mask, int e) {
+  if (run->delivered != NULL) return run->delivered[e];
+  return mask == NULL || mask[e];
 }
 
 /* Bytes of one exchange: per_msg for every out-edge of a local node that mask lets carry. */
@@ -61,13 +129,13 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
   const dt_round_graph *rg = &run->round;
   dt_slab *b = dt_task_buffers(run->task), send = dt_exchange_send_slab(run->buffer_exchange, 0);
   DT_TRY(dt_slab_copy(run->be, b, &send));
-  const uint8_t *arrive = run_faults_exchange(run, rg->mask);
+  const uint8_t *arrive = run->faults != NULL ? run_faults_exchange(run, rg->mask) : rg->mask;
   dt_timer_start(&run->t_comm);
   const dt_status st = dt_exchange_run(run->buffer_exchange, arrive);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
-  count_sent(run, run_faults_sent(run, rg->mask), sizeof(float) * b->dim);
-  DT_TRY(run_clock_exchange(run, arrive, sizeof(float) * (double)b->dim));
+  count_sent(run, run->faults != NULL ? run->fault_sent : rg->mask, sizeof(float) * b->dim);
+  if (run->net != NULL) DT_TRY(run_clock_exchange(run, arrive, sizeof(float) * (double)b->dim));
   for (int l = 0; l < run->count; l++) {
     const int i = run->first + l, deg = dt_graph_degree(run->graph, i);
     const float *x[deg + 1];
@@ -78,15 +146,23 @@ static dt_status mix_buffers(dt_optimizer_run *run) {
   return DT_OK;
 }
 
-dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
+static dt_status round_steps(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
   if (run->schedule != NULL) DT_TRY(dt_schedule_round(run->schedule, k, &run->round));
-  DT_TRY(run_faults_begin_round(run, k));
+  if (run->faults != NULL) DT_TRY(run_faults_begin_round(run, k));
   DT_TRY(def->round(state, run, k));
   if (run->buffer_exchange != NULL) DT_TRY(mix_buffers(run));
-  return run_faults_end_round(run);
+  return run->faults != NULL ? run_faults_end_round(run) : DT_OK;
+}
+
+dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k) {
+  const double start = dt_time_now(), comm_before = run->t_comm.total;
+  const dt_status st = round_steps(def, state, run, k);
+  run->t_compute.total += dt_time_now() - start - (run->t_comm.total - comm_before);
+  return st;
 }
 
 void dt_run_free(dt_optimizer_run *run) {
+  if (run == NULL) return;
   dt_exchange_free(run->exchange);
   dt_exchange_free(run->buffer_exchange);
   /* host rows are copies only off the host; on it they point into the slabs */
@@ -105,13 +181,13 @@ void dt_run_free(dt_optimizer_run *run) {
   dt_free(run->blob);
   run_clock_free(run);
   run_faults_free(run);
-  memset(run, 0, sizeof *run);
+  dt_free(run);
 }
 
 dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, const uint8_t *active) {
-  run_clock_before_step(run, active);
+  if (run->net != NULL) run_clock_before_step(run, active);
   DT_TRY(dt_task_gradients(run->task, x, grad, active, run->loss));
-  run_clock_after_step(run, active);
+  if (run->net != NULL) run_clock_after_step(run, active);
   for (int l = 0; l < run->count; l++) {
     if (active != NULL && !active[l]) continue;
     run->train_loss_sum[l] += run->loss[l];
@@ -174,15 +250,17 @@ dt_status dt_run_exchange_go(dt_optimizer_run *run, const uint8_t *mask) {
 
 dt_status dt_run_exchange_go_sized(dt_optimizer_run *run, const uint8_t *mask, size_t bytes) {
   if (mask == NULL) mask = run->round.mask;
-  const uint8_t *arrive = run_faults_exchange(run, mask);
+  /* the layers of an exchange: the faults decide what is sent and what arrives, the exchange
+   * carries it, the clock stamps the arrivals; a run without experiment.network enters neither */
+  const uint8_t *arrive = run->faults != NULL ? run_faults_exchange(run, mask) : mask;
   DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_OTHER));
   dt_timer_start(&run->t_comm);
   dt_status st = dt_exchange_run_sized(run->exchange, arrive, bytes);
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   DT_TRY(dt_be_profile_mark(run->be, DT_PHASE_EXCHANGE));
-  count_sent(run, run_faults_sent(run, mask), (uint64_t)run->exchange_nvec * bytes);
-  return run_clock_exchange(run, arrive, (double)run->exchange_nvec * (double)bytes);
+  count_sent(run, run->faults != NULL ? run->fault_sent : mask, (uint64_t)run->exchange_nvec * bytes);
+  return run->net != NULL ? run_clock_exchange(run, arrive, (double)run->exchange_nvec * (double)bytes) : DT_OK;
 }
 
 dt_status dt_run_host_rows(dt_optimizer_run *run, const dt_slab *v, const float *const **rows) {
@@ -239,6 +317,7 @@ dt_status dt_run_node_mean(dt_optimizer_run *run, const dt_slab *v, float *avg) 
   dt_timer_stop(&run->t_comm);
   DT_TRY(st);
   dt_run_count_to_centre(run);
+  if (run->net == NULL) return DT_OK;
   DT_TRY(run_clock_centre(run, NULL, sizeof(float) * (double)run->dim));
   return run_clock_reply(run, NULL, sizeof(float) * (double)run->dim);
 }
@@ -257,12 +336,12 @@ dt_status dt_run_centre_mean(dt_optimizer_run *run, dt_slab *v, float *avg, int 
     dt_timer_stop(&run->t_comm);
     DT_TRY(st);
   }
-  return run_clock_centre(run, got, bytes);
+  return run->net != NULL ? run_clock_centre(run, got, bytes) : DT_OK;
 }
 
 dt_status dt_run_centre_reply(dt_optimizer_run *run, const uint8_t *to, size_t counted, const uint8_t **got) {
   *got = dt_run_centre_send(run, 1, to, counted);
-  return run_clock_reply(run, *got, sizeof(float) * (double)run->dim);
+  return run->net != NULL ? run_clock_reply(run, *got, sizeof(float) * (double)run->dim) : DT_OK;
 }
 
 void dt_run_count_to_centre(dt_optimizer_run *run) {
@@ -281,7 +360,7 @@ dt_status dt_run_to_centre(dt_optimizer_run *run, const dt_slab *v, const uint8_
   dt_timer_start(&run->t_comm);
   const dt_status st = dt_comm_node_stream(run->comm, run->graph->n, rows, run->dim, arrives, apply, ctx);
   dt_timer_stop(&run->t_comm);
-  const dt_status clock = run_clock_centre(run, arrives, sizeof(float) * (double)run->dim);
+  const dt_status clock = run->net != NULL ? run_clock_centre(run, arrives, sizeof(float) * (double)run->dim) : DT_OK;
   return st != DT_OK ? st : clock;
 }
 
@@ -299,7 +378,7 @@ dt_status dt_run_from_centre(dt_optimizer_run *run, dt_status centre, float *hos
     return dt_run_centre_reply(run, NULL, sizeof(float) * run->dim, &got);
   }
   dt_run_count_from_centre(run);
-  return run_clock_reply(run, NULL, sizeof(float) * (double)run->dim);
+  return run->net != NULL ? run_clock_reply(run, NULL, sizeof(float) * (double)run->dim) : DT_OK;
 }
 
 void dt_learners_free(dt_optimizer_run *run, dt_learners *ls) {

@@ -6,6 +6,7 @@
 
 #include "dt/optimizer.h"
 #include "run_faults.h"
+#include "run_impl.h"
 
 dt_status dt_run_set_faults(dt_optimizer_run *run, dt_faults *f, int on_missing) {
   dt_status st = DT_OK;
@@ -119,7 +120,6 @@ static dt_status unpark(dt_optimizer_run *run, int l) {
 }
 
 dt_status run_faults_begin_round(dt_optimizer_run *run, int k) {
-  if (run->faults == NULL) return DT_OK;
   dt_faults_round(run->faults, k, run->online, run->link_up);
   if (run->centre_up != NULL) dt_faults_centre_round(run->faults, k, run->centre_up);
   for (int l = 0; !run->unparked && l < run->count; l++)
@@ -128,14 +128,12 @@ dt_status run_faults_begin_round(dt_optimizer_run *run, int k) {
 }
 
 dt_status run_faults_end_round(dt_optimizer_run *run) {
-  if (run->faults == NULL) return DT_OK;
   for (int l = 0; !run->unparked && l < run->count; l++)
     if (!run->online[run->first + l]) DT_TRY(unpark(run, l));
   return DT_OK;
 }
 
 const uint8_t *run_faults_exchange(dt_optimizer_run *run, const uint8_t *mask) {
-  if (run->faults == NULL) return mask;
   const dt_graph *g = run->graph;
   uint8_t *sent = run->fault_sent, *lost = run->fault_lost, *got = run->delivered;
   for (int i = 0; i < g->n; i++)
@@ -157,15 +155,18 @@ const uint8_t *run_faults_exchange(dt_optimizer_run *run, const uint8_t *mask) {
   return got;
 }
 
-void dt_run_messages(const dt_optimizer_run *run, int l, uint64_t out[3]) {
+int dt_run_messages(const dt_optimizer_run *run, int l, uint64_t out[3]) {
   for (int c = 0; c < 3; c++)
-    out[c] = run->msgs[3 * (size_t)l + c] + (run->first + l == 0 && run->centre_up != NULL ? run->centre_msgs[c] : 0);
+    out[c] = run->msgs == NULL ? 0
+                               : run->msgs[3 * (size_t)l + c] + (run->first + l == 0 && run->centre_up != NULL ? run->centre_msgs[c] : 0);
+  return run->msgs != NULL;
+}
+
+const uint8_t *dt_run_centre_replies(const dt_optimizer_run *run) {
+  return run->centre_up != NULL ? run->centre_got + run->graph->n : NULL;
 }
 
 uint64_t dt_run_bytes(const dt_optimizer_run *run, int l) {
   return run->node_bytes[l] + (run->first + l == 0 && run->centre_up != NULL ? run->centre_msgs[3] : 0);
 }
 
-const uint8_t *run_faults_sent(const dt_optimizer_run *run, const uint8_t *mask) {
-  return run->faults != NULL ? run->fault_sent : mask;
-}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dt/optimizer.h"
+#include "run_impl.h"
 
 enum { ITEM_SLAB, ITEM_EDGE_SLAB, ITEM_NODES, ITEM_SHARED, ITEM_SHARED_VEC, ITEM_NAME_MAX = 32 };
 
@@ -277,4 +278,79 @@ dt_status dt_run_load_shared(dt_optimizer_run *run, const void *data, size_t siz
   }
   DT_CHECK(r.p == r.end, DT_ERR_DATA, "%s: %zu unexpected bytes at the end", what, (size_t)(r.end - r.p));
   return DT_OK;
+}
+
+/* ---- declared state (dt_optimizer_def.slots) ------------------------------------------------ */
+
+static int slot_exists(const dt_state_slot *sl, const void *opts) { return sl->when == NULL || sl->when(opts); }
+
+/* Rows of an edge slot on this rank: its local out-edges (at least one row). */
+static int local_edges(const dt_optimizer_run *run) {
+  const int e = run->graph->nbr_start[run->first + run->count] - run->graph->nbr_start[run->first];
+  return e > 0 ? e : 1;
+}
+
+static dt_status slot_make(dt_optimizer_run *run, const dt_state_slot *sl, const void *opts, unsigned char *state) {
+  void *at = state + sl->offset;
+  switch (sl->kind) {
+  case DT_SLOT_NODE:
+    DT_TRY(dt_slab_create(run->be, run->count, run->dim + (size_t)sl->plus, at));
+    return sl->scratch ? DT_OK : dt_run_keep_slab(run, sl->name, at);
+  case DT_SLOT_EDGE:
+    DT_TRY(dt_slab_create(run->be, local_edges(run), run->dim + (size_t)sl->plus, at));
+    return sl->scratch ? DT_OK : dt_run_keep_edge_slab(run, sl->name, at);
+  case DT_SLOT_SHARED:
+    DT_TRY(dt_be_alloc(run->be, sizeof(float) * run->dim, at));
+    return sl->scratch ? DT_OK : dt_run_keep_shared_vec(run, sl->name, *(float **)at);
+  case DT_SLOT_HOST:
+    DT_CHECK((*(void **)at = dt_calloc_(run->count > 0 ? (size_t)run->count : 1, sl->elem)) != NULL, DT_ERR_MEMORY,
+             "out of memory for state '%s'", sl->name);
+    return sl->scratch ? DT_OK : dt_run_keep_nodes(run, sl->name, *(void **)at, sl->elem);
+  case DT_SLOT_LEARNERS: {
+    const dt_local_opt_spec spec = sl->spec(opts);
+    DT_TRY(dt_learners_create_spec(run, sl->name, &spec, at)); /* its state always kept */
+    return sl->keep_grad ? dt_run_keep_slab(run, "grad", &((dt_learners *)at)->grad) : DT_OK;
+  }
+  }
+  return DT_ERROR(DT_ERR_INTERNAL, "state slot '%s' has an unknown kind %d", sl->name, (int)sl->kind);
+}
+
+static void slot_free(dt_optimizer_run *run, const dt_state_slot *sl, unsigned char *state) {
+  void *at = state + sl->offset;
+  switch (sl->kind) {
+  case DT_SLOT_NODE:
+  case DT_SLOT_EDGE: dt_slab_free(run->be, at); break;
+  case DT_SLOT_SHARED: dt_be_free(run->be, *(float **)at); break;
+  case DT_SLOT_HOST: dt_free(*(void **)at); break;
+  case DT_SLOT_LEARNERS: dt_learners_free(run, at); break;
+  }
+}
+
+void dt_optimizer_destroy(const dt_optimizer_def *def, dt_optimizer_run *run, void *state) {
+  if (state == NULL) return;
+  if (def->destroy != NULL) def->destroy(run, state);
+  /* a slot never made is zero, which each free accepts */
+  for (const dt_state_slot *sl = def->slots; sl != NULL && sl->name != NULL; sl++) slot_free(run, sl, state);
+  dt_free(state);
+}
+
+dt_status dt_optimizer_create(const dt_optimizer_def *def, dt_optimizer_run *run, const void *opts, void **out) {
+  dt_status st = DT_OK;
+  unsigned char *state = NULL;
+  *out = NULL;
+  DT_CHECK(def->state_bytes > 0, DT_ERR_INTERNAL, "optimizer %s declares no state struct (state_bytes)", def->plugin.name);
+  state = dt_calloc_(1, def->state_bytes);
+  DT_CHECK(state != NULL, DT_ERR_MEMORY, "out of memory for %s's state", def->plugin.name);
+  for (const dt_state_slot *sl = def->slots; sl != NULL && sl->name != NULL; sl++)
+    if (slot_exists(sl, opts)) DT_TRY_GOTO(slot_make(run, sl, opts, state));
+  if (def->exchange_vectors > 0) {
+    dt_exchange *ex;
+    DT_TRY_GOTO(dt_run_exchange(run, def->exchange_vectors, &ex));
+  }
+  if (def->create != NULL) DT_TRY_GOTO(def->create(run, opts, state));
+  *out = state;
+  state = NULL;
+cleanup:
+  dt_optimizer_destroy(def, run, state);
+  return st;
 }

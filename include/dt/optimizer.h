@@ -2,9 +2,10 @@
  *
  * An optimizer is one folder under optimizers/ that exports one dt_optimizer_def: its config face
  * (dt_plugin: name, aliases, the table of its config keys and the struct they fill) and the
- * callbacks the runner drives round by round. It sees the run context declared here (implemented
- * in optimizers/run_ctx.c, its checkpoint state in optimizers/run_state.c), the task
- * (dt/problem.h) and the backend; it never calls MPI. */
+ * callbacks the runner drives round by round. It sees its run context through the accessors and
+ * services declared here (the context itself is private to the run services: optimizers/run_impl.h,
+ * run_ctx.c, and its checkpoint state in run_state.c), the task (dt/problem.h) and the backend; it
+ * never calls MPI. */
 #ifndef DT_OPTIMIZER_H
 #define DT_OPTIMIZER_H
 
@@ -32,77 +33,7 @@ typedef struct dt_state_size {
   double per_node, per_edge, per_rank;
 } dt_state_size;
 
-typedef struct dt_optimizer_run {
-  dt_comm *comm;
-  dt_backend *be;
-  const dt_graph *graph;   /* the union of every round's graph: what the exchange is built on */
-  dt_schedule *schedule;   /* time-varying graph (borrowed), or NULL: graph every round */
-  dt_round_graph round;    /* this round's edges and weights (dt_run_round sets it) */
-  const dt_problem_config *pc;
-  dt_task *task;
-  uint64_t seed;
-  int first, count; /* local nodes */
-  size_t dim;
-  dt_slab theta;          /* local nodes' parameters (backend memory); what the runner evaluates */
-  float *loss;            /* [count] losses of the last gradient call */
-  double *train_loss_sum; /* [count] minibatch losses since the last evaluation */
-  long *train_loss_n;
-  uint64_t *node_bytes;   /* [count] bytes each local node sent, exchanges included */
-  dt_timer t_compute, t_comm;
-  dt_exchange *exchange;  /* created by the optimizer through dt_run_exchange */
-  dt_exchange *buffer_exchange; /* buffers: mix — the model buffers' own exchange (dt_run_init) */
-  int exchange_nvec;
-  size_t exchange_len;    /* floats per vector (dim, or a compressed message's capacity) */
-  int threads;            /* threads computing local nodes in parallel */
-  double max_epochs;      /* > 0: a node stops training after this many passes over its data (solo) */
-  double *sum;            /* dim doubles of backend memory for dt_run_node_mean, made on first use */
-  float **host_rows;      /* [count] host views for ordered sums, made on first use off the host */
-  size_t host_rows_dim;   /* floats of each such row (the longest vector viewed so far) */
-  struct dt_run_item *items; /* the state a checkpoint keeps (dt_run_keep_*) */
-  int num_items;
-  unsigned char *blob;    /* one node's (or the shared) state as bytes, for checkpoints */
-  size_t blob_cap;
-  dt_trace *trace;        /* --dump-trace: the run's trace (borrowed), or NULL */
-  float *sweep_tmp;       /* dt_mix_sweep's scratch vector (backend memory, dim floats), made at its first sweep */
-  /* experiment.network: the simulated clock (optimizers/run_clock.c), or NULL. Every rank holds
-   * every node's clock (sim_clock[N]; the local ones are kept in checkpoints); a local step adds
-   * its cost to the node's clock, a message arrives at the sender's clock plus its time on the
-   * link, and a node goes on when its last message has arrived. */
-  const dt_network *net;
-  double *sim_clock;      /* [N] seconds */
-  uint64_t *sim_steps;    /* [count] local steps taken (the jitter stream's position) */
-  uint64_t *sim_seen;     /* [count] scratch: samples seen before a gradient call */
-  int sim_hold;           /* > 0: exchanges leave the clocks alone (a sweep clocks itself, run_clock.h) */
-  /* experiment.network's faults (run_faults.c), or NULL. Every rank knows every node's and
-   * edge's state: online[N] and link_up[2E] for the round (dt_run_round sets them), delivered[2E]
-   * for the last exchange (directed edges in g->nbr_start order, like an exchange mask). A message
-   * is sent when its sender is online and the exchange's mask carries it; it arrives unless it is
-   * lost, its link is down or its receiver is offline. dt_exchange_recv is NULL for a message that
-   * did not arrive; the plug-in's on_missing says what it does then. An offline node takes no part
-   * in the round: its state is put back as it was before it (run_faults.c). */
-  dt_faults *faults;
-  int on_missing;         /* the plug-in's dt_missing policy (dt_mix_terms applies it) */
-  uint8_t *online;        /* [N] */
-  uint8_t *link_up;       /* [2E] */
-  uint8_t *delivered;     /* [2E] */
-  uint8_t *fault_sent, *fault_lost; /* [2E] scratch */
-  uint8_t *burst;         /* [2E] Gilbert–Elliott states (kept) */
-  uint64_t exchanges;     /* exchanges so far in the problem: the loss stream's position (kept) */
-  uint64_t *msgs;         /* [3·count] messages each local node sent, lost (sent, not arrived), received (kept) */
-  /* a centre hosted with node 0 (dt_run_centre_faults): each node's link to it, the push and reply
-   * chains, the centre exchange count, and the last push's and reply's fates (push: [0, n),
-   * reply: [n, 2n)) */
-  uint8_t *centre_up;     /* [N] */
-  uint8_t *centre_burst;  /* [2N] (kept) */
-  uint64_t centre_exchanges; /* (kept) */
-  uint8_t *centre_sent, *centre_lost, *centre_got; /* [N] scratch, [N] scratch, [2N] */
-  uint64_t centre_msgs[4];  /* the centre's messages sent, lost, received, and its bytes sent (kept;
-                               node 0's in results: node 0's churn does not undo them) */
-  unsigned char **parked; /* [count] an offline node's state during a round */
-  int unparked;           /* the asynchronous engine keeps offline nodes as they were itself: nothing is parked */
-  size_t *parked_size;    /* [count] bytes in parked[l] */
-  uint64_t events;        /* asynchronous algorithms: events processed since the problem (or its resume) began */
-} dt_optimizer_run;
+typedef struct dt_optimizer_run dt_optimizer_run; /* opaque: optimizers/run_impl.h, the services' own */
 
 /* What a plug-in does with a message that did not arrive (experiment.network's faults). */
 typedef enum dt_missing {
@@ -111,12 +42,12 @@ typedef enum dt_missing {
   DT_MISSING_SKIP,        /* the message's term is left out (dt_mix_terms); the plug-in handles its own reads */
 } dt_missing;
 
-/* Turns the simulated clock of net (borrowed) on for run: made after dt_run_init, before the
+/* Turns the simulated clock of net (borrowed) on for run: made after dt_run_create, before the
  * plug-in's create. */
 DT_MUST_USE dt_status dt_run_set_network(dt_optimizer_run *run, const dt_network *net);
 
 /* Turns faults f (borrowed) on for run with the plug-in's missing-message policy: made after
- * dt_run_init (and dt_run_set_network), before the plug-in's create. */
+ * dt_run_create (and dt_run_set_network), before the plug-in's create. */
 DT_MUST_USE dt_status dt_run_set_faults(dt_optimizer_run *run, dt_faults *f, int on_missing);
 /* Under faults, an algorithm whose nodes talk to a centre hosted with node 0 calls this in its
  * create (a no-op without faults): the centre's messages then meet loss, each node's link to the
@@ -128,26 +59,83 @@ DT_MUST_USE dt_status dt_run_centre_faults(dt_optimizer_run *run);
  * which arrive, [N], valid until the next such call of the same kind. Counts the messages (a
  * reply as node 0's, the centre's host) and their bytes, `bytes` each. Not collective. */
 const uint8_t *dt_run_centre_send(dt_optimizer_run *run, int reply, const uint8_t *to, size_t bytes);
-/* Local node l's messages sent, lost and received in the problem (under faults), and its bytes
- * sent; a centre's counted with node 0, its host. */
-void dt_run_messages(const dt_optimizer_run *run, int l, uint64_t out[3]);
+/* Local node l's messages sent, lost and received in the problem, and its bytes sent; a centre's
+ * counted with node 0, its host. Messages are counted under faults only: else 0 (out zeroed). */
+int dt_run_messages(const dt_optimizer_run *run, int l, uint64_t out[3]);
 uint64_t dt_run_bytes(const dt_optimizer_run *run, int l);
 /* Whether the directed edge e (g->nbr_start order) carried a message that arrived in the last
  * exchange: without faults, whether the exchange's mask carried it. */
-static inline int dt_run_delivered(const dt_optimizer_run *run, const uint8_t *mask, int e) {
-  if (run->delivered != NULL) return run->delivered[e];
-  return mask == NULL || mask[e];
-}
+int dt_run_delivered(const dt_optimizer_run *run, const uint8_t *mask, int e);
 
-/* Fills the per-problem fields of run for the local nodes of task (theta, counters, threads);
- * dt_run_free releases what it made (the exchange included). */
-DT_MUST_USE dt_status dt_run_init(dt_optimizer_run *run, dt_comm *comm, const dt_graph *g, const dt_problem_config *pc,
-                                  dt_task *task, uint64_t seed, int first, int count);
+/* A problem's run context for the local nodes [first, first + count) of task on graph g (θ, the
+ * counters, the threads); dt_run_free releases it and what it made (the exchange included;
+ * NULL is fine). */
+DT_MUST_USE dt_status dt_run_create(dt_comm *comm, const dt_graph *g, const dt_problem_config *pc, dt_task *task, uint64_t seed,
+                                    int first, int count, dt_optimizer_run **out);
 void dt_run_free(dt_optimizer_run *run);
-/* Runs round k of def: sets run->round from the schedule, then def->round, then (buffers: mix)
+/* What the runner sets after dt_run_create, before the plug-in's create: a time-varying graph
+ * (borrowed; NULL: the graph every round), the trace of --dump-trace (borrowed), and the passes
+ * over its data after which a node stops training (solo; 0: no limit). */
+void dt_run_set_schedule(dt_optimizer_run *run, dt_schedule *schedule);
+void dt_run_set_trace(dt_optimizer_run *run, dt_trace *trace);
+void dt_run_set_max_epochs(dt_optimizer_run *run, double epochs);
+
+/* ---- what a plug-in reads of its run --------------------------------------------------------
+ *
+ * The whole of the run context a plug-in sees; everything else (the clock, the faults' state,
+ * the checkpoint's records) stays inside the run services. */
+dt_backend *dt_run_backend(const dt_optimizer_run *run);
+/* Floats of one node's parameters. */
+size_t dt_run_dim(const dt_optimizer_run *run);
+/* The local nodes: global ids first .. first + count − 1, row l of a slab being node first + l. */
+int dt_run_first(const dt_optimizer_run *run);
+int dt_run_count(const dt_optimizer_run *run);
+/* The local nodes' parameters (backend memory): what the runner evaluates. */
+dt_slab *dt_run_theta(dt_optimizer_run *run);
+/* The union of every round's graph (what the exchange is built on), and this round's edges and
+ * weights (dt_run_round sets them). */
+const dt_graph *dt_run_graph(const dt_optimizer_run *run);
+const dt_round_graph *dt_run_this_round(const dt_optimizer_run *run);
+/* Whether the graph changes from round to round (a time-varying experiment.graph.schedule). */
+int dt_run_time_varying(const dt_optimizer_run *run);
+/* The problem's config (rounds, batch size) and its task (the model, the nodes' data). */
+const dt_problem_config *dt_run_problem(const dt_optimizer_run *run);
+dt_task *dt_run_task(const dt_optimizer_run *run);
+/* The experiment's seed: what a plug-in's own random streams derive from. */
+uint64_t dt_run_seed(const dt_optimizer_run *run);
+/* The exchange the plug-in made (dt_run_exchange*), or NULL before. */
+dt_exchange *dt_run_the_exchange(const dt_optimizer_run *run);
+/* Whether experiment.network's loss, link failures or churn act on this run, and whether node
+ * (a global id) is online this round (always, without churn). */
+int dt_run_faulty(const dt_optimizer_run *run);
+int dt_run_online(const dt_optimizer_run *run, int node);
+/* Whether --dump-trace records this run (dt_run_trace_*). */
+int dt_run_tracing(const dt_optimizer_run *run);
+/* The passes over its data after which a node stops training (solo), or 0. */
+double dt_run_max_epochs(const dt_optimizer_run *run);
+
+/* ---- what the runner reads of a run --------------------------------------------------------- */
+
+dt_trace *dt_run_trace(const dt_optimizer_run *run);
+/* Seconds of computation (each round's wall time less its communication) and of communication
+ * (the exchanges) so far, and back (a resumed run's). */
+void dt_run_times(const dt_optimizer_run *run, double *compute, double *comm);
+void dt_run_set_times(dt_optimizer_run *run, double compute, double comm);
+/* Local node l's mean minibatch loss since the last dt_run_train_loss_reset (NaN without one), and
+ * whether a local node's training loss is no longer finite. */
+double dt_run_train_loss(const dt_optimizer_run *run, int l);
+void dt_run_train_loss_reset(dt_optimizer_run *run);
+int dt_run_diverged(const dt_optimizer_run *run);
+/* Node `node`'s simulated clock in seconds (a global id), or NaN without experiment.network's speed. */
+double dt_run_sim_time(const dt_optimizer_run *run, int node);
+/* The asynchronous engine's events so far in the problem (0 for a synchronous algorithm). */
+uint64_t dt_run_events(const dt_optimizer_run *run);
+
+/* Runs round k of def: sets this round's graph from the schedule, then def->round, then (buffers: mix)
  * mixes every node's model buffers with the round's weights: b_i ← Σ_j W_ij b_j in increasing id,
- * self included, over an exchange of their own whose bytes and time count as the round's. What the
- * runner calls for every round. Collective. */
+ * self included, over an exchange of their own whose bytes and time count as the round's. Its wall
+ * time less its communication counts as computation (dt_run_times). What the runner calls for
+ * every round. Collective. */
 DT_MUST_USE dt_status dt_run_round(const dt_optimizer_def *def, void *state, dt_optimizer_run *run, int k);
 /* Node-batched gradients at x's rows into grad's rows for the active nodes (NULL: all); every
  * node's training loss is accumulated. */
@@ -155,7 +143,7 @@ DT_MUST_USE dt_status dt_run_gradients(dt_optimizer_run *run, const dt_slab *x, 
 /* The same for local node l alone (dt_task_gradient_node: a cost that does not grow with the
  * local node count), its step charged and its loss accumulated alike. */
 DT_MUST_USE dt_status dt_run_gradient_node(dt_optimizer_run *run, const dt_slab *x, dt_slab *grad, int l);
-/* Runs fn(ctx, l) for every local node index l, in parallel on run->threads threads. The nodes'
+/* Runs fn(ctx, l) for every local node index l, in parallel on the run's threads. The nodes'
  * computations must be independent (each writes only node l's state), which keeps results
  * identical for any thread count. The first failure (lowest l) is returned with its message.
  * Not collective: fn must not communicate. */
@@ -194,9 +182,7 @@ DT_MUST_USE dt_status dt_run_mean_uncounted(dt_optimizer_run *run, const dt_slab
 DT_MUST_USE dt_status dt_run_centre_mean(dt_optimizer_run *run, dt_slab *v, float *avg, int *arrived);
 DT_MUST_USE dt_status dt_run_centre_reply(dt_optimizer_run *run, const uint8_t *to, size_t counted, const uint8_t **got);
 /* The fates of the replies of the last dt_run_from_centre under centre faults, [N], else NULL. */
-static inline const uint8_t *dt_run_centre_replies(const dt_optimizer_run *run) {
-  return run->centre_up != NULL ? run->centre_got + run->graph->n : NULL;
-}
+const uint8_t *dt_run_centre_replies(const dt_optimizer_run *run);
 /* The traffic of a centre (a parameter server, EASGD's centre variable) hosted with node 0:
  * every node sends it one vector (what dt_run_node_mean counts), and it sends one vector to each
  * of the N nodes (counted on node 0). */
@@ -280,6 +266,32 @@ DT_MUST_USE dt_status dt_learners_step(dt_optimizer_run *run, dt_learners *ls, f
 /* The diminishing rate every plug-in's `mu` means: round k uses r0 / (1 + mu k). */
 static inline double dt_rate_at(double r0, double mu, int k) { return r0 / (1.0 + mu * k); }
 
+/* ---- declared state ---------------------------------------------------------------------------
+ *
+ * The vectors a plug-in keeps, declared once in a table of its definition (dt_optimizer_def.slots):
+ * the run services allocate them zeroed before its create, register the kept ones for
+ * checkpoints in the table's order, free them after its destroy, and count them in `dtrun
+ * check`'s memory estimate, so that the estimate cannot drift from the allocations. */
+typedef enum dt_slot_kind {
+  DT_SLOT_NODE = 1, /* a dt_slab: a row of dim (+ plus) floats per local node */
+  DT_SLOT_EDGE,     /* a dt_slab: a row per local out-edge of the union graph, in (node, neighbour) order */
+  DT_SLOT_SHARED,   /* a float *: one vector of dim floats of backend memory, the same on every rank */
+  DT_SLOT_HOST,     /* a host array of elem bytes per local node (push-sum weights) */
+  DT_SLOT_LEARNERS, /* a dt_learners: a local optimizer of spec(opts) and its gradient slab */
+} dt_slot_kind;
+
+typedef struct dt_state_slot {
+  const char *name; /* its checkpoint record (learners: the records' prefix); unique in the run, < 32 bytes */
+  dt_slot_kind kind;
+  size_t offset;    /* of its dt_slab, float *, host pointer or dt_learners in the state struct */
+  int scratch;      /* rewritten before it is read in every round: not kept in checkpoints */
+  int plus;         /* DT_SLOT_NODE, DT_SLOT_EDGE: floats beyond dim in each row (a payload with its weight) */
+  size_t elem;      /* DT_SLOT_HOST: bytes per node */
+  int keep_grad;    /* DT_SLOT_LEARNERS: its gradient is kept too, as "grad" (an asynchronous step's, taken when it began) */
+  int (*when)(const void *opts);                /* whether it exists with these options; NULL: always */
+  dt_local_opt_spec (*spec)(const void *opts); /* DT_SLOT_LEARNERS: the local optimizer */
+} dt_state_slot;
+
 /* ---- the plug-in ---------------------------------------------------------------------------- */
 
 /* What a run offers an algorithm: the environment its admission rule sees. */
@@ -313,11 +325,21 @@ struct dt_optimizer_def {
    * spellings, keys = its optimizer_config keys filling a struct of opts_size (<= DT_OPTS_MAX)
    * bytes, finalize = its cross-key rules. */
   dt_plugin plugin;
-  /* Creates per-problem state; collective. */
-  dt_status (*create)(dt_optimizer_run *run, const void *opts, void **state);
+  /* Its per-problem state: a struct of state_bytes, and the vectors it keeps in it, declared as a
+   * table of slots ended by {0} (NULL: none). dt_optimizer_create allocates both, zeroed, then
+   * calls create for the rest (options to copy, a first gradient, the exchange, host arrays);
+   * dt_optimizer_destroy calls destroy for what create made, then frees the slots and the struct.
+   * create and destroy may be NULL. create is collective. */
+  size_t state_bytes;
+  const dt_state_slot *slots;
+  /* > 0: the run's exchange of that many vectors of dim floats per node (dt_run_exchange), made
+   * before create and counted; 0: create makes its own exchange, if any (dt_run_exchange_len,
+   * dt_run_exchange_edges), and state_extra counts it. */
+  int exchange_vectors;
+  dt_status (*create)(dt_optimizer_run *run, const void *opts, void *state);
+  void (*destroy)(dt_optimizer_run *run, void *state);
   /* Runs round k (0-based) on every local node; collective. */
   dt_status (*round)(void *state, dt_optimizer_run *run, int k);
-  void (*destroy)(void *state);
   /* Bytes all nodes together send in one round on graph g with dim-float parameters (the
    * expectation, for randomized algorithms); for `dtrun check` and the docs. */
   double (*bytes_per_round)(const dt_graph *g, size_t dim, const void *opts);
@@ -347,12 +369,21 @@ struct dt_optimizer_def {
   /* NULL when the graph carries its messages; else why it does not (a centre, or no messages),
    * which `dtrun check` and the run's problem line say: the configured graph changes nothing. */
   const char *graph_unused;
-  /* The backend memory it allocates with these options for dim-float parameters, in vectors of
-   * dim floats (θ, which the runner allocates, excluded; its exchange buffers included), for
-   * `dtrun check`'s memory estimate: tests/e2e/memory.sh checks it against what the CPU backend
-   * counts. */
-  dt_state_size (*state_size)(const void *opts, size_t dim);
+  /* The backend memory create allocates beyond the slots with these options for dim-float
+   * parameters, in vectors of dim floats (its exchange's buffers, a codec's, a parameter server's),
+   * NULL: none. dt_optimizer_state_size adds the slots' for `dtrun check`'s memory estimate, which
+   * tests/e2e/memory.sh holds to what the CPU backend counts. */
+  dt_state_size (*state_extra)(const void *opts, size_t dim);
 };
+
+/* def's state for run with these options (dt_optimizer_def.slots, then its create); on failure
+ * nothing is left. Collective. */
+DT_MUST_USE dt_status dt_optimizer_create(const dt_optimizer_def *def, dt_optimizer_run *run, const void *opts, void **state);
+/* Its destroy, then the slots and the struct (NULL is fine). */
+void dt_optimizer_destroy(const dt_optimizer_def *def, dt_optimizer_run *run, void *state);
+/* The backend memory def's state takes with these options, in vectors of dim floats: its slots
+ * (their scratch included) and its state_extra. */
+dt_state_size dt_optimizer_state_size(const dt_optimizer_def *def, const void *opts, size_t dim);
 
 /* Whether def with these options is asynchronous. */
 static inline int dt_optimizer_asynchronous(const dt_optimizer_def *def, const void *opts) {

@@ -49,24 +49,32 @@ typedef struct adpsgd_state {
   uint64_t *picks;  /* [N] neighbour draws so far (the stream's position; the schedule's) */
 } adpsgd_state;
 
-static void destroy(void *p) {
-  adpsgd_state *s = p;
-  if (s == NULL) return;
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_adpsgd_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
+}
+static int push_sum(const void *opts) { return ((const dt_adpsgd_opts *)opts)->mode == MODE_PUSH_SUM; }
+
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(adpsgd_state, learners), .spec = local_spec, .keep_grad = 1},
+    {.name = "x", .kind = DT_SLOT_NODE, .offset = offsetof(adpsgd_state, x), .when = push_sum},
+    {.name = "push_weight", .kind = DT_SLOT_HOST, .offset = offsetof(adpsgd_state, w), .elem = sizeof(float), .when = push_sum},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  adpsgd_state *s = state;
   dt_async_free(s->async);
-  dt_learners_free(s->run, &s->learners);
-  dt_slab_free(s->run->be, &s->x);
-  dt_slab_free(s->run->be, &s->sent);
-  dt_free(s->w);
+  dt_slab_free(dt_run_backend(run), &s->sent);
   dt_free(s->busy);
   dt_free(s->picks);
-  dt_free(s);
 }
 
 /* Node's next random neighbour: the stream (seed, async, node · 2^32 + draw). */
 static int pick(adpsgd_state *s, int node) {
-  const dt_graph *g = s->run->graph;
+  const dt_graph *g = dt_run_graph(s->run);
   dt_rng r;
-  dt_rng_init(&r, s->run->seed, DT_RNG_ASYNC, ((uint64_t)node << 32) + s->picks[node]++);
+  dt_rng_init(&r, dt_run_seed(s->run), DT_RNG_ASYNC, ((uint64_t)node << 32) + s->picks[node]++);
   return g->nbr[g->nbr_start[node] + (int)dt_rng_below(&r, (uint32_t)dt_graph_degree(g, node))];
 }
 
@@ -78,7 +86,7 @@ static float rate(adpsgd_state *s) {
 
 static dt_status pair_start(void *ctx, dt_async *a, int l) {
   adpsgd_state *s = ctx;
-  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+  return dt_async_gradient(a, l, dt_run_theta(s->run), &s->learners.grad);
 }
 
 /* The step's gradient (taken at the model as it was when the step began), then, unless a request
@@ -86,12 +94,13 @@ static dt_status pair_start(void *ctx, dt_async *a, int l) {
 static dt_status pair_end(void *ctx, dt_async *a, int node, int l) {
   adpsgd_state *s = ctx;
   dt_optimizer_run *run = s->run;
-  if (l >= 0) DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&s->learners.grad, l), rate(s), NULL));
-  if (s->busy[node] || dt_graph_degree(run->graph, node) == 0) return DT_OK;
+  if (l >= 0)
+    DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(dt_run_theta(run), l), dt_slab_node(&s->learners.grad, l), rate(s), NULL));
+  if (s->busy[node] || dt_graph_degree(dt_run_graph(run), node) == 0) return DT_OK;
   s->busy[node] = 1;
   float *msg;
   DT_TRY(dt_async_send(a, node, pick(s, node), MSG_REQUEST, &msg));
-  return msg != NULL ? dt_be_copy(run->be, run->dim, dt_slab_node(&run->theta, l), msg) : DT_OK;
+  return msg != NULL ? dt_be_copy(dt_run_backend(run), dt_run_dim(run), dt_slab_node(dt_run_theta(run), l), msg) : DT_OK;
 }
 
 /* j receives x_i: x_j and the reply's correction become a = (x_j + x_i)/2 and a − x_i; i adds the
@@ -99,16 +108,16 @@ static dt_status pair_end(void *ctx, dt_async *a, int node, int l) {
 static dt_status pair_arrive(void *ctx, dt_async *a, int node, int l, int from, int kind, const float *payload, int delivered) {
   adpsgd_state *s = ctx;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
   if (kind == MSG_REPLY || !delivered) { /* the exchange is over (or lost: the requester gives up) */
     s->busy[kind == MSG_REPLY ? node : from] = 0;
-    return l >= 0 && delivered ? dt_be_axpy(be, d, 1.0f, payload, dt_slab_node(&run->theta, l)) : DT_OK;
+    return l >= 0 && delivered ? dt_be_axpy(be, d, 1.0f, payload, dt_slab_node(dt_run_theta(run), l)) : DT_OK;
   }
   float *reply;
   DT_TRY(dt_async_send(a, node, from, MSG_REPLY, &reply));
   if (l < 0) return DT_OK;
-  float *x = dt_slab_node(&run->theta, l);
+  float *x = dt_slab_node(dt_run_theta(run), l);
   DT_TRY(dt_be_axpby(be, d, 0.5f, x, 0.5f, payload, x)); /* a, the same float on both ends */
   return reply != NULL ? dt_be_axpby(be, d, 1.0f, x, -1.0f, payload, reply) : DT_OK;
 }
@@ -117,25 +126,25 @@ static dt_status pair_arrive(void *ctx, dt_async *a, int node, int l, int from, 
 
 /* The row of the out-edge from → to among this rank's out-edges (an edge slab's order). */
 static int edge_row(const dt_optimizer_run *run, int from, int to) {
-  const dt_graph *g = run->graph;
-  return g->nbr_start[from] - g->nbr_start[run->first] + dt_graph_nbr_index(g, from, to);
+  const dt_graph *g = dt_run_graph(run);
+  return g->nbr_start[from] - g->nbr_start[dt_run_first(run)] + dt_graph_nbr_index(g, from, to);
 }
 
 /* θ_i is the de-biased model x_i / w_i: what the gradient is taken at and what is evaluated. */
 static dt_status push_start(void *ctx, dt_async *a, int l) {
   adpsgd_state *s = ctx;
-  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+  return dt_async_gradient(a, l, dt_run_theta(s->run), &s->learners.grad);
 }
 
 /* x_i takes the step (its gradient at θ_i), then half of (x_i, w_i) goes to a random neighbour. */
 static dt_status push_end(void *ctx, dt_async *a, int node, int l) {
   adpsgd_state *s = ctx;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
   /* a node pushes to the neighbour it draws unless its last push there is still on its way
    * (one message per edge in flight); then it keeps its mass this time */
-  const int to = dt_graph_degree(run->graph, node) > 0 ? pick(s, node) : -1;
+  const int to = dt_graph_degree(dt_run_graph(run), node) > 0 ? pick(s, node) : -1;
   const int pushes = to >= 0 && !dt_async_in_flight(a, node, to, MSG_PUSH);
   float *msg = NULL;
   if (pushes) DT_TRY(dt_async_send(a, node, to, MSG_PUSH, &msg));
@@ -155,7 +164,7 @@ static dt_status push_end(void *ctx, dt_async *a, int node, int l) {
       DT_TRY(dt_be_fill(be, 1, s->w[l], keep + d));
     }
   }
-  return dt_be_div(be, d, x, (double)s->w[l], dt_slab_node(&run->theta, l));
+  return dt_be_div(be, d, x, (double)s->w[l], dt_slab_node(dt_run_theta(run), l));
 }
 
 /* A push adds to (x_j, w_j). A lost one (under faults) goes back to its sender when the loss is
@@ -173,48 +182,35 @@ static dt_status push_arrive(void *ctx, dt_async *a, int node, int l, int from, 
   } else if (l < 0)
     return DT_OK;
   float *x = dt_slab_node(&s->x, l), wj;
-  DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, payload, x));
-  DT_TRY(dt_be_download(run->be, &wj, payload + run->dim, sizeof wj));
+  DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), 1.0f, payload, x));
+  DT_TRY(dt_be_download(dt_run_backend(run), &wj, payload + dt_run_dim(run), sizeof wj));
   s->w[l] += wj;
-  return dt_be_div(run->be, run->dim, x, (double)s->w[l], dt_slab_node(&run->theta, l));
+  return dt_be_div(dt_run_backend(run), dt_run_dim(run), x, (double)s->w[l], dt_slab_node(dt_run_theta(run), l));
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  adpsgd_state *s = NULL;
-  const dt_graph *g = run->graph;
-  DT_ALLOC_GOTO(s, 1, "adpsgd");
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  adpsgd_state *s = state;
+  const dt_graph *g = dt_run_graph(run);
   s->run = run;
   s->o = *(const dt_adpsgd_opts *)opts;
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "grad", &s->learners.grad)); /* a step's gradient, taken when it began */
-  DT_ALLOC_GOTO(s->busy, (size_t)g->n, "adpsgd");
-  DT_ALLOC_GOTO(s->picks, (size_t)g->n, "adpsgd");
+  DT_ALLOC(s->busy, (size_t)g->n, "adpsgd");
+  DT_ALLOC(s->picks, (size_t)g->n, "adpsgd");
   dt_async_def def;
   memset(&def, 0, sizeof def);
   if (s->o.mode == MODE_PAIRWISE) {
-    def = (dt_async_def){.kinds = 2, .len = {run->dim, run->dim}, .step_start = pair_start, .step_end = pair_end, .arrive = pair_arrive};
+    def = (dt_async_def){.kinds = 2, .len = {dt_run_dim(run), dt_run_dim(run)}, .step_start = pair_start, .step_end = pair_end,
+                         .arrive = pair_arrive};
   } else {
-    def = (dt_async_def){.kinds = 1, .len = {run->dim + 1}, .step_start = push_start, .step_end = push_end, .arrive = push_arrive};
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->x));
-    DT_TRY_GOTO(dt_slab_copy(run->be, &run->theta, &s->x)); /* x = θ0, w = 1 */
-    DT_ALLOC_GOTO(s->w, (size_t)run->count + 1, "adpsgd");
-    for (int l = 0; l < run->count; l++) s->w[l] = 1.0f;
-    DT_TRY_GOTO(dt_run_keep_slab(run, "x", &s->x));
-    DT_TRY_GOTO(dt_run_keep_nodes(run, "push_weight", s->w, sizeof(float)));
-    if (run->faults != NULL) {
-      const int out_edges = g->nbr_start[run->first + run->count] - g->nbr_start[run->first];
-      DT_TRY_GOTO(dt_slab_create(run->be, out_edges, run->dim + 1, &s->sent));
-      DT_TRY_GOTO(dt_run_keep_edge_slab(run, "sent", &s->sent));
+    def = (dt_async_def){.kinds = 1, .len = {dt_run_dim(run) + 1}, .step_start = push_start, .step_end = push_end, .arrive = push_arrive};
+    DT_TRY(dt_slab_copy(dt_run_backend(run), dt_run_theta(run), &s->x)); /* x = θ0, w = 1 */
+    for (int l = 0; l < dt_run_count(run); l++) s->w[l] = 1.0f;
+    if (dt_run_faulty(run)) {
+      const int out_edges = g->nbr_start[dt_run_first(run) + dt_run_count(run)] - g->nbr_start[dt_run_first(run)];
+      DT_TRY(dt_slab_create(dt_run_backend(run), out_edges, dt_run_dim(run) + 1, &s->sent));
+      DT_TRY(dt_run_keep_edge_slab(run, "sent", &s->sent));
     }
   }
-  DT_TRY_GOTO(dt_async_create(run, &def, s, &s->async));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return dt_async_create(run, &def, s, &s->async);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
@@ -240,16 +236,12 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Per node: the learners' grad and moments, and x (push_sum); per out-edge: the asynchronous
- * inboxes, two of dim floats (pairwise) or one of dim + 1 (push_sum). Not counted: a cross-rank
- * send's scratch vector (made when first needed), and push_sum's copy of each push on its way
- * under faults (dim + 1 per out-edge; the options do not say whether faults are on). */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_adpsgd_opts *o = opts;
-  const int push = o->mode == MODE_PUSH_SUM;
-  return (dt_state_size){
-      .per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum) + push,
-      .per_edge = push ? ((double)dim + 1) / (double)dim : 2};
+/* Per out-edge: the asynchronous inboxes, two of dim floats (pairwise) or one of dim + 1
+ * (push_sum). Not counted: a cross-rank send's scratch vector (made when first needed), and
+ * push_sum's copy of each push on its way under faults (dim + 1 per out-edge; the options do not
+ * say whether faults are on). */
+static dt_state_size state_extra(const void *opts, size_t dim) {
+  return (dt_state_size){.per_edge = push_sum(opts) ? ((double)dim + 1) / (double)dim : 2};
 }
 
 const dt_optimizer_def dt_optimizer_adpsgd = {
@@ -261,12 +253,14 @@ const dt_optimizer_def dt_optimizer_adpsgd = {
             .opts_size = sizeof(dt_adpsgd_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(adpsgd_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
     .asynchronous = dt_async_always,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

@@ -49,48 +49,41 @@ typedef struct beer_state {
   float eta, gamma;             /* the round's step sizes (for the per-node callbacks) */
 } beer_state;
 
-static void destroy(void *p) {
-  beer_state *s = p;
-  if (s == NULL) return;
-  dt_slab *slabs[] = {&s->v, &s->gprev, &s->grad, &s->diff, &s->hout, &s->hin, &s->gout, &s->gin};
-  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) dt_slab_free(s->run->be, slabs[t]);
+/* the estimates per edge (h_{i→j}, h_{j→i}, g alike), each a row per local out-edge */
+static const dt_state_slot slots[] = {
+    {.name = "tracker", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, v)},
+    {.name = "last_gradient", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, gprev)},
+    {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, grad), .scratch = 1},
+    {.name = "diff", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, diff), .scratch = 1},
+    {.name = "h_out", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, hout)},
+    {.name = "h_in", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, hin)},
+    {.name = "g_out", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, gout)},
+    {.name = "g_in", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, gin)},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  beer_state *s = state;
+  (void)run;
   dt_free(s->rev);
   dt_free(s->qtrace);
-  dt_free(s);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  beer_state *s = NULL;
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  beer_state *s = state;
   dt_exchange *ex;
-  DT_ALLOC_GOTO(s, 1, "beer");
   s->run = run;
   s->o = *(const dt_beer_opts *)opts;
-  DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
+  DT_TRY(dt_codec_init(&s->codec, s->o.compression.op, dt_run_dim(run), s->o.compression.ratio, s->o.compression.levels));
   /* every estimate 0; V = the first local gradient */
-  s->node_streams = run->faults == NULL;
-  dt_slab *slabs[] = {&s->v, &s->gprev, &s->grad, &s->diff};
-  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, slabs[t]));
-  DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->v, NULL));
-  DT_TRY_GOTO(dt_slab_copy(run->be, &s->v, &s->gprev));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->v));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->gprev));
-  s->half = dt_compression_msg_len(&s->o.compression, run->dim);
-  DT_TRY_GOTO(dt_mix_reverse_edges(run, &s->rev, &s->e0));
-  const int edges = run->graph->nbr_start[run->first + run->count] - s->e0;
-  dt_slab *est[] = {&s->hout, &s->hin, &s->gout, &s->gin};
-  const char *const names[] = {"h_out", "h_in", "g_out", "g_in"};
-  for (size_t t = 0; t < 4; t++) {
-    DT_TRY_GOTO(dt_slab_create(run->be, edges > 0 ? edges : 1, run->dim, est[t]));
-    DT_TRY_GOTO(dt_run_keep_edge_slab(run, names[t], est[t]));
-  }
-  DT_TRY_GOTO(dt_run_exchange_edges(run, 2 * s->half, &ex)); /* one message per directed edge: both */
-  if (run->trace != NULL && s->node_streams) DT_ALLOC_GOTO(s->qtrace, run->dim + s->half + 1, "beer trace");
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  s->node_streams = !dt_run_faulty(run);
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->v, NULL));
+  DT_TRY(dt_slab_copy(dt_run_backend(run), &s->v, &s->gprev));
+  s->half = dt_compression_msg_len(&s->o.compression, dt_run_dim(run));
+  DT_TRY(dt_mix_reverse_edges(run, &s->rev, &s->e0));
+  DT_TRY(dt_run_exchange_edges(run, 2 * s->half, &ex)); /* one message per directed edge: both */
+  if (dt_run_tracing(run) && s->node_streams) DT_ALLOC(s->qtrace, dt_run_dim(run) + s->half + 1, "beer trace");
+  return DT_OK;
 }
 
 /* The codec's stream of node `from`'s message `vec` in round k. */
@@ -100,23 +93,24 @@ static uint64_t msg_id(int from, int k, int vec) { return (uint64_t)(uint32_t)fr
 
 /* Whether node i mixes with the neighbour of its out-edge e this round: an offline neighbour's
  * edge rests at both ends (its state is put back after the round). */
-static int edge_live(const dt_optimizer_run *run, int e) { return run->online == NULL || run->online[run->graph->nbr[e]]; }
+static int edge_live(const dt_optimizer_run *run, int e) { return dt_run_online(run, dt_run_graph(run)->nbr[e]); }
 
 /* acc = Σ_j (W_ij est_{j→i} − W_ji est_{i→j}) over i's live edges, in neighbour order: the
  * per-edge form of Σ_j W_ij est_j − est_i, whose sum over all nodes is 0 whatever arrived. */
 static dt_status edge_mix(beer_state *s, int l, const dt_slab *out, const dt_slab *in, float *acc) {
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l, deg = dt_graph_degree(g, i);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l, deg = dt_graph_degree(g, i);
   const float *x[2 * deg + 1];
   float w[2 * deg + 1];
   int terms = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!edge_live(run, e)) continue;
-    x[terms] = dt_slab_node(in, e - s->e0), w[terms++] = (float)run->round.w_nbr[e];
-    x[terms] = dt_slab_node(out, e - s->e0), w[terms++] = -(float)run->round.w_nbr[s->rev[e - s->e0]];
+    x[terms] = dt_slab_node(in, e - s->e0), w[terms++] = (float)dt_run_this_round(run)->w_nbr[e];
+    x[terms] = dt_slab_node(out, e - s->e0), w[terms++] = -(float)dt_run_this_round(run)->w_nbr[s->rev[e - s->e0]];
   }
-  return terms > 0 ? dt_be_mix(run->be, run->dim, terms, x, w, acc) : dt_be_fill(run->be, run->dim, 0.0f, acc);
+  dt_backend *be = dt_run_backend(run);
+  return terms > 0 ? dt_be_mix(be, dt_run_dim(run), terms, x, w, acc) : dt_be_fill(be, dt_run_dim(run), 0.0f, acc);
 }
 
 /* The codec's stream of out-edge e's message vec from node i in round k: the node's own without
@@ -129,18 +123,18 @@ static uint64_t edge_msg_id(const beer_state *s, int i, int e, int vec) { return
  * messages), so the first edge's message is encoded and copied to the others. */
 static dt_status edge_encode(beer_state *s, int l, const float *src, const dt_slab *out, int vec) {
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l;
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l;
   float *tmp = dt_slab_node(&s->diff, l), *first = NULL;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!edge_live(run, e)) continue;
-    float *msg = dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]) + (size_t)vec * s->half;
+    float *msg = dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i]) + (size_t)vec * s->half;
     if (first != NULL && s->node_streams) {
-      DT_TRY(dt_be_copy(run->be, s->half, first, msg));
+      DT_TRY(dt_be_copy(dt_run_backend(run), s->half, first, msg));
       continue;
     }
-    DT_TRY(dt_be_axpby(run->be, run->dim, 1.0f, src, -1.0f, dt_slab_node(out, e - s->e0), tmp));
-    DT_TRY(dt_be_encode(run->be, &s->codec, tmp, run->seed, edge_msg_id(s, i, e, vec), msg));
+    DT_TRY(dt_be_axpby(dt_run_backend(run), dt_run_dim(run), 1.0f, src, -1.0f, dt_slab_node(out, e - s->e0), tmp));
+    DT_TRY(dt_be_encode(dt_run_backend(run), &s->codec, tmp, dt_run_seed(run), edge_msg_id(s, i, e, vec), msg));
     /* --dump-trace: the node's message as decoded (QMSH: the model's, QMSV: the tracker's) */
     if (first == NULL && s->qtrace != NULL)
       DT_TRY(dt_compression_trace(run, &s->codec, l, vec == 0 ? "QMSH" : "QMSV", msg, edge_msg_id(s, i, e, vec), s->qtrace));
@@ -153,10 +147,10 @@ static dt_status edge_encode(beer_state *s, int l, const float *src, const dt_sl
 static dt_status edge_model(void *p, int l) {
   beer_state *s = p;
   dt_optimizer_run *run = s->run;
-  float *x = dt_slab_node(&run->theta, l), *acc = dt_slab_node(&s->grad, l);
+  float *x = dt_slab_node(dt_run_theta(run), l), *acc = dt_slab_node(&s->grad, l);
   DT_TRY(edge_mix(s, l, &s->hout, &s->hin, acc));
-  DT_TRY(dt_be_axpy(run->be, run->dim, s->gamma, acc, x));
-  DT_TRY(dt_be_axpy(run->be, run->dim, -s->eta, dt_slab_node(&s->v, l), x));
+  DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), s->gamma, acc, x));
+  DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), -s->eta, dt_slab_node(&s->v, l), x));
   return edge_encode(s, l, x, &s->hout, 0);
 }
 
@@ -164,8 +158,8 @@ static dt_status edge_model(void *p, int l) {
 static dt_status edge_tracker(void *p, int l) {
   beer_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
   float *v = dt_slab_node(&s->v, l), *gnew = dt_slab_node(&s->diff, l), *gprev = dt_slab_node(&s->gprev, l);
   float *acc = dt_slab_node(&s->grad, l);
   /* g⁺ − g⁻ first: it tends to 0, where v + g⁺ would round by ε|∇f_i(x*)|, which heterogeneous
@@ -183,22 +177,22 @@ static dt_status edge_tracker(void *p, int l) {
 static dt_status edge_update(void *p, int l) {
   beer_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l;
+  dt_backend *be = dt_run_backend(run);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int r = s->rev[e - s->e0], j = g->nbr[e];
     if (!edge_live(run, e)) continue;
-    if (dt_run_delivered(run, run->round.mask, r)) {
-      const float *q = dt_exchange_recv(run->exchange, i, j, 0);
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, run->seed, edge_msg_id(s, j, r, 0), 1.0f, dt_slab_node(&s->hin, e - s->e0)));
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, run->seed, edge_msg_id(s, j, r, 1), 1.0f,
+    if (dt_run_delivered(run, dt_run_this_round(run)->mask, r)) {
+      const float *q = dt_exchange_recv(dt_run_the_exchange(run), i, j, 0);
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, dt_run_seed(run), edge_msg_id(s, j, r, 0), 1.0f, dt_slab_node(&s->hin, e - s->e0)));
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, dt_run_seed(run), edge_msg_id(s, j, r, 1), 1.0f,
                                dt_slab_node(&s->gin, e - s->e0)));
     }
-    if (dt_run_delivered(run, run->round.mask, e)) {
-      const float *q = dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]);
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, run->seed, edge_msg_id(s, i, e, 0), 1.0f, dt_slab_node(&s->hout, e - s->e0)));
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, run->seed, edge_msg_id(s, i, e, 1), 1.0f,
+    if (dt_run_delivered(run, dt_run_this_round(run)->mask, e)) {
+      const float *q = dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i]);
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, dt_run_seed(run), edge_msg_id(s, i, e, 0), 1.0f, dt_slab_node(&s->hout, e - s->e0)));
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, dt_run_seed(run), edge_msg_id(s, i, e, 1), 1.0f,
                                dt_slab_node(&s->gout, e - s->e0)));
     }
   }
@@ -208,7 +202,7 @@ static dt_status edge_update(void *p, int l) {
 /* Nodes in parallel, or in order when tracing (the trace's scratch is shared). */
 static dt_status for_nodes(beer_state *s, dt_status (*fn)(void *, int)) {
   if (s->qtrace == NULL) return dt_run_for_nodes(s->run, fn, s);
-  for (int l = 0; l < s->run->count; l++) DT_TRY(fn(s, l));
+  for (int l = 0; l < dt_run_count(s->run); l++) DT_TRY(fn(s, l));
   return DT_OK;
 }
 
@@ -218,7 +212,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   s->eta = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha, 0, k, 1);
   s->gamma = (float)s->o.gamma;
   DT_TRY(for_nodes(s, edge_model));                          /* x ← x + γ mix_h − η v;  q^h */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->diff, NULL)); /* g⁺ */
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->diff, NULL)); /* g⁺ */
   DT_TRY(for_nodes(s, edge_tracker));                        /* v ← v + γ mix_g + g⁺ − g⁻;  q^g */
   DT_TRY(dt_run_exchange_go_sized(run, NULL, s->half * sizeof(float) + s->codec.bytes));
   return dt_run_for_nodes(run, edge_update, s); /* both ends move their copies */
@@ -238,11 +232,10 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, 0, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
-/* Per node: v, gprev, grad and diff; per out-edge: the four estimates and the edge's message
- * (two of msg_len floats). */
-static dt_state_size state_size(const void *opts, size_t dim) {
+/* Per out-edge: the edge's message (two of msg_len floats). */
+static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_beer_opts *o = opts;
-  return (dt_state_size){.per_node = 4, .per_edge = 4 + 2.0 * (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
+  return (dt_state_size){.per_edge = 2.0 * (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
 }
 
 const dt_optimizer_def dt_optimizer_beer = {
@@ -254,11 +247,13 @@ const dt_optimizer_def dt_optimizer_beer = {
             .opts_size = sizeof(dt_beer_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(beer_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .on_missing = DT_MISSING_SKIP, /* per-edge estimates (edge_update) */
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

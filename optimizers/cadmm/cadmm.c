@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../local_step.h"
 #include "../mix.h"
 #include "cadmm.h"
 #include "dt/optimizer.h"
@@ -19,44 +20,31 @@ typedef struct cadmm_state {
   dt_optimizer_run *run;
 } cadmm_state;
 
-static void destroy(void *p) {
-  cadmm_state *c = p;
-  if (c == NULL) return;
-  dt_slab_free(c->run->be, &c->dual);
-  dt_slab_free(c->run->be, &c->b);
-  dt_slab_free(c->run->be, &c->s);
-  dt_slab_free(c->run->be, &c->t);
-  dt_learners_free(c->run, &c->learners);
-  dt_free(c->heard);
-  dt_free(c->alpha);
-  dt_free(c);
+static dt_local_opt_spec primal_spec(const void *opts) {
+  const dt_cadmm_opts *o = opts;
+  return dt_local_step_spec(o->primal_optimizer, o->primal_lr_start, NULL);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  cadmm_state *c = NULL;
-  dt_exchange *ex;
-  DT_ALLOC_GOTO(c, 1, "cadmm");
+/* what carries between rounds: the learners and the duals (b, s, t, heard and alpha are
+ * rewritten every round before use) */
+static const dt_state_slot slots[] = {
+    {.name = "primal", .kind = DT_SLOT_LEARNERS, .offset = offsetof(cadmm_state, learners), .spec = primal_spec},
+    {.name = "dual", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, dual)},
+    {.name = "b", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, b), .scratch = 1},
+    {.name = "s", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, s), .scratch = 1},
+    {.name = "t", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, t), .scratch = 1},
+    {.name = "heard", .kind = DT_SLOT_HOST, .offset = offsetof(cadmm_state, heard), .scratch = 1, .elem = sizeof(float)},
+    {.name = "alpha", .kind = DT_SLOT_HOST, .offset = offsetof(cadmm_state, alpha), .scratch = 1, .elem = sizeof(float)},
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  cadmm_state *c = state;
   c->run = run;
   c->o = *(const dt_cadmm_opts *)opts;
   c->rho = c->o.rho_init;
-  c->rounds = run->pc->outer_iterations;
-  DT_TRY_GOTO(dt_learners_create(run, "primal", c->o.primal_optimizer, c->o.primal_lr_start, &c->learners));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->dual));
-  /* what carries between rounds (b, s, t are rewritten every round before use) */
-  DT_TRY_GOTO(dt_run_keep_slab(run, "dual", &c->dual));
-  DT_TRY_GOTO(dt_run_keep_shared(run, "rho", &c->rho, sizeof c->rho));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->b));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->s));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &c->t));
-  DT_ALLOC_GOTO(c->heard, (size_t)run->count + 1, "cadmm");
-  DT_ALLOC_GOTO(c->alpha, (size_t)run->count + 1, "cadmm");
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = c;
-  c = NULL;
-cleanup:
-  destroy(c);
-  return st;
+  c->rounds = dt_run_problem(run)->outer_iterations;
+  return dt_run_keep_shared(run, "rho", &c->rho, sizeof c->rho);
 }
 
 /* Primal learning rate of round k: constant, linear or geometric from start to finish. */
@@ -77,11 +65,11 @@ static double primal_lr(const dt_cadmm_opts *o, int k, int rounds) {
 static int neighbour_terms(void *ctx, int l, const float **x, float *w) {
   cadmm_state *c = ctx;
   const dt_optimizer_run *run = c->run;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l;
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l;
   int n = 0;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
-    const float *xj = dt_exchange_recv(run->exchange, i, g->nbr[e], 0);
+    const float *xj = dt_exchange_recv(dt_run_the_exchange(run), i, g->nbr[e], 0);
     if (xj != NULL) x[n] = xj, w[n++] = 1.0f;
   }
   c->heard[l] = (float)n;
@@ -89,27 +77,27 @@ static int neighbour_terms(void *ctx, int l, const float **x, float *w) {
 }
 
 static dt_status dual_all(cadmm_state *c, dt_optimizer_run *run, float rho) {
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   DT_TRY(dt_mix_nodes_by(run, neighbour_terms, c, &c->s));
-  DT_TRY(dt_slab_axpby_nodes(be, c->heard, &run->theta, -1.0f, &c->s, &c->t));
+  DT_TRY(dt_slab_axpby_nodes(be, c->heard, dt_run_theta(run), -1.0f, &c->s, &c->t));
   DT_TRY(dt_slab_axpy(be, rho, &c->t, &c->dual));
-  DT_TRY(dt_slab_axpby_nodes(be, c->heard, &run->theta, 1.0f, &c->s, &c->t));
+  DT_TRY(dt_slab_axpby_nodes(be, c->heard, dt_run_theta(run), 1.0f, &c->s, &c->t));
   return dt_slab_axpby(be, 1.0f, &c->dual, -rho, &c->t, &c->b);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   cadmm_state *c = p;
   c->rho *= c->o.rho_scaling; /* scaled before use: round k uses rho_init * scaling^(k+1) */
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_exchange_go(run, NULL));
   const float rho = (float)c->rho, lr = (float)primal_lr(&c->o, k, c->rounds);
   DT_TRY(dual_all(c, run, rho));
   if (!c->o.persistent_primal_opt) DT_TRY(dt_local_opt_reset(c->learners.opt));
   /* the primal steps on the penalised loss: extra gradient 2ρ·deg·θ + b per node */
-  for (int l = 0; l < run->count; l++) c->alpha[l] = 2.0f * rho * c->heard[l];
+  for (int l = 0; l < dt_run_count(run); l++) c->alpha[l] = 2.0f * rho * c->heard[l];
   for (int it = 0; it < c->o.primal_iterations; it++) {
-    DT_TRY(dt_run_gradients(run, &run->theta, &c->learners.grad, NULL));
-    DT_TRY(dt_local_opt_step_all_extra(c->learners.opt, &run->theta, &c->learners.grad, lr, c->alpha, &c->b));
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &c->learners.grad, NULL));
+    DT_TRY(dt_local_opt_step_all_extra(c->learners.opt, dt_run_theta(run), &c->learners.grad, lr, c->alpha, &c->b));
   }
   return DT_OK;
 }
@@ -119,14 +107,6 @@ static const char *const aliases[] = {"dinno", NULL};
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
   (void)opts;
   return 2.0 * g->num_edges * (double)dim * sizeof(float); /* θ to every neighbour */
-}
-
-/* Per node: the primal learners' grad and moments (no momentum), dual, b, s and t, and the
- * exchange's send vector. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_cadmm_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->primal_optimizer, 0.0f)};
 }
 
 const dt_optimizer_def dt_optimizer_cadmm = {
@@ -139,10 +119,11 @@ const dt_optimizer_def dt_optimizer_cadmm = {
             .opts_size = sizeof(dt_cadmm_opts),
             .finalize = dt_cadmm_finalize,
         },
+    .state_bytes = sizeof(cadmm_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .on_missing = DT_MISSING_SKIP,
-    .state_size = state_size,
 };

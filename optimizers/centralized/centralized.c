@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../options_impl.h"
+#include "../local_step.h"
 #include "dt/optimizer.h"
 
 static const char *const modes[] = {"gradient", "model", NULL};
@@ -43,35 +44,31 @@ typedef struct central_state {
   dt_local_opt *server_opt;
 } central_state;
 
-static void destroy(void *p) {
-  central_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
-  dt_be_free(s->run->be, s->avg);
-  dt_be_free(s->run->be, s->server);
-  dt_local_opt_free(s->server_opt);
-  dt_free(s);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_centralized_opts *o = opts;
+  return dt_local_step_spec(o->optimizer, o->lr, NULL);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  central_state *s = NULL;
-  DT_ALLOC_GOTO(s, 1, "centralized");
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(central_state, learners), .spec = local_spec},
+    {.name = "avg", .kind = DT_SLOT_SHARED, .offset = offsetof(central_state, avg), .scratch = 1},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  central_state *s = state;
+  dt_be_free(dt_run_backend(run), s->server);
+  dt_local_opt_free(s->server_opt);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  central_state *s = state;
   s->run = run;
   s->o = *(const dt_centralized_opts *)opts;
-  DT_TRY_GOTO(dt_learners_create(run, "local", s->o.optimizer, s->o.lr, &s->learners));
-  DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->avg));
-  DT_TRY_GOTO(dt_run_centre_faults(run));
-  if (run->faults != NULL && s->o.mode == DT_CENTRAL_GRADIENT) {
-    dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.optimizer);
-    spec.lr = (float)s->o.lr;
-    DT_TRY_GOTO(dt_run_server_create(run, "server", &spec, &s->server, &s->server_opt));
-  }
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  DT_TRY(dt_run_centre_faults(run));
+  if (!dt_run_faulty(run) || s->o.mode != DT_CENTRAL_GRADIENT) return DT_OK;
+  const dt_local_opt_spec spec = local_spec(opts);
+  return dt_run_server_create(run, "server", &spec, &s->server, &s->server_opt);
 }
 
 /* Under faults: the mean of v's rows over the *arrived pushes that arrived, and the replies (not
@@ -79,37 +76,37 @@ cleanup:
  * centre then has nothing to send). */
 static dt_status faulty_mean(central_state *s, dt_slab *v, const uint8_t **got, int *arrived) {
   DT_TRY(dt_run_centre_mean(s->run, v, s->avg, arrived));
-  uint8_t none[s->run->graph->n + 1];
+  uint8_t none[dt_run_graph(s->run)->n + 1];
   memset(none, 0, sizeof none);
   return dt_run_centre_reply(s->run, *arrived > 0 ? NULL : none, 0, got);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   central_state *s = p;
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
   const uint8_t *got = NULL; /* whose reply arrived (NULL: every node's, without faults) */
   if (s->o.mode == DT_CENTRAL_MODEL) {
     /* local steps, then every node takes the average model */
     for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
-    if (run->faults == NULL) {
-      DT_TRY(dt_run_node_mean(run, &run->theta, s->avg));
+    if (!dt_run_faulty(run)) {
+      DT_TRY(dt_run_node_mean(run, dt_run_theta(run), s->avg));
     } else { /* the models pushed through the gradient scratch, whose rows the lost pushes zero */
-      DT_TRY(dt_slab_copy(be, &run->theta, &s->learners.grad));
+      DT_TRY(dt_slab_copy(be, dt_run_theta(run), &s->learners.grad));
       int arrived;
       DT_TRY(faulty_mean(s, &s->learners.grad, &got, &arrived));
     }
-    for (int l = 0; l < run->count; l++)
-      if (got == NULL || got[run->first + l]) DT_TRY(dt_be_copy(be, run->dim, s->avg, dt_slab_node(&run->theta, l)));
+    for (int l = 0; l < dt_run_count(run); l++)
+      if (got == NULL || got[dt_run_first(run) + l]) DT_TRY(dt_be_copy(be, dt_run_dim(run), s->avg, dt_slab_node(dt_run_theta(run), l)));
     return DT_OK;
   }
   /* every step with the gradient averaged over all nodes */
   for (int t = 0; t < s->o.local_steps; t++) {
-    DT_TRY(dt_run_gradients(run, &run->theta, &s->learners.grad, NULL));
-    if (run->faults == NULL) {
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->learners.grad, NULL));
+    if (!dt_run_faulty(run)) {
       DT_TRY(dt_run_node_mean(run, &s->learners.grad, s->avg));
-      for (int l = 0; l < run->count; l++)
-        DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), s->avg, lr, NULL));
+      for (int l = 0; l < dt_run_count(run); l++)
+        DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(dt_run_theta(run), l), s->avg, lr, NULL));
       continue;
     }
     /* under faults: the centre steps with the mean of the gradients that arrived and replies
@@ -117,8 +114,8 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
     int arrived;
     DT_TRY(faulty_mean(s, &s->learners.grad, &got, &arrived));
     if (arrived > 0) DT_TRY(dt_local_opt_step(s->server_opt, 0, s->server, s->avg, lr, NULL));
-    for (int l = 0; l < run->count; l++)
-      if (got[run->first + l]) DT_TRY(dt_be_copy(be, run->dim, s->server, dt_slab_node(&run->theta, l)));
+    for (int l = 0; l < dt_run_count(run); l++)
+      if (got[dt_run_first(run) + l]) DT_TRY(dt_be_copy(be, dt_run_dim(run), s->server, dt_slab_node(dt_run_theta(run), l)));
   }
   return DT_OK;
 }
@@ -134,12 +131,10 @@ static double gradient_step(const void *opts) {
   return o->optimizer == DT_LOCAL_SGD ? o->lr : 0;
 }
 
-/* Per node: the learners' grad and moments (no momentum); per rank: avg and the run's sum (dim
- * doubles, made in round 0). */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_centralized_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, 0.0f), .per_rank = 3};
+/* Per rank: the run's sum (dim doubles, made in round 0). */
+static dt_state_size state_extra(const void *opts, size_t dim) {
+  (void)opts, (void)dim;
+  return (dt_state_size){.per_rank = 2};
 }
 
 const dt_optimizer_def dt_optimizer_centralized = {
@@ -150,13 +145,15 @@ const dt_optimizer_def dt_optimizer_centralized = {
             .keys = keys,
             .opts_size = sizeof(dt_centralized_opts),
         },
+    .state_bytes = sizeof(central_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */
     .graph_unused = "each node sends its gradient to a centre with node 0",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP, /* the centre averages the pushes that arrived; a node without a reply waits (faulty_mean) */
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

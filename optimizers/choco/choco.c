@@ -57,63 +57,61 @@ typedef struct choco_state {
   size_t qtrace_stride;
 } choco_state;
 
-static void destroy(void *p) {
-  choco_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
-  dt_slab_free(s->run->be, &s->xhat);
-  dt_slab_free(s->run->be, &s->s);
-  dt_slab_free(s->run->be, &s->diff);
-  dt_slab_free(s->run->be, &s->xout);
-  dt_slab_free(s->run->be, &s->xin);
-  dt_free(s->rev);
-  dt_free(s->qtrace);
-  dt_free(s);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_choco_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  choco_state *s = NULL;
+/* The estimates depend on the graph and the faults, not on the options alone: create makes them. */
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(choco_state, learners), .spec = local_spec},
+    {.name = "diff", .kind = DT_SLOT_NODE, .offset = offsetof(choco_state, diff), .scratch = 1},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  choco_state *s = state;
+  dt_slab *slabs[] = {&s->xhat, &s->s, &s->xout, &s->xin};
+  for (size_t t = 0; t < sizeof slabs / sizeof *slabs; t++) dt_slab_free(dt_run_backend(run), slabs[t]);
+  dt_free(s->rev);
+  dt_free(s->qtrace);
+}
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  choco_state *s = state;
   dt_exchange *ex;
-  DT_ALLOC_GOTO(s, 1, "choco");
+  dt_backend *be = dt_run_backend(run);
+  const size_t dim = dt_run_dim(run);
+  const int count = dt_run_count(run);
   s->run = run;
   s->o = *(const dt_choco_opts *)opts;
-  DT_TRY_GOTO(dt_codec_init(&s->codec, s->o.compression.op, run->dim, s->o.compression.ratio, s->o.compression.levels));
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->diff));
+  DT_TRY(dt_codec_init(&s->codec, s->o.compression.op, dim, s->o.compression.ratio, s->o.compression.levels));
   const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float); /* capacity in floats */
   /* per edge on a time-varying graph, and under faults: a lost q leaves both copies of that
    * edge's estimate as they were (the sender learns of the loss, as from a transport's
    * acknowledgement), so the next q carries what the lost one did */
-  s->per_edge = (run->schedule != NULL && dt_schedule_kind_of(run->schedule) != DT_SCHEDULE_STATIC) || run->faults != NULL;
+  s->per_edge = dt_run_time_varying(run) || dt_run_faulty(run);
   if (s->per_edge) {
-    const dt_graph *g = run->graph;
-    DT_TRY_GOTO(dt_mix_reverse_edges(run, &s->rev, &s->e0));
-    const int edges = g->nbr_start[run->first + run->count] - s->e0;
-    DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xout)); /* every estimate starts at 0 */
-    DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->xin));
-    DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_out", &s->xout));
-    DT_TRY_GOTO(dt_run_keep_edge_slab(run, "xhat_in", &s->xin));
-    /* one message per directed edge */
-    DT_TRY_GOTO(dt_run_exchange_edges(run, msg_len, &ex));
-  } else {
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->xhat)); /* x̂ = 0, s = 0 (the paper's start) */
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->s));
-    DT_TRY_GOTO(dt_run_keep_slab(run, "xhat", &s->xhat));
-    DT_TRY_GOTO(dt_run_keep_slab(run, "s", &s->s));
-    /* one message per node, of which each exchange sends codec.bytes */
-    DT_TRY_GOTO(dt_run_exchange_len(run, 1, msg_len, &ex));
-    if (run->trace != NULL) {
-      s->qtrace_stride = run->dim + msg_len;
-      DT_ALLOC_GOTO(s->qtrace, s->qtrace_stride * (size_t)run->count + 1, "choco trace");
-    }
+    const dt_graph *g = dt_run_graph(run);
+    DT_TRY(dt_mix_reverse_edges(run, &s->rev, &s->e0));
+    const int edges = g->nbr_start[dt_run_first(run) + count] - s->e0;
+    DT_TRY(dt_slab_create(be, edges, dim, &s->xout)); /* every estimate starts at 0 */
+    DT_TRY(dt_slab_create(be, edges, dim, &s->xin));
+    DT_TRY(dt_run_keep_edge_slab(run, "xhat_out", &s->xout));
+    DT_TRY(dt_run_keep_edge_slab(run, "xhat_in", &s->xin));
+    return dt_run_exchange_edges(run, msg_len, &ex); /* one message per directed edge */
   }
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  DT_TRY(dt_slab_create(be, count, dim, &s->xhat)); /* x̂ = 0, s = 0 (the paper's start) */
+  DT_TRY(dt_slab_create(be, count, dim, &s->s));
+  DT_TRY(dt_run_keep_slab(run, "xhat", &s->xhat));
+  DT_TRY(dt_run_keep_slab(run, "s", &s->s));
+  /* one message per node, of which each exchange sends codec.bytes */
+  DT_TRY(dt_run_exchange_len(run, 1, msg_len, &ex));
+  if (dt_run_tracing(run)) {
+    s->qtrace_stride = dim + msg_len;
+    DT_ALLOC(s->qtrace, s->qtrace_stride * (size_t)count + 1, "choco trace");
+  }
+  return DT_OK;
 }
 
 /* The codec's stream of the message of round k sent by `from`: node i on a static graph, the
@@ -123,9 +121,9 @@ static uint64_t msg_id(int from, int k) { return (uint64_t)(uint32_t)from << 32 
 static dt_status node_encode(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
-  const int i = run->first + l;
-  void *msg = dt_exchange_send_buffer(run->exchange, i, 0);
-  DT_TRY(dt_be_encode(run->be, &s->codec, dt_slab_node(&s->diff, l), run->seed, msg_id(i, s->k), msg));
+  const int i = dt_run_first(run) + l;
+  void *msg = dt_exchange_send_buffer(dt_run_the_exchange(run), i, 0);
+  DT_TRY(dt_be_encode(dt_run_backend(run), &s->codec, dt_slab_node(&s->diff, l), dt_run_seed(run), msg_id(i, s->k), msg));
   return s->qtrace != NULL ? dt_compression_trace(run, &s->codec, l, "QMSG", msg, msg_id(i, s->k),
                                                   s->qtrace + s->qtrace_stride * (size_t)l)
                            : DT_OK;
@@ -134,43 +132,43 @@ static dt_status node_encode(void *p, int l) {
 static dt_status node_update(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
-  const int i = run->first + l;
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
+  const int i = dt_run_first(run) + l;
   float *xhat = dt_slab_node(&s->xhat, l), *si = dt_slab_node(&s->s, l), *tmp = dt_slab_node(&s->diff, l);
-  const int deg = dt_graph_degree(run->graph, i);
+  const int deg = dt_graph_degree(dt_run_graph(run), i);
   const float *q[deg + 1];
   float w[deg + 1];
   int who[deg + 1];
   const int terms = dt_mix_terms(run, i, 0, q, w, who);
   /* x̂_i += q_i */
-  DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_send_buffer(run->exchange, i, 0), run->seed, msg_id(i, s->k), 1.0f,
+  DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_send_buffer(dt_run_the_exchange(run), i, 0), dt_run_seed(run), msg_id(i, s->k), 1.0f,
                               xhat));
   /* s_i += Σ_j W_ij q_j over {i} ∪ N(i), in increasing id with i at its place (the order of mixing) */
   for (int t = 0; t < terms; t++)
-    DT_TRY(dt_be_decode_axpy(be, &s->codec, q[t], run->seed, msg_id(who[t], s->k), w[t], si));
+    DT_TRY(dt_be_decode_axpy(be, &s->codec, q[t], dt_run_seed(run), msg_id(who[t], s->k), w[t], si));
   /* x_i ← x_i^{+½} + γ (s_i − x̂_i) */
   DT_TRY(dt_be_axpby(be, d, 1.0f, si, -1.0f, xhat, tmp));
-  return dt_be_axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(&run->theta, l));
+  return dt_be_axpy(be, d, (float)s->o.gamma, tmp, dt_slab_node(dt_run_theta(run), l));
 }
 
 /* ---- time-varying graphs: an estimate per directed edge ---------------------------------- */
 
-static int active(const dt_optimizer_run *run, int e) { return run->round.mask == NULL || run->round.mask[e]; }
+static int active(const dt_optimizer_run *run, int e) { return dt_run_this_round(run)->mask == NULL || dt_run_this_round(run)->mask[e]; }
 
 /* q_{i→j} = Q(x_i^{+½} − x̂_{i→j}) for every active out-edge, into that edge's send buffer. */
 static dt_status edge_encode(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l;
+  dt_backend *be = dt_run_backend(run);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l;
   float *tmp = dt_slab_node(&s->diff, l);
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!active(run, e)) continue;
-    DT_TRY(dt_be_axpby(be, run->dim, 1.0f, dt_slab_node(&run->theta, l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
-    DT_TRY(dt_be_encode(be, &s->codec, tmp, run->seed, msg_id(e, s->k),
-                           dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i])));
+    DT_TRY(dt_be_axpby(be, dt_run_dim(run), 1.0f, dt_slab_node(dt_run_theta(run), l), -1.0f, dt_slab_node(&s->xout, e - s->e0), tmp));
+    DT_TRY(dt_be_encode(be, &s->codec, tmp, dt_run_seed(run), msg_id(e, s->k),
+                           dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i])));
   }
   return DT_OK;
 }
@@ -180,26 +178,26 @@ static dt_status edge_encode(void *p, int l) {
 static dt_status edge_update(void *p, int l) {
   choco_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l;
+  dt_backend *be = dt_run_backend(run);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l;
   const float gamma = (float)s->o.gamma;
-  float *x = dt_slab_node(&run->theta, l);
+  float *x = dt_slab_node(dt_run_theta(run), l);
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int r = s->rev[e - s->e0], j = g->nbr[e];
     float *in = dt_slab_node(&s->xin, e - s->e0), *out = dt_slab_node(&s->xout, e - s->e0);
-    if (run->online != NULL && !run->online[j]) continue; /* an offline neighbour's edge rests (faults) */
+    if (!dt_run_online(run, j)) continue; /* an offline neighbour's edge rests (faults) */
     if (active(run, r)) {
-      if (dt_run_delivered(run, run->round.mask, r))
-        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_recv(run->exchange, i, j, 0), run->seed, msg_id(r, s->k), 1.0f,
+      if (dt_run_delivered(run, dt_run_this_round(run)->mask, r))
+        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_recv(dt_run_the_exchange(run), i, j, 0), dt_run_seed(run), msg_id(r, s->k), 1.0f,
                                     in));
-      DT_TRY(dt_be_axpy(be, run->dim, gamma * (float)run->round.w_nbr[e], in, x));
+      DT_TRY(dt_be_axpy(be, dt_run_dim(run), gamma * (float)dt_run_this_round(run)->w_nbr[e], in, x));
     }
     if (active(run, e)) {
-      if (dt_run_delivered(run, run->round.mask, e))
-        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]), run->seed,
+      if (dt_run_delivered(run, dt_run_this_round(run)->mask, e))
+        DT_TRY(dt_be_decode_axpy(be, &s->codec, dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i]), dt_run_seed(run),
                                     msg_id(e, s->k), 1.0f, out));
-      DT_TRY(dt_be_axpy(be, run->dim, -gamma * (float)run->round.w_nbr[r], out, x));
+      DT_TRY(dt_be_axpy(be, dt_run_dim(run), -gamma * (float)dt_run_this_round(run)->w_nbr[r], out, x));
     }
   }
   return DT_OK;
@@ -217,7 +215,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   /* x_i^{+½}: one local step on a new minibatch */
   DT_TRY(dt_learners_step(run, &s->learners, (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1), NULL));
   /* q_i = Q(x_i^{+½} − x̂_i), written straight into the send buffer */
-  DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -1.0f, &s->xhat, &s->diff));
+  DT_TRY(dt_slab_axpby(dt_run_backend(run), 1.0f, dt_run_theta(run), -1.0f, &s->xhat, &s->diff));
   DT_TRY(dt_run_for_nodes(run, node_encode, s));
   DT_TRY(dt_run_exchange_go_sized(run, NULL, s->codec.bytes));
   return dt_run_for_nodes(run, node_update, s);
@@ -240,14 +238,12 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Per node (a static graph without faults): the learners' grad and moments, diff, xhat and s, and
- * the exchange's send message (msg_len floats). A time-varying graph or faults would trade xhat
- * and s for per-edge xout, xin and messages, which the options alone do not show. */
-static dt_state_size state_size(const void *opts, size_t dim) {
+/* Beyond the slots, per node (a static graph without faults): xhat and s, and the exchange's send
+ * message (msg_len floats). A time-varying graph or faults would trade xhat and s for per-edge
+ * xout, xin and messages, which the options alone do not show. */
+static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_choco_opts *o = opts;
-  const double msg = (double)dt_compression_msg_len(&o->compression, dim) / (double)dim;
-  return (dt_state_size){
-      .per_node = 4 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum) + msg};
+  return (dt_state_size){.per_node = 2 + (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
 }
 
 const dt_optimizer_def dt_optimizer_choco = {
@@ -260,13 +256,15 @@ const dt_optimizer_def dt_optimizer_choco = {
             .opts_size = sizeof(dt_choco_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(choco_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING, /* per-edge estimates follow any round graph */
     .on_missing = DT_MISSING_SKIP,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

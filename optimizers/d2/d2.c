@@ -7,10 +7,10 @@
 
 static const dt_key keys[] = {DT_EXACT_COMMON_KEYS, {0}};
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   dt_exact_opts o = *(const dt_exact_opts *)opts;
   o.c = 1.0;
-  return dt_exact_create(run, &o, DT_EXACT_NIDS, out);
+  return dt_exact_create(run, &o, DT_EXACT_NIDS, state);
 }
 
 /* D²'s condition (Tang et al. 2018, Assumption 1): λ_min(W) > −1/3. */
@@ -28,13 +28,6 @@ const dt_optimizer_def dt_optimizer_d2 = {
             .opts_size = sizeof(dt_exact_opts),
             .finalize = dt_exact_finalize,
         },
-    .create = create,
-    .round = dt_exact_round,
-    .destroy = dt_exact_destroy,
-    .bytes_per_round = dt_mix_one_vector_bytes,
-    .traffic_per_edge = 1,
-    .gradient_step = dt_exact_gradient_step,
-    .state_size = dt_exact_state_size,
+    DT_EXACT_DEF_COMMON,
     .accepts = accepts,
-    .on_missing = DT_MISSING_RENORMALISE,
 };

@@ -34,69 +34,59 @@ static const dt_key keys[] = {
 
 typedef struct dsgd_state {
   dt_dsgd_opts o;
-  int sequential;
   dt_slab mixed, grad; /* local nodes */
   dt_learners local;   /* a local optimizer other than plain SGD (its own gradient slab) */
   dt_optimizer_run *run;
 } dsgd_state;
 
-static void destroy(void *p) {
-  dsgd_state *s = p;
-  if (s == NULL) return;
-  dt_slab_free(s->run->be, &s->mixed);
-  dt_slab_free(s->run->be, &s->grad);
-  dt_learners_free(s->run, &s->local);
-  dt_free(s);
-}
-
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  dsgd_state *s = NULL;
-  dt_exchange *ex;
+static int plain(const void *opts) {
   const dt_dsgd_opts *o = opts;
-  DT_ALLOC_GOTO(s, 1, "dsgd");
-  s->run = run;
-  s->o = *o;
-  s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
-  if (dt_local_step_plain(o->local_optimizer, &o->x)) {
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
-  } else {
-    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
-    DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->local)); /* its state kept for checkpoints */
-  }
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return dt_local_step_plain(o->local_optimizer, &o->x);
+}
+static int not_plain(const void *opts) { return !plain(opts); }
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_dsgd_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
 }
 
-static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgd_state *)ctx)->run->theta, l); }
+static const dt_state_slot slots[] = {
+    {.name = "mixed", .kind = DT_SLOT_NODE, .offset = offsetof(dsgd_state, mixed), .scratch = 1},
+    {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(dsgd_state, grad), .scratch = 1, .when = plain},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(dsgd_state, local), .when = not_plain, .spec = local_spec},
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  dsgd_state *s = state;
+  s->run = run;
+  s->o = *(const dt_dsgd_opts *)opts;
+  return DT_OK;
+}
+
+static float *theta_of(void *ctx, int l) { return dt_slab_node(dt_run_theta(((dsgd_state *)ctx)->run), l); }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgd_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  if (s->sequential) {
+  if (s->o.update_order == DT_ORDER_SEQUENTIAL) {
     /* the seed reference: mix in place in node order (a sweep), then every node's step
      * x ← x − α ∇f(x) */
     const dt_sweep_io io = {.out = theta_of, .ctx = s};
     DT_TRY(dt_mix_sweep(run, 0, 0.0f, &io));
-    DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
-    return dt_slab_axpby(run->be, 1.0f, &run->theta, -a, &s->grad, &run->theta);
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->grad, NULL));
+    return dt_slab_axpby(dt_run_backend(run), 1.0f, dt_run_theta(run), -a, &s->grad, dt_run_theta(run));
   }
   /* x_i ← Σ_j W_ij x_j − α ∇f_i(Σ_j W_ij x_j) */
   DT_TRY(dt_mix_all(run, 0, &s->mixed));
   if (s->local.opt != NULL) { /* the local optimizer's step at the mixed point, at rate α */
     DT_TRY(dt_run_gradients(run, &s->mixed, &s->local.grad, NULL));
     DT_TRY(dt_local_opt_step_all(s->local.opt, &s->mixed, &s->local.grad, a));
-    return dt_slab_copy(run->be, &s->mixed, &run->theta);
+    return dt_slab_copy(dt_run_backend(run), &s->mixed, dt_run_theta(run));
   }
   DT_TRY(dt_run_gradients(run, &s->mixed, &s->grad, NULL));
-  return dt_slab_axpby(run->be, 1.0f, &s->mixed, -a, &s->grad, &run->theta);
+  return dt_slab_axpby(dt_run_backend(run), 1.0f, &s->mixed, -a, &s->grad, dt_run_theta(run));
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
@@ -121,13 +111,10 @@ static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
   return dt_mix_sequential_accepts("dsgd", ((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL, env, why);
 }
 
-/* Per node: mixed, grad (the learners' for a local optimizer other than plain SGD, with its moments)
- * and the exchange's send vector; per rank, a sequential sweep's scratch vector while it runs. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_dsgd_opts *o = opts;
+/* Per rank, a sequential sweep's scratch vector while it runs. */
+static dt_state_size state_extra(const void *opts, size_t dim) {
   (void)dim;
-  return (dt_state_size){.per_node = 3 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
-                         .per_rank = o->update_order == DT_ORDER_SEQUENTIAL ? 1 : 0};
+  return (dt_state_size){.per_rank = ((const dt_dsgd_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL ? 1 : 0};
 }
 
 const dt_optimizer_def dt_optimizer_dsgd = {
@@ -139,14 +126,16 @@ const dt_optimizer_def dt_optimizer_dsgd = {
             .opts_size = sizeof(dt_dsgd_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(dsgd_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING,
     .on_missing = DT_MISSING_RENORMALISE,
     .accepts = accepts,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

@@ -36,46 +36,39 @@ typedef struct dsgdm_state {
   dt_optimizer_run *run;
 } dsgdm_state;
 
-static void destroy(void *p) {
-  dsgdm_state *s = p;
-  if (s == NULL) return;
-  dt_slab_free(s->run->be, &s->mixed);
-  dt_learners_free(s->run, &s->sgd);
-  dt_free(s);
-}
-
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  dsgdm_state *s = NULL;
-  dt_exchange *ex;
+/* the momentum step: PyTorch's SGD (momentum, Nesterov) as the fused local step */
+static dt_local_opt_spec sgd_spec(const void *opts) {
   const dt_dsgdm_opts *o = opts;
-  DT_ALLOC_GOTO(s, 1, "dsgdm");
-  s->run = run;
-  s->o = *o;
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mixed));
   dt_local_opt_spec spec = dt_local_opt_spec_default(DT_LOCAL_SGD);
   spec.momentum = (float)o->momentum;
   spec.nesterov = o->nesterov;
   spec.weight_decay = (float)o->x.weight_decay;
-  DT_TRY_GOTO(dt_learners_create_spec(run, "sgd", &spec, &s->sgd)); /* keeps the buffer (sgd.m) and the step count */
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return spec;
+}
+
+static const dt_state_slot slots[] = {
+    {.name = "mixed", .kind = DT_SLOT_NODE, .offset = offsetof(dsgdm_state, mixed), .scratch = 1},
+    {.name = "sgd", .kind = DT_SLOT_LEARNERS, .offset = offsetof(dsgdm_state, sgd), .spec = sgd_spec}, /* the buffer (sgd.m), the steps */
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  dsgdm_state *s = state;
+  s->run = run;
+  s->o = *(const dt_dsgdm_opts *)opts;
+  return DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgdm_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_exchange_go(run, NULL));
   DT_TRY(dt_mix_all(run, 0, &s->mixed));                   /* z_i = Σ_j W_ij x_j */
   DT_TRY(dt_run_gradients(run, &s->mixed, &s->sgd.grad, NULL)); /* g_i = ∇f_i(z_i) */
   /* m_i ← β m_i + g_i;  z_i ← z_i − α m_i (heavy ball) or z_i − α (g_i + β m_i) (Nesterov) */
   DT_TRY(dt_local_opt_step_all(s->sgd.opt, &s->mixed, &s->sgd.grad, a));
-  return dt_slab_copy(run->be, &s->mixed, &run->theta);
+  return dt_slab_copy(dt_run_backend(run), &s->mixed, dt_run_theta(run));
 }
 
 /* The plain step with the same stability limit on a quadratic of curvature L: heavy ball is
@@ -91,14 +84,6 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
-/* Per node: mixed, the learners' grad and momentum buffer (momentum > 0) and the exchange's send
- * vector. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_dsgdm_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 3 + dt_local_opt_state_vectors(DT_LOCAL_SGD, (float)o->momentum)};
-}
-
 const dt_optimizer_def dt_optimizer_dsgdm = {
     .plugin =
         {
@@ -108,13 +93,14 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
             .opts_size = sizeof(dt_dsgdm_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(dsgdm_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
-    .state_size = state_size,
 };

@@ -37,58 +37,44 @@ static const dt_key keys[] = {
 typedef struct dsgt_state {
   dt_dsgt_opts o;
   float alpha; /* this round's rate */
-  int sequential;
   dt_local_opt *local; /* a local optimizer other than plain SGD, stepping along y */
   dt_slab y, g;      /* tracker and last gradient of the local nodes */
   dt_slab gnew, tmp; /* scratch */
   dt_optimizer_run *run;
 } dsgt_state;
 
-static void destroy(void *p) {
-  dsgt_state *s = p;
-  if (s == NULL) return;
-  dt_slab_free(s->run->be, &s->y);
-  dt_slab_free(s->run->be, &s->g);
-  dt_slab_free(s->run->be, &s->gnew);
-  dt_slab_free(s->run->be, &s->tmp);
-  dt_local_opt_free(s->local);
-  dt_free(s);
+static const dt_state_slot slots[] = {
+    {.name = "tracker", .kind = DT_SLOT_NODE, .offset = offsetof(dsgt_state, y)},
+    {.name = "last_gradient", .kind = DT_SLOT_NODE, .offset = offsetof(dsgt_state, g)},
+    {.name = "gnew", .kind = DT_SLOT_NODE, .offset = offsetof(dsgt_state, gnew), .scratch = 1},
+    {.name = "tmp", .kind = DT_SLOT_NODE, .offset = offsetof(dsgt_state, tmp), .scratch = 1},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  (void)run;
+  dt_local_opt_free(((dsgt_state *)state)->local);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  dsgt_state *s = NULL;
-  dt_exchange *ex;
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  dsgt_state *s = state;
   const dt_dsgt_opts *o = opts;
-  DT_ALLOC_GOTO(s, 1, "dsgt");
   s->run = run;
   s->o = *o;
   s->alpha = (float)o->alpha;
-  s->sequential = o->update_order == DT_ORDER_SEQUENTIAL;
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->y));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->g));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->gnew));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->tmp));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "tracker", &s->y));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "last_gradient", &s->g));
-  if (!dt_local_step_plain(o->local_optimizer, &o->x)) {
+  if (!dt_local_step_plain(o->local_optimizer, &o->x)) { /* a local optimizer stepping along y */
     const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha, &o->x);
-    DT_TRY_GOTO(dt_run_local_opt(run, "local", &spec, &s->local));
+    DT_TRY(dt_run_local_opt(run, "local", &spec, &s->local));
   }
   if (o->init_grads) { /* y_i = g_i = ∇f_i(x_i⁰) */
-    DT_TRY_GOTO(dt_run_gradients(run, &run->theta, &s->g, NULL));
-    DT_TRY_GOTO(dt_slab_copy(run->be, &s->g, &s->y));
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->g, NULL));
+    DT_TRY(dt_slab_copy(dt_run_backend(run), &s->g, &s->y));
   }
-  DT_TRY_GOTO(dt_run_exchange(run, 2, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return DT_OK;
 }
 
 /* x_i ← Σ_j W_ij (x_j − α y_j) (vector 0) and tmp_i ← Σ_j W_ij y_j (vector 1), local node l */
-static float *theta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->run->theta, l); }
+static float *theta_of(void *ctx, int l) { return dt_slab_node(dt_run_theta(((dsgt_state *)ctx)->run), l); }
 static const float *delta_of(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->tmp, l); }
 static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)->y, l); }
 
@@ -97,16 +83,16 @@ static float *y_out(void *ctx, int l) { return dt_slab_node(&((dsgt_state *)ctx)
  * swept, the trackers all at the round start); all gradients at the new x; sweep
  * y_i ← W_ii y_i + (g⁺ − g_i) + Σ_j W_ij y_j. */
 static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
   DT_TRY(dt_mix_all(run, 1, &s->tmp)); /* tmp_i ← Σ_j W_ij y_j at the round-start trackers */
   const dt_sweep_io xs = {.extra = delta_of, .out = theta_of, .ctx = s};
   DT_TRY(dt_mix_sweep(run, 0, -s->alpha, &xs));
   /* g⁺ = ∇f_i(x_i) at the swept x; the tracker's correction g⁺ − g_i into tmp; g_i = g⁺ */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));
-  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->gnew, -1.0f, &s->g, &s->tmp));
-  DT_TRY(dt_slab_copy(run->be, &s->gnew, &s->g));
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->gnew, NULL));
+  DT_TRY(dt_slab_axpby(dt_run_backend(run), 1.0f, &s->gnew, -1.0f, &s->g, &s->tmp));
+  DT_TRY(dt_slab_copy(dt_run_backend(run), &s->gnew, &s->g));
   const dt_sweep_io ys = {.extra = delta_of, .out = y_out, .ctx = s};
   return dt_mix_sweep(run, 1, 1.0f, &ys);
 }
@@ -114,25 +100,25 @@ static dt_status sequential_round(dsgt_state *s, dt_optimizer_run *run) {
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgt_state *s = p;
   s->alpha = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha, 0, k, 1);
-  if (s->sequential) return sequential_round(s, run);
+  if (s->o.update_order == DT_ORDER_SEQUENTIAL) return sequential_round(s, run);
   /* send x_j − α y_j (vector 0; a local optimizer's step along y) and y_j (vector 1): both
    * mixes need only these */
-  dt_slab v0 = dt_exchange_send_slab(run->exchange, 0);
+  dt_slab v0 = dt_exchange_send_slab(dt_run_the_exchange(run), 0);
   if (s->local != NULL) {
-    DT_TRY(dt_slab_copy(run->be, &run->theta, &v0));
+    DT_TRY(dt_slab_copy(dt_run_backend(run), dt_run_theta(run), &v0));
     DT_TRY(dt_local_opt_step_all(s->local, &v0, &s->y, s->alpha));
   } else {
-    DT_TRY(dt_slab_axpby(run->be, 1.0f, &run->theta, -s->alpha, &s->y, &v0));
+    DT_TRY(dt_slab_axpby(dt_run_backend(run), 1.0f, dt_run_theta(run), -s->alpha, &s->y, &v0));
   }
   DT_TRY(dt_run_send(run, 1, &s->y));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_mix_all(run, 0, &run->theta));
+  DT_TRY(dt_mix_all(run, 0, dt_run_theta(run)));
   DT_TRY(dt_mix_all(run, 1, &s->tmp));
   /* g⁺ = ∇f_i(x_i); y_i ← Σ_j W_ij y_j + g⁺ − g_i; g_i = g⁺ */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->gnew, NULL));
-  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->tmp, 1.0f, &s->gnew, &s->y));
-  DT_TRY(dt_slab_axpby(run->be, 1.0f, &s->y, -1.0f, &s->g, &s->y));
-  return dt_slab_copy(run->be, &s->gnew, &s->g);
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->gnew, NULL));
+  DT_TRY(dt_slab_axpby(dt_run_backend(run), 1.0f, &s->tmp, 1.0f, &s->gnew, &s->y));
+  DT_TRY(dt_slab_axpby(dt_run_backend(run), 1.0f, &s->y, -1.0f, &s->g, &s->y));
+  return dt_slab_copy(dt_run_backend(run), &s->gnew, &s->g);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
@@ -157,12 +143,12 @@ static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
   return dt_mix_sequential_accepts("dsgt", ((const dt_dsgt_opts *)opts)->update_order == DT_ORDER_SEQUENTIAL, env, why);
 }
 
-/* Per node: y, g, gnew and tmp, the local optimizer's moments (none for plain SGD) and the
- * exchange's two send vectors; per rank, a sequential sweep's scratch vector while it runs. */
-static dt_state_size state_size(const void *opts, size_t dim) {
+/* Beyond the slots, per node: the local optimizer's moments (none for plain SGD); per rank, a
+ * sequential sweep's scratch vector while it runs. */
+static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_dsgt_opts *o = opts;
   (void)dim;
-  return (dt_state_size){.per_node = 6 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
+  return (dt_state_size){.per_node = dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
                          .per_rank = o->update_order == DT_ORDER_SEQUENTIAL ? 1 : 0};
 }
 
@@ -175,14 +161,17 @@ const dt_optimizer_def dt_optimizer_dsgt = {
             .opts_size = sizeof(dt_dsgt_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(dsgt_state),
+    .slots = slots,
+    .exchange_vectors = 2,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING,
     .on_missing = DT_MISSING_RENORMALISE,
     .accepts = accepts,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "../async.h"
+#include "../local_step.h"
 #include "../options_impl.h"
 #include "dt/optimizer.h"
 
@@ -65,15 +66,28 @@ typedef struct easgd_state {
   int *steps;      /* asynchronous: [N] each worker's steps since it last met the centre (the schedule's) */
 } easgd_state;
 
-static void destroy(void *p) {
-  easgd_state *s = p;
-  if (s == NULL) return;
+static dt_local_opt_spec worker_spec(const void *opts) {
+  const dt_easgd_opts *o = opts;
+  dt_local_opt_spec spec = dt_local_step_spec(o->worker_optimizer, o->lr, NULL);
+  if (o->momentum > 0) {
+    spec.momentum = (float)o->momentum;
+    spec.nesterov = 1;
+  }
+  return spec;
+}
+
+static const dt_state_slot slots[] = {
+    {.name = "worker", .kind = DT_SLOT_LEARNERS, .offset = offsetof(easgd_state, learners), .spec = worker_spec},
+    {.name = "centre", .kind = DT_SLOT_SHARED, .offset = offsetof(easgd_state, centre)},
+    {.name = "mean", .kind = DT_SLOT_SHARED, .offset = offsetof(easgd_state, mean), .scratch = 1},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  easgd_state *s = state;
+  (void)run;
   dt_async_free(s->async);
   dt_free(s->steps);
-  dt_learners_free(s->run, &s->learners);
-  dt_be_free(s->run->be, s->centre);
-  dt_be_free(s->run->be, s->mean);
-  dt_free(s);
 }
 
 /* β, or Nα (the paper's β = pα) capped at 1: beyond it the centre would overshoot the mean */
@@ -83,7 +97,7 @@ static double beta_of(const dt_easgd_opts *o, int n) { return o->beta > 0 ? o->b
 
 static dt_status async_start(void *ctx, dt_async *a, int l) {
   easgd_state *s = ctx;
-  return dt_async_gradient(a, l, &s->run->theta, &s->learners.grad);
+  return dt_async_gradient(a, l, dt_run_theta(s->run), &s->learners.grad);
 }
 
 /* A worker step (the gradient taken when it began); after tau of them, x_i goes to the centre. */
@@ -92,13 +106,13 @@ static dt_status async_end(void *ctx, dt_async *a, int node, int l) {
   dt_optimizer_run *run = s->run;
   if (l >= 0) {
     const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, dt_async_now_round(a));
-    DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(&run->theta, l), dt_slab_node(&s->learners.grad, l), lr, NULL));
+    DT_TRY(dt_local_opt_step(s->learners.opt, l, dt_slab_node(dt_run_theta(run), l), dt_slab_node(&s->learners.grad, l), lr, NULL));
   }
   if (++s->steps[node] < s->o.tau) return DT_OK;
   s->steps[node] = 0;
   float *push;
   DT_TRY(dt_async_push(a, node, &push));
-  return push != NULL ? dt_be_copy(run->be, run->dim, dt_slab_node(&run->theta, l), push) : DT_OK;
+  return push != NULL ? dt_be_copy(dt_run_backend(run), dt_run_dim(run), dt_slab_node(dt_run_theta(run), l), push) : DT_OK;
 }
 
 /* The centre meets x_i: it answers with x̃ as it is, then moves x̃ ← x̃ + (β/N)(x_i − x̃) (β/N = α
@@ -107,9 +121,9 @@ static dt_status async_centre(void *ctx, dt_async *a, int from, const float *pus
   easgd_state *s = ctx;
   dt_optimizer_run *run = s->run;
   (void)a, (void)from;
-  const float b = (float)(beta_of(&s->o, run->graph->n) / run->graph->n);
-  DT_TRY(dt_be_copy(run->be, run->dim, s->centre, reply));
-  return dt_be_axpby(run->be, run->dim, 1.0f - b, s->centre, b, push, s->centre);
+  const float b = (float)(beta_of(&s->o, dt_run_graph(run)->n) / dt_run_graph(run)->n);
+  DT_TRY(dt_be_copy(dt_run_backend(run), dt_run_dim(run), s->centre, reply));
+  return dt_be_axpby(dt_run_backend(run), dt_run_dim(run), 1.0f - b, s->centre, b, push, s->centre);
 }
 
 /* x_i ← (1 − α) x_i + α x̃ with the x̃ the centre had; without it (push or reply lost) x_i stays. */
@@ -118,45 +132,27 @@ static dt_status async_reply(void *ctx, dt_async *a, int node, int l, const floa
   const float alpha = (float)s->o.alpha;
   (void)a, (void)node;
   if (l < 0 || !delivered) return DT_OK;
-  float *x = dt_slab_node(&s->run->theta, l);
-  return dt_be_axpby(s->run->be, s->run->dim, 1.0f - alpha, x, alpha, reply, x);
+  float *x = dt_slab_node(dt_run_theta(s->run), l);
+  return dt_be_axpby(dt_run_backend(s->run), dt_run_dim(s->run), 1.0f - alpha, x, alpha, reply, x);
 }
 
 static dt_status async_create(easgd_state *s) {
   dt_optimizer_run *run = s->run;
   DT_TRY(dt_run_keep_slab(run, "grad", &s->learners.grad)); /* a step's gradient, taken when it began */
-  DT_ALLOC(s->steps, (size_t)run->graph->n + 1, "easgd");
-  const dt_async_def def = {.centre_len = run->dim, .step_start = async_start, .step_end = async_end, .centre = async_centre,
+  DT_ALLOC(s->steps, (size_t)dt_run_graph(run)->n + 1, "easgd");
+  const dt_async_def def = {.centre_len = dt_run_dim(run), .step_start = async_start, .step_end = async_end, .centre = async_centre,
                             .centre_reply = async_reply};
   return dt_async_create(run, &def, s, &s->async);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  easgd_state *s = NULL;
-  dt_backend *be = run->be;
-  DT_ALLOC_GOTO(s, 1, "easgd");
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  easgd_state *s = state;
   s->run = run;
   s->o = *(const dt_easgd_opts *)opts;
-  dt_local_opt_spec spec = dt_local_opt_spec_default((dt_local_opt_kind)s->o.worker_optimizer);
-  spec.lr = (float)s->o.lr;
-  if (s->o.momentum > 0) {
-    spec.momentum = (float)s->o.momentum;
-    spec.nesterov = 1;
-  }
-  DT_TRY_GOTO(dt_learners_create_spec(run, "worker", &spec, &s->learners));
-  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->centre));
-  DT_TRY_GOTO(dt_be_alloc(be, sizeof(float) * run->dim, (void **)&s->mean));
   /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
-  DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->centre));
-  DT_TRY_GOTO(dt_run_keep_shared_vec(run, "centre", s->centre));
-  DT_TRY_GOTO(dt_run_centre_faults(run));
-  if (s->o.asynchronous) DT_TRY_GOTO(async_create(s));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  DT_TRY(dt_run_mean_uncounted(run, dt_run_theta(run), s->centre));
+  DT_TRY(dt_run_centre_faults(run));
+  return s->o.asynchronous ? async_create(s) : DT_OK;
 }
 
 /* The elastic step under faults: the centre feels the pull of the m workers whose push arrived,
@@ -165,37 +161,37 @@ cleanup:
  * did not keeps x_i. The pushes go through the gradient scratch (its rows are zeroed where lost). */
 static dt_status faulty_elastic(easgd_state *s, float a, float b) {
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   int m;
   const uint8_t *got;
-  DT_TRY(dt_slab_copy(be, &run->theta, &s->learners.grad));
+  DT_TRY(dt_slab_copy(be, dt_run_theta(run), &s->learners.grad));
   DT_TRY(dt_run_centre_mean(run, &s->learners.grad, s->mean, &m));
-  DT_TRY(dt_run_centre_reply(run, NULL, sizeof(float) * run->dim, &got));
-  for (int l = 0; l < run->count; l++) {
-    if (!got[run->first + l]) continue;
-    float *x = dt_slab_node(&run->theta, l);
-    DT_TRY(dt_be_axpby(be, run->dim, 1.0f - a, x, a, s->centre, x));
+  DT_TRY(dt_run_centre_reply(run, NULL, sizeof(float) * dt_run_dim(run), &got));
+  for (int l = 0; l < dt_run_count(run); l++) {
+    if (!got[dt_run_first(run) + l]) continue;
+    float *x = dt_slab_node(dt_run_theta(run), l);
+    DT_TRY(dt_be_axpby(be, dt_run_dim(run), 1.0f - a, x, a, s->centre, x));
   }
-  const float bm = (float)((double)b * m / run->graph->n);
-  return m > 0 ? dt_be_axpby(be, run->dim, 1.0f - bm, s->centre, bm, s->mean, s->centre) : DT_OK;
+  const float bm = (float)((double)b * m / dt_run_graph(run)->n);
+  return m > 0 ? dt_be_axpby(be, dt_run_dim(run), 1.0f - bm, s->centre, bm, s->mean, s->centre) : DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   easgd_state *s = p;
   if (s->async != NULL) return dt_async_round(s->async, k);
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   const float lr = (float)dt_rate_at(s->o.lr, s->o.mu, k);
-  const float a = (float)s->o.alpha, b = (float)beta_of(&s->o, run->graph->n);
+  const float a = (float)s->o.alpha, b = (float)beta_of(&s->o, dt_run_graph(run)->n);
   for (int t = 0; t < s->o.tau; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
-  if (run->faults != NULL) return faulty_elastic(s, a, b);
+  if (dt_run_faulty(run)) return faulty_elastic(s, a, b);
   /* every worker pushes x_i (charged by dt_run_node_mean) ... */
-  DT_TRY(dt_run_node_mean(run, &run->theta, s->mean));
+  DT_TRY(dt_run_node_mean(run, dt_run_theta(run), s->mean));
   /* ... and the centre, hosted with node 0, sends x̃ back to each of the N workers */
   dt_run_count_from_centre(run);
   /* x_i ← (1 − α) x_i + α x̃ (the centre before its own move), then x̃ ← (1 − β) x̃ + β x̄ */
-  const dt_slab centre = {.data = s->centre, .count = run->count, .dim = run->dim, .stride = 0};
-  DT_TRY(dt_slab_axpby(be, 1.0f - a, &run->theta, a, &centre, &run->theta));
-  return dt_be_axpby(be, run->dim, 1.0f - b, s->centre, b, s->mean, s->centre);
+  const dt_slab centre = {.data = s->centre, .count = dt_run_count(run), .dim = dt_run_dim(run), .stride = 0};
+  DT_TRY(dt_slab_axpby(be, 1.0f - a, dt_run_theta(run), a, &centre, dt_run_theta(run)));
+  return dt_be_axpby(be, dt_run_dim(run), 1.0f - b, s->centre, b, s->mean, s->centre);
 }
 
 static double bytes_per_round(const dt_graph *g, size_t dim, const void *opts) {
@@ -209,16 +205,12 @@ static double gradient_step(const void *opts) {
   return o->worker_optimizer == DT_LOCAL_SGD && o->momentum == 0 ? o->lr : 0;
 }
 
-/* Per node: the workers' grad and moments (asynchronous: and the engine's push and reply rows); per
- * rank: centre, mean and the run's sum (dim doubles) (asynchronous: the centre's rank's push and
- * reply buffers, counted on every rank). */
-static dt_state_size state_size(const void *opts, size_t dim) {
+/* Asynchronous: per node, the engine's push and reply rows; per rank, the centre's rank's push and
+ * reply buffers, counted on every rank. Always: the run's sum (dim doubles) per rank. */
+static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_easgd_opts *o = opts;
   (void)dim;
-  const float momentum = o->momentum > 0 ? (float)o->momentum : 0.0f; /* as create's spec */
-  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->worker_optimizer, momentum) +
-                                     (o->asynchronous ? 2 : 0),
-                         .per_rank = 4 + (o->asynchronous ? 2 : 0)};
+  return (dt_state_size){.per_node = o->asynchronous ? 2 : 0, .per_rank = 2 + (o->asynchronous ? 2 : 0)};
 }
 
 static int asynchronous(const void *opts) { return ((const dt_easgd_opts *)opts)->asynchronous; }
@@ -232,14 +224,16 @@ const dt_optimizer_def dt_optimizer_easgd = {
             .opts_size = sizeof(dt_easgd_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(easgd_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */
     .graph_unused = "each node talks to the elastic centre with node 0",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP, /* the centre feels the pushes that arrived; a worker without a reply keeps x_i (faulty_elastic) */
     .asynchronous = asynchronous,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

@@ -6,8 +6,8 @@
 
 static const dt_key keys[] = {DT_EXACT_COMMON_KEYS, {0}};
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  return dt_exact_create(run, opts, DT_EXACT_EXTRA, out);
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  return dt_exact_create(run, opts, DT_EXACT_EXTRA, state);
 }
 
 const dt_optimizer_def dt_optimizer_extra = {
@@ -19,12 +19,5 @@ const dt_optimizer_def dt_optimizer_extra = {
             .opts_size = sizeof(dt_exact_opts),
             .finalize = dt_exact_finalize,
         },
-    .create = create,
-    .round = dt_exact_round,
-    .destroy = dt_exact_destroy,
-    .bytes_per_round = dt_mix_one_vector_bytes,
-    .traffic_per_edge = 1,
-    .gradient_step = dt_exact_gradient_step,
-    .state_size = dt_exact_state_size,
-    .on_missing = DT_MISSING_RENORMALISE,
+    DT_EXACT_DEF_COMMON,
 };

@@ -52,41 +52,38 @@ typedef struct gossip_state {
   double *wnew;    /* scratch: the weights after this round's pushes */
 } gossip_state;
 
-static void destroy(void *p) {
-  gossip_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_gossip_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
+}
+
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(gossip_state, learners), .spec = local_spec},
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  gossip_state *s = state;
+  (void)run;
   dt_free(s->mask);
   dt_free(s->partner);
   dt_free(s->order);
   dt_free(s->w);
   dt_free(s->wnew);
-  dt_free(s);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  gossip_state *s = NULL;
-  dt_exchange *ex;
-  const dt_graph *g = run->graph;
-  DT_ALLOC_GOTO(s, 1, "gossip");
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  gossip_state *s = state;
+  const dt_graph *g = dt_run_graph(run);
   s->run = run;
   s->o = *(const dt_gossip_opts *)opts;
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_ALLOC_GOTO(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
-  DT_ALLOC_GOTO(s->partner, g->n, "gossip");
-  DT_ALLOC_GOTO(s->order, g->num_edges + 1, "gossip");
-  DT_ALLOC_GOTO(s->w, g->n, "gossip");
-  DT_ALLOC_GOTO(s->wnew, g->n, "gossip");
+  DT_ALLOC(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
+  DT_ALLOC(s->partner, g->n, "gossip");
+  DT_ALLOC(s->order, g->num_edges + 1, "gossip");
+  DT_ALLOC(s->w, g->n, "gossip");
+  DT_ALLOC(s->wnew, g->n, "gossip");
   for (int i = 0; i < g->n; i++) s->w[i] = 1.0;
-  DT_TRY_GOTO(dt_run_keep_shared(run, "push_weights", s->w, sizeof(double) * (size_t)g->n));
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return dt_run_keep_shared(run, "push_weights", s->w, sizeof(double) * (size_t)g->n);
 }
 
 static void set_edge(const dt_graph *g, uint8_t *mask, int from, int to) {
@@ -95,17 +92,17 @@ static void set_edge(const dt_graph *g, uint8_t *mask, int from, int to) {
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   gossip_state *s = p;
-  const dt_graph *g = run->graph;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
+  const dt_graph *g = dt_run_graph(run);
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
   const float lr = (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, s->o.local_steps);
   for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, lr, NULL));
 
   /* Who talks to whom this round: the same draws on every rank, among the links of this round's
    * graph (every edge of a static one). */
-  const uint8_t *live = run->round.mask;
+  const uint8_t *live = dt_run_this_round(run)->mask;
   dt_rng r;
-  dt_rng_init(&r, run->seed, DT_RNG_GOSSIP, (uint64_t)k);
+  dt_rng_init(&r, dt_run_seed(run), DT_RNG_GOSSIP, (uint64_t)k);
   memset(s->mask, 0, 2 * (size_t)g->num_edges);
   if (s->o.mode == DT_GOSSIP_PAIRWISE) {
     dt_graph_random_matching(g, &r, live, s->order, s->partner);
@@ -119,7 +116,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) deg += live == NULL || live[e];
       double u = dt_rng_double(&r);
       uint32_t pick = dt_rng_below(&r, (uint32_t)(deg > 0 ? deg : 1));
-      if (u < s->o.p && deg > 0 && (run->online == NULL || run->online[i])) { /* an offline node does not push */
+      if (u < s->o.p && deg > 0 && dt_run_online(run, i)) { /* an offline node does not push */
         for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)
           if ((live == NULL || live[e]) && pick-- == 0) {
             s->partner[i] = g->nbr[e];
@@ -129,36 +126,36 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
       }
     }
   }
-  for (int l = 0; l < run->count; l++) { /* --dump-trace: each node's partner or push target */
-    const int32_t peer = s->partner[run->first + l];
+  for (int l = 0; l < dt_run_count(run); l++) { /* --dump-trace: each node's partner or push target */
+    const int32_t peer = s->partner[dt_run_first(run) + l];
     DT_TRY(dt_run_trace_i32(run, l, "PEER", &peer, 1));
   }
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_exchange_go(run, s->mask));
 
   if (s->o.mode == DT_GOSSIP_PAIRWISE) {
-    for (int l = 0; l < run->count; l++) {
-      const int i = run->first + l, j = s->partner[i];
+    for (int l = 0; l < dt_run_count(run); l++) {
+      const int i = dt_run_first(run) + l, j = s->partner[i];
       if (j < 0) continue;
-      const float *xj = dt_exchange_recv(run->exchange, i, j, 0);
-      const float *xi = dt_exchange_send_buffer(run->exchange, i, 0);
+      const float *xj = dt_exchange_recv(dt_run_the_exchange(run), i, j, 0);
+      const float *xi = dt_exchange_send_buffer(dt_run_the_exchange(run), i, 0);
       if (xj == NULL) continue; /* lost (faults): i keeps its own */
       /* x_i/2 + x_j/2 (halving is exact) is the same float on both ends: the pair agrees exactly */
-      DT_TRY(dt_be_axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(&run->theta, l)));
+      DT_TRY(dt_be_axpby(be, d, 0.5f, xi, 0.5f, xj, dt_slab_node(dt_run_theta(run), l)));
     }
     return DT_OK;
   }
   /* push: senders halve their weight; receivers merge pushes in sender order */
   for (int i = 0; i < g->n; i++)
     if (s->partner[i] >= 0) s->w[i] *= 0.5;
-  for (int l = 0; l < run->count; l++) {
-    const int j = run->first + l;
-    float *x = dt_slab_node(&run->theta, l);
+  for (int l = 0; l < dt_run_count(run); l++) {
+    const int j = dt_run_first(run) + l;
+    float *x = dt_slab_node(dt_run_theta(run), l);
     double wj = s->w[j]; /* grows with each merged push */
     for (int e = g->nbr_start[j]; e < g->nbr_start[j + 1]; e++) {
       const int i = g->nbr[e];
       if (s->partner[i] != j) continue;
-      const float *xi = dt_exchange_recv(run->exchange, j, i, 0);
+      const float *xi = dt_exchange_recv(dt_run_the_exchange(run), j, i, 0);
       if (xi == NULL) continue; /* lost (faults): the pushed half is gone */
       const double wi = s->w[i], tot = wj + wi;
       const float a = (float)(wj / tot), b = (float)(wi / tot);
@@ -197,13 +194,6 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Per node: the learners' grad and moments and the exchange's send vector. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_gossip_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 2 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum)};
-}
-
 const dt_optimizer_def dt_optimizer_gossip = {
     .plugin =
         {
@@ -213,12 +203,14 @@ const dt_optimizer_def dt_optimizer_gossip = {
             .opts_size = sizeof(dt_gossip_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(gossip_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING, /* pairs and push targets are drawn among the round's links */
     .on_missing = DT_MISSING_SKIP,
-    .state_size = state_size,
 };

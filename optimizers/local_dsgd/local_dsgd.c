@@ -35,37 +35,30 @@ typedef struct local_dsgd_state {
   dt_optimizer_run *run;
 } local_dsgd_state;
 
-static void destroy(void *p) {
-  local_dsgd_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
-  dt_free(s);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_local_dsgd_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  local_dsgd_state *s = NULL;
-  dt_exchange *ex;
-  DT_ALLOC_GOTO(s, 1, "local_dsgd");
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(local_dsgd_state, learners), .spec = local_spec},
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  local_dsgd_state *s = state;
   s->run = run;
   s->o = *(const dt_local_dsgd_opts *)opts;
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.alpha0, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   local_dsgd_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, s->o.local_steps);
   for (int t = 0; t < s->o.local_steps; t++) DT_TRY(dt_learners_step(run, &s->learners, a, NULL)); /* x ← step(x, g) */
-  DT_TRY(dt_run_send(run, 0, &run->theta));
+  DT_TRY(dt_run_send(run, 0, dt_run_theta(run)));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  return dt_mix_all(run, 0, &run->theta); /* x_i ← Σ_j W_ij x_j */
+  return dt_mix_all(run, 0, dt_run_theta(run)); /* x_i ← Σ_j W_ij x_j */
 }
 
 static double gradient_step(const void *opts) {
@@ -78,13 +71,6 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->local_optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Per node: the learners' grad and moments and the exchange's send vector. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_local_dsgd_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 2 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum)};
-}
-
 const dt_optimizer_def dt_optimizer_local_dsgd = {
     .plugin =
         {
@@ -94,13 +80,14 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
             .opts_size = sizeof(dt_local_dsgd_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(local_dsgd_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
-    .state_size = state_size,
 };

@@ -15,8 +15,8 @@ static const dt_key keys[] = {
     {0},
 };
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  return dt_exact_create(run, opts, DT_EXACT_NIDS, out);
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  return dt_exact_create(run, opts, DT_EXACT_NIDS, state);
 }
 
 static int finalize(void *opts, int rounds, char *err, size_t err_size) {
@@ -40,13 +40,6 @@ const dt_optimizer_def dt_optimizer_nids = {
             .opts_size = sizeof(dt_exact_opts),
             .finalize = finalize,
         },
-    .create = create,
-    .round = dt_exact_round,
-    .destroy = dt_exact_destroy,
-    .bytes_per_round = dt_mix_one_vector_bytes,
-    .traffic_per_edge = 1,
-    .gradient_step = dt_exact_gradient_step,
-    .state_size = dt_exact_state_size,
+    DT_EXACT_DEF_COMMON,
     .accepts = accepts,
-    .on_missing = DT_MISSING_RENORMALISE,
 };

@@ -126,55 +126,48 @@ static float *buf_out(const pg_state *s, int l) { return s->buf + (size_t)l * (2
 static float *buf_in(const pg_state *s, int l) { return buf_out(s, l) + s->buf_floats; }
 static float *buf_mix(const pg_state *s, int l) { return buf_in(s, l) + s->buf_floats; }
 
-static void destroy(void *p) {
-  pg_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->local);
+/* No slots: the factors' layout comes from the model, and the checkpoint keeps "pq" before the
+ * learners, as it always has. */
+static void destroy(dt_optimizer_run *run, void *state) {
+  pg_state *s = state;
+  dt_learners_free(run, &s->local);
   layout_free(&s->lay);
   dt_free(s->pq);
   dt_free(s->was);
   dt_free(s->xh);
   dt_free(s->buf);
-  dt_free(s);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  pg_state *s = NULL;
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  pg_state *s = state;
   dt_exchange *ex;
   const dt_powergossip_opts *o = opts;
-  const dt_graph *g = run->graph;
-  DT_ALLOC_GOTO(s, 1, "powergossip");
+  const dt_graph *g = dt_run_graph(run);
   s->run = run;
   s->o = *o;
-  DT_TRY_GOTO(layout_make(dt_task_model(run->task), run->dim, o->rank, &s->lay));
+  DT_TRY(layout_make(dt_task_model(dt_run_task(run)), dt_run_dim(run), o->rank, &s->lay));
   for (int i = 0; i < g->n; i++) s->maxdeg = dt_graph_degree(g, i) > s->maxdeg ? dt_graph_degree(g, i) : s->maxdeg;
   s->edge_floats = s->lay.np + s->lay.nq;
   s->buf_floats = s->lay.nv + (s->lay.np > s->lay.nq ? s->lay.np : s->lay.nq);
-  DT_ALLOC_GOTO(s->pq, (size_t)run->count * s->maxdeg * s->edge_floats + 1, "powergossip factors");
-  if (run->faults != NULL) DT_ALLOC_GOTO(s->was, (size_t)run->count * s->maxdeg * s->edge_floats + 1, "powergossip factors");
-  DT_ALLOC_GOTO(s->xh, (size_t)run->count * run->dim + 1, "powergossip parameters");
-  DT_ALLOC_GOTO(s->buf, (size_t)run->count * (2 * s->buf_floats + s->lay.nv) + 1, "powergossip messages");
+  DT_ALLOC(s->pq, (size_t)dt_run_count(run) * s->maxdeg * s->edge_floats + 1, "powergossip factors");
+  if (dt_run_faulty(run)) DT_ALLOC(s->was, (size_t)dt_run_count(run) * s->maxdeg * s->edge_floats + 1, "powergossip factors");
+  DT_ALLOC(s->xh, (size_t)dt_run_count(run) * dt_run_dim(run) + 1, "powergossip parameters");
+  DT_ALLOC(s->buf, (size_t)dt_run_count(run) * (2 * s->buf_floats + s->lay.nv) + 1, "powergossip messages");
   /* each edge's starting P and Q: standard normal draws from the stream both ends share */
-  for (int l = 0; l < run->count; l++) {
-    const int i = run->first + l;
+  for (int l = 0; l < dt_run_count(run); l++) {
+    const int i = dt_run_first(run) + l;
     for (int t = 0; t < dt_graph_degree(g, i); t++) {
       const int j = g->nbr[g->nbr_start[i] + t], lo = i < j ? i : j, hi = i < j ? j : i;
       dt_rng r;
-      dt_rng_init(&r, run->seed, DT_RNG_POWERGOSSIP, ((uint64_t)lo << 32) | (uint64_t)hi);
+      dt_rng_init(&r, dt_run_seed(run), DT_RNG_POWERGOSSIP, ((uint64_t)lo << 32) | (uint64_t)hi);
       float *pq = edge_pq(s, l, t);
       for (size_t a = 0; a < s->edge_floats; a++) pq[a] = (float)dt_rng_normal(&r);
     }
   }
-  DT_TRY_GOTO(dt_run_keep_nodes(run, "pq", s->pq, sizeof(float) * s->maxdeg * s->edge_floats));
+  DT_TRY(dt_run_keep_nodes(run, "pq", s->pq, sizeof(float) * s->maxdeg * s->edge_floats));
   const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->local));
-  DT_TRY_GOTO(dt_run_exchange_edges(run, s->buf_floats, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  DT_TRY(dt_learners_create_spec(run, "local", &spec, &s->local));
+  return dt_run_exchange_edges(run, s->buf_floats, &ex);
 }
 
 /* Gram–Schmidt on the r columns of the rows x r row-major matrix a, as the authors'
@@ -222,10 +215,10 @@ static size_t factor_floats(const pg_layout *lay, int sd) { return sd == 0 ? 0 :
 static dt_status node_send(void *p, int l) {
   pg_state *s = p;
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
+  const dt_graph *g = dt_run_graph(run);
   const pg_layout *lay = &s->lay;
-  const int i = run->first + l, sd = side(s->k);
-  const float *x = s->xh + (size_t)l * run->dim;
+  const int i = dt_run_first(run) + l, sd = side(s->k);
+  const float *x = s->xh + (size_t)l * dt_run_dim(run);
   float *msg = buf_out(s, l);
   size_t at = 0;
   for (int v = 0; v < lay->nvec; v++) {
@@ -237,7 +230,7 @@ static dt_status node_send(void *p, int l) {
     float *pq = edge_pq(s, l, t), *P = pq, *Q = pq + lay->np;
     const int j = g->nbr[g->nbr_start[i] + t], lo = i < j ? i : j, hi = i < j ? j : i;
     dt_rng redraw; /* (seed, powergossip, 2^63 + round · 2^24 + lo · 2^12 + hi): the edge's redraws this round */
-    dt_rng_init(&redraw, run->seed, DT_RNG_POWERGOSSIP, (1ull << 63) | ((uint64_t)s->k << 24) | ((uint64_t)lo << 12) | (uint64_t)hi);
+    dt_rng_init(&redraw, dt_run_seed(run), DT_RNG_POWERGOSSIP, (1ull << 63) | ((uint64_t)s->k << 24) | ((uint64_t)lo << 12) | (uint64_t)hi);
     for (int a = 0; a < lay->nmat && sd != 0; a++) {
       const pg_matrix *mx = &lay->mat[a];
       if (sd == 1) {
@@ -249,7 +242,7 @@ static dt_status node_send(void *p, int l) {
       }
     }
     if (sd != 0) memcpy(msg + lay->nv, sd == 1 ? P : Q, sizeof(float) * (floats - lay->nv));
-    DT_TRY(dt_be_upload(run->be, dt_exchange_edge_buffer(run->exchange, i, t), msg, sizeof(float) * floats));
+    DT_TRY(dt_be_upload(dt_run_backend(run), dt_exchange_edge_buffer(dt_run_the_exchange(run), i, t), msg, sizeof(float) * floats));
   }
   return DT_OK;
 }
@@ -266,30 +259,31 @@ static void add_scaled(float *out, float w, const float *v, size_t n) {
 static dt_status node_mix(void *p, int l) {
   pg_state *s = p;
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
+  const dt_graph *g = dt_run_graph(run);
   const pg_layout *lay = &s->lay;
-  const int i = run->first + l, sd = side(s->k);
-  float *x = s->xh + (size_t)l * run->dim, *own = buf_out(s, l), *in = buf_in(s, l), *mix = buf_mix(s, l);
+  const int i = dt_run_first(run) + l, sd = side(s->k);
+  float *x = s->xh + (size_t)l * dt_run_dim(run), *own = buf_out(s, l), *in = buf_in(s, l), *mix = buf_mix(s, l);
   const size_t nf = factor_floats(lay, sd);
   memset(mix, 0, sizeof(float) * lay->nv);
   /* under faults: the vectors' weights renormalised over what arrived, self included */
-  double total = run->round.w_self[i];
-  for (int t = 0; run->faults != NULL && t < dt_graph_degree(g, i); t++)
-    if (dt_exchange_recv(run->exchange, i, g->nbr[g->nbr_start[i] + t], 0) != NULL) total += run->round.w_nbr[g->nbr_start[i] + t];
-  const double norm = run->faults != NULL ? total : 1.0;
+  double total = dt_run_this_round(run)->w_self[i];
+  for (int t = 0; dt_run_faulty(run) && t < dt_graph_degree(g, i); t++)
+    if (dt_exchange_recv(dt_run_the_exchange(run), i, g->nbr[g->nbr_start[i] + t], 0) != NULL)
+      total += dt_run_this_round(run)->w_nbr[g->nbr_start[i] + t];
+  const double norm = dt_run_faulty(run) ? total : 1.0;
   int self_done = 0;
   for (int t = 0; t < dt_graph_degree(g, i); t++) {
     const int e = g->nbr_start[i] + t, j = g->nbr[e];
-    if (!self_done && j > i) add_scaled(mix, (float)(run->round.w_self[i] / norm), own, lay->nv), self_done = 1;
-    const float *recv = dt_exchange_recv(run->exchange, i, j, 0);
-    DT_CHECK(recv != NULL || run->faults != NULL, DT_ERR_INTERNAL, "powergossip: no message from node %d to node %d", j, i);
+    if (!self_done && j > i) add_scaled(mix, (float)(dt_run_this_round(run)->w_self[i] / norm), own, lay->nv), self_done = 1;
+    const float *recv = dt_exchange_recv(dt_run_the_exchange(run), i, j, 0);
+    DT_CHECK(recv != NULL || dt_run_faulty(run), DT_ERR_INTERNAL, "powergossip: no message from node %d to node %d", j, i);
     /* an edge that did not carry both messages is left as it was by both ends (every rank knows) */
-    const int both = run->faults == NULL || (dt_run_delivered(run, NULL, e) &&
+    const int both = !dt_run_faulty(run) || (dt_run_delivered(run, NULL, e) &&
                                              dt_run_delivered(run, NULL, g->nbr_start[j] + dt_graph_nbr_index(g, j, i)));
     if (!both) memcpy(edge_pq(s, l, t), s->was + (edge_pq(s, l, t) - s->pq), sizeof(float) * s->edge_floats);
     if (recv == NULL) continue;
-    DT_TRY(dt_be_download(run->be, in, recv, sizeof(float) * (lay->nv + nf)));
-    const float w = (float)(run->round.w_nbr[e] / norm);
+    DT_TRY(dt_be_download(dt_run_backend(run), in, recv, sizeof(float) * (lay->nv + nf)));
+    const float w = (float)(dt_run_this_round(run)->w_nbr[e] / norm);
     add_scaled(mix, w, in, lay->nv);
     if (sd == 0 || !both) continue;
     float *P = edge_pq(s, l, t), *Q = P + lay->np, *d = sd == 1 ? P : Q;
@@ -308,7 +302,7 @@ static dt_status node_mix(void *p, int l) {
         }
     }
   }
-  if (!self_done) add_scaled(mix, (float)(run->round.w_self[i] / norm), own, lay->nv);
+  if (!self_done) add_scaled(mix, (float)(dt_run_this_round(run)->w_self[i] / norm), own, lay->nv);
   size_t at = 0;
   for (int v = 0; v < lay->nvec; v++) {
     memcpy(x + lay->vec_off[v], mix + at, sizeof(float) * lay->vec_n[v]);
@@ -323,27 +317,29 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   const float lr = (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1);
   s->k = k;
   /* the gradient at x_i before the gossip (the authors' DPSGD with overlapping = True) */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->local.grad, NULL));
-  for (int l = 0; l < run->count; l++) DT_TRY(dt_slab_download_node(run->be, &run->theta, l, s->xh + (size_t)l * run->dim));
-  if (k == 0 && run->trace != NULL) /* the edges' starting factors, for the twin */
-    for (int l = 0; l < run->count; l++)
-      for (int t = 0; t < dt_graph_degree(run->graph, run->first + l); t++)
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->local.grad, NULL));
+  for (int l = 0; l < dt_run_count(run); l++)
+    DT_TRY(dt_slab_download_node(dt_run_backend(run), dt_run_theta(run), l, s->xh + (size_t)l * dt_run_dim(run)));
+  if (k == 0 && dt_run_tracing(run)) /* the edges' starting factors, for the twin */
+    for (int l = 0; l < dt_run_count(run); l++)
+      for (int t = 0; t < dt_graph_degree(dt_run_graph(run), dt_run_first(run) + l); t++)
         DT_TRY(dt_run_trace_f32(run, l, "PGPQ", edge_pq(s, l, t), s->edge_floats));
-  if (s->was != NULL) memcpy(s->was, s->pq, sizeof(float) * (size_t)run->count * s->maxdeg * s->edge_floats);
+  if (s->was != NULL) memcpy(s->was, s->pq, sizeof(float) * (size_t)dt_run_count(run) * s->maxdeg * s->edge_floats);
   DT_TRY(dt_run_for_nodes(run, node_send, s));
   const int sd = side(k);
-  if (sd != 0 && run->trace != NULL) /* each edge's orthogonalized factor (Q̂ or P̂), for the twin */
-    for (int l = 0; l < run->count; l++)
-      for (int t = 0; t < dt_graph_degree(run->graph, run->first + l); t++) {
+  if (sd != 0 && dt_run_tracing(run)) /* each edge's orthogonalized factor (Q̂ or P̂), for the twin */
+    for (int l = 0; l < dt_run_count(run); l++)
+      for (int t = 0; t < dt_graph_degree(dt_run_graph(run), dt_run_first(run) + l); t++) {
         float *pq = edge_pq(s, l, t);
         DT_TRY(dt_run_trace_f32(run, l, "PGDR", sd == 1 ? pq + lay->np : pq, sd == 1 ? lay->nq : lay->np));
       }
   const size_t floats = lay->nv + factor_floats(lay, sd);
   if (floats > 0) DT_TRY(dt_run_exchange_go_sized(run, NULL, sizeof(float) * floats));
   DT_TRY(dt_run_for_nodes(run, node_mix, s));
-  for (int l = 0; l < run->count; l++) DT_TRY(dt_slab_upload_node(run->be, &run->theta, l, s->xh + (size_t)l * run->dim));
+  for (int l = 0; l < dt_run_count(run); l++)
+    DT_TRY(dt_slab_upload_node(dt_run_backend(run), dt_run_theta(run), l, s->xh + (size_t)l * dt_run_dim(run)));
   /* then the local step at the gossiped point with that gradient */
-  return dt_local_opt_step_all(s->local.opt, &run->theta, &s->local.grad, lr);
+  return dt_local_opt_step_all(s->local.opt, dt_run_theta(run), &s->local.grad, lr);
 }
 
 /* Without the model: every parameter sent whole (an upper bound). */
@@ -378,7 +374,7 @@ static const char *const aliases[] = {"power_gossip", NULL};
 /* Per node: the learners' grad and moments; per out-edge: the per-edge exchange's send message of
  * buf_floats = nv + max(np, nq), which only the model's shapes give (create's layout). Estimated
  * here as 2 rank sqrt(dim) floats (a weight matrix's larger factor), never above dim. */
-static dt_state_size state_size(const void *opts, size_t dim) {
+static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_powergossip_opts *o = opts;
   const double msg = 2.0 * o->rank * sqrt((double)dim) / (double)dim;
   return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
@@ -395,13 +391,14 @@ const dt_optimizer_def dt_optimizer_powergossip = {
             .opts_size = sizeof(dt_powergossip_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(pg_state),
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .bytes_per_round_model = bytes_per_round_model,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_RENORMALISE, /* the vectors; an edge's factors wait for both its messages (node_mix) */
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

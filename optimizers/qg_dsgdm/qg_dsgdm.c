@@ -40,57 +40,41 @@ typedef struct qg_state {
   dt_optimizer_run *run;
 } qg_state;
 
-static void destroy(void *p) {
-  qg_state *s = p;
-  if (s == NULL) return;
-  dt_slab_free(s->run->be, &s->mhat);
-  dt_slab_free(s->run->be, &s->grad);
-  dt_slab_free(s->run->be, &s->m);
-  dt_slab_free(s->run->be, &s->old);
-  dt_free(s);
-}
+static const dt_state_slot slots[] = {
+    {.name = "quasi_global_momentum", .kind = DT_SLOT_NODE, .offset = offsetof(qg_state, mhat)},
+    {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(qg_state, grad), .scratch = 1},
+    {.name = "m", .kind = DT_SLOT_NODE, .offset = offsetof(qg_state, m), .scratch = 1},
+    {.name = "old", .kind = DT_SLOT_NODE, .offset = offsetof(qg_state, old), .scratch = 1},
+    {0},
+};
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  qg_state *s = NULL;
-  dt_exchange *ex;
-  DT_ALLOC_GOTO(s, 1, "qg_dsgdm");
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  qg_state *s = state;
   s->run = run;
   s->o = *(const dt_qg_opts *)opts;
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->mhat));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->m));
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->old));
-  DT_TRY_GOTO(dt_slab_fill(run->be, &s->mhat, 0.0f));
-  DT_TRY_GOTO(dt_run_keep_slab(run, "quasi_global_momentum", &s->mhat));
-  DT_TRY_GOTO(dt_run_exchange(run, 1, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   qg_state *s = p;
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
   const float beta = (float)s->o.momentum;
-  DT_TRY(dt_slab_copy(be, &run->theta, &s->old)); /* x_old */
+  DT_TRY(dt_slab_copy(be, dt_run_theta(run), &s->old)); /* x_old */
   /* g = ∇f_i(x) + λ x;  m = β m̂ + g;  u = g + β m (Nesterov) or m */
-  DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
-  if (s->o.x.weight_decay != 0) DT_TRY(dt_slab_axpby(be, 1.0f, &s->grad, (float)s->o.x.weight_decay, &run->theta, &s->grad));
+  DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->grad, NULL));
+  if (s->o.x.weight_decay != 0) DT_TRY(dt_slab_axpby(be, 1.0f, &s->grad, (float)s->o.x.weight_decay, dt_run_theta(run), &s->grad));
   DT_TRY(dt_slab_axpby(be, beta, &s->mhat, 1.0f, &s->grad, &s->m));
   if (s->o.nesterov) DT_TRY(dt_slab_axpby(be, 1.0f, &s->grad, beta, &s->m, &s->m));
   /* send x − α u; x_i ← Σ_j W_ij (x_j − α u_j) */
-  dt_slab v = dt_exchange_send_slab(run->exchange, 0);
-  DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -a, &s->m, &v));
+  dt_slab v = dt_exchange_send_slab(dt_run_the_exchange(run), 0);
+  DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -a, &s->m, &v));
   DT_TRY(dt_run_exchange_go(run, NULL));
-  DT_TRY(dt_mix_all(run, 0, &run->theta));
+  DT_TRY(dt_mix_all(run, 0, dt_run_theta(run)));
   /* d = (x_old − x) / α;  m̂ ← μ m̂ + (1 − μ) d (a rate of 0 moves nothing, and m̂ stays) */
   if (a == 0.0f) return DT_OK;
   const double q = s->o.qg_mu;
-  DT_TRY(dt_slab_axpby(be, 1.0f, &s->old, -1.0f, &run->theta, &s->old));
+  DT_TRY(dt_slab_axpby(be, 1.0f, &s->old, -1.0f, dt_run_theta(run), &s->old));
   return dt_slab_axpby(be, (float)q, &s->mhat, (float)((1.0 - q) / a), &s->old, &s->mhat);
 }
 
@@ -107,12 +91,6 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
-/* Per node: mhat, grad, m and old, and the exchange's send vector. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  (void)opts, (void)dim;
-  return (dt_state_size){.per_node = 5};
-}
-
 const dt_optimizer_def dt_optimizer_qg_dsgdm = {
     .plugin =
         {
@@ -122,13 +100,14 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
             .opts_size = sizeof(dt_qg_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(qg_state),
+    .slots = slots,
+    .exchange_vectors = 1,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING, /* every round mixes with that round's weights */
     .on_missing = DT_MISSING_RENORMALISE,
-    .state_size = state_size,
 };

@@ -50,19 +50,27 @@ typedef struct relay_state {
   dt_optimizer_run *run;
 } relay_state;
 
-static void destroy(void *p) {
-  relay_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
-  dt_slab_free(s->run->be, &s->in);
-  dt_be_free(s->run->be, s->x0);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_relay_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
+}
+
+/* x0 and the tree are create's (a checkpoint keeps the counts before x0) */
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(relay_state, learners), .spec = local_spec},
+    {.name = "relayed", .kind = DT_SLOT_EDGE, .offset = offsetof(relay_state, in)}, /* no message yet: 0 */
+    {0},
+};
+
+static void destroy(dt_optimizer_run *run, void *state) {
+  relay_state *s = state;
+  dt_be_free(dt_run_backend(run), s->x0);
   dt_free(s->tree);
   dt_free(s->tstart);
   dt_free(s->tedge);
   dt_free(s->count);
   dt_free(s->next);
   dt_free(s->rev);
-  dt_free(s);
 }
 
 /* The breadth-first spanning tree from root, neighbours in increasing id: tree[e] for both
@@ -92,24 +100,20 @@ cleanup:
   return st;
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  relay_state *s = NULL;
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  relay_state *s = state;
   dt_exchange *ex;
-  const dt_graph *g = run->graph;
+  const dt_graph *g = dt_run_graph(run);
   const size_t E2 = 2 * (size_t)g->num_edges;
-  DT_ALLOC_GOTO(s, 1, "relaysgd");
   s->run = run;
   s->o = *(const dt_relay_opts *)opts;
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.local_optimizer, s->o.lr, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_ALLOC_GOTO(s->tree, E2 + 1, "relaysgd");
-  DT_ALLOC_GOTO(s->count, E2 + 1, "relaysgd");
-  DT_ALLOC_GOTO(s->next, E2 + 1, "relaysgd");
-  DT_ALLOC_GOTO(s->rev, E2 + 1, "relaysgd");
-  DT_ALLOC_GOTO(s->tstart, (size_t)g->n + 1, "relaysgd");
-  DT_ALLOC_GOTO(s->tedge, 2 * (size_t)g->n + 1, "relaysgd");
-  DT_TRY_GOTO(make_tree(g, s->o.root, s->tree));
+  DT_ALLOC(s->tree, E2 + 1, "relaysgd");
+  DT_ALLOC(s->count, E2 + 1, "relaysgd");
+  DT_ALLOC(s->next, E2 + 1, "relaysgd");
+  DT_ALLOC(s->rev, E2 + 1, "relaysgd");
+  DT_ALLOC(s->tstart, (size_t)g->n + 1, "relaysgd");
+  DT_ALLOC(s->tedge, 2 * (size_t)g->n + 1, "relaysgd");
+  DT_TRY(make_tree(g, s->o.root, s->tree));
   for (int u = 0, t = 0; u < g->n; u++) { /* only the tree edges: the rounds never look at the others */
     s->tstart[u] = t;
     for (int e = g->nbr_start[u]; e < g->nbr_start[u + 1]; e++)
@@ -119,35 +123,27 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
       }
     s->tstart[u + 1] = t;
   }
-  DT_TRY_GOTO(dt_run_keep_shared(run, "counts", s->count, sizeof(int) * E2));
+  DT_TRY(dt_run_keep_shared(run, "counts", s->count, sizeof(int) * E2));
   /* x0: every node starts at the same θ0, node 0's row as any (the mean costs no traffic) */
-  DT_TRY_GOTO(dt_be_alloc(run->be, sizeof(float) * run->dim, (void **)&s->x0));
-  DT_TRY_GOTO(dt_run_mean_uncounted(run, &run->theta, s->x0));
-  DT_TRY_GOTO(dt_run_keep_shared_vec(run, "x0", s->x0));
-  const int e0 = g->nbr_start[run->first], edges = g->nbr_start[run->first + run->count] - e0;
-  DT_TRY_GOTO(dt_slab_create(run->be, edges, run->dim, &s->in)); /* no message yet: 0 */
-  DT_TRY_GOTO(dt_run_keep_edge_slab(run, "relayed", &s->in));
-  DT_TRY_GOTO(dt_run_exchange_edges(run, run->dim, &ex));
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  DT_TRY(dt_be_alloc(dt_run_backend(run), sizeof(float) * dt_run_dim(run), (void **)&s->x0));
+  DT_TRY(dt_run_mean_uncounted(run, dt_run_theta(run), s->x0));
+  DT_TRY(dt_run_keep_shared_vec(run, "x0", s->x0));
+  return dt_run_exchange_edges(run, dt_run_dim(run), &ex);
 }
 
 /* Node l's message to every tree neighbour j: x_i^{+½} + Σ_{k ≠ j} m_{k→i} (increasing id). */
 static dt_status node_send(void *p, int l) {
   relay_state *s = p;
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l, e0 = g->nbr_start[run->first];
-  const float *x = dt_slab_node(&run->theta, l);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l, e0 = g->nbr_start[dt_run_first(run)];
+  const float *x = dt_slab_node(dt_run_theta(run), l);
   for (int a = s->tstart[i]; a < s->tstart[i + 1]; a++) {
     const int e = s->tedge[a];
-    float *msg = dt_exchange_edge_buffer(run->exchange, i, e - g->nbr_start[i]);
-    DT_TRY(dt_be_copy(run->be, run->dim, x, msg));
+    float *msg = dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i]);
+    DT_TRY(dt_be_copy(dt_run_backend(run), dt_run_dim(run), x, msg));
     for (int b = s->tstart[i]; b < s->tstart[i + 1]; b++)
-      if (b != a) DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, dt_slab_node(&s->in, s->tedge[b] - e0), msg));
+      if (b != a) DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), 1.0f, dt_slab_node(&s->in, s->tedge[b] - e0), msg));
   }
   return DT_OK;
 }
@@ -157,25 +153,25 @@ static dt_status node_send(void *p, int l) {
 static dt_status node_average(void *p, int l) {
   relay_state *s = p;
   dt_optimizer_run *run = s->run;
-  const dt_graph *g = run->graph;
-  const int i = run->first + l, e0 = g->nbr_start[run->first];
-  float *x = dt_slab_node(&run->theta, l);
+  const dt_graph *g = dt_run_graph(run);
+  const int i = dt_run_first(run) + l, e0 = g->nbr_start[dt_run_first(run)];
+  float *x = dt_slab_node(dt_run_theta(run), l);
   int arrived = 1;
   for (int a = s->tstart[i]; a < s->tstart[i + 1]; a++) {
     const int e = s->tedge[a];
     float *m = dt_slab_node(&s->in, e - e0);
-    const float *got = dt_exchange_recv(run->exchange, i, g->nbr[e], 0); /* NULL: lost; the last one is reused */
-    if (got != NULL) DT_TRY(dt_be_copy(run->be, run->dim, got, m));
-    DT_TRY(dt_be_axpy(run->be, run->dim, 1.0f, m, x));
+    const float *got = dt_exchange_recv(dt_run_the_exchange(run), i, g->nbr[e], 0); /* NULL: lost; the last one is reused */
+    if (got != NULL) DT_TRY(dt_be_copy(dt_run_backend(run), dt_run_dim(run), got, m));
+    DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), 1.0f, m, x));
     arrived += s->next[s->rev[e]];
   }
-  if (arrived < g->n) DT_TRY(dt_be_axpy(run->be, run->dim, (float)(g->n - arrived), s->x0, x));
-  return dt_be_div(run->be, run->dim, x, (double)g->n, x);
+  if (arrived < g->n) DT_TRY(dt_be_axpy(dt_run_backend(run), dt_run_dim(run), (float)(g->n - arrived), s->x0, x));
+  return dt_be_div(dt_run_backend(run), dt_run_dim(run), x, (double)g->n, x);
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   relay_state *s = p;
-  const dt_graph *g = run->graph;
+  const dt_graph *g = dt_run_graph(run);
   DT_TRY(dt_learners_step(run, &s->learners, (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1), NULL));
   DT_TRY(dt_run_for_nodes(run, node_send, s));
   /* the counts travel with the messages in the reference; here every rank derives them:
@@ -190,7 +186,7 @@ static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   DT_TRY(dt_run_exchange_go(run, s->tree));
   /* under faults a message that did not arrive leaves its receiver the last one (reuse), and the
    * count of the models it sums with it; every rank knows what arrived */
-  for (int u = 0; run->faults != NULL && u < g->n; u++)
+  for (int u = 0; dt_run_faulty(run) && u < g->n; u++)
     for (int a = s->tstart[u]; a < s->tstart[u + 1]; a++)
       if (!dt_run_delivered(run, s->tree, s->tedge[a])) s->next[s->tedge[a]] = s->count[s->tedge[a]];
   DT_TRY(dt_run_for_nodes(run, node_average, s));
@@ -219,13 +215,10 @@ static int accepts(const void *opts, const dt_run_env *env, dt_refusal *why) {
   return dt_refuse(why, "root", "relaysgd's root is %d, and the graph's nodes are 0 to %d", o->root, env->graph->n - 1);
 }
 
-/* Per node: the learners' grad and moments; per out-edge: the relayed `in` row and the per-edge
- * exchange's send vector; per rank: x0 and the run's sum (dim doubles). */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_relay_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum),
-                         .per_edge = 2, .per_rank = 3};
+/* Per out-edge: the per-edge exchange's send vector; per rank: x0 and the run's sum (dim doubles). */
+static dt_state_size state_extra(const void *opts, size_t dim) {
+  (void)opts, (void)dim;
+  return (dt_state_size){.per_edge = 1, .per_rank = 3};
 }
 
 const dt_optimizer_def dt_optimizer_relaysgd = {
@@ -237,12 +230,14 @@ const dt_optimizer_def dt_optimizer_relaysgd = {
             .opts_size = sizeof(dt_relay_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(relay_state),
+    .slots = slots,
     .create = create,
-    .round = round_k,
     .destroy = destroy,
+    .round = round_k,
     .bytes_per_round = bytes_per_round,
     .gradient_step = gradient_step,
     .accepts = accepts,
     .on_missing = DT_MISSING_SKIP, /* reuse: the last message from that neighbour (node_average) */
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

@@ -43,67 +43,50 @@ typedef struct sgp_state {
   dt_optimizer_run *run;
 } sgp_state;
 
-static void destroy(void *p) {
-  sgp_state *s = p;
-  if (s == NULL) return;
-  dt_slab_free(s->run->be, &s->x);
-  dt_slab_free(s->run->be, &s->inbox);
-  dt_slab_free(s->run->be, &s->mixed);
-  dt_slab_free(s->run->be, &s->grad);
-  dt_slab_free(s->run->be, &s->before);
-  dt_learners_free(s->run, &s->local);
-  dt_free(s->w);
-  dt_free(s->inbox_w);
-  dt_free(s);
+static int plain(const void *opts) {
+  const dt_sgp_opts *o = opts;
+  return dt_local_step_plain(o->local_optimizer, &o->x);
+}
+static int not_plain(const void *opts) { return !plain(opts); }
+static int overlap(const void *opts) { return ((const dt_sgp_opts *)opts)->overlap; }
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_sgp_opts *o = opts;
+  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  sgp_state *s = NULL;
+static const dt_state_slot slots[] = {
+    {.name = "x", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, x)},
+    {.name = "w", .kind = DT_SLOT_HOST, .offset = offsetof(sgp_state, w), .elem = sizeof(float)},
+    {.name = "inbox", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, inbox), .when = overlap},
+    {.name = "inbox_w", .kind = DT_SLOT_HOST, .offset = offsetof(sgp_state, inbox_w), .elem = sizeof(float), .when = overlap},
+    {.name = "mixed", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, mixed), .scratch = 1, .plus = 1},
+    {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, grad), .scratch = 1, .when = plain},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(sgp_state, local), .when = not_plain, .spec = local_spec},
+    {.name = "before", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, before), .scratch = 1, .when = not_plain},
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  sgp_state *s = state;
   dt_exchange *ex;
-  const dt_sgp_opts *o = opts;
-  DT_ALLOC_GOTO(s, 1, "sgp");
   s->run = run;
-  s->o = *o;
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->x));
-  DT_TRY_GOTO(dt_slab_copy(run->be, &run->theta, &s->x)); /* x = θ0, w = 1: z = θ0 */
-  DT_TRY_GOTO(dt_run_keep_slab(run, "x", &s->x));
-  DT_ALLOC_GOTO(s->w, (size_t)run->count, "sgp weights");
-  for (int l = 0; l < run->count; l++) s->w[l] = 1.0f;
-  DT_TRY_GOTO(dt_run_keep_nodes(run, "w", s->w, sizeof(float)));
-  if (o->overlap) {
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->inbox));
-    DT_TRY_GOTO(dt_run_keep_slab(run, "inbox", &s->inbox));
-    DT_ALLOC_GOTO(s->inbox_w, (size_t)run->count, "sgp weights");
-    DT_TRY_GOTO(dt_run_keep_nodes(run, "inbox_w", s->inbox_w, sizeof(float)));
-  }
-  DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim + 1, &s->mixed));
-  if (dt_local_step_plain(o->local_optimizer, &o->x)) {
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->grad));
-  } else {
-    const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
-    DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->local));
-    DT_TRY_GOTO(dt_slab_create(run->be, run->count, run->dim, &s->before));
-  }
-  DT_TRY_GOTO(dt_run_exchange_len(run, 1, run->dim + 1, &ex)); /* one message [x, w] */
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  s->o = *(const dt_sgp_opts *)opts;
+  DT_TRY(dt_slab_copy(dt_run_backend(run), dt_run_theta(run), &s->x)); /* x = θ0, w = 1: z = θ0 */
+  for (int l = 0; l < dt_run_count(run); l++) s->w[l] = 1.0f;
+  return dt_run_exchange_len(run, 1, dt_run_dim(run) + 1, &ex); /* one message [x, w] */
 }
 
 /* Under faults (experiment.network): W_ii plus the shares node i pushed this round that did not
  * arrive (lost, a link down, the receiver offline), which stay with it, so the push-sum mass Σ x,
  * Σ w stays whole. As a transport's acknowledgement tells a sender what arrived. */
 static double self_weight(const dt_optimizer_run *run, int i) {
-  const dt_graph *g = run->graph;
-  double w = run->round.w_self[i];
-  if (run->faults == NULL || !run->online[i]) return w;
+  const dt_graph *g = dt_run_graph(run);
+  double w = dt_run_this_round(run)->w_self[i];
+  if (!dt_run_faulty(run) || !dt_run_online(run, i)) return w;
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     const int j = g->nbr[e];
-    const double share = run->round.w_nbr[g->nbr_start[j] + dt_graph_nbr_index(g, j, i)]; /* W_ji: i's share to j */
-    if (share > 0 && !run->delivered[e]) w += share;
+    const double share = dt_run_this_round(run)->w_nbr[g->nbr_start[j] + dt_graph_nbr_index(g, j, i)]; /* W_ji: i's share to j */
+    if (share > 0 && !dt_run_delivered(run, NULL, e)) w += share;
   }
   return w;
 }
@@ -113,16 +96,16 @@ static double self_weight(const dt_optimizer_run *run, int i) {
 static dt_status node_mix(void *p, int l) {
   sgp_state *s = p;
   dt_optimizer_run *run = s->run;
-  dt_backend *be = run->be;
-  const size_t d = run->dim;
-  const int i = run->first + l;
-  const int deg = dt_graph_degree(run->graph, i);
+  dt_backend *be = dt_run_backend(run);
+  const size_t d = dt_run_dim(run);
+  const int i = dt_run_first(run) + l;
+  const int deg = dt_graph_degree(dt_run_graph(run), i);
   const float *x[deg + 2];
   float w[deg + 2];
   int who[deg + 2];
   float *mixed = dt_slab_node(&s->mixed, l), *xl = dt_slab_node(&s->x, l);
   int k = dt_mix_terms(run, i, 0, x, w, who);
-  if (run->faults != NULL) /* what did not arrive is left out (skip); what i's pushes lost stays with i */
+  if (dt_run_faulty(run)) /* what did not arrive is left out (skip); what i's pushes lost stays with i */
     for (int t = 0; t < k; t++)
       if (who[t] == i) w[t] = (float)self_weight(run, i);
   if (!s->o.overlap) {
@@ -133,7 +116,7 @@ static dt_status node_mix(void *p, int l) {
   } else {
     /* [x_i, w_i] ← W_ii [x_i, w_i] + inbox_i (what arrived last round); inbox_i ← Σ_{j≠i} W_ij
      * [x_j, w_j] of this round's messages */
-    const float *own = dt_exchange_send_buffer(run->exchange, i, 0);
+    const float *own = dt_exchange_send_buffer(dt_run_the_exchange(run), i, 0);
     const float wii = (float)self_weight(run, i);
     const float *terms[2] = {own, dt_slab_node(&s->inbox, l)};
     const float weights[2] = {wii, 1.0f};
@@ -148,29 +131,29 @@ static dt_status node_mix(void *p, int l) {
     DT_TRY(dt_be_copy(be, d, mixed, dt_slab_node(&s->inbox, l)));
     DT_TRY(dt_be_download(be, &s->inbox_w[l], mixed + d, sizeof(float)));
   }
-  return dt_be_div(be, d, xl, (double)s->w[l], dt_slab_node(&run->theta, l));
+  return dt_be_div(be, d, xl, (double)s->w[l], dt_slab_node(dt_run_theta(run), l));
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   sgp_state *s = p;
-  dt_backend *be = run->be;
+  dt_backend *be = dt_run_backend(run);
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
   /* the gradient at the de-biased z = x / w, its step applied to the numerator x */
   if (s->local.opt == NULL) {
-    DT_TRY(dt_run_gradients(run, &run->theta, &s->grad, NULL));
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->grad, NULL));
     DT_TRY(dt_slab_axpby(be, 1.0f, &s->x, -a, &s->grad, &s->x)); /* x ← x − α ∇f(z) */
   } else { /* x ← x + (step(z) − z): the local optimizer's displacement */
-    DT_TRY(dt_slab_copy(be, &run->theta, &s->before));
-    DT_TRY(dt_run_gradients(run, &run->theta, &s->local.grad, NULL));
-    DT_TRY(dt_local_opt_step_all(s->local.opt, &run->theta, &s->local.grad, a));
-    DT_TRY(dt_slab_axpby(be, 1.0f, &run->theta, -1.0f, &s->before, &s->before));
+    DT_TRY(dt_slab_copy(be, dt_run_theta(run), &s->before));
+    DT_TRY(dt_run_gradients(run, dt_run_theta(run), &s->local.grad, NULL));
+    DT_TRY(dt_local_opt_step_all(s->local.opt, dt_run_theta(run), &s->local.grad, a));
+    DT_TRY(dt_slab_axpby(be, 1.0f, dt_run_theta(run), -1.0f, &s->before, &s->before));
     DT_TRY(dt_slab_axpby(be, 1.0f, &s->x, 1.0f, &s->before, &s->x));
   }
   /* push [x, w] along the round's out-edges */
-  for (int l = 0; l < run->count; l++) {
-    float *msg = dt_exchange_send_buffer(run->exchange, run->first + l, 0);
-    DT_TRY(dt_be_copy(be, run->dim, dt_slab_node(&s->x, l), msg));
-    DT_TRY(dt_be_fill(be, 1, s->w[l], msg + run->dim));
+  for (int l = 0; l < dt_run_count(run); l++) {
+    float *msg = dt_exchange_send_buffer(dt_run_the_exchange(run), dt_run_first(run) + l, 0);
+    DT_TRY(dt_be_copy(be, dt_run_dim(run), dt_slab_node(&s->x, l), msg));
+    DT_TRY(dt_be_fill(be, 1, s->w[l], msg + dt_run_dim(run)));
   }
   DT_TRY(dt_run_exchange_go(run, NULL));
   return dt_run_for_nodes(run, node_mix, s);
@@ -194,13 +177,10 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
 
 static const char *const aliases[] = {"push_sum", NULL};
 
-/* Per node: x, mixed (dim + 1), grad (for a local step other than plain SGD the learners', with
- * `before` and the moments), the inbox (overlap) and the exchange's send message (dim + 1). */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_sgp_opts *o = opts;
-  const int plain = dt_local_step_plain(o->local_optimizer, &o->x);
-  const double before = plain ? 0 : 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->local_optimizer, (float)o->x.momentum);
-  return (dt_state_size){.per_node = 2 + 2.0 * ((double)dim + 1) / (double)dim + (o->overlap ? 1 : 0) + before};
+/* Per node: the exchange's send message (dim + 1). */
+static dt_state_size state_extra(const void *opts, size_t dim) {
+  (void)opts;
+  return (dt_state_size){.per_node = ((double)dim + 1) / (double)dim};
 }
 
 const dt_optimizer_def dt_optimizer_sgp = {
@@ -213,13 +193,14 @@ const dt_optimizer_def dt_optimizer_sgp = {
             .opts_size = sizeof(dt_sgp_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(sgp_state),
+    .slots = slots,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,
     .gradient_step = gradient_step,
     .runs_on = DT_RUNS_TIME_VARYING | DT_RUNS_DIRECTED,
     .on_missing = DT_MISSING_SKIP,
-    .state_size = state_size,
+    .state_extra = state_extra,
 };

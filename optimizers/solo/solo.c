@@ -28,39 +28,34 @@ typedef struct solo_state {
   dt_solo_opts o;
   dt_optimizer_run *run;
   dt_learners learners;
-  uint8_t *active; /* nodes still training (run->max_epochs) */
+  uint8_t *active; /* nodes still training (dt_run_max_epochs(run)) */
 } solo_state;
 
-static void destroy(void *p) {
-  solo_state *s = p;
-  if (s == NULL) return;
-  dt_learners_free(s->run, &s->learners);
-  dt_free(s->active);
-  dt_free(s);
+static dt_local_opt_spec local_spec(const void *opts) {
+  const dt_solo_opts *o = opts;
+  return dt_local_step_spec(o->optimizer, o->lr, &o->x);
 }
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void **out) {
-  dt_status st = DT_OK;
-  solo_state *s = NULL;
-  DT_ALLOC_GOTO(s, 1, "solo");
+static const dt_state_slot slots[] = {
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(solo_state, learners), .spec = local_spec},
+    {.name = "active", .kind = DT_SLOT_HOST, .offset = offsetof(solo_state, active), .scratch = 1, .elem = sizeof(uint8_t)},
+    {0},
+};
+
+static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
+  solo_state *s = state;
   s->run = run;
   s->o = *(const dt_solo_opts *)opts;
-  const dt_local_opt_spec spec = dt_local_step_spec(s->o.optimizer, s->o.lr, &s->o.x);
-  DT_TRY_GOTO(dt_learners_create_spec(run, "local", &spec, &s->learners));
-  DT_ALLOC_GOTO(s->active, run->count, "solo");
-  *out = s;
-  s = NULL;
-cleanup:
-  destroy(s);
-  return st;
+  return DT_OK;
 }
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
   const float lr = (float)dt_run_rate(run, &s->o.schedule, s->o.lr, s->o.mu, k, 1);
-  if (run->max_epochs <= 0) return dt_learners_step(run, &s->learners, lr, NULL);
+  if (dt_run_max_epochs(run) <= 0) return dt_learners_step(run, &s->learners, lr, NULL);
   /* an epoch budget: a node that has made max_epochs passes over its data stops */
-  for (int l = 0; l < run->count; l++) s->active[l] = dt_task_epoch(run->task, run->first + l) < run->max_epochs;
+  for (int l = 0; l < dt_run_count(run); l++)
+    s->active[l] = dt_task_epoch(dt_run_task(run), dt_run_first(run) + l) < dt_run_max_epochs(run);
   return dt_learners_step(run, &s->learners, lr, s->active);
 }
 
@@ -81,13 +76,6 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, o->mu, o->optimizer, &o->x, rounds, err, err_size);
 }
 
-/* Per node: the learners' grad and moments. */
-static dt_state_size state_size(const void *opts, size_t dim) {
-  const dt_solo_opts *o = opts;
-  (void)dim;
-  return (dt_state_size){.per_node = 1 + dt_local_opt_state_vectors((dt_local_opt_kind)o->optimizer, (float)o->x.momentum)};
-}
-
 const dt_optimizer_def dt_optimizer_solo = {
     .plugin =
         {
@@ -97,13 +85,13 @@ const dt_optimizer_def dt_optimizer_solo = {
             .opts_size = sizeof(dt_solo_opts),
             .finalize = finalize,
         },
+    .state_bytes = sizeof(solo_state),
+    .slots = slots,
     .create = create,
     .round = round_k,
-    .destroy = destroy,
     .bytes_per_round = bytes_per_round,
     .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */
     .graph_unused = "each node trains alone",
     .gradient_step = gradient_step,
     .on_missing = DT_MISSING_SKIP,
-    .state_size = state_size,
 };

@@ -20,6 +20,12 @@ forbid src "$above_core" "the core (src/) includes a problem, optimizer or runne
 forbid problems '#include "(dt/(optimizer|run)\.h|\.\./+(optimizers|experiments)/)' \
   "a problem includes an optimizer or runner header"
 forbid optimizers '#include "(dt/run\.h|\.\./+experiments/)' "an optimizer includes a runner header"
+# The run context's insides (optimizers/run_impl.h) are the run services' alone: plug-ins, their
+# helpers and the runner use dt/optimizer.h's accessors (the header also refuses to compile
+# without DT_RUN_SERVICES, which only the dt_run library defines).
+for f in optimizers/*/ optimizers/exact.c optimizers/compression.c optimizers/local_step.c optimizers/registry.c experiments tests; do
+  forbid "$f" '#include "[^"]*run_impl\.h"' "a plug-in, helper, the runner or a test includes the run services' private header"
+done
 for level in problems optimizers experiments; do
   forbid "$level" '#include "(\.\./)+src/' "$level/ reaches into src/'s private headers"
 done

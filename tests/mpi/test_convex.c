@@ -119,8 +119,8 @@ static int parse_case(const dt_ynode *item, const char *path, algo_case *c) {
 static void load_cases(void) {
   for (int o = 0; dt_optimizers[o] != NULL; o++) {
     const dt_optimizer_def *def = dt_optimizers[o];
-    /* and its state_size, which `dtrun check`'s memory estimate needs (tests/e2e/memory.sh checks it) */
-    CHECK(def->state_size != NULL, "optimizer %s has no state_size: every plug-in says what memory it takes", def->plugin.name);
+    /* its state: a struct the services allocate with its declared slots (dt_optimizer_create) */
+    CHECK(def->state_bytes > 0, "optimizer %s declares no state struct (state_bytes)", def->plugin.name);
     char path[1024];
     snprintf(path, sizeof path, "%s/optimizers/%s/convex.yaml", source_root(), def->plugin.name);
     FILE *f = fopen(path, "rb");
@@ -380,7 +380,7 @@ static double use_split(world *w, int hetero) {
  * every node's vector. Collective. */
 static double worst_gap64(world *w, dt_optimizer_run *run, int hetero, double l2) {
   const float *const *rows;
-  CHECK_OK(dt_run_host_rows(run, &run->theta, &rows));
+  CHECK_OK(dt_run_host_rows(run, dt_run_theta(run), &rows));
   float *xi = calloc(w->d, sizeof(float));
   double worst = 0;
   for (int i = 0; i < w->n; i++) {
@@ -407,32 +407,32 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   CHECK_OK(dt_graph_from_config(&cfg, &graph));
   CHECK_OK(dt_schedule_from_config(&cfg, graph, &sched));
   if (graph == NULL) return;
-  dt_optimizer_run run;
+  dt_optimizer_run *run = NULL;
   /* P=1: threads; P=5: one each */
-  CHECK_OK(dt_run_init(&run, w->comm, graph, pc, w->task, cfg.experiment.seed, w->first, w->count));
-  run.schedule = sched;
+  CHECK_OK(dt_run_create(w->comm, graph, pc, w->task, cfg.experiment.seed, w->first, w->count, &run));
+  dt_run_set_schedule(run, sched);
   dt_faults *faults = NULL; /* experiment.network's clock and faults, as the runner makes them */
   dt_network *net = NULL;
   if (dt_network_has_clock(&cfg.experiment.network)) {
     CHECK_OK(dt_network_create(&cfg.experiment.network, graph->n, cfg.experiment.seed, dt_model_flops(dt_task_model(w->task)), &net));
-    CHECK_OK(dt_run_set_network(&run, net));
+    CHECK_OK(dt_run_set_network(run, net));
   }
   if (dt_network_has_faults(&cfg.experiment.network)) {
     CHECK_OK(dt_faults_create(&cfg.experiment.network, graph, cfg.experiment.seed, &faults));
-    CHECK_OK(dt_run_set_faults(&run, faults, def->on_missing));
+    CHECK_OK(dt_run_set_faults(run, faults, def->on_missing));
   }
   float *x0 = calloc(w->d, sizeof(float));
   dt_task_init_params(w->task, cfg.experiment.seed, x0);
-  CHECK_OK(dt_slab_broadcast_host(w->be, x0, &run.theta));
+  CHECK_OK(dt_slab_broadcast_host(w->be, x0, dt_run_theta(run)));
   free(x0);
   CHECK_OK(dt_task_begin(w->task, pc->train_batch_size, pc->full_batch, pc->l2));
   void *state = NULL;
-  CHECK_OK(def->create(&run, pc->alg_opts, &state));
+  CHECK_OK(dt_optimizer_create(def, run, pc->alg_opts, &state));
   CHECK(c->num_at == 0 || c->at_round[c->num_at - 1] <= pc->outer_iterations, "%s: gap_at past its outer_iterations", c->name);
   double at_gap[8];
   for (int k = 0, next = 0; k < pc->outer_iterations && state != NULL; k++) {
-    CHECK_OK(dt_run_round(def, state, &run, k));
-    if (next < c->num_at && k + 1 == c->at_round[next]) at_gap[next++] = worst_gap64(w, &run, c->hetero, cfg.problems[0].l2);
+    CHECK_OK(dt_run_round(def, state, run, k));
+    if (next < c->num_at && k + 1 == c->at_round[next]) at_gap[next++] = worst_gap64(w, run, c->hetero, cfg.problems[0].l2);
   }
   for (int q = 0; q < c->num_at; q++) {
     if (dt_comm_rank(w->comm) == 0) printf("result: %-18s float64 gap after %5d rounds %.3e\n", c->name, c->at_round[q], at_gap[q]);
@@ -443,10 +443,10 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     CHECK(q == 0 || at_gap[q] <= fmax(at_gap[q - 1], 1e-12), "%s: the gap grew from %.3e after %d rounds to %.3e after %d", c->name,
           at_gap[q - 1], c->at_round[q - 1], at_gap[q], c->at_round[q]);
   }
-  if (state != NULL) def->destroy(state);
+  dt_optimizer_destroy(def, run, state);
   /* the traffic the plug-in declares is what the exchange counted (deterministic algorithms) */
   double bytes = 0;
-  for (int l = 0; l < w->count; l++) bytes += (double)dt_run_bytes(&run, l);
+  for (int l = 0; l < w->count; l++) bytes += (double)dt_run_bytes(run, l);
   CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, &bytes, 1));
   /* (on a time-varying graph: the static figure times the share of edges the rounds used) */
   double active = 2.0 * graph->num_edges * pc->outer_iterations;
@@ -460,7 +460,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     double m[3] = {0, 0, 0};
     for (int l = 0; l < w->count; l++) {
       uint64_t mc[3];
-      dt_run_messages(&run, l, mc);
+      dt_run_messages(run, l, mc);
       for (int q = 0; q < 3; q++) m[q] += (double)mc[q];
     }
     CHECK_OK(dt_comm_allreduce_sum_f64(w->comm, m, 3));
@@ -476,7 +476,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
   /* worst node: relative gap of F at x_i, and ‖x_i − x̄‖/‖x̄‖ */
   double *mean = calloc(w->d, sizeof(double));
   const float *const *rows;
-  CHECK_OK(dt_run_host_rows(&run, &run.theta, &rows));
+  CHECK_OK(dt_run_host_rows(run, dt_run_theta(run), &rows));
   CHECK_OK(dt_comm_node_sum(w->comm, w->n, rows, w->d, mean));
   double mnorm = 0;
   for (size_t q = 0; q < w->d; q++) mnorm += (mean[q] / w->n) * (mean[q] / w->n);
@@ -503,7 +503,7 @@ static void run_case(world *w, const algo_case *c, double fstar, double *gap_out
     CHECK(worst_gap < c->gap_bound, "%s: relative objective gap %g, must be < %g", c->name, worst_gap, c->gap_bound);
     CHECK(worst_cons < c->cons_bound, "%s: relative consensus error %g, must be < %g", c->name, worst_cons, c->cons_bound);
   }
-  dt_run_free(&run);
+  dt_run_free(run);
   dt_faults_free(faults);
   dt_network_free(net);
   dt_schedule_free(sched);
