@@ -245,8 +245,12 @@ static int mpi_command(const args *a, int resume, dt_config *cfg, dt_sweep *swee
 
 int main(int argc, char **argv) {
   dt_rss_mark_start(); /* the memory estimate's baseline: the process before it loads anything */
-  /* first, before MPI or threads: this may restart the process once with better BLAS kernels */
-  dt_cpu_select_kernels(argv);
+  /* first, before any BLAS call: OpenBLAS's kernels (DT_BLAS_KERNELS, OPENBLAS_CORETYPE) */
+  char why[512];
+  if (!dt_cpu_select_kernels(why, sizeof why)) {
+    fprintf(stderr, "dtrun: %s\n", why);
+    return 2;
+  }
   dt_log_init(0, 1, DT_LOG_INFO);
   if (argc < 2) {
     if (cli_help(NULL, stderr) != DT_OK) return 1;

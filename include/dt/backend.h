@@ -342,14 +342,16 @@ const char *dt_backend_list(void);
 
 /* ---- the CPU backend's BLAS --------------------------------------------------------------- */
 
-/* Makes OpenBLAS use the best kernels this CPU has. Where OpenBLAS runs AVX2 (Haswell/Zen)
- * kernels on an AVX-512 CPU — Zen 4 mis-detected, or OPENBLAS_CORETYPE=Haswell pinned in the
- * environment — re-executes the program once with OPENBLAS_CORETYPE=SKYLAKEX; so it must be
- * called first in main(), before MPI or threads start, with main's argv. DT_BLAS_KERNELS=keep
- * disables it. Returns only when no restart was needed or possible. */
-void dt_cpu_select_kernels(char **argv);
-/* Why OpenBLAS runs the kernels dt_cpu_kernel_name names: its own choice, the environment's
- * OPENBLAS_CORETYPE, or dtrun's restart (summary.yaml's blas_kernels_why). */
+/* Chooses OpenBLAS's kernels, in this process (no restart), before any BLAS call: the core that
+ * DT_BLAS_KERNELS names (Haswell, Prescott, ...: pinned kernels, the same bits on every machine
+ * that runs them); else OPENBLAS_CORETYPE, when the environment sets it, as OpenBLAS read it; else
+ * OpenBLAS's own choice, except on an AVX-512 CPU that it takes for Haswell or Zen (Zen 4), which
+ * gets SkylakeX kernels. DT_BLAS_KERNELS=keep leaves OpenBLAS's choice. Returns 0 with the reason in
+ * why when DT_BLAS_KERNELS names kernels this OpenBLAS cannot run. */
+int dt_cpu_select_kernels(char *why, size_t why_size);
+/* Why OpenBLAS runs the kernels dt_cpu_kernel_name names: its own choice, DT_BLAS_KERNELS, the
+ * environment's OPENBLAS_CORETYPE, or dtrun's choice for an AVX-512 CPU (summary.yaml's
+ * blas_kernels_why). */
 const char *dt_cpu_kernel_reason(void);
 /* A build with the CUDA backend: opens cuBLAS, as the backend does when it is first created (it is
  * not linked, so a dtrun that does not use the GPU never maps it); 0 with the reason in why where

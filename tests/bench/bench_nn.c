@@ -129,7 +129,11 @@ static void bench(const bench_case *bc, const dt_model_spec *spec, double second
 }
 
 int main(int argc, char **argv) {
-  dt_cpu_select_kernels(argv);
+  char why[512];
+  if (!dt_cpu_select_kernels(why, sizeof why)) {
+    fprintf(stderr, "bench_nn: %s\n", why);
+    return 2;
+  }
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
   only = argc > 2 ? argv[2] : NULL;
   if (getenv("DT_BENCH_STEPS") != NULL) fixed_steps = atol(getenv("DT_BENCH_STEPS"));

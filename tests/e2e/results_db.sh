@@ -39,13 +39,30 @@ cmp -s "$tmp/p1.rows" "$tmp/p5.rows" && ok || { bad "results.sqlite differs betw
 grep -q '^build: "\?[0-9a-f]' "$tmp/p1/summary.yaml" && grep -q '^blas_kernels: "\?[A-Za-z]' "$tmp/p1/summary.yaml" && ok \
   || bad "summary.yaml lacks build or blas_kernels: $(head -4 "$tmp/p1/summary.yaml")"
 grep -q "^blas_kernels_why: " "$tmp/p1/summary.yaml" && ok || bad "summary.yaml lacks blas_kernels_why"
-# an OPENBLAS_CORETYPE the environment sets is honoured (dtrun restarted AVX-512 CPUs with
-# SkylakeX kernels over it), and summary.yaml says why those kernels ran
+# an OPENBLAS_CORETYPE the environment sets is honoured, and summary.yaml says why those kernels ran
 OPENBLAS_CORETYPE=Haswell "$dtrun" tests/e2e/small.yaml --set 'problem_configs.dsgd.optimizer_config.outer_iterations=1' \
   --output-dir "$tmp/core" --quiet > /dev/null 2>&1
 grep -q '^blas_kernels: Haswell' "$tmp/core/summary.yaml" && grep -q '^blas_kernels_why: OPENBLAS_CORETYPE=Haswell, as the environment sets it' \
   "$tmp/core/summary.yaml" && ok || bad "OPENBLAS_CORETYPE=Haswell not honoured: $(grep blas "$tmp/core/summary.yaml")"
-rm -rf "$tmp/core" # (runs lists the folder's runs below)
+# DT_BLAS_KERNELS=CORE switches OpenBLAS's kernels inside the process (no restart): the same files
+# as a process that OpenBLAS loaded into with OPENBLAS_CORETYPE=CORE. Prescott's SSE3 kernels
+# differ from this machine's own in their sums, so the dsgd column shows which kernels ran.
+one=(tests/e2e/small.yaml --set 'problem_configs.dsgd.optimizer_config.outer_iterations=3' --problem dsgd --quiet)
+DT_BLAS_KERNELS=Prescott "$dtrun" "${one[@]}" --output-dir "$tmp/pin" > /dev/null 2>&1
+OPENBLAS_CORETYPE=Prescott "$dtrun" "${one[@]}" --output-dir "$tmp/env" > /dev/null 2>&1
+grep -q '^blas_kernels: Prescott' "$tmp/pin/summary.yaml" && grep -q '^blas_kernels_why: DT_BLAS_KERNELS=Prescott' "$tmp/pin/summary.yaml" \
+  && ok || bad "DT_BLAS_KERNELS=Prescott not applied: $(grep blas "$tmp/pin/summary.yaml")"
+cols() { cut -d, -f1-6 "$1/dsgd_results.csv"; }
+cmp -s <(cols "$tmp/pin") <(cols "$tmp/env") && ok || bad "DT_BLAS_KERNELS=Prescott differs from OPENBLAS_CORETYPE=Prescott"
+DT_BLAS_KERNELS=NoSuchCore "$dtrun" "${one[@]}" --output-dir "$tmp/bogus" > "$tmp/bogus.log" 2>&1
+[ $? = 2 ] && grep -q 'DT_BLAS_KERNELS=NoSuchCore: this OpenBLAS .* has no such kernels; use keep, or one of: .*Haswell' "$tmp/bogus.log" \
+  && ok || bad "an unknown DT_BLAS_KERNELS: $(cat "$tmp/bogus.log")"
+# the process keeps its name: nothing re-executes it
+DT_BLAS_KERNELS=Prescott "$dtrun" "${one[@]}" --output-dir "$tmp/name" > /dev/null 2>&1 &
+for _ in $(seq 50); do pgrep -P $$ -x dtrun > /dev/null && break; sleep 0.1; done
+pgrep -P $$ -x dtrun > /dev/null && ok || bad "no process named dtrun while it runs"
+wait
+rm -rf "$tmp/core" "$tmp/pin" "$tmp/env" "$tmp/bogus" "$tmp/name" # (runs lists the folder's runs below)
 for pair in train_images:train-images-idx3-ubyte train_labels:train-labels-idx1-ubyte test_images:t10k-images-idx3-ubyte \
             test_labels:t10k-labels-idx1-ubyte; do
   f=$(ls data/mnist/"${pair#*:}"* | head -1)

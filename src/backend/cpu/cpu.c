@@ -3,9 +3,12 @@
  * model.c and net.c (node-batched and per-node model calls), layers.c, conv2d.c and linear.c
  * (the layer kernels). The CPU backend is always built and is the reference for every other. */
 #include <cblas.h>
+#include <ctype.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cpu_impl.h"
@@ -19,46 +22,79 @@ extern char *openblas_get_corename(void);
 /* Why OpenBLAS runs the kernels it runs: summary.yaml's blas_kernels_why. */
 static char kernel_reason[160] = "OpenBLAS's own choice for this CPU";
 
-void dt_cpu_select_kernels(char **argv) {
-  const char *keep = getenv("DT_BLAS_KERNELS"), *restarted = getenv("DT_BLAS_KERNELS_SELECTED");
-  const char *user = getenv("OPENBLAS_CORETYPE");
-  if (restarted != NULL) { /* this is the restarted process: its OPENBLAS_CORETYPE is dtrun's */
-    snprintf(kernel_reason, sizeof kernel_reason, "dtrun's choice: an AVX-512 CPU that OpenBLAS took for %s", restarted);
-    return;
-  }
-  if (keep != NULL && strcmp(keep, "keep") == 0) {
+/* OpenBLAS built for many CPUs (DYNAMIC_ARCH, as Debian's) picks its kernels when it loads, from
+ * OPENBLAS_CORETYPE or the CPU; gotoblas_dynamic_quit and gotoblas_dynamic_init pick again, in
+ * this process, which is what loading it with OPENBLAS_CORETYPE=core set does (the same kernels,
+ * the same bits). Only before any BLAS call. Looked up at run time: an OpenBLAS built for one CPU
+ * has neither, and keeps its kernels. A core OpenBLAS does not know would make it exit, so its
+ * table (gotoblas_CORE) must exist. Returns whether the kernels are now core's. */
+static int blas_known(const char *core) {
+  char table[48] = "gotoblas_";
+  size_t n = strlen(table);
+  for (const char *c = core; *c != '\0' && n + 1 < sizeof table; c++) table[n++] = (char)toupper((unsigned char)*c);
+  table[n] = '\0';
+  return dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") != NULL && dlsym(RTLD_DEFAULT, table) != NULL;
+}
+
+static int blas_switch(const char *core) {
+  void *q = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"), *i = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
+  if (q == NULL || i == NULL || !blas_known(core)) return 0;
+  void (*quit)(void), (*init)(void);
+  memcpy(&quit, &q, sizeof quit); /* POSIX: a function's address, as dlsym returns it */
+  memcpy(&init, &i, sizeof init);
+  const char *was = getenv("OPENBLAS_CORETYPE");
+  char *saved = was != NULL ? strdup(was) : NULL;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  quit();
+  init();
+  if (saved != NULL) setenv("OPENBLAS_CORETYPE", saved, 1); /* the environment stays the user's */
+  else unsetenv("OPENBLAS_CORETYPE");
+  free(saved);
+  const char *now = openblas_get_corename();
+  return now != NULL && strcasecmp(now, core) == 0;
+}
+
+int dt_cpu_select_kernels(char *why, size_t why_size) {
+  const char *want = getenv("DT_BLAS_KERNELS"), *user = getenv("OPENBLAS_CORETYPE");
+  if (want != NULL && strcmp(want, "keep") == 0) {
     snprintf(kernel_reason, sizeof kernel_reason, "OpenBLAS's own choice (DT_BLAS_KERNELS=keep)%s%s", user ? "; OPENBLAS_CORETYPE=" : "",
              user ? user : "");
-    return;
+    return 1;
+  }
+  if (want != NULL && want[0] != '\0') { /* a core named by the user: pinned kernels, the same on every machine that runs them */
+    if (blas_switch(want)) {
+      snprintf(kernel_reason, sizeof kernel_reason, "DT_BLAS_KERNELS=%s", want);
+      return 1;
+    }
+    /* OpenBLAS's x86-64 kernel sets, oldest first, that this OpenBLAS has */
+    static const char *const cores[] = {"Prescott", "Core2", "Nehalem", "Sandybridge", "Haswell", "Zen", "SkylakeX", "Cooperlake",
+                                        "SapphireRapids"};
+    size_t used = (size_t)snprintf(why, why_size, "DT_BLAS_KERNELS=%s: this OpenBLAS (%s) %s; use keep, or one of:", want,
+                                   openblas_get_corename(), blas_known(want) ? "could not switch to it" : "has no such kernels");
+    for (size_t c = 0; c < sizeof cores / sizeof *cores && used < why_size; c++)
+      if (blas_known(cores[c])) used += (size_t)snprintf(why + used, why_size - used, " %s", cores[c]);
+    return 0;
   }
   if (user != NULL && user[0] != '\0') { /* the user's or the cluster's choice, not dtrun's to override */
     snprintf(kernel_reason, sizeof kernel_reason, "OPENBLAS_CORETYPE=%s, as the environment sets it", user);
-    return;
+    return 1;
   }
   const char *core = openblas_get_corename();
-  if (core == NULL || (strcmp(core, "Haswell") != 0 && strcmp(core, "Zen") != 0)) return;
+  if (core == NULL || (strcmp(core, "Haswell") != 0 && strcmp(core, "Zen") != 0)) return 1;
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
       !__builtin_cpu_supports("avx512cd"))
-    return;
+    return 1;
   /* OpenBLAS 0.3.21 takes AVX-512 AMD CPUs (Zen 4) for Haswell: its AVX2 kernels run at about
-   * half the sgemm rate of the AVX-512 ones (117 vs 218 GFLOP/s measured here). The core type is
-   * read once, when the library loads, so the process restarts itself with SkylakeX kernels,
-   * under its own path (so it keeps its name: ps -C dtrun). */
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return;
-  self[n] = '\0';
-  setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
-  setenv("DT_BLAS_KERNELS_SELECTED", core, 1);
-  execv(self, argv);
-  unsetenv("OPENBLAS_CORETYPE"); /* exec failed: go on with the kernels we have */
-  unsetenv("DT_BLAS_KERNELS_SELECTED");
-#else
-  (void)argv;
+   * half the sgemm rate of the AVX-512 ones (117 vs 218 GFLOP/s measured here) */
+  char taken[32];
+  snprintf(taken, sizeof taken, "%s", core);
+  if (blas_switch("SkylakeX"))
+    snprintf(kernel_reason, sizeof kernel_reason, "dtrun's choice: an AVX-512 CPU that OpenBLAS took for %s", taken);
 #endif
+  return 1;
 }
 
 const char *dt_cpu_kernel_name(void) {
