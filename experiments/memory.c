@@ -12,8 +12,9 @@
  *   per thread (chunks of DT_EVAL_CHUNK samples), as the CPU backend makes them (dt_workspace_bytes
  *   counts what dt_workspace_create allocates, without allocating);
  * - state: the largest problem's vectors of the parameters' size: θ, the runner's normalised
- *   copy and the task's gradient scratch per node, the algorithm's own (its state_size: per node,
- *   per out-edge, per rank), the runner's means, and the model's buffers.
+ *   copy and the task's gradient scratch per node, the algorithm's own (its declared state,
+ *   dt_optimizer_state_size: per node, per out-edge, per rank), the runner's means, and the
+ *   model's buffers.
  *
  * On a device backend (dt_backend.device_memory) the host holds base and data as loaded, the
  * device the workspaces, the state and the resident training set (the CUDA backend sizes its

@@ -61,23 +61,6 @@ void dt_optimizers_running_on(unsigned flag, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", dt_optimizers[i]->plugin.name);
 }
 
-dt_state_size dt_optimizer_state_size(const dt_optimizer_def *def, const void *opts, size_t dim) {
-  dt_state_size z = def->state_extra != NULL ? def->state_extra(opts, dim) : (dt_state_size){0};
-  z.per_node += def->exchange_vectors; /* the exchange's send vectors */
-  for (const dt_state_slot *sl = def->slots; sl != NULL && sl->name != NULL; sl++) {
-    if (sl->when != NULL && !sl->when(opts)) continue;
-    const double row = dim > 0 ? (double)(dim + (size_t)sl->plus) / (double)dim : 1.0;
-    if (sl->kind == DT_SLOT_NODE) z.per_node += row;
-    else if (sl->kind == DT_SLOT_EDGE) z.per_edge += row;
-    else if (sl->kind == DT_SLOT_SHARED) z.per_rank += 1;
-    else if (sl->kind == DT_SLOT_LEARNERS) { /* the gradient slab and the optimizer's moments */
-      const dt_local_opt_spec spec = sl->spec(opts);
-      z.per_node += 1 + dt_local_opt_state_vectors(spec.kind, spec.momentum);
-    }
-  }
-  return z;
-}
-
 int dt_optimizer_accepts(const dt_optimizer_def *def, const void *opts, const dt_run_env *env, dt_refusal *why) {
   const char *name = def->plugin.name;
   const int async = dt_optimizer_asynchronous(def, opts);

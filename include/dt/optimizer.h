@@ -277,8 +277,17 @@ typedef enum dt_slot_kind {
   DT_SLOT_EDGE,     /* a dt_slab: a row per local out-edge of the union graph, in (node, neighbour) order */
   DT_SLOT_SHARED,   /* a float *: one vector of dim floats of backend memory, the same on every rank */
   DT_SLOT_HOST,     /* a host array of elem bytes per local node (push-sum weights) */
-  DT_SLOT_LEARNERS, /* a dt_learners: a local optimizer of spec(opts) and its gradient slab */
+  DT_SLOT_LEARNERS, /* a dt_learners: a local optimizer and its gradient slab */
 } dt_slot_kind;
+
+/* Where a learners slot without spec() finds its local optimizer in the options: the kind (an int,
+ * dt_local_opt_kind) at kind, the rate (a double) at lr and, when has_extras, the momentum,
+ * Nesterov and weight decay (a dt_sgd_extras, optimizers/local_step.h) at extras; without them
+ * PyTorch's defaults. */
+typedef struct dt_learner_fields {
+  size_t kind, lr, extras;
+  int has_extras;
+} dt_learner_fields;
 
 typedef struct dt_state_slot {
   const char *name; /* its checkpoint record (learners: the records' prefix); unique in the run, < 32 bytes */
@@ -289,8 +298,20 @@ typedef struct dt_state_slot {
   size_t elem;      /* DT_SLOT_HOST: bytes per node */
   int keep_grad;    /* DT_SLOT_LEARNERS: its gradient is kept too, as "grad" (an asynchronous step's, taken when it began) */
   int (*when)(const void *opts);                /* whether it exists with these options; NULL: always */
-  dt_local_opt_spec (*spec)(const void *opts); /* DT_SLOT_LEARNERS: the local optimizer */
+  dt_local_opt_spec (*spec)(const void *opts); /* DT_SLOT_LEARNERS: the local optimizer; NULL: from */
+  dt_learner_fields from;                      /* DT_SLOT_LEARNERS without spec */
 } dt_state_slot;
+
+/* Slot rows: struct T's field FIELD per node, kept as NAME or scratch; and a learners slot's
+ * optimizer from the options (struct O): its KIND and LR fields (and dt_sgd_extras X). */
+#define DT_SLOT_KEPT(NAME, T, FIELD) {.name = NAME, .kind = DT_SLOT_NODE, .offset = offsetof(T, FIELD)}
+#define DT_SLOT_SCRATCH(T, FIELD) {.name = #FIELD, .kind = DT_SLOT_NODE, .offset = offsetof(T, FIELD), .scratch = 1}
+#define DT_LEARNER_FROM(O, KIND, LR) {.kind = DT_FIELD_AT_(O, KIND, int), .lr = DT_FIELD_AT_(O, LR, double)}
+#define DT_LEARNER_FROM_X(O, KIND, LR, X)                                                                                    \
+  {.kind = DT_FIELD_AT_(O, KIND, int), .lr = DT_FIELD_AT_(O, LR, double), .extras = DT_FIELD_AT_(O, X, dt_sgd_extras),      \
+   .has_extras = 1}
+/* offsetof(O, F), which fails to compile unless the field is of type TYPE */
+#define DT_FIELD_AT_(O, F, TYPE) (offsetof(O, F) + 0 * sizeof(char[_Generic(((O *)0)->F, TYPE: 1)]))
 
 /* ---- the plug-in ---------------------------------------------------------------------------- */
 
@@ -314,6 +335,11 @@ typedef struct dt_refusal {
  * itself) with a printf-style sentence; returns 0. */
 int dt_refuse(dt_refusal *why, const char *option, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* dt_optimizer_def.state_fill */
+enum { DT_STATE_OPTS = 1u << 0, DT_STATE_RUN = 1u << 1 };
+#define DT_STATE(T, O, R)                                                                                                    \
+  .state_bytes = sizeof(T), .state_fill = DT_STATE_OPTS | DT_STATE_RUN, .opts_at = offsetof(T, O), .run_at = offsetof(T, R)
+
 /* dt_optimizer_def.runs_on: what an algorithm runs on besides a static, undirected graph. */
 enum {
   DT_RUNS_TIME_VARYING = 1u << 0, /* a graph that changes from round to round (experiment.graph.schedule) */
@@ -332,6 +358,11 @@ struct dt_optimizer_def {
    * create and destroy may be NULL. create is collective. */
   size_t state_bytes;
   const dt_state_slot *slots;
+  /* What dt_optimizer_create writes into the struct before create (dt_state_fill flags): the
+   * options (opts_size bytes) at opts_at, the run context's pointer at run_at. DT_STATE(T, O, R)
+   * declares a struct T that keeps both in its fields O and R. */
+  unsigned state_fill;
+  size_t opts_at, run_at;
   /* > 0: the run's exchange of that many vectors of dim floats per node (dt_run_exchange), made
    * before create and counted; 0: create makes its own exchange, if any (dt_run_exchange_len,
    * dt_run_exchange_edges), and state_extra counts it. */

@@ -49,14 +49,11 @@ typedef struct adpsgd_state {
   uint64_t *picks;  /* [N] neighbour draws so far (the stream's position; the schedule's) */
 } adpsgd_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_adpsgd_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
-}
 static int push_sum(const void *opts) { return ((const dt_adpsgd_opts *)opts)->mode == MODE_PUSH_SUM; }
 
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(adpsgd_state, learners), .spec = local_spec, .keep_grad = 1},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(adpsgd_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_adpsgd_opts, local_optimizer, lr, x), .keep_grad = 1},
     {.name = "x", .kind = DT_SLOT_NODE, .offset = offsetof(adpsgd_state, x), .when = push_sum},
     {.name = "push_weight", .kind = DT_SLOT_HOST, .offset = offsetof(adpsgd_state, w), .elem = sizeof(float), .when = push_sum},
     {0},
@@ -190,9 +187,8 @@ static dt_status push_arrive(void *ctx, dt_async *a, int node, int l, int from, 
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   adpsgd_state *s = state;
+  (void)opts;
   const dt_graph *g = dt_run_graph(run);
-  s->run = run;
-  s->o = *(const dt_adpsgd_opts *)opts;
   DT_ALLOC(s->busy, (size_t)g->n, "adpsgd");
   DT_ALLOC(s->picks, (size_t)g->n, "adpsgd");
   dt_async_def def;
@@ -253,7 +249,7 @@ const dt_optimizer_def dt_optimizer_adpsgd = {
             .opts_size = sizeof(dt_adpsgd_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(adpsgd_state),
+    DT_STATE(adpsgd_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

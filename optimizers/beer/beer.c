@@ -71,9 +71,8 @@ static void destroy(dt_optimizer_run *run, void *state) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   beer_state *s = state;
+  (void)opts;
   dt_exchange *ex;
-  s->run = run;
-  s->o = *(const dt_beer_opts *)opts;
   DT_TRY(dt_codec_init(&s->codec, s->o.compression.op, dt_run_dim(run), s->o.compression.ratio, s->o.compression.levels));
   /* every estimate 0; V = the first local gradient */
   s->node_streams = !dt_run_faulty(run);
@@ -247,7 +246,7 @@ const dt_optimizer_def dt_optimizer_beer = {
             .opts_size = sizeof(dt_beer_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(beer_state),
+    DT_STATE(beer_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

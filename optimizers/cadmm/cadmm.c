@@ -20,15 +20,11 @@ typedef struct cadmm_state {
   dt_optimizer_run *run;
 } cadmm_state;
 
-static dt_local_opt_spec primal_spec(const void *opts) {
-  const dt_cadmm_opts *o = opts;
-  return dt_local_step_spec(o->primal_optimizer, o->primal_lr_start, NULL);
-}
-
 /* what carries between rounds: the learners and the duals (b, s, t, heard and alpha are
  * rewritten every round before use) */
 static const dt_state_slot slots[] = {
-    {.name = "primal", .kind = DT_SLOT_LEARNERS, .offset = offsetof(cadmm_state, learners), .spec = primal_spec},
+    {.name = "primal", .kind = DT_SLOT_LEARNERS, .offset = offsetof(cadmm_state, learners),
+     .from = DT_LEARNER_FROM(dt_cadmm_opts, primal_optimizer, primal_lr_start)},
     {.name = "dual", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, dual)},
     {.name = "b", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, b), .scratch = 1},
     {.name = "s", .kind = DT_SLOT_NODE, .offset = offsetof(cadmm_state, s), .scratch = 1},
@@ -40,8 +36,7 @@ static const dt_state_slot slots[] = {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   cadmm_state *c = state;
-  c->run = run;
-  c->o = *(const dt_cadmm_opts *)opts;
+  (void)opts;
   c->rho = c->o.rho_init;
   c->rounds = dt_run_problem(run)->outer_iterations;
   return dt_run_keep_shared(run, "rho", &c->rho, sizeof c->rho);
@@ -119,7 +114,7 @@ const dt_optimizer_def dt_optimizer_cadmm = {
             .opts_size = sizeof(dt_cadmm_opts),
             .finalize = dt_cadmm_finalize,
         },
-    .state_bytes = sizeof(cadmm_state),
+    DT_STATE(cadmm_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
     .create = create,

@@ -50,7 +50,8 @@ static dt_local_opt_spec local_spec(const void *opts) {
 }
 
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(central_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(central_state, learners),
+     .from = DT_LEARNER_FROM(dt_centralized_opts, optimizer, lr)},
     {.name = "avg", .kind = DT_SLOT_SHARED, .offset = offsetof(central_state, avg), .scratch = 1},
     {0},
 };
@@ -63,8 +64,6 @@ static void destroy(dt_optimizer_run *run, void *state) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   central_state *s = state;
-  s->run = run;
-  s->o = *(const dt_centralized_opts *)opts;
   DT_TRY(dt_run_centre_faults(run));
   if (!dt_run_faulty(run) || s->o.mode != DT_CENTRAL_GRADIENT) return DT_OK;
   const dt_local_opt_spec spec = local_spec(opts);
@@ -145,7 +144,7 @@ const dt_optimizer_def dt_optimizer_centralized = {
             .keys = keys,
             .opts_size = sizeof(dt_centralized_opts),
         },
-    .state_bytes = sizeof(central_state),
+    DT_STATE(central_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

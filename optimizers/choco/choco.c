@@ -57,14 +57,10 @@ typedef struct choco_state {
   size_t qtrace_stride;
 } choco_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_choco_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
-}
-
 /* The estimates depend on the graph and the faults, not on the options alone: create makes them. */
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(choco_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(choco_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_choco_opts, local_optimizer, lr, x)},
     {.name = "diff", .kind = DT_SLOT_NODE, .offset = offsetof(choco_state, diff), .scratch = 1},
     {0},
 };
@@ -79,12 +75,11 @@ static void destroy(dt_optimizer_run *run, void *state) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   choco_state *s = state;
+  (void)opts;
   dt_exchange *ex;
   dt_backend *be = dt_run_backend(run);
   const size_t dim = dt_run_dim(run);
   const int count = dt_run_count(run);
-  s->run = run;
-  s->o = *(const dt_choco_opts *)opts;
   DT_TRY(dt_codec_init(&s->codec, s->o.compression.op, dim, s->o.compression.ratio, s->o.compression.levels));
   const size_t msg_len = (s->codec.bytes + sizeof(float) - 1) / sizeof(float); /* capacity in floats */
   /* per edge on a time-varying graph, and under faults: a lost q leaves both copies of that
@@ -256,7 +251,7 @@ const dt_optimizer_def dt_optimizer_choco = {
             .opts_size = sizeof(dt_choco_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(choco_state),
+    DT_STATE(choco_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

@@ -69,14 +69,10 @@ typedef struct downpour_state {
   int *steps;
 } downpour_state;
 
-static dt_local_opt_spec worker_spec(const void *opts) {
-  const dt_downpour_opts *o = opts;
-  return dt_local_step_spec(o->worker_optimizer, o->worker_lr, NULL);
-}
-
 /* The outboxes (max_staleness + 1 of them), the server and the asynchronous engine are create's. */
 static const dt_state_slot slots[] = {
-    {.name = "worker", .kind = DT_SLOT_LEARNERS, .offset = offsetof(downpour_state, workers), .spec = worker_spec},
+    {.name = "worker", .kind = DT_SLOT_LEARNERS, .offset = offsetof(downpour_state, workers),
+     .from = DT_LEARNER_FROM(dt_downpour_opts, worker_optimizer, worker_lr)},
     {.name = "push", .kind = DT_SLOT_SHARED, .offset = offsetof(downpour_state, push), .scratch = 1},
     {0},
 };
@@ -160,10 +156,9 @@ static dt_status async_create(downpour_state *s) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   downpour_state *s = state;
+  (void)opts;
   dt_backend *be = dt_run_backend(run);
   char name[32];
-  s->run = run;
-  s->o = *(const dt_downpour_opts *)opts;
   s->nslots = s->o.max_staleness + 1;
   DT_ALLOC(s->host, dt_run_dim(run), "downpour");
   DT_ALLOC(s->arrives, dt_run_graph(run)->n, "downpour");
@@ -295,7 +290,7 @@ const dt_optimizer_def dt_optimizer_downpour = {
             .opts_size = sizeof(dt_downpour_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(downpour_state),
+    DT_STATE(downpour_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

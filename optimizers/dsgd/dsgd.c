@@ -44,24 +44,14 @@ static int plain(const void *opts) {
   return dt_local_step_plain(o->local_optimizer, &o->x);
 }
 static int not_plain(const void *opts) { return !plain(opts); }
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_dsgd_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
-}
 
 static const dt_state_slot slots[] = {
     {.name = "mixed", .kind = DT_SLOT_NODE, .offset = offsetof(dsgd_state, mixed), .scratch = 1},
     {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(dsgd_state, grad), .scratch = 1, .when = plain},
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(dsgd_state, local), .when = not_plain, .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(dsgd_state, local), .when = not_plain,
+     .from = DT_LEARNER_FROM_X(dt_dsgd_opts, local_optimizer, alpha0, x)},
     {0},
 };
-
-static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
-  dsgd_state *s = state;
-  s->run = run;
-  s->o = *(const dt_dsgd_opts *)opts;
-  return DT_OK;
-}
 
 static float *theta_of(void *ctx, int l) { return dt_slab_node(dt_run_theta(((dsgd_state *)ctx)->run), l); }
 
@@ -126,10 +116,9 @@ const dt_optimizer_def dt_optimizer_dsgd = {
             .opts_size = sizeof(dt_dsgd_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(dsgd_state),
+    DT_STATE(dsgd_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
-    .create = create,
     .round = round_k,
     .bytes_per_round = bytes_per_round,
     .traffic_per_edge = 1,

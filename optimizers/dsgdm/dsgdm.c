@@ -52,13 +52,6 @@ static const dt_state_slot slots[] = {
     {0},
 };
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
-  dsgdm_state *s = state;
-  s->run = run;
-  s->o = *(const dt_dsgdm_opts *)opts;
-  return DT_OK;
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   dsgdm_state *s = p;
   const float a = (float)dt_run_rate(run, &s->o.schedule, s->o.alpha0, s->o.mu, k, 1);
@@ -93,10 +86,9 @@ const dt_optimizer_def dt_optimizer_dsgdm = {
             .opts_size = sizeof(dt_dsgdm_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(dsgdm_state),
+    DT_STATE(dsgdm_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
-    .create = create,
     .round = round_k,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,

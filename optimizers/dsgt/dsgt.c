@@ -59,8 +59,6 @@ static void destroy(dt_optimizer_run *run, void *state) {
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   dsgt_state *s = state;
   const dt_dsgt_opts *o = opts;
-  s->run = run;
-  s->o = *o;
   s->alpha = (float)o->alpha;
   if (!dt_local_step_plain(o->local_optimizer, &o->x)) { /* a local optimizer stepping along y */
     const dt_local_opt_spec spec = dt_local_step_spec(o->local_optimizer, o->alpha, &o->x);
@@ -161,7 +159,7 @@ const dt_optimizer_def dt_optimizer_dsgt = {
             .opts_size = sizeof(dt_dsgt_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(dsgt_state),
+    DT_STATE(dsgt_state, o, run),
     .slots = slots,
     .exchange_vectors = 2,
     .create = create,

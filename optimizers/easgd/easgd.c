@@ -147,8 +147,7 @@ static dt_status async_create(easgd_state *s) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   easgd_state *s = state;
-  s->run = run;
-  s->o = *(const dt_easgd_opts *)opts;
+  (void)opts;
   /* x̃₀ = the workers' common start (their mean; not traffic: every rank knows it) */
   DT_TRY(dt_run_mean_uncounted(run, dt_run_theta(run), s->centre));
   DT_TRY(dt_run_centre_faults(run));
@@ -224,7 +223,7 @@ const dt_optimizer_def dt_optimizer_easgd = {
             .opts_size = sizeof(dt_easgd_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(easgd_state),
+    DT_STATE(easgd_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

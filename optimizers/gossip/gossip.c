@@ -52,13 +52,9 @@ typedef struct gossip_state {
   double *wnew;    /* scratch: the weights after this round's pushes */
 } gossip_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_gossip_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
-}
-
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(gossip_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(gossip_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_gossip_opts, local_optimizer, lr, x)},
     {0},
 };
 
@@ -74,9 +70,8 @@ static void destroy(dt_optimizer_run *run, void *state) {
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   gossip_state *s = state;
+  (void)opts;
   const dt_graph *g = dt_run_graph(run);
-  s->run = run;
-  s->o = *(const dt_gossip_opts *)opts;
   DT_ALLOC(s->mask, 2 * (size_t)g->num_edges + 1, "gossip");
   DT_ALLOC(s->partner, g->n, "gossip");
   DT_ALLOC(s->order, g->num_edges + 1, "gossip");
@@ -203,7 +198,7 @@ const dt_optimizer_def dt_optimizer_gossip = {
             .opts_size = sizeof(dt_gossip_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(gossip_state),
+    DT_STATE(gossip_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
     .create = create,

@@ -35,22 +35,11 @@ typedef struct local_dsgd_state {
   dt_optimizer_run *run;
 } local_dsgd_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_local_dsgd_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
-}
-
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(local_dsgd_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(local_dsgd_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_local_dsgd_opts, local_optimizer, alpha0, x)},
     {0},
 };
-
-static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
-  local_dsgd_state *s = state;
-  s->run = run;
-  s->o = *(const dt_local_dsgd_opts *)opts;
-  return DT_OK;
-}
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   local_dsgd_state *s = p;
@@ -80,10 +69,9 @@ const dt_optimizer_def dt_optimizer_local_dsgd = {
             .opts_size = sizeof(dt_local_dsgd_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(local_dsgd_state),
+    DT_STATE(local_dsgd_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
-    .create = create,
     .round = round_k,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,

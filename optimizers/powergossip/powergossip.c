@@ -143,8 +143,6 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   dt_exchange *ex;
   const dt_powergossip_opts *o = opts;
   const dt_graph *g = dt_run_graph(run);
-  s->run = run;
-  s->o = *o;
   DT_TRY(layout_make(dt_task_model(dt_run_task(run)), dt_run_dim(run), o->rank, &s->lay));
   for (int i = 0; i < g->n; i++) s->maxdeg = dt_graph_degree(g, i) > s->maxdeg ? dt_graph_degree(g, i) : s->maxdeg;
   s->edge_floats = s->lay.np + s->lay.nq;
@@ -391,7 +389,7 @@ const dt_optimizer_def dt_optimizer_powergossip = {
             .opts_size = sizeof(dt_powergossip_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(pg_state),
+    DT_STATE(pg_state, o, run),
     .create = create,
     .destroy = destroy,
     .round = round_k,

@@ -48,13 +48,6 @@ static const dt_state_slot slots[] = {
     {0},
 };
 
-static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
-  qg_state *s = state;
-  s->run = run;
-  s->o = *(const dt_qg_opts *)opts;
-  return DT_OK;
-}
-
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   qg_state *s = p;
   dt_backend *be = dt_run_backend(run);
@@ -100,10 +93,9 @@ const dt_optimizer_def dt_optimizer_qg_dsgdm = {
             .opts_size = sizeof(dt_qg_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(qg_state),
+    DT_STATE(qg_state, o, run),
     .slots = slots,
     .exchange_vectors = 1,
-    .create = create,
     .round = round_k,
     .bytes_per_round = dt_mix_one_vector_bytes,
     .traffic_per_edge = 1,

@@ -50,14 +50,10 @@ typedef struct relay_state {
   dt_optimizer_run *run;
 } relay_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_relay_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->lr, &o->x);
-}
-
 /* x0 and the tree are create's (a checkpoint keeps the counts before x0) */
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(relay_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(relay_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_relay_opts, local_optimizer, lr, x)},
     {.name = "relayed", .kind = DT_SLOT_EDGE, .offset = offsetof(relay_state, in)}, /* no message yet: 0 */
     {0},
 };
@@ -102,11 +98,10 @@ cleanup:
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   relay_state *s = state;
+  (void)opts;
   dt_exchange *ex;
   const dt_graph *g = dt_run_graph(run);
   const size_t E2 = 2 * (size_t)g->num_edges;
-  s->run = run;
-  s->o = *(const dt_relay_opts *)opts;
   DT_ALLOC(s->tree, E2 + 1, "relaysgd");
   DT_ALLOC(s->count, E2 + 1, "relaysgd");
   DT_ALLOC(s->next, E2 + 1, "relaysgd");
@@ -230,7 +225,7 @@ const dt_optimizer_def dt_optimizer_relaysgd = {
             .opts_size = sizeof(dt_relay_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(relay_state),
+    DT_STATE(relay_state, o, run),
     .slots = slots,
     .create = create,
     .destroy = destroy,

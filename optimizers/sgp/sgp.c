@@ -49,11 +49,6 @@ static int plain(const void *opts) {
 }
 static int not_plain(const void *opts) { return !plain(opts); }
 static int overlap(const void *opts) { return ((const dt_sgp_opts *)opts)->overlap; }
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_sgp_opts *o = opts;
-  return dt_local_step_spec(o->local_optimizer, o->alpha0, &o->x);
-}
-
 static const dt_state_slot slots[] = {
     {.name = "x", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, x)},
     {.name = "w", .kind = DT_SLOT_HOST, .offset = offsetof(sgp_state, w), .elem = sizeof(float)},
@@ -61,16 +56,16 @@ static const dt_state_slot slots[] = {
     {.name = "inbox_w", .kind = DT_SLOT_HOST, .offset = offsetof(sgp_state, inbox_w), .elem = sizeof(float), .when = overlap},
     {.name = "mixed", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, mixed), .scratch = 1, .plus = 1},
     {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, grad), .scratch = 1, .when = plain},
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(sgp_state, local), .when = not_plain, .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(sgp_state, local), .when = not_plain,
+     .from = DT_LEARNER_FROM_X(dt_sgp_opts, local_optimizer, alpha0, x)},
     {.name = "before", .kind = DT_SLOT_NODE, .offset = offsetof(sgp_state, before), .scratch = 1, .when = not_plain},
     {0},
 };
 
 static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   sgp_state *s = state;
+  (void)opts;
   dt_exchange *ex;
-  s->run = run;
-  s->o = *(const dt_sgp_opts *)opts;
   DT_TRY(dt_slab_copy(dt_run_backend(run), dt_run_theta(run), &s->x)); /* x = θ0, w = 1: z = θ0 */
   for (int l = 0; l < dt_run_count(run); l++) s->w[l] = 1.0f;
   return dt_run_exchange_len(run, 1, dt_run_dim(run) + 1, &ex); /* one message [x, w] */
@@ -193,7 +188,7 @@ const dt_optimizer_def dt_optimizer_sgp = {
             .opts_size = sizeof(dt_sgp_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(sgp_state),
+    DT_STATE(sgp_state, o, run),
     .slots = slots,
     .create = create,
     .round = round_k,

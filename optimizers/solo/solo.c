@@ -31,23 +31,12 @@ typedef struct solo_state {
   uint8_t *active; /* nodes still training (dt_run_max_epochs(run)) */
 } solo_state;
 
-static dt_local_opt_spec local_spec(const void *opts) {
-  const dt_solo_opts *o = opts;
-  return dt_local_step_spec(o->optimizer, o->lr, &o->x);
-}
-
 static const dt_state_slot slots[] = {
-    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(solo_state, learners), .spec = local_spec},
+    {.name = "local", .kind = DT_SLOT_LEARNERS, .offset = offsetof(solo_state, learners),
+     .from = DT_LEARNER_FROM_X(dt_solo_opts, optimizer, lr, x)},
     {.name = "active", .kind = DT_SLOT_HOST, .offset = offsetof(solo_state, active), .scratch = 1, .elem = sizeof(uint8_t)},
     {0},
 };
-
-static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
-  solo_state *s = state;
-  s->run = run;
-  s->o = *(const dt_solo_opts *)opts;
-  return DT_OK;
-}
 
 static dt_status round_k(void *p, dt_optimizer_run *run, int k) {
   solo_state *s = p;
@@ -85,9 +74,8 @@ const dt_optimizer_def dt_optimizer_solo = {
             .opts_size = sizeof(dt_solo_opts),
             .finalize = finalize,
         },
-    .state_bytes = sizeof(solo_state),
+    DT_STATE(solo_state, o, run),
     .slots = slots,
-    .create = create,
     .round = round_k,
     .bytes_per_round = bytes_per_round,
     .runs_on = DT_RUNS_DIRECTED, /* the graph carries none of its messages */

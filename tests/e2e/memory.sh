@@ -2,8 +2,8 @@
 # The memory estimate (experiments/memory.c) end to end:
 # (1) every algorithm's state: on tests/e2e/small.yaml, a DSGDm config and tests/e2e/async.yaml at
 #     P = 1 with --log-level debug, the backend memory each problem adds, as the CPU backend counts
-#     it, lies within 5% of the estimate from its plug-in's state_size (its line of the log carries
-#     both);
+#     it, lies within 5% of the estimate from its plug-in's declared state (dt_optimizer_state_size:
+#     its slots, exchange and state_extra; its line of the log carries both);
 # (2) `dtrun check`'s estimate per rank against the peak resident memory of the run, measured, on
 #     three configs: small.yaml (every algorithm), configs/dist_mnist.yaml cut to 20 rounds, and
 #     tests/e2e/resnet.yaml (batch norm, CIFAR-10 files written here): within 20%;
