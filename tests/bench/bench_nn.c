@@ -93,11 +93,27 @@ static void bench(const bench_case *bc, const dt_model_spec *spec, double second
   dt_model_init_params(m, 0, p);
   dt_model_init_buffers(m, bf);
   float *buffers = NB > 0 ? bf : NULL, loss;
+  /* three warm-up steps, then the evaluation (one untimed pass first) of the model they leave, so
+   * that what is evaluated does not depend on how many steps the window holds, then training:
+   * bench_torch.py does the same */
+  for (int w = 0; w < 3; w++) {
+    MUST(dt_model_forward_backward(be, m, ws, p, buffers, x + (size_t)w * B * D, y + w * B, B, g, &loss, NULL));
+    MUST(dt_local_opt_step(opt, 0, p, g, -1.0f, NULL));
+  }
+  double ls = 0, t0, t;
+  long correct = 0, evals = 0;
+  MUST(dt_model_evaluate(be, m, ews, p, buffers, x, y, E, &ls, &correct));
+  t0 = dt_time_now();
+  const double eval_seconds = fixed_steps > 0 ? 0 : seconds; /* a fixed count: for counting cycles (perf stat), training only */
+  do {
+    MUST(dt_model_evaluate(be, m, ews, p, buffers, x, y, SAMPLES, &ls, &correct));
+    evals++;
+  } while ((t = dt_time_now() - t0) < eval_seconds);
+  const double eval = (double)SAMPLES * evals / t;
   /* train: batches cycle through the samples */
-  for (int w = 0; w < 3; w++) MUST(dt_model_forward_backward(be, m, ws, p, buffers, x, y, B, g, &loss, NULL));
   const int cycle = SAMPLES / B;
   long steps = 0;
-  double t0 = dt_time_now(), t;
+  t0 = dt_time_now();
   do {
     int off = (int)(steps % cycle) * B;
     MUST(dt_model_forward_backward(be, m, ws, p, buffers, x + (size_t)off * D, y + off, B, g, &loss, NULL));
@@ -105,17 +121,7 @@ static void bench(const bench_case *bc, const dt_model_spec *spec, double second
     steps++;
   } while (fixed_steps > 0 ? steps < fixed_steps : (t = dt_time_now() - t0) < seconds);
   t = dt_time_now() - t0;
-  double train = (double)B * steps / t;
-  long evals = 0;
-  t0 = dt_time_now();
-  if (fixed_steps > 0) seconds = 0; /* a fixed count: for counting cycles (perf stat), training only */
-  do {
-    double ls = 0;
-    long correct = 0;
-    MUST(dt_model_evaluate(be, m, ews, p, buffers, x, y, SAMPLES, &ls, &correct));
-    evals++;
-  } while ((t = dt_time_now() - t0) < seconds);
-  double eval = (double)SAMPLES * evals / t;
+  const double train = (double)B * steps / t;
   double train_flops = 3.0 * forward_flops(m); /* forward + two backward GEMMs */
   double floor = peak_gflops * 1e9 / train_flops;
   printf("result: %s params=%zu train=%.0f eval=%.0f floor=%.0f fraction=%.3f gflops=%.1f\n", bc->name, P, train, eval, floor,
