@@ -691,10 +691,7 @@ dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, proble
 /* Rank 0: the data's digests against those summary.yaml recorded when the run started (roles it
  * does not list are not compared: a summary written before they were recorded). */
 static dt_status compare_data(runner *r) {
-  if (r->num_files < 0) {
-    r->num_files = 0;
-    if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
-  }
+  runner_files_end(r);
   char path[DT_PATH_MAX + 96];
   snprintf(path, sizeof path, "%s/summary.yaml", r->outdir);
   size_t len = 0;

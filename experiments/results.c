@@ -178,13 +178,38 @@ static void emit_summary(runner *r, int done, const char *end, dt_yemit *y) {
   }
 }
 
-dt_status runner_write_summary(runner *r, int done, const char *end) {
-  if (!r->write) return DT_OK;
-  runner_db_summary(r, done, end);
-  if (r->num_files < 0) {
+static void *files_job(void *p) {
+  runner *r = p;
+  r->data.files(r->data.owner, r->files, &r->num_files);
+  return NULL;
+}
+
+void runner_files_begin(runner *r) {
+  if (r->rank != 0 || r->data.files == NULL || r->num_files >= 0 || r->files_pending) return;
+  r->num_files = 0;
+  r->files_pending = pthread_create(&r->files_thread, NULL, files_job, r) == 0;
+  if (!r->files_pending) r->num_files = -1; /* no thread: hashed when first needed */
+}
+
+void runner_files_join(runner *r) {
+  if (!r->files_pending) return;
+  pthread_join(r->files_thread, NULL);
+  r->files_pending = 0;
+}
+
+void runner_files_end(runner *r) {
+  if (r->files_pending) {
+    runner_files_join(r);
+  } else if (r->num_files < 0) {
     r->num_files = 0;
     if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
   }
+}
+
+dt_status runner_write_summary(runner *r, int done, const char *end) {
+  if (!r->write) return DT_OK;
+  runner_db_summary(r, done, end);
+  runner_files_end(r);
   char *text = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&text, &len);

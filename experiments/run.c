@@ -332,6 +332,7 @@ static void runner_free(runner *r) {
   dt_backend_free(r->be);
   dt_backend_free(r->host);
   dt_split_free(&r->split);
+  runner_files_join(r); /* its thread reads the data */
   dt_data_free(&r->data);
   dt_schedule_free(r->schedule);
   dt_network_free(r->net);
@@ -432,6 +433,7 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(setup_phase(r, dt_schedule_from_config(cfg, r->graph, &r->schedule), "graph schedule"));
   DT_TRY(dt_optimizers_admit(cfg, r->graph));
   DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)), "data"));
+  runner_files_begin(r);
   DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)), "split"));
   dt_model_spec ms;
   DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &r->data.train, &ms)));

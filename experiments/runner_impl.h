@@ -14,6 +14,8 @@
 #ifndef DT_RUNNER_IMPL_H
 #define DT_RUNNER_IMPL_H
 
+#include <pthread.h>
+
 #include "dt/optimizer.h"
 #include "dt/run.h"
 #include "dt/timer.h"
@@ -52,7 +54,9 @@ typedef struct runner {
   dt_backend *host; /* the CPU backend for rank 0's host-side math */
   dt_task *task;
   dt_data_file files[8];   /* the data's files and digests, for summary.yaml (rank 0, once) */
-  int num_files;           /* -1: not hashed yet */
+  int num_files;           /* -1: not hashed yet; read only after runner_files_end */
+  pthread_t files_thread;  /* hashing them beside the set-up (runner_files_begin) */
+  int files_pending;
   float *theta0;           /* host */
   dt_slab normed;          /* θ/‖θ‖ of the local nodes */
   double *rows, *all_rows; /* count × NCOL, n × NCOL */
@@ -178,6 +182,13 @@ DT_MUST_USE dt_status runner_checkpoint_load_run(runner *r, resume_point *rp);
  * timers and the CSV text so far. Collective. */
 DT_MUST_USE dt_status runner_checkpoint_load_nodes(runner *r, const resume_point *rp, problem_run *pr);
 void runner_resume_point_free(resume_point *rp);
+/* Rank 0: the data files' SHA-256 for summary.yaml (tens of milliseconds for MNIST), hashed on a
+ * thread of their own while the set-up and the first rounds go on (the data is read-only once
+ * loaded); runner_files_end waits for them, or hashes them itself when no thread was started,
+ * before anything reads files and num_files. Both are no-ops where there is nothing to do. */
+void runner_files_begin(runner *r);
+void runner_files_end(runner *r);
+void runner_files_join(runner *r); /* only the wait (a runner's teardown) */
 /* Resume: the data files' SHA-256 against those the run's summary.yaml recorded; a change is
  * DT_ERR_DATA naming the file. Collective. */
 DT_MUST_USE dt_status runner_check_data(runner *r);
