@@ -22,12 +22,9 @@ extern char *openblas_get_corename(void);
 /* Why OpenBLAS runs the kernels it runs: summary.yaml's blas_kernels_why. */
 static char kernel_reason[160] = "OpenBLAS's own choice for this CPU";
 
-/* OpenBLAS built for many CPUs (DYNAMIC_ARCH, as Debian's) picks its kernels when it loads, from
- * OPENBLAS_CORETYPE or the CPU; gotoblas_dynamic_quit and gotoblas_dynamic_init pick again, in
- * this process, which is what loading it with OPENBLAS_CORETYPE=core set does (the same kernels,
- * the same bits). Only before any BLAS call. Looked up at run time: an OpenBLAS built for one CPU
- * has neither, and keeps its kernels. A core OpenBLAS does not know would make it exit, so its
- * table (gotoblas_CORE) must exist. Returns whether the kernels are now core's. */
+/* Whether this OpenBLAS can switch to core's kernels: it is built for many CPUs (DYNAMIC_ARCH, as
+ * Debian's: gotoblas_dynamic_init exists) and has core's table (gotoblas_CORE; a core it does not
+ * know would make it exit). */
 static int blas_known(const char *core) {
   char table[48] = "gotoblas_";
   size_t n = strlen(table);
@@ -36,9 +33,31 @@ static int blas_known(const char *core) {
   return dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") != NULL && dlsym(RTLD_DEFAULT, table) != NULL;
 }
 
+/* Whether this CPU has the instructions core's kernels use (else they would die of SIGILL). */
+static int cpu_runs(const char *core) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (strcasecmp(core, "SkylakeX") == 0 || strcasecmp(core, "Cooperlake") == 0 || strcasecmp(core, "SapphireRapids") == 0)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
+  if (strcasecmp(core, "Haswell") == 0 || strcasecmp(core, "Zen") == 0)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (strcasecmp(core, "Sandybridge") == 0) return __builtin_cpu_supports("avx");
+  if (strcasecmp(core, "Nehalem") == 0) return __builtin_cpu_supports("sse4.2");
+  if (strcasecmp(core, "Core2") == 0) return __builtin_cpu_supports("ssse3");
+  if (strcasecmp(core, "Prescott") == 0) return __builtin_cpu_supports("sse3");
+#endif
+  (void)core;
+  return 0; /* a core dtrun does not know the needs of: not switched to */
+}
+
+/* gotoblas_dynamic_quit and gotoblas_dynamic_init pick OpenBLAS's kernels again, in this process,
+ * which is what loading it with OPENBLAS_CORETYPE=core set does (the same kernels, the same bits).
+ * Only before any BLAS call; looked up at run time (an OpenBLAS built for one CPU keeps its
+ * kernels). Returns whether the kernels are now core's. */
 static int blas_switch(const char *core) {
   void *q = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"), *i = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
-  if (q == NULL || i == NULL || !blas_known(core)) return 0;
+  if (q == NULL || i == NULL || !blas_known(core) || !cpu_runs(core)) return 0;
   void (*quit)(void), (*init)(void);
   memcpy(&quit, &q, sizeof quit); /* POSIX: a function's address, as dlsym returns it */
   memcpy(&init, &i, sizeof init);
@@ -69,10 +88,13 @@ int dt_cpu_select_kernels(char *why, size_t why_size) {
     /* OpenBLAS's x86-64 kernel sets, oldest first, that this OpenBLAS has */
     static const char *const cores[] = {"Prescott", "Core2", "Nehalem", "Sandybridge", "Haswell", "Zen", "SkylakeX", "Cooperlake",
                                         "SapphireRapids"};
-    size_t used = (size_t)snprintf(why, why_size, "DT_BLAS_KERNELS=%s: this OpenBLAS (%s) %s; use keep, or one of:", want,
-                                   openblas_get_corename(), blas_known(want) ? "could not switch to it" : "has no such kernels");
+    const char *reason = !blas_known(want) ? "this OpenBLAS has no such kernels"
+                         : !cpu_runs(want) ? "this CPU lacks the instructions they use"
+                                           : "OpenBLAS could not switch to them";
+    size_t used = (size_t)snprintf(why, why_size, "DT_BLAS_KERNELS=%s: %s (it runs %s); use keep, or one of:", want, reason,
+                                   openblas_get_corename());
     for (size_t c = 0; c < sizeof cores / sizeof *cores && used < why_size; c++)
-      if (blas_known(cores[c])) used += (size_t)snprintf(why + used, why_size - used, " %s", cores[c]);
+      if (blas_known(cores[c]) && cpu_runs(cores[c])) used += (size_t)snprintf(why + used, why_size - used, " %s", cores[c]);
     return 0;
   }
   if (user != NULL && user[0] != '\0') { /* the user's or the cluster's choice, not dtrun's to override */
