@@ -305,7 +305,9 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
             else:
                 ax.tick_params(labelleft=False)
             if r == len(metrics) * frows - 1 or (mi == len(metrics) - 1 and fi + cols >= len(facets)):
-                ax.set_xlabel(text(x, labels))
+                # panels side by side: a label longer than its panel (the simulated clock's) wraps
+                # instead of running into its neighbour's and off the figure
+                ax.set_xlabel(_wrap(text(x, labels), panel_w, plt.rcParams["axes.labelsize"]) if cols > 1 else text(x, labels))
             ax.grid(True, color="#dddddd", linewidth=0.5)
             if xlim:
                 ax.set_xlim(*xlim)
@@ -408,8 +410,8 @@ def _box_in(bbox, fig):
 
 def describe(fig):
     """What a figure holds, read back from matplotlib's objects: its size, every panel's title,
-    labels, scales and limits with its lines (label, colour, dash, marker, points) and bands, and
-    the legend's title and entries."""
+    labels (with the x label's box), scales and limits with its lines (label, colour, dash, marker,
+    points) and bands, and the legend's title and entries."""
     fig.canvas.draw()  # the laid-out positions
     out = dict(size=[round(v, 3) for v in fig.get_size_inches()], title=fig._suptitle.get_text() if fig._suptitle else None,
                panels=[], legend=None, notes=list(getattr(fig, "dtrun_notes", [])))
@@ -430,6 +432,7 @@ def describe(fig):
                                   xscale=ax.get_xscale(), yscale=ax.get_yscale(),
                                   xlim=list(ax.get_xlim()), ylim=list(ax.get_ylim()),
                                   box_in=_box_in(ax.get_window_extent(), fig),
+                                  xlabel_in=_box_in(ax.xaxis.label.get_window_extent(), fig) if ax.get_xlabel() else None,
                                   width_in=round(pos.width * fig.get_size_inches()[0], 3),
                                   height_in=round(pos.height * fig.get_size_inches()[1], 3),
                                   xticklabels=[t.get_text() for t in ax.get_xticklabels()],
