@@ -302,10 +302,8 @@ typedef struct dt_state_slot {
   dt_learner_fields from;                      /* DT_SLOT_LEARNERS without spec */
 } dt_state_slot;
 
-/* Slot rows: struct T's field FIELD per node, kept as NAME or scratch; and a learners slot's
- * optimizer from the options (struct O): its KIND and LR fields (and dt_sgd_extras X). */
-#define DT_SLOT_KEPT(NAME, T, FIELD) {.name = NAME, .kind = DT_SLOT_NODE, .offset = offsetof(T, FIELD)}
-#define DT_SLOT_SCRATCH(T, FIELD) {.name = #FIELD, .kind = DT_SLOT_NODE, .offset = offsetof(T, FIELD), .scratch = 1}
+/* A learners slot's optimizer from the options (struct O): its KIND and LR fields (and its
+ * dt_sgd_extras X). */
 #define DT_LEARNER_FROM(O, KIND, LR) {.kind = DT_FIELD_AT_(O, KIND, int), .lr = DT_FIELD_AT_(O, LR, double)}
 #define DT_LEARNER_FROM_X(O, KIND, LR, X)                                                                                    \
   {.kind = DT_FIELD_AT_(O, KIND, int), .lr = DT_FIELD_AT_(O, LR, double), .extras = DT_FIELD_AT_(O, X, dt_sgd_extras),      \
@@ -353,7 +351,8 @@ struct dt_optimizer_def {
   dt_plugin plugin;
   /* Its per-problem state: a struct of state_bytes, and the vectors it keeps in it, declared as a
    * table of slots ended by {0} (NULL: none). dt_optimizer_create allocates both, zeroed, then
-   * calls create for the rest (options to copy, a first gradient, the exchange, host arrays);
+   * calls create for the rest (a first gradient, an exchange of another kind, host arrays sized
+   * by the graph);
    * dt_optimizer_destroy calls destroy for what create made, then frees the slots and the struct.
    * create and destroy may be NULL. create is collective. */
   size_t state_bytes;
