@@ -202,7 +202,7 @@ void runner_files_end(runner *r) {
     runner_files_join(r);
   } else if (r->num_files < 0) {
     r->num_files = 0;
-    if (r->data.files != NULL) r->data.files(r->data.owner, r->files, &r->num_files);
+    if (r->data.files != NULL) files_job(r);
   }
 }
 

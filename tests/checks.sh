@@ -89,12 +89,14 @@ ranks_and_rerun() {
 
 # killed_resumed CONFIG AT WHAT: CONFIG checkpointing every 5 rounds, killed at P = 3 once its
 # checkpoint is of problem >= AT and resumed at P = 2 (in $tmp/k), gives the files of a run that
-# was not interrupted ($tmp/ref).
+# was not interrupted ($tmp/ref). Sets killed_round: the round of its problem the checkpoint it was
+# killed with holds (0: the kill fell between two problems, nothing is resumed inside one).
 killed_resumed() {
   local cfg=$1 at=$2 what=$3
   kill_later "$at" "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$cfg" --set experiment.checkpoint_every=5 \
     --output-dir "$tmp/k" --quiet
   [ -e "$tmp/k/checkpoint" ] && ok || bad "$what: the run was not killed with a checkpoint: $(ls "$tmp/k")"
+  killed_round=$(od -An -t u8 -j 24 -N 8 "$tmp/k/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
   "$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "$what: resume failed: $(tail -3 "$tmp/k2.log")"
   "$dtrun" "$cfg" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "$what: reference failed"
   same_results "$tmp/ref" "$tmp/k" "$what killed at P=3, resumed at P=2"

@@ -134,21 +134,14 @@ awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) col[$i] = i} $2 == "dinno" {found = 
 # TensorBoard after a kill and a resume: the resumed problem's new file purges what the killed
 # run wrote after its checkpoint, and TensorBoard then shows what an uninterrupted run's shows
 sed 's/^experiment:$/experiment:\n  tensorboard: true/' tests/e2e/small.yaml > "$tmp/tb.yaml"
-# (killed_resumed's steps, with the checkpoint's round read between the kill and the resume: a
-# kill that lands between two problems leaves nothing to resume inside a problem, and so no
-# second event file of one; it happens, the kill's moment being random)
-kill_later 3 "$tmp/k" "$tmp/k.log" "$mpiexec" --oversubscribe -n 3 "$dtrun" "$tmp/tb.yaml" --set experiment.checkpoint_every=5 \
-  --output-dir "$tmp/k" --quiet
-[ -e "$tmp/k/checkpoint" ] && ok || bad "tensorboard: the run was not killed with a checkpoint: $(ls "$tmp/k")"
-inside=$(od -An -t u8 -j 24 -N 8 "$tmp/k/checkpoint/run.ckpt" 2>/dev/null | tr -d ' ')
-"$mpiexec" --oversubscribe -n 2 "$dtrun" resume "$tmp/k" --quiet > "$tmp/k2.log" 2>&1 || bad "tensorboard: resume failed: $(tail -3 "$tmp/k2.log")"
-"$dtrun" "$tmp/tb.yaml" --set experiment.checkpoint_every=5 --output-dir "$tmp/ref" --quiet > "$tmp/ref.log" 2>&1 || bad "tensorboard: reference failed"
-same_results "$tmp/ref" "$tmp/k" "tensorboard killed at P=3, resumed at P=2"
+killed_resumed "$tmp/tb.yaml" 3 "tensorboard"
 cmp -s <(/usr/bin/python3 $tb scalars "$tmp/ref" | grep -v ' time_') <(/usr/bin/python3 $tb scalars "$tmp/k" | grep -v ' time_') \
   && ok || bad "TensorBoard's scalars of a resumed run differ from an uninterrupted run's"
-if [ "${inside:-0}" -gt 0 ]; then # killed inside a problem (after its round $inside): that problem has a second file
+# a kill that lands between two problems (it comes at a random moment) leaves nothing to resume
+# inside one, and so no second event file of any problem
+if [ "${killed_round:-0}" -gt 0 ]; then # killed inside a problem: that problem has a second file
   [ "$(ls "$tmp"/k/tensorboard/*/events.out.tfevents.* | wc -l)" -gt "$(ls "$tmp"/ref/tensorboard/*/events.out.tfevents.* | wc -l)" ] \
-    && ok || bad "the resumed run wrote no new event file (killed after round $inside of a problem)"
+    && ok || bad "the resumed run wrote no new event file (killed after round $killed_round of a problem)"
 fi
 
 # dtrun runs: every run folder here, one line each, the killed one as killed; --json's numbers are
