@@ -43,41 +43,40 @@ dt_status dt_codec_init(dt_codec *c, int op, size_t n, double ratio, int levels)
   return DT_OK;
 }
 
-/* Key of coordinate i for top_k: larger |x| first, then the lower index. The bits of a
- * non-negative float order like the float. */
-static uint64_t topk_key(const float *x, size_t i) {
+/* The bits of |x|, which order like |x| (NaN above infinity). */
+static uint32_t abs_bits(float x) {
   uint32_t b;
-  memcpy(&b, &x[i], 4);
-  return ((uint64_t)(b & 0x7fffffffu) << 32) | (uint64_t)(0xffffffffu - (uint32_t)i);
+  memcpy(&b, &x, 4);
+  return b & 0x7fffffffu;
 }
 
-/* The k-th largest of v[0..n) (distinct keys), by quickselect with a median-of-three pivot. */
-static uint64_t kth_largest(uint64_t *v, size_t n, size_t k) {
-  size_t lo = 0, hi = n, want = k - 1; /* the element at sorted-descending position want */
-  while (hi - lo > 1) {
-    const size_t mid = lo + (hi - lo) / 2;
-    uint64_t a = v[lo], b = v[mid], c = v[hi - 1];
-    const uint64_t pivot = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
-    /* three-way partition, descending: [> pivot][== pivot][< pivot] */
-    size_t lt = lo, i = lo, gt = hi;
-    while (i < gt) {
-      if (v[i] > pivot) {
-        const uint64_t t = v[lt];
-        v[lt++] = v[i];
-        v[i++] = t;
-      } else if (v[i] < pivot) {
-        const uint64_t t = v[--gt];
-        v[gt] = v[i];
-        v[i] = t;
-      } else {
-        i++;
-      }
+/* top_k's selection: the k coordinates of largest |x|, ties to the lower index, in increasing
+ * index. The k-th largest |x| (T) is found by radix selection on abs_bits, three digits of 11, 11
+ * and 9 bits from the top, each a pass over x with a histogram of the digit among the values
+ * whose higher digits match; then one pass takes every coordinate above T and the first `need`
+ * equal to it. O(n), no allocation: a quickselect over an n-key copy cost the copy's allocation
+ * (page faults once it passes malloc's mmap threshold) and most of a BEER round (issue 61). */
+static void topk_select(const float *x, size_t n, size_t k, uint32_t *idx, float *val) {
+  static const int shift[3] = {20, 9, 0}, width[3] = {11, 11, 9};
+  uint32_t prefix = 0, mask = 0, hist[1 << 11];
+  size_t need = k; /* how many of those matching the prefix still have to be taken */
+  for (int d = 0; d < 3; d++) {
+    const uint32_t digits = 1u << width[d];
+    memset(hist, 0, sizeof(uint32_t) * digits);
+    for (size_t i = 0; i < n; i++) {
+      const uint32_t b = abs_bits(x[i]);
+      if ((b & mask) == prefix) hist[(b >> shift[d]) & (digits - 1)]++;
     }
-    if (want < lt) hi = lt;
-    else if (want >= gt) lo = gt;
-    else return pivot;
+    uint32_t top = digits - 1; /* from the largest digit down, the one holding the need-th value */
+    while (hist[top] < need) need -= hist[top--];
+    prefix |= top << shift[d];
+    mask |= (digits - 1) << shift[d];
   }
-  return v[lo];
+  size_t j = 0;
+  for (size_t i = 0; i < n && j < k; i++) {
+    const uint32_t b = abs_bits(x[i]);
+    if (b > prefix || (b == prefix && need > 0 && need--)) idx[j] = (uint32_t)i, val[j++] = x[i];
+  }
 }
 
 /* Selection sampling (Knuth's Algorithm S): calls take(ctx, i, t) for the t-th of k coordinates
@@ -98,20 +97,9 @@ dt_status dt_codec_encode(const dt_codec *c, const float *x, uint64_t seed, uint
   dt_rng r;
   dt_rng_init(&r, seed, DT_RNG_COMPRESS, id);
   switch (c->op) {
-  case DT_CODEC_TOP_K: {
-    uint64_t *keys;
-    DT_ALLOC(keys, n, "top_k selection");
-    for (size_t i = 0; i < n; i++) keys[i] = topk_key(x, i);
-    const uint64_t t = kth_largest(keys, n, c->k);
-    dt_free(keys);
-    uint32_t *idx = (uint32_t *)m;
-    float *val = (float *)(m + 4 * c->k);
-    size_t j = 0;
-    for (size_t i = 0; i < n && j < c->k; i++)
-      if (topk_key(x, i) >= t) idx[j] = (uint32_t)i, val[j++] = x[i];
-    DT_ASSERT(j == c->k);
+  case DT_CODEC_TOP_K:
+    topk_select(x, n, c->k, (uint32_t *)m, (float *)(m + 4 * c->k));
     break;
-  }
   case DT_CODEC_RANDOM_K: {
     float *val = (float *)m;
     SELECT_K(&r, n, c->k, val[t] = x[i]);

@@ -88,6 +88,56 @@ static void test_top_k(void) {
         tq[5]);
 }
 
+static int key_desc(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int u32_asc(const void *a, const void *b) {
+  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* top_k's radix selection against the definition, by sorting: the k largest of the key
+ * (|x|'s bits, then the lower index), sent in increasing index, with their values. Vectors with
+ * many ties (a few distinct magnitudes, ±0, infinities), and k from 1 to n. */
+static void test_top_k_exact(void) {
+  enum { M = 3000 };
+  static float x[M];
+  static uint64_t keys[M];
+  static uint32_t want[M];
+  static unsigned char msg[8 * M];
+  dt_rng r;
+  dt_rng_init(&r, 3, DT_RNG_TEST, 99);
+  for (int trial = 0; trial < 200; trial++) {
+    const size_t n = 1 + dt_rng_below(&r, M), distinct = trial % 3 == 0 ? 2 + dt_rng_below(&r, 5) : 0;
+    for (size_t i = 0; i < n; i++) {
+      x[i] = distinct > 0 ? (float)dt_rng_below(&r, distinct) * (dt_rng_below(&r, 2) ? -0.5f : 0.5f) : (float)dt_rng_normal(&r);
+      if (dt_rng_below(&r, 50) == 0) x[i] = dt_rng_below(&r, 2) ? -0.0f : INFINITY;
+    }
+    const size_t k = trial < 10 ? (trial % 2 ? n : 1) : 1 + dt_rng_below(&r, n);
+    dt_codec c;
+    CHECK_OK(dt_codec_init(&c, DT_CODEC_TOP_K, n, (double)k / (double)n, 0));
+    CHECK(c.k == k || c.k == k + 1, "trial %d: k %zu for %zu", trial, c.k, k); /* ceil of a rounded ratio */
+    for (size_t i = 0; i < n; i++) {
+      uint32_t b;
+      memcpy(&b, &x[i], 4);
+      keys[i] = (uint64_t)(b & 0x7fffffffu) << 32 | (0xffffffffu - (uint32_t)i);
+    }
+    qsort(keys, n, sizeof *keys, key_desc);
+    for (size_t j = 0; j < c.k; j++) want[j] = 0xffffffffu - (uint32_t)keys[j];
+    qsort(want, c.k, sizeof *want, u32_asc);
+    CHECK_OK(dt_codec_encode(&c, x, 11, 0, msg));
+    const uint32_t *idx = (const uint32_t *)msg;
+    const float *val = (const float *)(msg + 4 * c.k);
+    for (size_t j = 0; j < c.k; j++) {
+      CHECK(idx[j] == want[j], "trial %d (n %zu, k %zu): coordinate %zu is %u, the definition's %u", trial, n, c.k, j, idx[j], want[j]);
+      CHECK(memcmp(&val[j], &x[idx[j]], 4) == 0, "trial %d: value %zu", trial, j);
+      if (idx[j] != want[j]) break;
+    }
+  }
+}
+
 static void test_random_k(void) {
   float x[N], q[N], q2[N];
   unsigned char msg[4 * N];
@@ -189,6 +239,7 @@ static void test_backend(void) {
 int main(void) {
   test_sizes();
   test_top_k();
+  test_top_k_exact();
   test_random_k();
   test_sign();
   test_qsgd();

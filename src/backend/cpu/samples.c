@@ -47,28 +47,35 @@ static int thread_num(void) {
 #endif
 }
 
+/* Node l's rows of a gather; scratch row `tn` for augmentation. */
+static void gather_node(const cpu_samples *r, const dt_gather *g, int l, int tn) {
+  const dt_samples *s = r->s;
+  if (g->n[l] <= 0) return;
+  float *x = g->x + (size_t)l * g->x_stride;
+  dt_samples_rows(s, g->idx[l], (size_t)g->n[l], x, g->y + (size_t)l * g->y_stride);
+  if (g->pad > g->n[l]) {
+    memset(x + (size_t)g->n[l] * s->dim, 0, sizeof(float) * (size_t)(g->pad - g->n[l]) * s->dim);
+    memset(g->y + (size_t)l * g->y_stride + g->n[l], 0, sizeof(int32_t) * (size_t)(g->pad - g->n[l]));
+  }
+  if (g->aug == NULL) return;
+  float *tmp = r->tmp + (size_t)tn * s->dim;
+  for (int b = 0; b < g->n[l]; b++) {
+    const int16_t *a = g->aug[l] + 3 * (size_t)b;
+    float *img = x + (size_t)b * s->dim;
+    dt_augment_image(img, tmp, s->in_c, s->in_h, s->in_w, a[1], a[0], a[2], g->fill);
+    memcpy(img, tmp, sizeof(float) * s->dim);
+  }
+}
+
 dt_status dt_cpu_samples_gather(dt_backend *be, const void *res, const dt_gather *g) {
   (void)be;
   const cpu_samples *r = res;
-  const dt_samples *s = r->s;
-  DT_CHECK(g->aug == NULL || s->u8 != NULL, DT_ERR_INTERNAL, "augmentation of float feature rows");
-#pragma omp parallel for schedule(dynamic, 1) num_threads(r->threads) if (r->threads > 1 && g->count > 1)
-  for (int l = 0; l < g->count; l++) {
-    if (g->n[l] <= 0) continue;
-    float *x = g->x + (size_t)l * g->x_stride;
-    dt_samples_rows(s, g->idx[l], (size_t)g->n[l], x, g->y + (size_t)l * g->y_stride);
-    if (g->pad > g->n[l]) {
-      memset(x + (size_t)g->n[l] * s->dim, 0, sizeof(float) * (size_t)(g->pad - g->n[l]) * s->dim);
-      memset(g->y + (size_t)l * g->y_stride + g->n[l], 0, sizeof(int32_t) * (size_t)(g->pad - g->n[l]));
-    }
-    if (g->aug == NULL) continue;
-    float *tmp = r->tmp + (size_t)thread_num() * s->dim;
-    for (int b = 0; b < g->n[l]; b++) {
-      const int16_t *a = g->aug[l] + 3 * (size_t)b;
-      float *img = x + (size_t)b * s->dim;
-      dt_augment_image(img, tmp, s->in_c, s->in_h, s->in_w, a[1], a[0], a[2], g->fill);
-      memcpy(img, tmp, sizeof(float) * s->dim);
-    }
+  DT_CHECK(g->aug == NULL || r->s->u8 != NULL, DT_ERR_INTERNAL, "augmentation of float feature rows");
+  if (r->threads > 1 && g->count > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(r->threads)
+    for (int l = 0; l < g->count; l++) gather_node(r, g, l, thread_num());
+  } else { /* without entering OpenMP (vec.c, FOR_CHUNKS); scratch row 0 */
+    for (int l = 0; l < g->count; l++) gather_node(r, g, l, 0);
   }
   return DT_OK;
 }

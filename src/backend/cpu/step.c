@@ -36,10 +36,17 @@ dt_status dt_cpu_local_step(dt_backend *be, size_t n, const dt_step *s, float *p
   DT_CHECK((unsigned)s->kind < DT_STEP_KIND_COUNT, DT_ERR_INTERNAL, "unknown local step kind %d", (int)s->kind);
   const long chunks = (long)((n + STEP_CHUNK - 1) / STEP_CHUNK);
   const int threads = be->threads;
-#pragma omp parallel for schedule(static) num_threads(threads) if (chunks > 1 && threads > 1)
-  for (long c = 0; c < chunks; c++) {
-    const size_t lo = (size_t)c * STEP_CHUNK, hi = n - lo < STEP_CHUNK ? n : lo + STEP_CHUNK;
-    step_range(s, lo, hi, p, g, m, v, extra_b);
+  if (chunks > 1 && threads > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long c = 0; c < chunks; c++) {
+      const size_t lo = (size_t)c * STEP_CHUNK, hi = n - lo < STEP_CHUNK ? n : lo + STEP_CHUNK;
+      step_range(s, lo, hi, p, g, m, v, extra_b);
+    }
+  } else { /* without entering OpenMP (vec.c, FOR_CHUNKS): the same chunks in turn */
+    for (long c = 0; c < chunks; c++) {
+      const size_t lo = (size_t)c * STEP_CHUNK, hi = n - lo < STEP_CHUNK ? n : lo + STEP_CHUNK;
+      step_range(s, lo, hi, p, g, m, v, extra_b);
+    }
   }
   return DT_OK;
 }
