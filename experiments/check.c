@@ -1,6 +1,7 @@
 /* `dtrun check`: the resolved config plus what it implies — graph figures, the model and its
  * size, rounds and traffic per problem — after building what `run` builds before training (the
  * graph, the data and its split, the model) so that it fails where run would; nothing is run. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -315,11 +316,11 @@ dt_status dt_experiment_check(const dt_config *cfg, FILE *out) {
   dt_memory mem, fewest;
   const dt_memory_backend host = memory_backend(cfg);
   int min_ranks = 1;
-  DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, g->n), host, &mem));
+  DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, 1, dt_run_threads(NULL, INT_MAX), host, &mem));
   fewest = mem;
   while (dt_memory_over(&fewest) && min_ranks < g->n) {
     min_ranks++;
-    DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, min_ranks, dt_run_threads(NULL, (g->n + min_ranks - 1) / min_ranks), host, &fewest));
+    DT_TRY_GOTO(dt_memory_estimate(cfg, &data, g, m, min_ranks, dt_run_threads(NULL, INT_MAX), host, &fewest));
   }
   DT_TRY_GOTO(dt_memory_check(cfg, &fewest));
   if (cfg->experiment.writeout) DT_TRY_GOTO(dt_config_positioned(cfg, dt_output_check(cfg)));

@@ -8,8 +8,9 @@
  * - data: the data set as held on the host (images as stored, labels, the split's indices), and
  *   in backend memory the test samples evaluation decodes to floats, the nodes' batch buffers,
  *   and, off a host-memory backend, the resident training set;
- * - work: the model's workspaces, one training workspace per thread and one evaluation workspace
- *   per thread (chunks of DT_EVAL_CHUNK samples), as the CPU backend makes them (dt_workspace_bytes
+ * - work: the model's workspaces, one training workspace per thread (at most one per node) and one
+ *   evaluation workspace per thread (chunks of DT_EVAL_CHUNK samples; evaluation uses every
+ *   thread, however few the nodes), as the CPU backend makes them (dt_workspace_bytes
  *   counts what dt_workspace_create allocates, without allocating);
  * - state: the largest problem's vectors of the parameters' size: θ, the runner's normalised
  *   copy and the task's gradient scratch per node, the algorithm's own (its declared state,
@@ -58,7 +59,9 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
   /* a device backend computes groups of nodes sized from its memory: one node's workspaces are
    * what it cannot do without (more memory buys larger groups, not a refusal) */
   if (!be.host) threads = 1;
-  threads = threads < 1 ? 1 : threads > count ? count : threads;
+  threads = threads < 1 ? 1 : threads;
+  const int eval_threads = threads; /* evaluation uses every thread (chunks when nodes are fewer) */
+  threads = threads > count ? count : threads;
   out->ranks = ranks, out->count = count, out->threads = threads;
   out->base = (double)dt_rss_at_start();
   /* data: on the host as stored, the split's indices */
@@ -92,7 +95,7 @@ dt_status dt_memory_estimate(const dt_config *cfg, const dt_data *data, const dt
     else eval = decoded;
   }
   eval += subset;
-  out->work = work + threads * (double)dt_workspace_bytes(m, DT_EVAL_CHUNK, 1) + eval;
+  out->work = work + eval_threads * (double)dt_workspace_bytes(m, DT_EVAL_CHUNK, 1) + eval;
   out->state = worst;
   out->per_node = worst / count;
   if (be.host) {

@@ -1,6 +1,7 @@
 /* The experiment runner: config → graph → data and split → θ0 → each (problem, optimizer) pair
  * from θ0 with restarted minibatch streams → result files. Each problem's files are on disk
  * before the next problem starts. The other concerns live beside this file (runner_impl.h). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,7 +348,7 @@ static dt_status check_memory(runner *r, const dt_model_spec *ms) {
   DT_TRY(dt_config_positioned(r->cfg, dt_model_create(ms, &m)));
   dt_memory mem;
   const dt_memory_backend mb = {.host = r->be->host_memory, .device_memory = (double)r->be->device_memory, .device_count = r->be->device_count};
-  dt_status st = dt_memory_estimate(r->cfg, &r->data, r->graph, m, r->size, dt_run_threads(r->comm, r->count), mb, &mem);
+  dt_status st = dt_memory_estimate(r->cfg, &r->data, r->graph, m, r->size, dt_run_threads(r->comm, INT_MAX), mb, &mem);
   dt_model_free(m);
   DT_TRY(st);
   dt_memory_share(&mem, dt_comm_host_size(r->comm), mb.device_count);
@@ -372,7 +373,9 @@ static dt_status choose_backend(runner *r) {
   const dt_experiment_config *e = &r->cfg->experiment;
   char note[320];
   const int threads = dt_run_threads(r->comm, r->count);
-  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), threads, note, sizeof note, &r->be));
+  /* the backend gets every thread this rank may use, not one per node: its vector ops and an
+   * evaluation of fewer nodes than threads (one node, the mean model) use them all */
+  DT_TRY(dt_backend_select(dt_backend_kind_name(e->backend), dt_run_threads(r->comm, INT_MAX), note, sizeof note, &r->be));
   DT_TRY(dt_backend_cpu_create(1, &r->host));
   r->be->tf32 = e->tf32;
   if (r->rank != 0) return DT_OK;

@@ -107,8 +107,9 @@ typedef struct dt_memory_backend {
 } dt_memory_backend;
 struct dt_data;
 struct dt_optimizer_def;
-/* The memory a run needs per rank with `ranks` ranks and `threads` threads on the busiest one
- * (experiments/memory.c), for a run on backend `be`; limits for one rank per host. */
+/* The memory a run needs per rank with `ranks` ranks and `threads` threads per rank (training
+ * uses at most one per node, evaluation all of them: dt_run_threads(comm, INT_MAX)) on the busiest
+ * one (experiments/memory.c), for a run on backend `be`; limits for one rank per host. */
 DT_MUST_USE dt_status dt_memory_estimate(const dt_config *cfg, const struct dt_data *data, const dt_graph *g,
                                          const dt_model *m, int ranks, int threads, dt_memory_backend be, dt_memory *out);
 /* The limits of an estimate fresh from dt_memory_estimate for host_ranks ranks on each host (they

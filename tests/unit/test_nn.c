@@ -652,6 +652,46 @@ static void test_eval_workspace(void) {
   }
 }
 
+/* A node-batched evaluation (dt_be_model_evaluate) with fewer nodes than threads splits each
+ * node's test set into chunks over the threads and adds the chunks' sums in order: the bits of the
+ * one-thread evaluation, for 1 and 2 nodes (a partial last chunk), and with more nodes than
+ * threads (a node per thread). */
+static void test_plan_evaluate_threads(void) {
+  enum { N = 1234, MAXB = 7, NODES = 3 }; /* 177 chunks a node, the last of 2 samples */
+  dt_model_spec spec;
+  dt_model_spec_seed_cnn(&spec, 3, 5, 16);
+  dt_model *m = NULL;
+  CHECK_OK(dt_model_create(&spec, &m));
+  if (m == NULL) return;
+  const size_t P = dt_model_num_params(m), D = dt_model_input_size(m);
+  float *theta = fvec(P * NODES), *x = fvec((size_t)N * D);
+  int32_t *y = calloc(N, sizeof *y);
+  for (int l = 0; l < NODES; l++) dt_model_init_params(m, 7 + (uint64_t)l, theta + (size_t)l * P);
+  randu(x, (size_t)N * D, 1.0f);
+  for (int i = 0; i < N; i++) y[i] = i * 7 % 10;
+  for (int count = 1; count <= NODES; count++) {
+    double loss[2][NODES] = {{0}};
+    long hits[2][NODES] = {{0}};
+    for (int t = 0; t < 2; t++) {
+      dt_backend *b = NULL;
+      void *plan = NULL;
+      CHECK_OK(dt_backend_cpu_create(t == 0 ? 1 : 4, &b));
+      CHECK_OK(dt_be_plan_create(b, m, MAXB, count, count, &plan));
+      const dt_node_eval ne = {.count = count, .theta = theta, .theta_stride = P, .x = x, .y = y, .n = N,
+                               .loss_sum = loss[t], .correct = hits[t]};
+      CHECK_OK(dt_be_model_evaluate(b, plan, &ne));
+      dt_be_plan_free(b, plan);
+      dt_backend_free(b);
+    }
+    for (int l = 0; l < count; l++)
+      CHECK(memcmp(&loss[0][l], &loss[1][l], sizeof(double)) == 0 && hits[0][l] == hits[1][l],
+            "%d node(s), node %d: 4 threads give loss %.17g and %ld hits, 1 thread %.17g and %ld", count, l, loss[1][l], hits[1][l],
+            loss[0][l], hits[0][l]);
+  }
+  free(theta), free(x), free(y);
+  dt_model_free(m);
+}
+
 int main(void) {
   dt_rng_init(&rng, 1, DT_RNG_TEST, 42);
   if (dt_backend_cpu_create(1, &be) != DT_OK) return 1;
@@ -690,6 +730,7 @@ int main(void) {
   test_optimizers();
   test_vector_ops();
   test_slab_step();
+  test_plan_evaluate_threads();
   dt_backend_free(be);
   return check_report("test_nn");
 }

@@ -12,19 +12,22 @@
 
 /* A plan's workspaces, one per thread, are made on first use: training workspaces keep every
  * activation for the backward pass, evaluation workspaces only the live ones
- * (dt_workspace_create_eval), so a plan that only evaluates holds a few activations a thread. */
+ * (dt_workspace_create_eval), so a plan that only evaluates holds a few activations a thread.
+ * Training runs a node per thread, so it uses at most as many threads as nodes; evaluation with
+ * fewer nodes than the backend's threads splits each node's test set into chunks instead
+ * (dt_cpu_model_evaluate), so it has a workspace for every backend thread. */
 typedef struct cpu_plan {
-  int threads, max_batch;
+  int threads, eval_threads, max_batch;
   const dt_model *m;
   dt_workspace **ws;  /* training, one per thread */
-  dt_workspace **ews; /* evaluation, one per thread */
+  dt_workspace **ews; /* evaluation, one per eval thread */
 } cpu_plan;
 
 void dt_cpu_plan_free(dt_backend *be, void *p) {
   cpu_plan *plan = p;
   if (plan == NULL) return;
   for (int t = 0; plan->ws != NULL && t < plan->threads; t++) dt_workspace_free(be, plan->ws[t]);
-  for (int t = 0; plan->ews != NULL && t < plan->threads; t++) dt_workspace_free(be, plan->ews[t]);
+  for (int t = 0; plan->ews != NULL && t < plan->eval_threads; t++) dt_workspace_free(be, plan->ews[t]);
   dt_free(plan->ws);
   dt_free(plan->ews);
   dt_free(plan);
@@ -39,10 +42,11 @@ dt_status dt_cpu_plan_create(dt_backend *be, const dt_model *m, int max_batch, i
   DT_ALLOC_GOTO(plan, 1, "model plan");
   plan->threads = be->threads < nodes ? be->threads : nodes;
   if (plan->threads < 1) plan->threads = 1;
+  plan->eval_threads = be->threads > plan->threads ? be->threads : plan->threads;
   plan->m = m;
   plan->max_batch = max_batch;
   DT_ALLOC_GOTO(plan->ws, plan->threads, "model plan");
-  DT_ALLOC_GOTO(plan->ews, plan->threads, "model plan");
+  DT_ALLOC_GOTO(plan->ews, plan->eval_threads, "model plan");
   *out = plan;
   plan = NULL;
 cleanup:
@@ -50,10 +54,10 @@ cleanup:
   return st;
 }
 
-/* Every thread's workspace of the kind a call needs (before the threads start). */
-static dt_status plan_workspaces(dt_backend *be, cpu_plan *plan, int eval) {
+/* The first `threads` workspaces of the kind, made where missing. */
+static dt_status plan_workspaces(dt_backend *be, cpu_plan *plan, int eval, int threads) {
   dt_workspace **ws = eval ? plan->ews : plan->ws;
-  for (int t = 0; t < plan->threads; t++)
+  for (int t = 0; t < threads; t++)
     if (ws[t] == NULL)
       DT_TRY(eval ? dt_workspace_create_eval(be, plan->m, plan->max_batch, &ws[t])
                   : dt_workspace_create(be, plan->m, plan->max_batch, &ws[t]));
@@ -98,12 +102,57 @@ static dt_status evaluate_node(void *ctx, int l) {
 
 dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
   const node_call c = {.be = be, .plan = plan, .nb = nb};
-  DT_TRY(plan_workspaces(be, c.plan, 0));
+  DT_TRY(plan_workspaces(be, c.plan, 0, c.plan->threads));
   return dt_parallel_for(nb->count, c.plan->threads, gradient_node, (void *)&c);
 }
 
+/* Evaluation by chunks: item i is chunk i % chunks (of max_batch samples) of node i / chunks. */
+typedef struct chunk_call {
+  node_call c;
+  int chunks;
+  double *loss;  /* [count * chunks]: each chunk's loss sum */
+  long *correct; /* [count * chunks] */
+} chunk_call;
+
+static dt_status evaluate_chunk(void *ctx, int i) {
+  const chunk_call *cc = ctx;
+  const node_call *c = &cc->c;
+  const dt_node_eval *ne = c->ne;
+  const int l = i / cc->chunks, start = i % cc->chunks * c->plan->max_batch;
+  const int n = ne->n - start < c->plan->max_batch ? ne->n - start : c->plan->max_batch;
+  const size_t d = dt_model_input_size(c->plan->m);
+  dt_heartbeat();
+  DT_CHECK(!dt_stop_evaluation(), DT_ERR_INTERRUPTED, "evaluation interrupted by signal %d", dt_stop_requested());
+  cc->loss[i] = 0, cc->correct[i] = 0;
+  return dt_model_evaluate(c->be, c->plan->m, c->plan->ews[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
+                           ne->buffers != NULL ? ne->buffers + (size_t)l * ne->buffers_stride : NULL, ne->x + (size_t)start * d,
+                           ne->y + start, n, &cc->loss[i], &cc->correct[i]);
+}
+
+/* With at least as many nodes as threads, a node per thread. With fewer (one node, or a mean
+ * model: evaluation then ran on one core), the nodes' chunks spread over every thread, and each
+ * node's chunk sums are added in chunk order afterwards: the additions dt_model_evaluate makes
+ * over one node's chunks in turn, in the same order, so the bits do not change. */
 dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
-  const node_call c = {.be = be, .plan = plan, .ne = ne};
-  DT_TRY(plan_workspaces(be, c.plan, 1));
-  return dt_parallel_for(ne->count, c.plan->threads, evaluate_node, (void *)&c);
+  chunk_call cc = {.c = {.be = be, .plan = plan, .ne = ne}};
+  cpu_plan *p = plan;
+  cc.chunks = (ne->n + p->max_batch - 1) / p->max_batch;
+  if (ne->count >= p->eval_threads || cc.chunks <= 1) {
+    DT_TRY(plan_workspaces(be, p, 1, p->threads));
+    return dt_parallel_for(ne->count, p->threads, evaluate_node, (void *)&cc.c);
+  }
+  const int items = ne->count * cc.chunks, threads = items < p->eval_threads ? items : p->eval_threads;
+  dt_status st = DT_OK;
+  DT_TRY(plan_workspaces(be, p, 1, threads));
+  DT_ALLOC_GOTO(cc.loss, items, "evaluation chunks");
+  DT_ALLOC_GOTO(cc.correct, items, "evaluation chunks");
+  DT_TRY_GOTO(dt_parallel_for(items, threads, evaluate_chunk, &cc));
+  for (int i = 0; i < items; i++) {
+    ne->loss_sum[i / cc.chunks] += cc.loss[i];
+    ne->correct[i / cc.chunks] += cc.correct[i];
+  }
+cleanup:
+  dt_free(cc.loss);
+  dt_free(cc.correct);
+  return st;
 }
