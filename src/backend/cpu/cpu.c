@@ -73,7 +73,10 @@ static int blas_switch(const char *core) {
   return now != NULL && strcasecmp(now, core) == 0;
 }
 
+static void blas_single_thread(void);
+
 int dt_cpu_select_kernels(char *why, size_t why_size) {
+  blas_single_thread(); /* first: the pool's workers spin from the moment the library loads */
   const char *want = getenv("DT_BLAS_KERNELS"), *user = getenv("OPENBLAS_CORETYPE");
   if (want != NULL && strcmp(want, "keep") == 0) {
     snprintf(kernel_reason, sizeof kernel_reason, "OpenBLAS's own choice (DT_BLAS_KERNELS=keep)%s%s", user ? "; OPENBLAS_CORETYPE=" : "",
@@ -126,12 +129,22 @@ const char *dt_cpu_kernel_name(void) {
 
 const char *dt_cpu_kernel_reason(void) { return kernel_reason; }
 
-/* OpenBLAS runs on one thread: ranks and node threads give the parallelism (DESIGN.md). */
+/* OpenBLAS runs on one thread: ranks and node threads give the parallelism (DESIGN.md). Its pool
+ * of workers, which the library starts when it loads, is shut down as well: an idle worker spins
+ * on sched_yield for about 2^28 cycles before it sleeps, and took a core from the first tenth of a
+ * second of every process (a fifth of a 1-node, 1-round run's CPU time on two cores). OpenBLAS
+ * restarts the pool by itself if anything asks it for threads again. Looked up at run time: the
+ * OpenMP and serial builds of OpenBLAS have no pool. */
 static void blas_single_thread(void) {
   static int done = 0;
-  if (!done) {
-    openblas_set_num_threads(1);
-    done = 1;
+  if (done) return;
+  done = 1;
+  openblas_set_num_threads(1);
+  void *shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+  if (shutdown != NULL) {
+    int (*fn)(void);
+    memcpy(&fn, &shutdown, sizeof fn);
+    (void)fn();
   }
 }
 
