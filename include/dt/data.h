@@ -14,17 +14,28 @@
 
 enum { DT_MAX_CHANNELS = 4 };
 
+/* A file as stat(2) saw it before and after it was read (known 0: not read from one file, or the
+ * two differed, the file changing while it was read): the key of its digest in the cache
+ * (src/data/digest_cache.c). */
+typedef struct dt_file_id {
+  uint64_t dev, ino, size;
+  int64_t mtime_ns, ctime_ns;
+  int known;
+} dt_file_id;
+
 typedef struct dt_image_set {
   size_t count;       /* number of images (== number of labels) */
   int channels;       /* planes per image: 1 (MNIST), 3 (CIFAR); 0 reads as 1 */
   int rows, cols;     /* plane size, e.g. 28 x 28 */
   uint8_t *pixels;    /* count * channels * rows * cols, plane after plane per image; owned */
   uint8_t *labels;    /* count class ids in [0, num_classes); owned */
+  dt_file_id images_file, labels_file; /* the IDX files they were read from */
 } dt_image_set;
 
 /* SHA-256 (64 hex digits) of the IDX files the set was read from, as uncompressed IDX bytes: the
  * header that (count, rows, cols) determine, then the data; equal to `sha256sum` of the
- * uncompressed files (scripts/setup.sh checks the same digests). */
+ * uncompressed files (scripts/setup.sh checks the same digests). Taken from the digest cache when
+ * it knows the file unchanged, and stored there otherwise. */
 void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labels_hex[65]);
 
 typedef enum dt_dataset_kind {

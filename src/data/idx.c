@@ -2,10 +2,12 @@
  * zlib's gz* interface reads raw and gzip files alike, so one path handles both; every way a
  * file can be wrong gets its own message naming the file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <nettle/sha2.h>
 #include <zlib.h>
 
@@ -39,13 +41,25 @@ static int64_t read_full(gzFile f, uint8_t *buf, uint64_t n) {
   return (int64_t)got;
 }
 
-/* Opens path for reading, raw or gzip, refusing what is missing or a folder. */
-static dt_status open_idx(const char *path, gzFile *out) {
-  struct stat sb;
-  DT_CHECK(stat(path, &sb) == 0, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
-  DT_CHECK(!S_ISDIR(sb.st_mode), DT_ERR_DATA, "%s: is a folder, expected an IDX file", path);
-  gzFile f = gzopen(path, "rb");
-  DT_CHECK(f != NULL, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+/* Opens path for reading, raw or gzip, refusing what is missing or a folder; *fd is the open file
+ * (gzclose closes it) and *sb what fstat said of it. */
+static dt_status open_idx(const char *path, gzFile *out, int *fd, struct stat *sb) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  DT_CHECK(*fd >= 0, DT_ERR_DATA, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(*fd, sb) != 0) {
+    const int err = errno;
+    close(*fd);
+    return DT_ERROR(DT_ERR_DATA, "%s: cannot open: %s", path, strerror(err));
+  }
+  if (S_ISDIR(sb->st_mode)) {
+    close(*fd);
+    return DT_ERROR(DT_ERR_DATA, "%s: is a folder, expected an IDX file", path);
+  }
+  gzFile f = gzdopen(*fd, "rb");
+  if (f == NULL) {
+    close(*fd);
+    return DT_ERROR(DT_ERR_DATA, "%s: cannot open: out of memory", path);
+  }
   gzbuffer(f, 1u << 17);
   *out = f;
   return DT_OK;
@@ -130,16 +144,26 @@ static dt_status check_end(gzFile f, const char *path, uint64_t total) {
   return DT_OK;
 }
 
-dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data) {
+/* dt_idx_read, and into *id the file's identity when it did not change while it was read. */
+static dt_status idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data, dt_file_id *id) {
   dt_status st = DT_OK;
   uint8_t *buf = NULL;
   *data = NULL;
+  memset(id, 0, sizeof *id);
   gzFile f = NULL;
+  int fd = -1;
+  struct stat before, after;
   uint64_t total = 0;
-  DT_TRY_GOTO(open_idx(path, &f));
+  DT_TRY_GOTO(open_idx(path, &f, &fd, &before));
   DT_TRY_GOTO(read_header(f, path, ndims, dims, &total));
   DT_TRY_GOTO(read_data(f, path, total, &buf));
   DT_TRY_GOTO(check_end(f, path, total));
+  if (fstat(fd, &after) == 0) {
+    dt_file_id a;
+    data_file_id(&before, id);
+    data_file_id(&after, &a);
+    if (memcmp(id, &a, sizeof a) != 0) memset(id, 0, sizeof *id);
+  }
   *data = buf;
   buf = NULL;
 
@@ -147,6 +171,11 @@ cleanup:
   if (f != NULL) gzclose(f);
   dt_free(buf);
   return st;
+}
+
+dt_status dt_idx_read(const char *path, int ndims, uint32_t *dims, uint8_t **data) {
+  dt_file_id id;
+  return idx_read(path, ndims, dims, data, &id);
 }
 
 void dt_image_set_free(dt_image_set *set) {
@@ -162,8 +191,8 @@ dt_status dt_image_set_read(const char *images_path, const char *labels_path, in
   uint32_t idims[3], ldims[1];
   uint8_t *pixels = NULL, *labels = NULL;
   memset(set, 0, sizeof *set);
-  DT_TRY_GOTO(dt_idx_read(images_path, 3, idims, &pixels));
-  DT_TRY_GOTO(dt_idx_read(labels_path, 1, ldims, &labels));
+  DT_TRY_GOTO(idx_read(images_path, 3, idims, &pixels, &set->images_file));
+  DT_TRY_GOTO(idx_read(labels_path, 1, ldims, &labels, &set->labels_file));
   DT_CHECK_GOTO(idims[0] == ldims[0], DT_ERR_DATA,
                 "%s holds %u images but %s holds %u labels: the files do not belong together",
                 images_path, idims[0], labels_path, ldims[0]);
@@ -221,8 +250,10 @@ void dt_batch_build(const dt_image_set *set, const uint32_t *idx, size_t n, cons
   }
 }
 
-/* The IDX header of unsigned bytes with these dimensions, then the data, into hex. */
-static void idx_sha256(int ndims, const uint32_t *dims, const uint8_t *data, char hex[65]) {
+/* The IDX header of unsigned bytes with these dimensions, then the data, into hex: from the
+ * digest cache when it knows the file `id` unchanged, else computed and stored there. */
+static void idx_sha256(const dt_file_id *id, int ndims, const uint32_t *dims, const uint8_t *data, char hex[65]) {
+  if (data_digest_cached(id, "idx", hex)) return;
   uint8_t head[4 + 4 * 3] = {0, 0, 0x08, (uint8_t)ndims};
   size_t total = 1;
   for (int i = 0; i < ndims; i++) {
@@ -233,6 +264,7 @@ static void idx_sha256(int ndims, const uint32_t *dims, const uint8_t *data, cha
     total *= dims[i];
   }
   data_sha256_hex(head, 4 + 4 * (size_t)ndims, data, total, hex);
+  data_digest_store(id, "idx", hex);
 }
 
 void data_sha256_hex(const uint8_t *head, size_t head_n, const uint8_t *data, size_t n, char hex[65]) {
@@ -247,8 +279,8 @@ void data_sha256_hex(const uint8_t *head, size_t head_n, const uint8_t *data, si
 
 void dt_image_set_sha256(const dt_image_set *set, char images_hex[65], char labels_hex[65]) {
   const uint32_t idims[3] = {(uint32_t)set->count, (uint32_t)set->rows, (uint32_t)set->cols}, ldims[1] = {(uint32_t)set->count};
-  idx_sha256(3, idims, set->pixels, images_hex);
-  idx_sha256(1, ldims, set->labels, labels_hex);
+  idx_sha256(&set->images_file, 3, idims, set->pixels, images_hex);
+  idx_sha256(&set->labels_file, 1, ldims, set->labels, labels_hex);
 }
 
 void dt_augment_image(const float *in, float *out, int c, int h, int w, int dx, int dy, int flip, const float *fill) {

@@ -11,6 +11,10 @@
 #      regular file"), not a read that never ends;
 #  (d) a changed byte in the training images after the run started: exit 2, the file named,
 #      summary.yaml and the checkpoint untouched;
+#  (d2) the same with the file's size and modification time put back: its change time differs, so
+#      the data digests' cache (keyed by it as well) does not hide the change;
+#  (d3) that cache: an entry per IDX file holding its sha256sum; a damaged entry is ignored
+#      (summary.yaml records the true digest) and written again;
 #  (e) a folder holding only a config.yaml is not resumed (exit 2);
 #  (f) a checkpoint file truncated to nothing, in checkpoint/ only: resumed from checkpoint.old/;
 #  (g) the disk fills (a small tmpfs) while the run evaluates: exit 1 with every printed
@@ -44,6 +48,7 @@ set -u
 . "$(dirname "$0")/../checks.sh"
 e2e_begin "$@"
 cp -r data/mnist "$tmp/mnist"
+export XDG_CACHE_HOME=$tmp/cache DT_DIGEST_CACHE=1 # the data digests' cache, this test's own
 cfg=$tmp/faults.yaml
 cat > "$cfg" <<EOF
 experiment:
@@ -201,6 +206,35 @@ rc=$?
 cmp -s "$tmp/k/summary.yaml" "$tmp/d/summary.yaml" && ok || bad "(d) the refused resume changed summary.yaml"
 cmp -s "$tmp/k/checkpoint/run.ckpt" "$tmp/d/checkpoint/run.ckpt" && ok || bad "(d) the refused resume changed the checkpoint"
 cp "$tmp/train-images.orig" "$tmp/mnist/train-images-idx3-ubyte"
+
+# (d2) the byte changed again, the size and modification time put back (as `cp -p` or a tool
+#      that restores timestamps would): only the change time tells, and the cache keys on it
+m=$(stat -c %y "$tmp/mnist/train-images-idx3-ubyte")
+"$dtrun" "$cfg" --set problem_configs.dsgd.optimizer_config.outer_iterations=1 --output-dir "$tmp/d2a" --quiet > /dev/null 2>&1 # an entry for it
+flip "$tmp/mnist/train-images-idx3-ubyte" 5000
+touch -d "$m" "$tmp/mnist/train-images-idx3-ubyte"
+[ "$(stat -c %y "$tmp/mnist/train-images-idx3-ubyte")" = "$m" ] || bad "(d2) touch did not put the modification time back"
+cp -r "$tmp/k" "$tmp/d2"
+"$dtrun" resume "$tmp/d2" --quiet > "$tmp/d2.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "the data changed since this run started: train_images" "$tmp/d2.log" && ok \
+  || bad "(d2) a change behind a restored modification time: exit $rc: $(tail -3 "$tmp/d2.log")"
+cp "$tmp/train-images.orig" "$tmp/mnist/train-images-idx3-ubyte"
+
+# (d3) the cache's entries hold each file's sha256sum; a damaged one is ignored and written again
+digests=$tmp/cache/dtrun/digests
+entry() { ls "$digests/$(stat -c %d-%i-%s "$1")"-*.idx 2> /dev/null | tail -1; }
+"$dtrun" "$cfg" --set problem_configs.dsgd.optimizer_config.outer_iterations=1 --output-dir "$tmp/d3a" --quiet > /dev/null 2>&1
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  e=$(entry "$tmp/mnist/$f")
+  [ -n "$e" ] && [ "$(cat "$e")" = "$(sha256sum < "$tmp/mnist/$f" | cut -d' ' -f1)" ] && ok || bad "(d3) no entry holding $f's sha256sum: '$e'"
+done
+e=$(entry "$tmp/mnist/t10k-labels-idx1-ubyte")
+echo "not a digest" > "$e"
+"$dtrun" "$cfg" --set problem_configs.dsgd.optimizer_config.outer_iterations=1 --output-dir "$tmp/d3b" --quiet > /dev/null 2>&1
+want=$(sha256sum < "$tmp/mnist/t10k-labels-idx1-ubyte" | cut -d' ' -f1)
+grep -q "^  test_labels: \"\?$want\"\?\$" "$tmp/d3b/summary.yaml" && [ "$(cat "$e")" = "$want" ] && ok \
+  || bad "(d3) a damaged entry: summary.yaml says $(grep test_labels "$tmp/d3b/summary.yaml"), the entry $(cat "$e")"
 
 # (g) the disk fills while the run evaluates: it stops (exit 1) with every printed evaluation
 #     stored, and resumes to the files of a run never interrupted once there is room
