@@ -176,7 +176,7 @@ dt_status dt_async_create(dt_optimizer_run *run, const dt_async_def *def, void *
   DT_ALLOC_GOTO(a->in, (size_t)a->P, "asynchronous engine");
   DT_ALLOC_GOTO(a->online, (size_t)g->n, "asynchronous engine");
   DT_ALLOC_GOTO(a->up, 2 * (size_t)g->num_edges + 1, "asynchronous engine");
-  const int rows = g->nbr_start[run->first + run->count] - g->nbr_start[run->first];
+  const int rows = dt_run_local_edges(run);
   for (int k = 0; k < def->kinds; k++) {
     char name[32];
     if (def->len[k] > a->maxlen) a->maxlen = def->len[k];

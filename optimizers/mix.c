@@ -206,7 +206,7 @@ dt_status dt_mix_laplacian_create(dt_optimizer_run *run, dt_mix_laplacian **out)
   dt_mix_laplacian *lap = NULL;
   DT_ALLOC_GOTO(lap, 1, "edge differences");
   lap->run = run;
-  lap->edges = g->nbr_start[run->first + run->count] - g->nbr_start[run->first];
+  lap->edges = dt_run_local_edges(run);
   for (int l = 0; l < run->count; l++) {
     const int deg = dt_graph_degree(g, run->first + l);
     lap->most = deg > lap->most ? deg : lap->most;
@@ -260,7 +260,7 @@ dt_status dt_mix_laplacian_all(dt_mix_laplacian *lap, int vec, dt_slab *out) {
 dt_status dt_mix_reverse_edges(const dt_optimizer_run *run, int **rev, int *e0) {
   const dt_graph *g = run->graph;
   *e0 = g->nbr_start[run->first];
-  const int edges = g->nbr_start[run->first + run->count] - *e0;
+  const int edges = dt_run_local_edges(run);
   DT_ALLOC(*rev, (size_t)edges + 1, "edges");
   for (int i = run->first; i < run->first + run->count; i++)
     for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++)

@@ -72,6 +72,9 @@ dt_backend *dt_run_backend(const dt_optimizer_run *run) { return run->be; }
 size_t dt_run_dim(const dt_optimizer_run *run) { return run->dim; }
 int dt_run_first(const dt_optimizer_run *run) { return run->first; }
 int dt_run_count(const dt_optimizer_run *run) { return run->count; }
+int dt_run_local_edges(const dt_optimizer_run *run) {
+  return run->graph->nbr_start[run->first + run->count] - run->graph->nbr_start[run->first];
+}
 dt_slab *dt_run_theta(dt_optimizer_run *run) { return &run->theta; }
 const dt_graph *dt_run_graph(const dt_optimizer_run *run) { return run->graph; }
 const dt_round_graph *dt_run_this_round(const dt_optimizer_run *run) { return &run->round; }

@@ -20,8 +20,7 @@ static dt_local_opt_spec slot_spec(const dt_state_slot *sl, const void *opts) {
 
 /* Rows of an edge slot on this rank: its local out-edges (at least one row). */
 static int local_edges(const dt_optimizer_run *run) {
-  const dt_graph *g = dt_run_graph(run);
-  const int e = g->nbr_start[dt_run_first(run) + dt_run_count(run)] - g->nbr_start[dt_run_first(run)];
+  const int e = dt_run_local_edges(run);
   return e > 0 ? e : 1;
 }
 

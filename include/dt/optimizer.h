@@ -90,6 +90,9 @@ size_t dt_run_dim(const dt_optimizer_run *run);
 /* The local nodes: global ids first .. first + count − 1, row l of a slab being node first + l. */
 int dt_run_first(const dt_optimizer_run *run);
 int dt_run_count(const dt_optimizer_run *run);
+/* The local nodes' out-edges in the union graph, dt_run_graph(run)->nbr_start[first] on: the rows
+ * of a per-edge slab. */
+int dt_run_local_edges(const dt_optimizer_run *run);
 /* The local nodes' parameters (backend memory): what the runner evaluates. */
 dt_slab *dt_run_theta(dt_optimizer_run *run);
 /* The union of every round's graph (what the exchange is built on), and this round's edges and

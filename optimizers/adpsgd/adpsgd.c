@@ -201,7 +201,7 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
     DT_TRY(dt_slab_copy(dt_run_backend(run), dt_run_theta(run), &s->x)); /* x = θ0, w = 1 */
     for (int l = 0; l < dt_run_count(run); l++) s->w[l] = 1.0f;
     if (dt_run_faulty(run)) {
-      const int out_edges = g->nbr_start[dt_run_first(run) + dt_run_count(run)] - g->nbr_start[dt_run_first(run)];
+      const int out_edges = dt_run_local_edges(run);
       DT_TRY(dt_slab_create(dt_run_backend(run), out_edges, dt_run_dim(run) + 1, &s->sent));
       DT_TRY(dt_run_keep_edge_slab(run, "sent", &s->sent));
     }

@@ -87,9 +87,8 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
    * acknowledgement), so the next q carries what the lost one did */
   s->per_edge = dt_run_time_varying(run) || dt_run_faulty(run);
   if (s->per_edge) {
-    const dt_graph *g = dt_run_graph(run);
     DT_TRY(dt_mix_reverse_edges(run, &s->rev, &s->e0));
-    const int edges = g->nbr_start[dt_run_first(run) + count] - s->e0;
+    const int edges = dt_run_local_edges(run);
     DT_TRY(dt_slab_create(be, edges, dim, &s->xout)); /* every estimate starts at 0 */
     DT_TRY(dt_slab_create(be, edges, dim, &s->xin));
     DT_TRY(dt_run_keep_edge_slab(run, "xhat_out", &s->xout));
