@@ -38,9 +38,11 @@ typedef struct beer_state {
   dt_slab grad, diff; /* scratch */
   float *qtrace;      /* --dump-trace: a decoded message (and, off the host, its bytes) */
   dt_optimizer_run *run;
-  /* per-edge estimates, one row per local out-edge e = (i, t-th neighbour j): h_{i→j} (i's as j
-   * knows it), h_{j→i}; g alike. The edge's one message carries q^h at float 0 and q^g at float
-   * half. */
+  /* per-edge estimates, one row per local out-edge e = (i, t-th neighbour j): h_{j→i} (j's as i
+   * knows it) and h_{i→j} (i's as j knows it); g alike. Without faults every h_{i→j} of a node
+   * holds the same bits (the same start, the same messages), so they are one row per node (hout
+   * and gout then have count rows); under faults one per out-edge. The edge's one message carries
+   * q^h at float 0 and q^g at float half. */
   size_t half;                  /* the first message's length in floats (codec.bytes rounded up) */
   dt_slab hout, hin, gout, gin;
   int *rev;                     /* [local out-edges]: the index of the reverse edge j→i */
@@ -55,16 +57,15 @@ static const dt_state_slot slots[] = {
     {.name = "last_gradient", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, gprev)},
     {.name = "grad", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, grad), .scratch = 1},
     {.name = "diff", .kind = DT_SLOT_NODE, .offset = offsetof(beer_state, diff), .scratch = 1},
-    {.name = "h_out", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, hout)},
     {.name = "h_in", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, hin)},
-    {.name = "g_out", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, gout)},
     {.name = "g_in", .kind = DT_SLOT_EDGE, .offset = offsetof(beer_state, gin)},
-    {0},
+    {0}, /* h_out and g_out: per node or per edge (create) */
 };
 
 static void destroy(dt_optimizer_run *run, void *state) {
   beer_state *s = state;
-  (void)run;
+  dt_slab_free(dt_run_backend(run), &s->hout);
+  dt_slab_free(dt_run_backend(run), &s->gout);
   dt_free(s->rev);
   dt_free(s->qtrace);
 }
@@ -80,6 +81,16 @@ static dt_status create(dt_optimizer_run *run, const void *opts, void *state) {
   DT_TRY(dt_slab_copy(dt_run_backend(run), &s->v, &s->gprev));
   s->half = dt_compression_msg_len(&s->o.compression, dt_run_dim(run));
   DT_TRY(dt_mix_reverse_edges(run, &s->rev, &s->e0));
+  const int rows = s->node_streams ? dt_run_count(run) : dt_run_local_edges(run);
+  DT_TRY(dt_slab_create(dt_run_backend(run), rows, dt_run_dim(run), &s->hout));
+  DT_TRY(dt_slab_create(dt_run_backend(run), rows, dt_run_dim(run), &s->gout));
+  if (s->node_streams) {
+    DT_TRY(dt_run_keep_slab(run, "h_own", &s->hout));
+    DT_TRY(dt_run_keep_slab(run, "g_own", &s->gout));
+  } else {
+    DT_TRY(dt_run_keep_edge_slab(run, "h_out", &s->hout));
+    DT_TRY(dt_run_keep_edge_slab(run, "g_out", &s->gout));
+  }
   DT_TRY(dt_run_exchange_edges(run, 2 * s->half, &ex)); /* one message per directed edge: both */
   if (dt_run_tracing(run) && s->node_streams) DT_ALLOC(s->qtrace, dt_run_dim(run) + s->half + 1, "beer trace");
   return DT_OK;
@@ -94,6 +105,12 @@ static uint64_t msg_id(int from, int k, int vec) { return (uint64_t)(uint32_t)fr
  * edge rests at both ends (its state is put back after the round). */
 static int edge_live(const dt_optimizer_run *run, int e) { return dt_run_online(run, dt_run_graph(run)->nbr[e]); }
 
+/* Node l's estimate as the neighbour of its out-edge e knows it: the node's one row without
+ * faults, the edge's under them. */
+static float *out_row(const beer_state *s, const dt_slab *out, int l, int e) {
+  return dt_slab_node(out, s->node_streams ? l : e - s->e0);
+}
+
 /* acc = Σ_j (W_ij est_{j→i} − W_ji est_{i→j}) over i's live edges, in neighbour order: the
  * per-edge form of Σ_j W_ij est_j − est_i, whose sum over all nodes is 0 whatever arrived. */
 static dt_status edge_mix(beer_state *s, int l, const dt_slab *out, const dt_slab *in, float *acc) {
@@ -106,7 +123,7 @@ static dt_status edge_mix(beer_state *s, int l, const dt_slab *out, const dt_sla
   for (int e = g->nbr_start[i]; e < g->nbr_start[i + 1]; e++) {
     if (!edge_live(run, e)) continue;
     x[terms] = dt_slab_node(in, e - s->e0), w[terms++] = (float)dt_run_this_round(run)->w_nbr[e];
-    x[terms] = dt_slab_node(out, e - s->e0), w[terms++] = -(float)dt_run_this_round(run)->w_nbr[s->rev[e - s->e0]];
+    x[terms] = out_row(s, out, l, e), w[terms++] = -(float)dt_run_this_round(run)->w_nbr[s->rev[e - s->e0]];
   }
   dt_backend *be = dt_run_backend(run);
   return terms > 0 ? dt_be_mix(be, dt_run_dim(run), terms, x, w, acc) : dt_be_fill(be, dt_run_dim(run), 0.0f, acc);
@@ -132,7 +149,7 @@ static dt_status edge_encode(beer_state *s, int l, const float *src, const dt_sl
       DT_TRY(dt_be_copy(dt_run_backend(run), s->half, first, msg));
       continue;
     }
-    DT_TRY(dt_be_axpby(dt_run_backend(run), dt_run_dim(run), 1.0f, src, -1.0f, dt_slab_node(out, e - s->e0), tmp));
+    DT_TRY(dt_be_axpby(dt_run_backend(run), dt_run_dim(run), 1.0f, src, -1.0f, out_row(s, out, l, e), tmp));
     DT_TRY(dt_be_encode(dt_run_backend(run), &s->codec, tmp, dt_run_seed(run), edge_msg_id(s, i, e, vec), msg));
     /* --dump-trace: the node's message as decoded (QMSH: the model's, QMSV: the tracker's) */
     if (first == NULL && s->qtrace != NULL)
@@ -172,7 +189,8 @@ static dt_status edge_tracker(void *p, int l) {
 }
 
 /* In neighbour order, for a live edge: est_{j→i} += q_{j→i} when j's message arrived,
- * est_{i→j} += q_{i→j} when i's did (the sender learns of a loss, as from an acknowledgement). */
+ * est_{i→j} += q_{i→j} when i's did (the sender learns of a loss, as from an acknowledgement).
+ * Without faults every message arrives and i's are one: its estimate moves once. */
 static dt_status edge_update(void *p, int l) {
   beer_state *s = p;
   dt_optimizer_run *run = s->run;
@@ -188,11 +206,10 @@ static dt_status edge_update(void *p, int l) {
       DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, dt_run_seed(run), edge_msg_id(s, j, r, 1), 1.0f,
                                dt_slab_node(&s->gin, e - s->e0)));
     }
-    if (dt_run_delivered(run, dt_run_this_round(run)->mask, e)) {
+    if (dt_run_delivered(run, dt_run_this_round(run)->mask, e) && (!s->node_streams || e == g->nbr_start[i])) {
       const float *q = dt_exchange_edge_buffer(dt_run_the_exchange(run), i, e - g->nbr_start[i]);
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, dt_run_seed(run), edge_msg_id(s, i, e, 0), 1.0f, dt_slab_node(&s->hout, e - s->e0)));
-      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, dt_run_seed(run), edge_msg_id(s, i, e, 1), 1.0f,
-                               dt_slab_node(&s->gout, e - s->e0)));
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q, dt_run_seed(run), edge_msg_id(s, i, e, 0), 1.0f, out_row(s, &s->hout, l, e)));
+      DT_TRY(dt_be_decode_axpy(be, &s->codec, q + s->half, dt_run_seed(run), edge_msg_id(s, i, e, 1), 1.0f, out_row(s, &s->gout, l, e)));
     }
   }
   return DT_OK;
@@ -231,10 +248,12 @@ static int finalize(void *opts, int rounds, char *err, size_t err_size) {
   return dt_local_step_check(&o->schedule, 0, DT_LOCAL_SGD, NULL, rounds, err, err_size);
 }
 
-/* Per out-edge: the edge's message (two of msg_len floats). */
+/* Per out-edge: the edge's message (two of msg_len floats); per node: h_own and g_own (without
+ * faults; under them h_out and g_out are two more per out-edge, which the options alone do not
+ * show). */
 static dt_state_size state_extra(const void *opts, size_t dim) {
   const dt_beer_opts *o = opts;
-  return (dt_state_size){.per_edge = 2.0 * (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
+  return (dt_state_size){.per_node = 2, .per_edge = 2.0 * (double)dt_compression_msg_len(&o->compression, dim) / (double)dim};
 }
 
 const dt_optimizer_def dt_optimizer_beer = {
