@@ -9,6 +9,8 @@
 
 #include "cli_impl.h"
 #include "dt/config.h"
+#include "dt/yaml.h"
+#include "writer_impl.h"
 #include "dt/log.h"
 #include "dt/optimizer.h"
 #include "dt_config.h"
@@ -86,7 +88,7 @@ static const cli_opt cli_opts[] = {
     {"set", 's', O_SET, C_RUN | C_CHECK, "KEY=VALUE", "@keys",
      "override a config key (experiment.graph.num_nodes=10); a list is [a, b]; '*' stands for every key at its level"},
     {"sweep", 0, O_SWEEP, C_RUN | C_CHECK, "KEY=V1,V2", "@keys", "one experiment per value (with the file's sweep: axes, a grid)"},
-    {"problem", 'p', O_PROBLEM, C_RUN | C_CHECK, "NAME[,...]", NULL,
+    {"problem", 'p', O_PROBLEM, C_RUN | C_CHECK, "NAME[,...]", "@problems",
      "only these problems of the file (their entries under problem_configs), as if it held only them"},
     {"output-dir", 'o', O_OUTPUT_DIR, C_RUN, "DIR", "@dir", "write into DIR instead of <output_metadir>/<time>_<name>"},
     {"force", 'f', O_FORCE, C_RUN, NULL, NULL, "let --output-dir be a folder that is not empty"},
@@ -523,34 +525,39 @@ dt_status cli_help(const char *command, FILE *out) {
 
 /* ---- completion ----------------------------------------------------------------------------- */
 
-typedef struct key_list {
-  FILE *out;
-  int n;
-} key_list;
-
-static void key_word(const char *path, const dt_key *k, void *ctx) {
-  key_list *kl = ctx;
-  if (k->type == DT_KEY_SECTION || k->alias_of != NULL) return;
-  fprintf(kl->out, "%s%s", kl->n++ ? " " : "", path);
-}
-
-/* The words an option's value completes to, as one shell word list (config keys from the schema). */
+/* The words an option's value completes to, as one shell word list (config keys and problem names
+ * are dtrun __complete's). */
 static void value_words(const cli_opt *o, FILE *out) {
-  if (o->values == NULL || strcmp(o->values, "@file") == 0 || strcmp(o->values, "@dir") == 0) return;
-  if (strcmp(o->values, "@keys") == 0) {
-    key_list kl = {out, 0};
-    dt_config_visit_keys(&dt_builtin, key_word, &kl);
-  } else if (strcmp(o->values, "@metrics") == 0) {
+  if (o->values == NULL || (o->values[0] == '@' && strcmp(o->values, "@metrics") != 0)) return;
+  if (strcmp(o->values, "@metrics") == 0) {
     for (size_t i = 0; i < sizeof metric_names / sizeof metric_names[0]; i++) fprintf(out, "%s%s", i ? " " : "", metric_names[i]);
   } else {
     fputs(o->values, out);
   }
 }
 
+/* The bash side of dtrun __complete: tok is the word as typed (COMP_LINE up to the cursor), since
+ * readline splits KEY=VALUE at '=' (COMP_WORDBREAKS); the reply then holds what follows the last
+ * '=' or ':' of tok, which is what readline replaces. COMP_WORDS[0] is the dtrun being completed. */
+static const char bash_dynamic[] =
+    "_dtrun_dynamic() {\n"
+    "  local IFS=$'\\n' i keep=${tok%[=:]*}\n"
+    "  COMPREPLY=($(\"${COMP_WORDS[0]}\" __complete \"$1\" \"$tok\" \"${COMP_WORDS[@]}\" 2>/dev/null))\n"
+    "  if [[ $keep != \"$tok\" && $cur != \"$tok\" ]]; then\n"
+    "    for i in \"${!COMPREPLY[@]}\"; do COMPREPLY[i]=${COMPREPLY[i]:${#keep}+1}; done\n"
+    "  fi\n"
+    "}\n";
+
 static void bash_completion(FILE *out) {
-  fprintf(out, "# bash completion for dtrun (dtrun completion bash), generated from its option and key tables\n"
-               "_dtrun() {\n  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=run i\n"
-               "  for ((i = 1; i < COMP_CWORD; i++)); do case ${COMP_WORDS[i]} in");
+  fprintf(out, "# bash completion for dtrun (dtrun completion bash), generated from its option and key tables; config\n"
+               "# keys and problem names come from `dtrun __complete`, which reads the config file on the line\n%s"
+               "_dtrun() {\n  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=run i tok=${COMP_WORDS[COMP_CWORD]} line\n"
+               "  if [[ -n ${COMP_LINE-} ]]; then # the typed word, and the word before it, across readline's = and : splits\n"
+               "    line=${COMP_LINE:0:COMP_POINT}; tok=${line##*[[:space:]]}; line=${line%%\"$tok\"}; line=${line%%\"${line##*[![:space:]]}\"}\n"
+               "    [[ $tok == *[=:]* ]] && prev=${line##*[[:space:]]}\n"
+               "  fi\n"
+               "  for ((i = 1; i < COMP_CWORD; i++)); do case ${COMP_WORDS[i]} in",
+          bash_dynamic);
   for (int i = 0; i < NCMDS; i++) fprintf(out, "%s%s", i ? "|" : " ", cli_cmds[i].name);
   fprintf(out, ") cmd=${COMP_WORDS[i]}; break ;; esac; done\n  case $prev in\n");
   for (int i = 0; i < NOPTS; i++) {
@@ -560,6 +567,10 @@ static void bash_completion(FILE *out) {
     if (o->values == NULL) fprintf(out, " return ;;\n");
     else if (strcmp(o->values, "@file") == 0) fprintf(out, " compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n");
     else if (strcmp(o->values, "@dir") == 0) fprintf(out, " compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n");
+    else if (strcmp(o->values, "@keys") == 0 && strchr(o->metavar, '=') != NULL)
+      fprintf(out, " compopt -o nospace 2>/dev/null; _dtrun_dynamic key; return ;;\n");
+    else if (strcmp(o->values, "@keys") == 0) fprintf(out, " _dtrun_dynamic keyname; return ;;\n");
+    else if (strcmp(o->values, "@problems") == 0) fprintf(out, " _dtrun_dynamic problem; return ;;\n");
     else {
       const int pairs = strchr(o->metavar, '=') != NULL; /* KEY=VALUE: keys with '=' and no space after */
       fprintf(out, " %sCOMPREPLY=($(compgen %s-W \"", pairs ? "compopt -o nospace 2>/dev/null; " : "", pairs ? "-S = " : "");
@@ -585,6 +596,9 @@ static void bash_completion(FILE *out) {
 
 static void zsh_completion(FILE *out) {
   fprintf(out, "#compdef dtrun\n# zsh completion for dtrun (dtrun completion zsh), generated from its option and key tables\n"
+               "_dtrun_dynamic() { # config keys and problem names from dtrun __complete, which reads the config on the line\n"
+               "  local -a c; c=(${(f)\"$(${words[1]} __complete $1 \"$PREFIX\" ${words[@]} 2>/dev/null)\"})\n"
+               "  compadd -Q -S '' -a c\n}\n"
                "_dtrun() {\n  local cmd=run\n  (( CURRENT > 2 )) && case $words[2] in");
   for (int i = 0; i < NCMDS; i++) fprintf(out, "%s%s", i ? "|" : " ", cli_cmds[i].name);
   fprintf(out, ") cmd=$words[2] ;; esac\n  if (( CURRENT == 2 )); then\n    local -a cmds=(");
@@ -607,6 +621,8 @@ static void zsh_completion(FILE *out) {
         if (o->values == NULL) fprintf(out, " ");
         else if (strcmp(o->values, "@file") == 0) fprintf(out, "_files");
         else if (strcmp(o->values, "@dir") == 0) fprintf(out, "_files -/");
+        else if (strcmp(o->values, "@keys") == 0) fprintf(out, "_dtrun_dynamic %s", strchr(o->metavar, '=') != NULL ? "key" : "keyname");
+        else if (strcmp(o->values, "@problems") == 0) fprintf(out, "_dtrun_dynamic problem");
         else {
           fprintf(out, "(");
           value_words(o, out);
@@ -625,6 +641,123 @@ dt_status cli_completion(const char *shell, FILE *out) {
   else if (strcmp(shell, "zsh") == 0) zsh_completion(out);
   else return DT_ERROR(DT_ERR_USAGE, "completion %s: expected bash or zsh", shell);
   return DT_OK;
+}
+
+/* ---- dynamic completion: dtrun __complete ---------------------------------------------------- */
+
+/* What a config file names: its problems and each one's algorithm (canonical). From the loader
+ * when the file loads, else from its YAML as written (a file being edited); none when neither
+ * reads. */
+typedef struct file_problems {
+  int n;
+  char name[DT_MAX_PROBLEMS][DT_NAME_MAX], alg[DT_MAX_PROBLEMS][32];
+} file_problems;
+
+static void problems_of(const char *path, file_problems *fp) {
+  memset(fp, 0, sizeof *fp);
+  dt_config *cfg = calloc(1, sizeof *cfg);
+  if (cfg != NULL && dt_config_load(path, &dt_builtin, NULL, 0, cfg) == DT_OK) {
+    for (int p = 0; p < cfg->num_problems; p++) {
+      snprintf(fp->name[p], sizeof fp->name[p], "%s", cfg->problems[p].key);
+      snprintf(fp->alg[p], sizeof fp->alg[p], "%s", cfg->problems[p].alg_name);
+    }
+    fp->n = cfg->num_problems;
+  } else {
+    size_t len = 0;
+    char *text = dt_read_file_bounded(path, DT_YAML_MAX_BYTES, &len);
+    dt_ynode *root = NULL;
+    if (text != NULL && dt_yaml_parse(text, len, path, &root) == DT_OK && root->kind == DT_YN_MAP) {
+      const dt_ynode *pcs = dt_ynode_get(root, "problem_configs");
+      for (int i = 0; pcs != NULL && pcs->kind == DT_YN_MAP && i < pcs->n && fp->n < DT_MAX_PROBLEMS; i++) {
+        const dt_ynode *oc = pcs->items[i]->kind == DT_YN_MAP ? dt_ynode_get(pcs->items[i], "optimizer_config") : NULL;
+        const dt_ynode *an = oc != NULL && oc->kind == DT_YN_MAP ? dt_ynode_get(oc, "alg_name") : NULL;
+        const dt_optimizer_def *def = an != NULL && an->kind == DT_YN_SCALAR ? dt_optimizer_find(an->text) : NULL;
+        snprintf(fp->name[fp->n], sizeof fp->name[fp->n], "%s", pcs->keys[i]->text);
+        snprintf(fp->alg[fp->n++], sizeof fp->alg[0], "%s", def != NULL ? def->plugin.name : "");
+      }
+    }
+    dt_ynode_free(root);
+    free(text);
+  }
+  free(cfg);
+  dt_error_clear();
+}
+
+typedef struct complete_keys {
+  FILE *out;
+  const char *cur; /* the word being completed: KEY, or KEY=VALUE (a sweep's V1,V2,...) */
+  const file_problems *fp;
+  int pairs; /* KEY=VALUE (keys offered with their '='), or a KEY alone */
+} complete_keys;
+
+/* key, complete: "key=" when cur is a prefix of it; after '=', the key's values (an enum's names,
+ * true and false, the algorithms) that the value being typed (after the last ',') begins. */
+static void offer(const complete_keys *c, const char *key, const dt_key *k) {
+  const char *eq = strchr(c->cur, '=');
+  if (eq == NULL || !c->pairs) {
+    if (eq == NULL && strncmp(key, c->cur, strlen(c->cur)) == 0) fprintf(c->out, "%s%s\n", key, c->pairs ? "=" : "");
+    return;
+  }
+  if (strlen(key) != (size_t)(eq - c->cur) || strncmp(key, c->cur, (size_t)(eq - c->cur)) != 0) return;
+  const char *v = strrchr(eq + 1, ',') != NULL ? strrchr(eq + 1, ',') + 1 : eq + 1;
+  static const char *const bools[] = {"true", "false", NULL};
+  const size_t tail = strlen(".optimizer_config.alg_name"), kl = strlen(key);
+  if (kl >= tail && strcmp(key + kl - tail, ".optimizer_config.alg_name") == 0) {
+    for (int i = 0; dt_optimizers[i] != NULL; i++)
+      if (strncmp(dt_optimizers[i]->plugin.name, v, strlen(v)) == 0)
+        fprintf(c->out, "%.*s%s\n", (int)(v - c->cur), c->cur, dt_optimizers[i]->plugin.name);
+    return;
+  }
+  const char *const *vals = k->type == DT_KEY_ENUM ? k->values : k->type == DT_KEY_BOOL ? bools : NULL;
+  for (; vals != NULL && *vals != NULL; vals++)
+    if (strncmp(*vals, v, strlen(v)) == 0) fprintf(c->out, "%.*s%s\n", (int)(v - c->cur), c->cur, *vals);
+}
+
+/* The schema's keys made concrete: "problem_configs.<name>." becomes each problem of the file, and
+ * an algorithm's own "(alg)." keys are offered for the problems that run it. Layer lists
+ * ("layers[]") are not settable from the command line. */
+static void complete_key(const char *path, const dt_key *k, void *ctx) {
+  const complete_keys *c = ctx;
+  static const char pre[] = "problem_configs.<name>.";
+  if (k->type == DT_KEY_SECTION || k->alias_of != NULL || strstr(path, "[]") != NULL) return;
+  if (strncmp(path, pre, sizeof pre - 1) != 0) {
+    offer(c, path, k);
+    return;
+  }
+  const char *rest = path + sizeof pre - 1, *open = strchr(rest, '('), *close = open != NULL ? strchr(open, ')') : NULL;
+  for (int i = 0; i < c->fp->n; i++) {
+    char buf[DT_NAME_MAX + 256];
+    if (open == NULL) {
+      snprintf(buf, sizeof buf, "problem_configs.%s.%s", c->fp->name[i], rest);
+    } else {
+      const size_t n = close != NULL ? (size_t)(close - open - 1) : 0;
+      if (close == NULL || close[1] != '.' || strlen(c->fp->alg[i]) != n || strncmp(open + 1, c->fp->alg[i], n) != 0) continue;
+      snprintf(buf, sizeof buf, "problem_configs.%s.%.*s%s", c->fp->name[i], (int)(open - rest), rest, close + 2);
+    }
+    offer(c, buf, k);
+  }
+}
+
+int cli_complete(int argc, char **argv, FILE *out) {
+  if (argc < 2) return 2;
+  const char *kind = argv[0], *cur = argv[1], *config = NULL;
+  for (int i = 2; i < argc && config == NULL; i++) { /* the command line's config: its first YAML file */
+    const size_t n = strlen(argv[i]);
+    if (((n > 5 && strcmp(argv[i] + n - 5, ".yaml") == 0) || (n > 4 && strcmp(argv[i] + n - 4, ".yml") == 0)) &&
+        access(argv[i], R_OK) == 0)
+      config = argv[i];
+  }
+  file_problems fp = {0};
+  if (config != NULL) problems_of(config, &fp);
+  if (strcmp(kind, "key") == 0 || strcmp(kind, "keyname") == 0) {
+    const complete_keys c = {out, cur, &fp, strcmp(kind, "key") == 0};
+    dt_config_visit_keys(&dt_builtin, complete_key, (void *)&c);
+  } else if (strcmp(kind, "problem") == 0) { /* NAME[,NAME...]: the name after the last ',' */
+    const char *v = strrchr(cur, ',') != NULL ? strrchr(cur, ',') + 1 : cur;
+    for (int i = 0; i < fp.n; i++)
+      if (strncmp(fp.name[i], v, strlen(v)) == 0) fprintf(out, "%.*s%s\n", (int)(v - cur), cur, fp.name[i]);
+  }
+  return 0;
 }
 
 /* ---- the manual page ------------------------------------------------------------------------ */

@@ -45,6 +45,12 @@ DT_MUST_USE dt_status cli_help(const char *command, FILE *out);
 /* `dtrun completion bash|zsh`: the completion script, generated from the same tables as the
  * parser (commands, options, their values) and the config keys (configs/README.md's table). */
 DT_MUST_USE dt_status cli_completion(const char *shell, FILE *out);
+/* dtrun __complete KIND WORD [LINE...] (hidden; the completion scripts call it): the completions
+ * of WORD, one per line, from the first YAML file among LINE's words. KIND key: config keys as
+ * KEY= (problem_configs.NAME.… for the file's problems, each algorithm's own keys under the
+ * problems that run it), or after '=' the key's values; KIND problem: the file's problem names
+ * (after the last ','). Prints nothing it cannot work out; returns the exit code. */
+int cli_complete(int argc, char **argv, FILE *out);
 
 /* `dtrun man`: the manual page in roff, from the same tables (and every config key). */
 DT_MUST_USE dt_status cli_man(FILE *out);

@@ -252,6 +252,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   dt_log_init(0, 1, DT_LOG_INFO);
+  if (argc >= 2 && strcmp(argv[1], "__complete") == 0) return cli_complete(argc - 2, argv + 2, stdout);
   if (argc < 2) {
     if (cli_help(NULL, stderr) != DT_OK) return 1;
     return 2;

@@ -3,7 +3,8 @@
 # forms (--opt=value, --opt value, -s, combined short flags, -- ending the options), unknown
 # options with the nearest one, --log-level and DT_LOG_LEVEL (a wrong value exit 2 before
 # anything runs; error silences the run's lines, debug adds its own), and bash completion run in a
-# bash started here. The runs need data/mnist (skipped without it: exit 77).
+# bash started here (config keys and problem names from the config on the line, values after '=',
+# also as readline splits the line at '='). The runs need data/mnist (skipped without it: exit 77).
 # usage: cli.sh DTRUN MPIEXEC SOURCE_ROOT
 set -u
 . "$(dirname "$0")/../checks.sh"
@@ -107,10 +108,41 @@ complete_words() { # the words completed for the command line "$@" (the last wor
 [ "$(complete_words dtrun comp)" = "$(printf 'compare\ncompletion')" ] && ok || bad "completing 'comp': $(complete_words dtrun comp)"
 [ "$(complete_words dtrun compare --fa)" = "--facet" ] && ok || bad "completing 'compare --fa': $(complete_words dtrun compare --fa)"
 [ "$(complete_words dtrun compare outputs --size s)" = "slide" ] && ok || bad "completing --size: $(complete_words dtrun compare outputs --size s)"
-[ "$(complete_words dtrun run x.yaml --set experiment.graph.num_n)" = "experiment.graph.num_nodes=" ] && ok \
-  || bad "completing a config key: $(complete_words dtrun run x.yaml --set experiment.graph.num_n)"
+[ "$(complete_words "$dtrun" run x.yaml --set experiment.graph.num_n)" = "experiment.graph.num_nodes=" ] && ok \
+  || bad "completing a config key: $(complete_words "$dtrun" run x.yaml --set experiment.graph.num_n)"
 complete_words dtrun run --p | grep -qx -- "--progress" && ! complete_words dtrun run --p | grep -qx -- "--plot" && ok \
   || bad "run's options: $(complete_words dtrun run --p)"
+# config keys and problem names from the config on the line (dtrun __complete), concrete: the
+# file's problems, each algorithm's own keys under the problems that run it, values after '='
+d=$PWD/configs/dist_mnist.yaml # problems dinno (cadmm), dsgd, dsgt, gossip
+keys=$(complete_words "$dtrun" run "$d" --set problem_configs.)
+echo "$keys" | grep -qx "problem_configs.dinno.optimizer_config.rho_init=" && echo "$keys" | grep -qx "problem_configs.dsgd.optimizer_config.alpha0=" \
+  && echo "$keys" | grep -qx "problem_configs.gossip.evaluate_frequency=" && ! echo "$keys" | grep -q "[<(]" && ok \
+  || bad "completing problem_configs. from the file: $(echo "$keys" | head -5)"
+keys=$(complete_words "$dtrun" check "$d" -s problem_configs.dinno.optimizer_config.)
+echo "$keys" | grep -qx "problem_configs.dinno.optimizer_config.primal_iterations=" \
+  && ! echo "$keys" | grep -q "alpha0=" && ok || bad "dinno's keys are cadmm's only: $(echo "$keys" | head -5)"
+[ "$(complete_words "$dtrun" run "$d" --set experiment.graph.type=to)" = "experiment.graph.type=torus" ] && ok \
+  || bad "an enum's values after '=': $(complete_words "$dtrun" run "$d" --set experiment.graph.type=to)"
+[ "$(complete_words "$dtrun" run "$d" --sweep problem_configs.dsgd.optimizer_config.alg_name=dsgd,ex)" \
+  = "problem_configs.dsgd.optimizer_config.alg_name=dsgd,extra" ] && ok || bad "a sweep's next value: algorithm names"
+[ "$(complete_words "$dtrun" run "$d" --problem ds | tr '\n' ' ')" = "dsgd dsgt " ] && ok || bad "--problem: $(complete_words "$dtrun" run "$d" --problem ds)"
+[ "$(complete_words "$dtrun" run "$d" -p dinno,g)" = "dinno,gossip" ] && ok || bad "--problem's next name"
+# as readline splits the line: at '=' (COMP_WORDBREAKS), with COMP_LINE and COMP_POINT; the reply
+# is what follows the '=' and the option is found before the split word
+complete_line() { # LINE -> the words completed at its end, as bash does it
+  bash --norc --noprofile -c 'source "$1"; COMP_LINE=$2; COMP_POINT=${#2}; read -ra COMP_WORDS <<< "${2//=/ = }"
+    [[ $2 == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _dtrun; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$tmp/dtrun.bash" "$1" 2>&1
+}
+[ "$(complete_line "$dtrun run $d --set experiment.graph.type=to")" = "torus" ] && ok \
+  || bad "readline's split at '=': $(complete_line "$dtrun run $d --set experiment.graph.type=to")"
+complete_line "$dtrun run $d --set experiment.graph.type=" | grep -qx "cycle" && ok || bad "values right after '='"
+# a config being edited (the loader refuses it): its problems still come from the YAML as written
+printf 'experiment: {name: x, nonsense_key: 1}\nproblem_configs:\n  alpha: {optimizer_config: {alg_name: beer}}\n' > "$tmp/edit.yaml"
+complete_words "$dtrun" run "$tmp/edit.yaml" --set problem_configs.alpha.optimizer_config.g | grep -qx "problem_configs.alpha.optimizer_config.gamma=" \
+  && ok || bad "keys of a config that does not load: $(complete_words "$dtrun" run "$tmp/edit.yaml" --set problem_configs.alpha.optimizer_config.g)"
+[ -z "$(complete_words "$dtrun" run --set problem_configs.)" ] && ok || bad "no config on the line: no problem keys"
 "$dtrun" completion zsh > "$tmp/_dtrun" && head -1 "$tmp/_dtrun" | grep -q "^#compdef dtrun" && ok || bad "completion zsh"
 if command -v zsh > /dev/null; then zsh -n "$tmp/_dtrun" && ok || bad "the zsh completion does not parse"; fi
 "$dtrun" completion fish > /dev/null 2>&1; [ $? = 2 ] && ok || bad "completion fish should exit 2"
