@@ -8,12 +8,8 @@
 # min–max of each, B's median against A's, and flags a spread above 20%.
 # usage: tests/bench/exact.sh [BUILD_A [BUILD_B]] [ROUNDS]   (run anywhere; default: build, 5)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-builds=() rounds=5
-for a in "$@"; do
-  if [[ $a =~ ^[0-9]+$ ]]; then rounds=$a; else builds+=("$(cd "$a" && pwd)"); fi
-done
-[ ${#builds[@]} -gt 0 ] || builds=("$root/build")
+. "$(dirname "$0")/lib.sh"
+bench_args 5 "$@"
 cd "$root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

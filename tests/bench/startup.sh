@@ -7,12 +7,9 @@
 # and flags a spread above 20% of the median.
 # usage: tests/bench/startup.sh [BUILD...] [REPEATS]   (run anywhere; default: build, 15)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-builds=() repeats=15
-for a in "$@"; do
-  if [[ $a =~ ^[0-9]+$ ]]; then repeats=$a; else builds+=("$(cd "$a" && pwd)"); fi
-done
-[ ${#builds[@]} -gt 0 ] || builds=("$root/build")
+. "$(dirname "$0")/lib.sh"
+bench_args 15 "$@"
+repeats=$rounds
 cd "$root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
