@@ -53,9 +53,11 @@ done
 
 echo "events per second of the rounds' wall time (median [min-max] of $rounds alternated runs)"
 for b in "${!builds[@]}"; do echo "  build $(printf "\\x$(printf %x $((65 + b)))"): ${builds[$b]}"; done
-/usr/bin/env python3 - "$tmp/rates" "${#builds[@]}" <<'EOF'
+/usr/bin/env python3 - "$tmp/rates" "${#builds[@]}" "$root/tests/bench" <<'EOF'
 import statistics, sys
 rates, nb = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from spread import spread
 t = {}
 for line in open(rates):
     b, n, alg, v = line.split()
@@ -64,9 +66,7 @@ for n in (100, 1000):
     for alg in ("adpsgd", "downpour"):
         cols = []
         for b in range(nb):
-            v = t[(n, alg, b)]
-            med, lo, hi = statistics.median(v), min(v), max(v)
-            flag = "  SPREAD>20%" if hi - lo > 0.2 * med else ""
+            med, lo, hi, flag = spread(t[(n, alg, b)])
             cols.append(f"{med:10.4g} [{lo:.4g}-{hi:.4g}]{flag}")
         ab = f"   B/A {statistics.median(t[(n, alg, 1)]) / statistics.median(t[(n, alg, 0)]):.3f}" if nb == 2 else ""
         print(f"N = {n:4d}  {alg:9s}" + "   ".join(cols) + ab)

@@ -54,9 +54,11 @@ done
 
 echo "ms per training round (median [min-max] of $rounds alternated runs; 8-node wheel, OMP_NUM_THREADS=$OMP_NUM_THREADS)"
 for b in "${!builds[@]}"; do echo "  build $(printf "\\x$(printf %x $((65 + b)))"): ${builds[$b]}"; done
-/usr/bin/env python3 - "$tmp/times" "${#builds[@]}" $methods <<'EOF'
+/usr/bin/env python3 - "$tmp/times" "${#builds[@]}" "$root/tests/bench" $methods <<'EOF'
 import statistics, sys
-times, nb, methods = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+times, nb, methods = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
+sys.path.insert(0, sys.argv[3])
+from spread import spread
 t = {}
 for line in open(times):
     w, b, m, ms = line.split()
@@ -67,9 +69,7 @@ for w in ("cnn", "convex"):
     for m in methods:
         cols = []
         for b in range(nb):
-            v = t[(w, b, m)]
-            med, lo, hi = statistics.median(v), min(v), max(v)
-            flag = "  SPREAD>20%" if hi - lo > 0.2 * med else ""
+            med, lo, hi, flag = spread(t[(w, b, m)])
             cols.append(f"{med:8.3f} [{lo:.3f}-{hi:.3f}] {med / ref[b]:5.2f}x dsgd{flag}")
         ab = ""
         if nb == 2:
