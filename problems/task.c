@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dt/parallel.h"
 #include "dt/problem.h"
 #include "dt/rng.h"
 #include "dt/trace.h"
@@ -299,8 +300,7 @@ static dt_status full_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad,
     loss[l] = 0;
   }
   for (size_t s = 0; s < most; s += (size_t)t->ws_batch) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
-    for (int l = 0; l < t->count; l++) {
+    for (int l = 0; l < t->count; l++) { /* index arithmetic: not worth a thread team */
       const int node = t->first + l;
       const size_t m = dt_split_size(t->split, node);
       t->nb[l] = 0;
@@ -388,6 +388,19 @@ static void next_batch(dt_task *t, int l) {
   t->nb[l] = (int)b;
 }
 
+typedef struct batch_call {
+  dt_task *t;
+  const uint8_t *active;
+} batch_call;
+
+/* Node l's next minibatch (none when it is not active). */
+static dt_status next_batch_of(void *p, int l) {
+  const batch_call *c = p;
+  c->t->nb[l] = 0;
+  if (c->active == NULL || c->active[l]) next_batch(c->t, l);
+  return DT_OK;
+}
+
 /* The trace of node l's call: the samples' indices, labels and inputs as the model sees them
  * (normalised, augmented). A full-batch call's are the node's data in split order, rebuilt here. */
 static dt_status trace_samples(dt_task *t, int l) {
@@ -453,11 +466,9 @@ dt_status dt_task_gradients(dt_task *t, const dt_slab *theta, dt_slab *grad, con
       if (active == NULL || active[l]) DT_TRY(trace_samples(t, l));
     DT_TRY(full_gradients(t, theta, grad, &t->buffers, active, total));
   } else {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(be->threads) if (be->threads > 1)
-    for (int l = 0; l < t->count; l++) {
-      t->nb[l] = 0;
-      if (active == NULL || active[l]) next_batch(t, l);
-    }
+    /* nodes apart (a reshuffle at an epoch's end is O(split size)), on no more threads than nodes */
+    const batch_call bc = {t, active};
+    DT_TRY(dt_parallel_for(t->count, be->threads < t->count ? be->threads : t->count, next_batch_of, (void *)&bc));
     DT_TRY(gather_batches(t, t->augment != NULL));
     for (int l = 0; l < t->count && t->trace != NULL; l++)
       if (t->nb[l] > 0) DT_TRY(trace_samples(t, l));
