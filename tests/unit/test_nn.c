@@ -652,10 +652,11 @@ static void test_eval_workspace(void) {
   }
 }
 
-/* A node-batched evaluation (dt_be_model_evaluate) with fewer nodes than threads splits each
- * node's test set into chunks over the threads and adds the chunks' sums in order: the bits of the
- * one-thread evaluation, for 1 and 2 nodes (a partial last chunk), and with more nodes than
- * threads (a node per thread). */
+/* A node-batched evaluation (dt_be_model_evaluate) splits the nodes' test sets into chunks over
+ * the threads and adds each node's chunk sums in order: the bits of dt_model_evaluate over the
+ * node's whole set on one workspace, at 1 and 4 threads, for 1, 2 and 3 nodes (a partial last
+ * chunk), summing onto a loss that is not 0. (What this checks is the samples each chunk covers:
+ * the batches' sums are float values, which a double adds exactly in any order here.) */
 static void test_plan_evaluate_threads(void) {
   enum { N = 1234, MAXB = 7, NODES = 3 }; /* 177 chunks a node, the last of 2 samples */
   dt_model_spec spec;
@@ -669,10 +670,20 @@ static void test_plan_evaluate_threads(void) {
   for (int l = 0; l < NODES; l++) dt_model_init_params(m, 7 + (uint64_t)l, theta + (size_t)l * P);
   randu(x, (size_t)N * D, 1.0f);
   for (int i = 0; i < N; i++) y[i] = i * 7 % 10;
+  double want[NODES];
+  long want_hits[NODES];
+  dt_workspace *ws = NULL;
+  CHECK_OK(dt_workspace_create_eval(be, m, MAXB, &ws));
+  for (int l = 0; l < NODES && ws != NULL; l++) {
+    want[l] = 0.1 * (l + 1), want_hits[l] = 0;
+    CHECK_OK(dt_model_evaluate(be, m, ws, theta + (size_t)l * P, NULL, x, y, N, &want[l], &want_hits[l]));
+  }
+  dt_workspace_free(be, ws);
   for (int count = 1; count <= NODES; count++) {
-    double loss[2][NODES] = {{0}};
+    double loss[2][NODES];
     long hits[2][NODES] = {{0}};
     for (int t = 0; t < 2; t++) {
+      for (int l = 0; l < NODES; l++) loss[t][l] = 0.1 * (l + 1);
       dt_backend *b = NULL;
       void *plan = NULL;
       CHECK_OK(dt_backend_cpu_create(t == 0 ? 1 : 4, &b));
@@ -683,10 +694,11 @@ static void test_plan_evaluate_threads(void) {
       dt_be_plan_free(b, plan);
       dt_backend_free(b);
     }
-    for (int l = 0; l < count; l++)
-      CHECK(memcmp(&loss[0][l], &loss[1][l], sizeof(double)) == 0 && hits[0][l] == hits[1][l],
-            "%d node(s), node %d: 4 threads give loss %.17g and %ld hits, 1 thread %.17g and %ld", count, l, loss[1][l], hits[1][l],
-            loss[0][l], hits[0][l]);
+    for (int t = 0; t < 2; t++)
+      for (int l = 0; l < count; l++)
+        CHECK(memcmp(&loss[t][l], &want[l], sizeof(double)) == 0 && hits[t][l] == want_hits[l],
+              "%d node(s), node %d, %d thread(s): loss %.17g and %ld hits, one workspace over the whole set %.17g and %ld", count, l,
+              t == 0 ? 1 : 4, loss[t][l], hits[t][l], want[l], want_hits[l]);
   }
   free(theta), free(x), free(y);
   dt_model_free(m);

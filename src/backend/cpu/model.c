@@ -13,9 +13,9 @@
 /* A plan's workspaces, one per thread, are made on first use: training workspaces keep every
  * activation for the backward pass, evaluation workspaces only the live ones
  * (dt_workspace_create_eval), so a plan that only evaluates holds a few activations a thread.
- * Training runs a node per thread, so it uses at most as many threads as nodes; evaluation with
- * fewer nodes than the backend's threads splits each node's test set into chunks instead
- * (dt_cpu_model_evaluate), so it has a workspace for every backend thread. */
+ * Training runs a node per thread, so it uses at most as many threads as nodes; evaluation splits
+ * the nodes' test sets into chunks over every backend thread (dt_cpu_model_evaluate), so it has a
+ * workspace for each. */
 typedef struct cpu_plan {
   int threads, eval_threads, max_batch;
   const dt_model *m;
@@ -91,15 +91,6 @@ static dt_status gradient_node(void *ctx, int l) {
                                    &nb->loss[l], nb->dropout != NULL ? &nb->dropout[l] : NULL);
 }
 
-static dt_status evaluate_node(void *ctx, int l) {
-  const node_call *c = ctx;
-  dt_heartbeat();
-  DT_CHECK(!dt_stop_evaluation(), DT_ERR_INTERRUPTED, "evaluation interrupted by signal %d", dt_stop_requested());
-  const dt_node_eval *ne = c->ne;
-  return dt_model_evaluate(c->be, c->plan->m, c->plan->ews[thread_id()], ne->theta + (size_t)l * ne->theta_stride,
-                           ne->buffers != NULL ? ne->buffers + (size_t)l * ne->buffers_stride : NULL, ne->x, ne->y, ne->n, &ne->loss_sum[l], &ne->correct[l]);
-}
-
 dt_status dt_cpu_model_gradients(dt_backend *be, void *plan, const dt_node_batch *nb) {
   const node_call c = {.be = be, .plan = plan, .nb = nb};
   DT_TRY(plan_workspaces(be, c.plan, 0, c.plan->threads));
@@ -129,18 +120,14 @@ static dt_status evaluate_chunk(void *ctx, int i) {
                            ne->y + start, n, &cc->loss[i], &cc->correct[i]);
 }
 
-/* With at least as many nodes as threads, a node per thread. With fewer (one node, or a mean
- * model: evaluation then ran on one core), the nodes' chunks spread over every thread, and each
- * node's chunk sums are added in chunk order afterwards: the additions dt_model_evaluate makes
- * over one node's chunks in turn, in the same order, so the bits do not change. */
+/* The nodes' chunks spread over every thread (so one node, or a mean model, no longer evaluates on
+ * one core), and each node's chunk sums are added in chunk order afterwards: a chunk is one of
+ * dt_model_evaluate's batches, so these are the additions it makes over a node's batches in turn,
+ * in the same order, and the bits do not change. */
 dt_status dt_cpu_model_evaluate(dt_backend *be, void *plan, const dt_node_eval *ne) {
   chunk_call cc = {.c = {.be = be, .plan = plan, .ne = ne}};
   cpu_plan *p = plan;
   cc.chunks = (ne->n + p->max_batch - 1) / p->max_batch;
-  if (ne->count >= p->eval_threads || cc.chunks <= 1) {
-    DT_TRY(plan_workspaces(be, p, 1, p->threads));
-    return dt_parallel_for(ne->count, p->threads, evaluate_node, (void *)&cc.c);
-  }
   const int items = ne->count * cc.chunks, threads = items < p->eval_threads ? items : p->eval_threads;
   dt_status st = DT_OK;
   DT_TRY(plan_workspaces(be, p, 1, threads));
