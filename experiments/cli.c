@@ -683,6 +683,12 @@ static void problems_of(const char *path, file_problems *fp) {
   dt_error_clear();
 }
 
+/* The item of a comma-separated list being typed: what follows the last ',' of s (s without one). */
+static const char *last_item(const char *s) {
+  const char *comma = strrchr(s, ',');
+  return comma != NULL ? comma + 1 : s;
+}
+
 typedef struct complete_keys {
   FILE *out;
   const char *cur; /* the word being completed: KEY, or KEY=VALUE (a sweep's V1,V2,...) */
@@ -699,7 +705,7 @@ static void offer(const complete_keys *c, const char *key, const dt_key *k) {
     return;
   }
   if (strlen(key) != (size_t)(eq - c->cur) || strncmp(key, c->cur, (size_t)(eq - c->cur)) != 0) return;
-  const char *v = strrchr(eq + 1, ',') != NULL ? strrchr(eq + 1, ',') + 1 : eq + 1;
+  const char *v = last_item(eq + 1);
   static const char *const bools[] = {"true", "false", NULL};
   const size_t tail = strlen(".optimizer_config.alg_name"), kl = strlen(key);
   if (kl >= tail && strcmp(key + kl - tail, ".optimizer_config.alg_name") == 0) {
@@ -753,7 +759,7 @@ int cli_complete(int argc, char **argv, FILE *out) {
     const complete_keys c = {out, cur, &fp, strcmp(kind, "key") == 0};
     dt_config_visit_keys(&dt_builtin, complete_key, (void *)&c);
   } else if (strcmp(kind, "problem") == 0) { /* NAME[,NAME...]: the name after the last ',' */
-    const char *v = strrchr(cur, ',') != NULL ? strrchr(cur, ',') + 1 : cur;
+    const char *v = last_item(cur);
     for (int i = 0; i < fp.n; i++)
       if (strncmp(fp.name[i], v, strlen(v)) == 0) fprintf(out, "%.*s%s\n", (int)(v - cur), cur, fp.name[i]);
   }

@@ -44,17 +44,17 @@ static int cache_dir(char *dir, size_t size) {
   return n > 0 && (size_t)n < size;
 }
 
-static int entry_path(const dt_file_id *id, const char *kind, char *path, size_t size) {
-  char dir[4096];
-  if (!id->known || !cache_dir(dir, sizeof dir)) return 0;
+/* The entry of file id's digest of kind into path, its folder into dir; 0 when there is none. */
+static int entry_path(const dt_file_id *id, const char *kind, char dir[4096], char *path, size_t size) {
+  if (!id->known || !cache_dir(dir, 4096)) return 0;
   const int n = snprintf(path, size, "%s/%" PRIu64 "-%" PRIu64 "-%" PRIu64 "-%" PRId64 "-%" PRId64 ".%s", dir, id->dev, id->ino,
                          id->size, id->mtime_ns, id->ctime_ns, kind);
   return n > 0 && (size_t)n < size;
 }
 
 int data_digest_cached(const dt_file_id *id, const char *kind, char hex[65]) {
-  char path[4400], buf[66];
-  if (!entry_path(id, kind, path, sizeof path)) return 0;
+  char dir[4096], path[4400], buf[66];
+  if (!entry_path(id, kind, dir, path, sizeof path)) return 0;
   const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return 0;
   const ssize_t got = read(fd, buf, sizeof buf);
@@ -81,7 +81,7 @@ static int make_dirs(char *dir) {
 
 void data_digest_store(const dt_file_id *id, const char *kind, const char hex[65]) {
   char path[4400], tmp[4500], dir[4096];
-  if (!entry_path(id, kind, path, sizeof path) || !cache_dir(dir, sizeof dir) || !make_dirs(dir)) return;
+  if (!entry_path(id, kind, dir, path, sizeof path) || !make_dirs(dir)) return;
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
   const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
