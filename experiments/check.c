@@ -209,12 +209,53 @@ static dt_memory_backend memory_backend(const dt_config *cfg) {
   return mb;
 }
 
+dt_status runner_batch_order(const dt_config *cfg, const dt_split *split, size_t train_count, dt_batch_order *out) {
+  static const char key[] = "experiment.batch_order";
+  memset(out, 0, sizeof *out);
+  if (cfg->experiment.batch_order[0] == '\0') return DT_OK;
+  for (int k = 0; k < cfg->num_problems; k++)
+    if (cfg->problems[k].full_batch)
+      return dt_config_positioned(cfg, DT_ERROR_KEY(DT_ERR_CONFIG, key, "%s: problem %s computes full-batch gradients; a minibatch "
+                                                    "order has nothing to order", key, cfg->problems[k].key));
+  DT_TRY(dt_config_positioned(cfg, dt_batch_order_read(cfg->experiment.batch_order, split, train_count, key, out)));
+  dt_status st = DT_OK;
+  for (int k = 0; k < cfg->num_problems && st == DT_OK; k++) {
+    const dt_problem_config *pc = &cfg->problems[k];
+    if (out->widest > pc->train_batch_size)
+      st = DT_ERROR_KEY(DT_ERR_CONFIG, key, "%s: %s holds minibatches of %d samples; problem %s's train_batch_size is %d", key,
+                        cfg->experiment.batch_order, out->widest, pc->key, pc->train_batch_size);
+  }
+  if (st != DT_OK) dt_batch_order_free(out);
+  return dt_config_positioned(cfg, st);
+}
+
+dt_status runner_init_weights(const dt_config *cfg, const dt_model *m, float *params, float *buffers, char sha256[65]) {
+  const dt_model_config *mc = &cfg->experiment.model;
+  if (mc->init_file[0] == '\0') return DT_OK;
+  return dt_config_positioned(cfg, dt_model_init_from_file(m, mc->init_file, mc->init_row, "experiment.model.init_file", params, buffers,
+                                                           sha256));
+}
+
 dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split *split, dt_model_spec *ms, dt_model **m) {
   const dt_experiment_config *e = &cfg->experiment;
   DT_TRY(dt_config_positioned(cfg, dt_split_make(&data->train, e, split)));
   DT_TRY(dt_config_positioned(cfg, dt_augment_check(&data->train, e->augment.crop_padding, e->augment.flip)));
   DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &data->train, ms)));
-  return dt_config_positioned(cfg, dt_model_create(ms, m));
+  DT_TRY(dt_config_positioned(cfg, dt_model_create(ms, m)));
+  dt_batch_order order;
+  DT_TRY(runner_batch_order(cfg, split, data->train.count, &order));
+  dt_batch_order_free(&order);
+  if (e->model.init_file[0] == '\0') return DT_OK;
+  float *params = NULL, *buffers = NULL;
+  char sha[65];
+  dt_status st = DT_OK;
+  DT_ALLOC_GOTO(params, dt_model_num_params(*m) + 1, "initial weights");
+  DT_ALLOC_GOTO(buffers, dt_model_num_buffers(*m) + 1, "initial weights");
+  st = runner_init_weights(cfg, *m, params, dt_model_num_buffers(*m) > 0 ? buffers : NULL, sha);
+cleanup:
+  dt_free(params);
+  dt_free(buffers);
+  return st;
 }
 
 /* Adds "WHERE: key: what" to the warning lines in buf (dt_warning_add). */

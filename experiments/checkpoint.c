@@ -706,7 +706,10 @@ static dt_status compare_data(runner *r) {
     const char *role = files->keys[k]->text, *hex = files->items[k]->kind == DT_YN_SCALAR ? files->items[k]->text : "";
     for (int i = 0; i < r->num_files; i++)
       if (strcmp(r->files[i].role, role) == 0 && strcmp(r->files[i].sha256, hex) != 0) {
-        const char *dir = r->cfg->experiment.data_dir[0] != '\0' ? r->cfg->experiment.data_dir : "data/";
+        const char *dir = strcmp(role, "model_init") == 0    ? r->cfg->experiment.model.init_file
+                          : strcmp(role, "batch_order") == 0 ? r->cfg->experiment.batch_order
+                          : r->cfg->experiment.data_dir[0] != '\0' ? r->cfg->experiment.data_dir
+                                                                   : "data/";
         if (st == DT_OK) /* the first change is the error */
           st = DT_ERROR(DT_ERR_DATA,
                         "%s: the data changed since this run started: %s (in %s) has SHA-256 %.12s..., summary.yaml "

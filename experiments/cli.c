@@ -12,6 +12,7 @@
 #include "dt/yaml.h"
 #include "writer_impl.h"
 #include "dt/log.h"
+#include "dt/trace.h"
 #include "dt/optimizer.h"
 #include "dt_config.h"
 
@@ -64,7 +65,7 @@ static const cli_cmd cli_cmds[] = {
 enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
 enum opt_id {
-  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
+  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE, O_TRACE_TAGS,
   O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_BAND, O_CSV,
   O_MARKDOWN, O_LATEX, O_SORT, O_JSON
 };
@@ -102,6 +103,8 @@ static const cli_opt cli_opts[] = {
      "an array shares"},
     {"dump-trace", 0, O_DUMP_TRACE, C_RUN, "DIR", "@dir",
      "also write what fixes the run's path (minibatches, draws, parameters after every round), for tests/twin/"},
+    {"trace-tags", 0, O_TRACE_TAGS, C_RUN, "TAG[,TAG...]", NULL,
+     "--dump-trace: only these records (BIDX,THET: the minibatches and parameters; tests/twin/README.md lists them)"},
     {"metric", 0, O_METRIC, C_COMPARE, "M[,M...]", "@metrics", "the metrics (default top1_accuracy); the first is tabulated"},
     {"target", 0, O_TARGET, C_COMPARE, "[M=]X[,...]", NULL,
      "the --x value at which metric M's mean (default top1_accuracy) reaches X (at or below X for losses and errors)"},
@@ -242,6 +245,10 @@ static dt_status apply(const cli_opt *o, const char *v, args *a) {
       DT_CHECK(v[0] != '\0', DT_ERR_USAGE, "--dump-trace needs a folder");
       a->dump_trace = v;
       break;
+    case O_TRACE_TAGS:
+      DT_TRY(dt_trace_tags_check(v, "--trace-tags"));
+      a->trace_tags = v;
+      break;
     case O_METRIC: c->metric = v; break;
     case O_TARGET: DT_TRY(parse_targets(v, c)); break;
     case O_X: c->x = v; break;
@@ -361,6 +368,7 @@ static dt_status check_args(const args *a) {
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (dtrun help %s)", a->cmd, a->cmd);
   DT_CHECK(!a->force || a->output_dir != NULL, DT_ERR_USAGE, "--force only goes with run --output-dir DIR");
   DT_CHECK(a->dump_trace == NULL || a->nsweeps == 0, DT_ERR_USAGE, "--dump-trace goes with run (one experiment, not a sweep)");
+  DT_CHECK(a->trace_tags == NULL || a->dump_trace != NULL, DT_ERR_USAGE, "--trace-tags chooses what --dump-trace records; give --dump-trace DIR too");
   DT_CHECK(a->point == NULL || a->output_dir != NULL, DT_ERR_USAGE,
            "--point goes with run and --output-dir SWEEP_DIR: every job of an array runs its point into the same sweep folder");
   return DT_OK;

@@ -19,6 +19,7 @@ typedef struct args {
   const char *argv_dir; /* resume: the run folder as given */
   const char *output_dir;
   const char *dump_trace;
+  const char *trace_tags; /* --trace-tags, or NULL: every record */
   const char *sets[CLI_MAX_SETS];
   int nsets;
   const char *sweeps[DT_SWEEP_MAX_AXES];

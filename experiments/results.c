@@ -204,6 +204,9 @@ void runner_files_end(runner *r) {
     r->num_files = 0;
     if (r->data.files != NULL) files_job(r);
   }
+  if (r->num_files < 0) r->num_files = 0;
+  for (int k = 0; k < r->num_inputs; k++) r->files[r->num_files++] = r->inputs[k]; /* once: inputs emptied */
+  r->num_inputs = 0;
 }
 
 dt_status runner_write_summary(runner *r, int done, const char *end) {

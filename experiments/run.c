@@ -267,7 +267,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(dt_task_begin(r->task, pc->train_batch_size, pc->full_batch, pc->l2));
   if (r->opt->dump_trace != NULL) { /* from θ0, create's own gradient calls included */
     dt_trace *trace = NULL;
-    DT_TRY_GOTO(dt_trace_open(r->opt->dump_trace, pc->problem_name, r->first, r->count, &trace));
+    DT_TRY_GOTO(dt_trace_open(r->opt->dump_trace, pc->problem_name, r->first, r->count, r->opt->trace_tags, &trace));
     dt_run_set_trace(run, trace);
     dt_task_set_trace(r->task, trace);
     DT_TRY_GOTO(trace_state(run));
@@ -333,6 +333,7 @@ static void runner_free(runner *r) {
   dt_backend_free(r->be);
   dt_backend_free(r->host);
   dt_split_free(&r->split);
+  dt_batch_order_free(&r->order);
   runner_files_join(r); /* its thread reads the data */
   dt_data_free(&r->data);
   dt_schedule_free(r->schedule);
@@ -438,6 +439,12 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_data_load(&cfg->experiment, &r->data)), "data"));
   runner_files_begin(r);
   DT_TRY(setup_phase(r, dt_config_positioned(cfg, dt_split_make(&r->data.train, &cfg->experiment, &r->split)), "split"));
+  DT_TRY(runner_batch_order(cfg, &r->split, r->data.train.count, &r->order));
+  if (r->order.num_nodes > 0) {
+    dt_data_file *f = &r->inputs[r->num_inputs++];
+    snprintf(f->role, sizeof f->role, "batch_order");
+    memcpy(f->sha256, r->order.sha256, sizeof f->sha256);
+  }
   dt_model_spec ms;
   DT_TRY(dt_config_positioned(cfg, dt_problem_model(cfg, &r->data.train, &ms)));
   DT_TRY(setup_phase(r, check_memory(r, &ms), "memory estimate"));
@@ -453,6 +460,12 @@ static dt_status runner_setup(runner *r) {
   DT_TRY(setup_phase(r, DT_OK, "network"));
   DT_ALLOC(r->theta0, d, "base weights");
   dt_task_init_params(r->task, cfg->experiment.seed, r->theta0);
+  if (cfg->experiment.model.init_file[0] != '\0') {
+    dt_data_file *f = &r->inputs[r->num_inputs++];
+    snprintf(f->role, sizeof f->role, "model_init");
+    DT_TRY(runner_init_weights(cfg, dt_task_model(r->task), r->theta0, dt_task_initial_buffers(r->task), f->sha256));
+  }
+  if (r->order.num_nodes > 0) dt_task_set_batch_order(r->task, &r->order);
   DT_TRY(dt_slab_create(r->be, r->count, d, &r->normed));
   DT_ALLOC(r->rows, (size_t)r->count * NCOL, "metrics");
   DT_ALLOC(r->all_rows, (size_t)r->n * NCOL, "metrics");

@@ -53,11 +53,14 @@ typedef struct runner {
   dt_backend *be;
   dt_backend *host; /* the CPU backend for rank 0's host-side math */
   dt_task *task;
-  dt_data_file files[8];   /* the data's files and digests, for summary.yaml (rank 0, once) */
+  dt_data_file files[10];  /* the data's files and digests, then the inputs', for summary.yaml (rank 0, once) */
   int num_files;           /* -1: not hashed yet; read only after runner_files_end */
   pthread_t files_thread;  /* hashing them beside the set-up (runner_files_begin) */
   int files_pending;
   float *theta0;           /* host */
+  dt_batch_order order;    /* experiment.batch_order (num_nodes 0: none) */
+  dt_data_file inputs[2];  /* the digests of experiment.model.init_file and batch_order, for summary.yaml */
+  int num_inputs;
   dt_slab normed;          /* θ/‖θ‖ of the local nodes */
   double *rows, *all_rows; /* count × NCOL, n × NCOL */
   double *mean_raw, *mean_norm; /* ordered sums over all nodes (backend memory) */
@@ -134,6 +137,13 @@ DT_MUST_USE dt_status runner_setup_warnings(const dt_config *cfg, const dt_data 
 /* Warning lines as "# warning: LINE" to out (check), or through dt_log_warn when out is NULL. */
 void runner_print_warnings(const char *lines, FILE *out);
 DT_MUST_USE dt_status runner_check_setup(const dt_config *cfg, const dt_data *data, dt_split *split, dt_model_spec *ms, dt_model **m);
+/* experiment.batch_order, read and checked against the split and every problem (a full-batch
+ * problem takes no minibatches; each problem's batch must hold the widest step); nothing without
+ * one. Errors positioned at the key. */
+DT_MUST_USE dt_status runner_batch_order(const dt_config *cfg, const dt_split *split, size_t train_count, dt_batch_order *out);
+/* experiment.model.init_file into params and buffers (NULL without), its digest into sha256;
+ * nothing without one. */
+DT_MUST_USE dt_status runner_init_weights(const dt_config *cfg, const dt_model *m, float *params, float *buffers, char sha256[65]);
 
 /* evaluate.c. Whether node i is evaluated by pc (every node, unless evaluation.sample). */
 int runner_evaluates(const runner *r, const dt_problem_config *pc, int i);

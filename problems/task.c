@@ -18,7 +18,7 @@
 typedef struct node_state {
   dt_rng rng;
   uint32_t *perm; /* this epoch's order of the node's samples */
-  size_t cursor;  /* next position in perm */
+  size_t cursor;  /* next position in perm; with a batch order, the steps taken */
   long epochs;    /* completed passes */
   uint64_t seen;  /* samples processed since begin */
 } node_state;
@@ -63,6 +63,7 @@ struct dt_task {
   int32_t *sub_y;
   size_t sub_n;
   dt_trace *trace; /* --dump-trace: every training call's samples and loss (borrowed), or NULL */
+  const dt_batch_order *order; /* experiment.batch_order (borrowed), or NULL */
 };
 
 size_t dt_task_dim(const dt_task *t) { return dt_model_num_params(t->model); }
@@ -71,6 +72,8 @@ dt_slab *dt_task_buffers(dt_task *t) { return &t->buffers; }
 const dt_model *dt_task_model(const dt_task *t) { return t->model; }
 dt_backend *dt_task_backend(const dt_task *t) { return t->be; }
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta) { dt_model_init_params(t->model, seed, theta); }
+float *dt_task_initial_buffers(dt_task *t) { return t->buf0; }
+void dt_task_set_batch_order(dt_task *t, const dt_batch_order *o) { t->order = o; }
 
 static void free_batches(dt_task *t) {
   dt_backend *be = t->be;
@@ -239,8 +242,8 @@ dt_status dt_task_begin(dt_task *t, int batch_size, int full_batch, double l2) {
     node_state *ns = &t->node[l];
     const int node = t->first + l;
     dt_rng_init(&ns->rng, t->seed, DT_RNG_BATCH, (uint64_t)node);
-    ns->cursor = dt_split_size(t->split, node); /* empty: the first call shuffles */
-    ns->epochs = -1;                            /* ... and that first shuffle starts epoch 0 */
+    ns->cursor = t->order != NULL ? 0 : dt_split_size(t->split, node); /* empty: the first call shuffles */
+    ns->epochs = -1;                                                    /* ... and that first shuffle starts epoch 0 */
     ns->seen = 0;
     dt_rng_init(&t->dropout[l], t->seed, DT_RNG_DROPOUT, (uint64_t)node);
     if (t->augment != NULL) dt_rng_init(&t->augment[l], t->seed, DT_RNG_AUGMENT, (uint64_t)node);
@@ -366,11 +369,32 @@ dt_status dt_task_set_augment(dt_task *t, int crop_padding, int flip) {
 size_t dt_task_step_samples(const dt_task *t, int node, uint64_t step) {
   const size_t m = dt_split_size(t->split, node), b = (size_t)t->batch;
   if (t->full_batch || m == 0 || b == 0) return m;
+  if (t->order != NULL) return step < t->order->steps[node] ? t->order->start[node][step + 1] - t->order->start[node][step] : b;
   const uint64_t per_epoch = (m + b - 1) / b; /* next_batch's passes: full batches, then the rest */
   return step % per_epoch == per_epoch - 1 ? m - (per_epoch - 1) * b : b;
 }
 
-static void next_batch(dt_task *t, int l) {
+/* Node l's next step of the batch order. */
+static dt_status next_ordered_batch(dt_task *t, int l) {
+  node_state *ns = &t->node[l];
+  const int node = t->first + l;
+  const dt_batch_order *o = t->order;
+  DT_CHECK(ns->cursor < o->steps[node], DT_ERR_UNSUPPORTED,
+           "experiment.batch_order holds %zu minibatches for node %d; the run asks for more (give the file more steps, or run "
+           "fewer rounds)",
+           o->steps[node], node);
+  const size_t b = o->start[node][ns->cursor + 1] - o->start[node][ns->cursor];
+  t->idx_of[l] = o->idx[node] + o->start[node][ns->cursor];
+  if (t->augment != NULL) draw_augment(t, l, b);
+  ns->cursor++;
+  ns->seen += b;
+  ns->epochs = (long)(ns->seen / dt_split_size(t->split, node)); /* completed passes, by count */
+  t->nb[l] = (int)b;
+  return DT_OK;
+}
+
+static dt_status next_batch(dt_task *t, int l) {
+  if (t->order != NULL) return next_ordered_batch(t, l);
   node_state *ns = &t->node[l];
   const int node = t->first + l;
   const size_t m = dt_split_size(t->split, node);
@@ -386,6 +410,7 @@ static void next_batch(dt_task *t, int l) {
   ns->cursor += b;
   ns->seen += b;
   t->nb[l] = (int)b;
+  return DT_OK;
 }
 
 typedef struct batch_call {
@@ -397,8 +422,7 @@ typedef struct batch_call {
 static dt_status next_batch_of(void *p, int l) {
   const batch_call *c = p;
   c->t->nb[l] = 0;
-  if (c->active == NULL || c->active[l]) next_batch(c->t, l);
-  return DT_OK;
+  return c->active == NULL || c->active[l] ? next_batch(c->t, l) : DT_OK;
 }
 
 /* The trace of node l's call: the samples' indices, labels and inputs as the model sees them
@@ -421,7 +445,7 @@ static dt_status trace_samples(dt_task *t, int l) {
     x = fx, y = fy;
   } else {
     b = (size_t)t->nb[l];
-    idx = t->node[l].perm + t->node[l].cursor - b;
+    idx = t->idx_of[l];
     if (!t->be->host_memory) { /* the gathered batch, as the model sees it */
       DT_ALLOC_GOTO(fx, b * t->train->dim + 1, "trace");
       DT_ALLOC_GOTO(fy, b + 1, "trace");
@@ -497,7 +521,7 @@ dt_status dt_task_gradient_node(dt_task *t, const dt_slab *theta, dt_slab *grad,
   }
   /* node l alone: the calls above with a one-node view, so the cost does not grow with count */
   DT_TRY(dt_be_profile_mark(t->be, DT_PHASE_OTHER));
-  next_batch(t, l);
+  DT_TRY(next_batch(t, l));
   const dt_gather g = {.count = 1, .n = &t->nb[l], .idx = &t->idx_of[l], .aug = t->augment != NULL ? &t->aug_of[l] : NULL,
                        .fill = t->fill, .x = t->x + t->x_stride * (size_t)l, .x_stride = t->x_stride,
                        .y = t->y + t->y_stride * (size_t)l, .y_stride = t->y_stride};
@@ -590,6 +614,7 @@ double dt_task_epoch(const dt_task *t, int node) {
   if (ns->epochs < 0) return 0.0;
   if (t->full_batch) return (double)ns->epochs;
   const size_t m = dt_split_size(t->split, node);
+  if (t->order != NULL) return (double)ns->seen / (double)m;
   return (double)ns->epochs + (double)ns->cursor / (double)m;
 }
 
@@ -637,7 +662,7 @@ dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t siz
   memcpy(&seen, p, 8), p += 8;
   memcpy(&t->dropout[l], p, sizeof(dt_rng)), p += sizeof(dt_rng);
   memcpy(ns->perm, p, sizeof(uint32_t) * m);
-  DT_CHECK(cursor <= m && ns->rng.used >= 0 && ns->rng.used <= 4 && t->dropout[l].used >= 0 && t->dropout[l].used <= 4,
+  DT_CHECK((t->order != NULL ? cursor <= t->order->steps[t->first + l] : cursor <= m) && ns->rng.used >= 0 && ns->rng.used <= 4 && t->dropout[l].used >= 0 && t->dropout[l].used <= 4,
            DT_ERR_DATA, "node %d: the checkpoint's minibatch state is corrupt", t->first + l);
   for (size_t j = 0; j < m; j++)
     DT_CHECK(ns->perm[j] < t->train->count, DT_ERR_DATA, "node %d: the checkpoint's minibatch order is corrupt", t->first + l);

@@ -123,6 +123,8 @@ typedef struct dt_model_config {
   int num_filters, kernel_size, linear_width; /* the seed CNN, used when layers is empty */
   int num_layers;                             /* > 0: the `layers:` list replaces the seed CNN */
   int name, norm, groups;                     /* a model by name (dt_model_name, dt_model_norm) */
+  char init_file[DT_PATH_MAX];                /* initial weights from this file ("" : drawn from the seed) */
+  int init_row;                               /* a models file's row (node) */
   dt_layer_spec layers[DT_MAX_LAYERS];
 } dt_model_config;
 
@@ -139,6 +141,7 @@ typedef struct dt_experiment_config {
   char name[DT_NAME_MAX];
   char data_dir[DT_PATH_MAX];
   char output_metadir[DT_PATH_MAX];
+  char batch_order[DT_PATH_MAX]; /* every node's minibatches from this file ("" : drawn from the seed) */
   bool writeout;
   bool use_cuda;
   int backend;         /* dt_backend_kind */

@@ -144,4 +144,23 @@ DT_MUST_USE dt_status dt_split_make(const dt_samples *train, const struct dt_exp
 void dt_split_free(dt_split *s);
 static inline size_t dt_split_size(const dt_split *s, int node) { return s->start[node + 1] - s->start[node]; }
 
+/* A minibatch order read from a file (experiment.batch_order): node i's steps, each a list of
+ * training-set indices of its own part of the split. The file is a .npz with one int array
+ * node_<i> per node, steps x width, a short step padded with -1 after its indices. */
+typedef struct dt_batch_order {
+  int num_nodes;
+  size_t *steps;   /* [num_nodes] */
+  size_t **start;  /* [num_nodes][steps + 1]: step s of node i is idx[i][start[i][s] .. start[i][s+1]) */
+  uint32_t **idx;  /* [num_nodes] */
+  int widest;      /* the largest step */
+  char sha256[65]; /* of the file */
+} dt_batch_order;
+
+/* Reads path and checks it against split (train_count samples): one array per node and no other,
+ * every index in its node's part. Errors name `key` (the config key, for its position), the file,
+ * the node and the step. */
+DT_MUST_USE dt_status dt_batch_order_read(const char *path, const dt_split *split, size_t train_count, const char *key,
+                                          dt_batch_order *out);
+void dt_batch_order_free(dt_batch_order *o);
+
 #endif

@@ -241,6 +241,15 @@ void dt_model_init_buffers(const dt_model *m, float *buffers);
  * buffers; shape d0xd1...; batch norm's num_batches_tracked as role count, offset -1, not
  * stored). Returns the length it needed, as snprintf (buf may be NULL with size 0). */
 size_t dt_model_manifest(const dt_model *m, char *buf, size_t size);
+/* Initial weights from a file (experiment.model.init_file, whose position errors take from key):
+ * a .npz of named tensors (a PyTorch state_dict saved with numpy.savez) or a models file that
+ * save_models wrote (<problem>_models.npy with the manifest <problem>_models.tsv beside it; its
+ * row `row`, one node's model). Every parameter and buffer of the model must be there under its
+ * manifest name with its shape, finite, and nothing else (PyTorch's num_batches_tracked
+ * excepted); float64 values are rounded to float32. Fills params, buffers (NULL without
+ * buffers) and the SHA-256 of the file's bytes. */
+DT_MUST_USE dt_status dt_model_init_from_file(const dt_model *m, const char *path, int row, const char *key, float *params,
+                                              float *buffers, char sha256[65]);
 /* The layer list of spec as JSON: one object per layer with its type and the keys it sets
  * (out_channels, kernel_size, stride, padding, out_features, groups, bias, p, eps, momentum; a
  * residual block's own list as "layers"), what tests/unit/torch_layers.py builds torch.nn

@@ -36,6 +36,13 @@ void dt_task_set_trace(dt_task *t, dt_trace *trace);
 dt_backend *dt_task_backend(const dt_task *t);
 /* θ0 from the seed into a host vector (identical for every node and every problem). */
 void dt_task_init_params(const dt_task *t, uint64_t seed, float *theta);
+/* The buffers every problem starts from (running means 0, variances 1), to overwrite before the
+ * first dt_task_begin (experiment.model.init_file); NULL for a model without buffers. */
+float *dt_task_initial_buffers(dt_task *t);
+/* Every node's minibatches from o (borrowed; NULL: drawn from the node's stream), set before the
+ * first dt_task_begin: each problem starts at o's step 0 of every node; a node that needs a step
+ * o does not hold fails the gradient call (DT_ERR_UNSUPPORTED: exit 1). Widest step <= every problem's batch. */
+void dt_task_set_batch_order(dt_task *t, const dt_batch_order *o);
 /* Augments every training minibatch (experiment.augment): a random crop of the image padded by
  * crop_padding pixels (the normalised value of a black pixel) and a random horizontal flip, drawn
  * per node and image from (seed, DT_RNG_AUGMENT, node), restarted by begin and kept in

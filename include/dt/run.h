@@ -22,6 +22,7 @@ typedef struct dt_run_options {
   int resume;               /* continue the run in output_dir from its checkpoint */
   int progress;             /* the live progress bar: DT_PROGRESS_AUTO (default), _ALWAYS, _NEVER */
   const char *dump_trace;   /* a folder for the run's trace (dt/trace.h, tests/twin/), or NULL */
+  const char *trace_tags;   /* the records it holds ("BIDX,THET"), or NULL: all */
   /* a point of a sweep: results.sqlite lives in db_dir (NULL: the run folder), and the run's row
    * records its point and swept values */
   const char *db_dir;

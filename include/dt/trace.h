@@ -21,8 +21,13 @@
 typedef struct dt_trace dt_trace;
 
 /* Opens the streams of nodes [first, first+count) under dir/problem (made if missing; any other
- * rank may make it too). */
-DT_MUST_USE dt_status dt_trace_open(const char *dir, const char *problem, int first, int count, dt_trace **out);
+ * rank may make it too). tags: a comma-separated list of the record tags to keep ("BIDX,THET"),
+ * or NULL for all (the list is copied). */
+DT_MUST_USE dt_status dt_trace_open(const char *dir, const char *problem, int first, int count, const char *tags,
+                                    dt_trace **out);
+/* Whether tags is a comma-separated list of one or more tags of trace records, each four
+ * characters A-Z or 0-9; an error naming `what` (DT_ERR_USAGE) otherwise. */
+DT_MUST_USE dt_status dt_trace_tags_check(const char *tags, const char *what);
 /* Flushes and closes every stream; the first failure is returned. NULL is fine. */
 DT_MUST_USE dt_status dt_trace_close(dt_trace *t);
 /* The round the next records belong to. */

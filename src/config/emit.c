@@ -162,6 +162,8 @@ dt_status dt_config_emit_archive(const dt_config *cfg, const dt_registry *reg, F
   absolute(a->experiment.data_dir, sizeof a->experiment.data_dir);
   absolute(a->experiment.output_metadir, sizeof a->experiment.output_metadir);
   absolute(a->experiment.graph.edge_file, sizeof a->experiment.graph.edge_file);
+  absolute(a->experiment.model.init_file, sizeof a->experiment.model.init_file);
+  absolute(a->experiment.batch_order, sizeof a->experiment.batch_order);
   dt_status st = dt_config_emit(a, reg, f);
   free(a);
   return st;

@@ -149,6 +149,13 @@ const dt_key config_model_keys[] = {
      .flags = DT_KEY_EMIT_IF_SET, .help = "resnet20, vgg11: the normalisation after each convolution: batch, group or none"},
     {.name = "groups", .applies = "name=resnet20|vgg11,norm=group", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, groups), .def = "2", .min = 1, .max = 4096,
      .flags = DT_KEY_EMIT_IF_SET, .help = "norm group: channel groups of each group norm"},
+    {.name = "init_file", .type = DT_KEY_STRING, .offset = offsetof(dt_model_config, init_file), .size = DT_PATH_MAX, .def = "",
+     .flags = DT_KEY_EMIT_IF_SET,
+     .help = "initial weights from a file instead of the seed's draw (relative to the config file): a .npz of named tensors "
+             "(a PyTorch state_dict saved with numpy.savez) or a models file of save_models (.npy with its .tsv); every "
+             "tensor of the model, by its manifest name and shape, and nothing else"},
+    {.name = "init_row", .type = DT_KEY_INT, .offset = offsetof(dt_model_config, init_row), .def = "0", .min = 0, .max = 1000000,
+     .flags = DT_KEY_EMIT_IF_SET, .help = "init_file a models file (.npy): the row (node) whose model every node starts from"},
     {0},
 };
 
@@ -204,6 +211,10 @@ static const dt_key experiment_keys[] = {
      .help = "loss: NLL of log-softmax outputs"},
     {.name = "seed", .type = DT_KEY_SEED, .offset = OFF(seed), .def = "0",
      .help = "seed of every random choice (graph, split, weights, minibatches, gossip)"},
+    {.name = "batch_order", .type = DT_KEY_STRING, .offset = OFF(batch_order), .size = DT_PATH_MAX, .def = "", .flags = DT_KEY_EMIT_IF_SET,
+     .help = "for studies: every node's minibatches from a .npz file instead of the seed's draws (relative to the config "
+             "file): node_<i> an integer array of steps x batch training-sample indices, -1 after a short step's; every "
+             "problem starts at step 0, and a run that needs more steps than the file holds stops with an error"},
     {.name = "save_models", .applies = "writeout=true", .type = DT_KEY_BOOL, .offset = OFF(save_models), .def = "false",
      .help = "write each problem's final models as <problem_name>_models.npy (N rows: parameters, then buffers; float32) "
              "with the manifest <problem_name>_models.tsv"},

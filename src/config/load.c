@@ -311,6 +311,9 @@ static dt_status resolve_paths(const schema_ctx *ctx, const dt_ynode *root, dt_e
   const dt_ynode *exp = dt_ynode_get(root, "experiment");
   DT_TRY(resolve_input(ctx, dt_ynode_get(dt_ynode_get(exp, "graph"), "edge_file"), "experiment.graph.edge_file", e->graph.edge_file,
                        sizeof e->graph.edge_file));
+  DT_TRY(resolve_input(ctx, dt_ynode_get(dt_ynode_get(exp, "model"), "init_file"), "experiment.model.init_file", e->model.init_file,
+                       sizeof e->model.init_file));
+  DT_TRY(resolve_input(ctx, dt_ynode_get(exp, "batch_order"), "experiment.batch_order", e->batch_order, sizeof e->batch_order));
   /* the seed's files name data_dir from the working directory they were run in (its repository) */
   if (!seed_layout(root)) DT_TRY(resolve_input(ctx, dt_ynode_get(exp, "data_dir"), "experiment.data_dir", e->data_dir, sizeof e->data_dir));
   return DT_OK;

@@ -9,6 +9,7 @@
 
 struct dt_trace {
   int first, count, round;
+  char tags[256]; /* ",BIDX,THET," or "" for every record */
   FILE **f;     /* [count] */
   char **path;  /* [count] */
 };
@@ -18,11 +19,22 @@ static dt_status make_dir(const char *path) {
   return DT_OK;
 }
 
-dt_status dt_trace_open(const char *dir, const char *problem, int first, int count, dt_trace **out) {
+dt_status dt_trace_tags_check(const char *tags, const char *what) {
+  const size_t n = strlen(tags);
+  int ok = n > 0 && n % 5 == 4 && n < 250;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = i % 5 == 4 ? tags[i] == ',' : (tags[i] >= 'A' && tags[i] <= 'Z') || (tags[i] >= '0' && tags[i] <= '9');
+  DT_CHECK(ok, DT_ERR_USAGE, "%s: expected record tags of four capitals or digits, separated by commas (BIDX,THET), found '%s'",
+           what, tags);
+  return DT_OK;
+}
+
+dt_status dt_trace_open(const char *dir, const char *problem, int first, int count, const char *tags, dt_trace **out) {
   dt_status st = DT_OK;
   dt_trace *t = NULL;
   char sub[4096];
   *out = NULL;
+  if (tags != NULL) DT_TRY(dt_trace_tags_check(tags, "trace tags"));
   DT_CHECK(snprintf(sub, sizeof sub, "%s/%s", dir, problem) < (int)sizeof sub, DT_ERR_IO, "trace folder name too long: %s", dir);
   DT_TRY(make_dir(dir));
   DT_TRY(make_dir(sub));
@@ -30,6 +42,7 @@ dt_status dt_trace_open(const char *dir, const char *problem, int first, int cou
   t->first = first;
   t->count = count;
   t->round = -1;
+  if (tags != NULL) snprintf(t->tags, sizeof t->tags, ",%s,", tags);
   DT_ALLOC_GOTO(t->f, count > 0 ? count : 1, "trace streams");
   DT_ALLOC_GOTO(t->path, count > 0 ? count : 1, "trace streams");
   for (int l = 0; l < count; l++) {
@@ -71,6 +84,10 @@ void dt_trace_set_round(dt_trace *t, int round) {
 static dt_status record(dt_trace *t, int l, const char *tag, int32_t type, const void *v, size_t n) {
   if (t == NULL) return DT_OK;
   DT_ASSERT(l >= 0 && l < t->count && strlen(tag) == 4 && n <= INT32_MAX);
+  if (t->tags[0] != '\0') {
+    const char key[7] = {',', tag[0], tag[1], tag[2], tag[3], ',', '\0'};
+    if (strstr(t->tags, key) == NULL) return DT_OK;
+  }
   const int32_t head[3] = {t->round, type, (int32_t)n};
   FILE *f = t->f[l];
   DT_CHECK(fwrite(tag, 1, 4, f) == 4 && fwrite(head, sizeof head, 1, f) == 1 && (n == 0 || fwrite(v, 4, n, f) == n), DT_ERR_IO,
