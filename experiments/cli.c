@@ -115,7 +115,7 @@ static const cli_opt cli_opts[] = {
     {"markdown", 0, O_MARKDOWN, C_COMPARE, NULL, NULL, "the table as Markdown"},
     {"latex", 0, O_LATEX, C_COMPARE, NULL, NULL, "the table as LaTeX"},
     {"plot", 0, O_PLOT, C_COMPARE, "FILE", "@file", "a figure (.pdf, .svg or .png): a panel per metric (and --facet value)"},
-    {"size", 0, O_SIZE, C_COMPARE, "SIZE", "paper slide", "--plot: paper (a 3.4 in column; default) or slide (16:9)"},
+    {"size", 0, O_SIZE, C_COMPARE, "SIZE", "paper slide", "--plot: paper (a 3.4 in column, the page's 7 in with --facet; default) or slide (16:9)"},
     {"facet", 0, O_FACET, C_COMPARE, "KEY", "@keys", "--plot: a panel per value of a swept key, sweep axis or config key"},
     {"label", 0, O_LABEL, C_COMPARE, "KEY=TEXT", NULL, "--plot: show TEXT for a metric, problem, key or value (dinno=DiNNO)"},
     {"title", 0, O_TITLE, C_COMPARE, "TEXT", NULL, "--plot: the figure's title"},

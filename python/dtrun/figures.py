@@ -35,9 +35,12 @@ NAMES = {
 # What draw_against's y axis counts, per x axis.
 _COUNTS = {"round": "Rounds", "samples": "Samples per node", "bytes": "Bytes sent", "seconds": "Wall seconds",
            "sim_time": "Simulated seconds"}
-# A paper column (3.4 in) and a 16:9 slide; panels never shrink below the minimum sizes.
+# A paper column (3.4 in) and a 16:9 slide; panels never shrink below the minimum sizes. On paper
+# a figure with panels side by side (--facet) spans the page (7 in, LaTeX's figure*), so that each
+# panel keeps at least 1.5 in of plot: in one column two panels would get 1.3 in.
 SIZES = {
-    "paper": dict(width=3.4, font=7, maxcols=2, panel_h=1.55, min_w=1.45, dpi=300),
+    "paper": dict(width=3.4, font=7, maxcols=1, panel_h=1.55, min_w=1.45, dpi=300),
+    "paper_wide": dict(width=7.0, font=7, maxcols=3, panel_h=1.55, min_w=2.1, dpi=300),
     "slide": dict(width=10.0, height=5.625, font=12, maxcols=4, min_h=1.9, legend_w=2.8, dpi=150),
 }
 FORMATS = (".pdf", ".svg", ".png")
@@ -166,7 +169,7 @@ def _fit_legend(size, title, names, ncol):
     on lines of their own), so that the legend never widens the figure and squeezes the panels:
     (title, names, lines), lines the legend's height in text lines."""
     sz = SIZES.get(size, SIZES["paper"])
-    pts = sz["font"] - (1 if size == "paper" else 2)
+    pts = sz["font"] - (1 if size.startswith("paper") else 2)
     if size == "slide":
         title = "\n".join(_wrap(p, sz["legend_w"] - 0.2, pts) for p in title.split("; "))
         names = [_wrap(n, sz["legend_w"] - 0.9, pts) for n in names]
@@ -189,11 +192,11 @@ def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=No
     sz = dict(SIZES[size])
     sz["panel_h"] = panel_h or sz.get("panel_h")
     plt.rcParams.update({"font.size": sz["font"], "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",
-                         "axes.titlesize": sz["font"], "legend.fontsize": sz["font"] - (1 if size == "paper" else 2),
+                         "axes.titlesize": sz["font"], "legend.fontsize": sz["font"] - (1 if size.startswith("paper") else 2),
                          "axes.labelsize": sz["font"]})
     line = sz["font"] / 72 * 1.45  # one legend line, in inches
     title_h = line * 1.6 if title else 0
-    if size == "paper":
+    if size.startswith("paper"):
         if cols > 1 and sz["width"] / cols < sz["min_w"]:
             cols = max(1, int(sz["width"] // sz["min_w"]))
         legend_h = line * ((legend_lines if legend_lines is not None else math.ceil(legend_entries / legend_cols) + 1) + 0.5)
@@ -221,7 +224,7 @@ def _new_figure(size, rows, cols, legend_entries, title, legend_cols, panel_h=No
 
 
 def _legend(legend_ax, size, handles, names, legend_title, ncol):
-    if size == "paper":
+    if size.startswith("paper"):
         lg = legend_ax.legend(handles, names, loc="upper center", ncol=ncol, frameon=False, title=legend_title,
                               handlelength=3.2, borderaxespad=0, columnspacing=1.2)
         lg.get_title().set_multialignment("center")
@@ -241,7 +244,8 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
     labels = labels or {}
     metrics = list(dict.fromkeys(cv["metric"]))
     facets = list(dict.fromkeys(cv["facet"])) if facet is not None else [None]
-    maxcols = SIZES.get(size, SIZES["paper"])["maxcols"]
+    layout = "paper_wide" if size == "paper" and len(facets) > 1 else size  # the geometry; size keeps the style
+    maxcols = SIZES.get(layout, SIZES["paper"])["maxcols"]
     cols = min(len(facets), maxcols)
     frows = math.ceil(len(facets) / cols)
     xlim = _parse_lim(xlim)
@@ -257,11 +261,11 @@ def draw_curves(cv, facet=None, size="paper", labels=None, title=None, xlim=None
         order[ident]["bands"].add(r["band"])
     all_seeds = set().union(*(o["seeds"] for o in order.values()))
     all_bands = set().union(*(o["bands"] for o in order.values()))
-    legend_cols = 1 if size == "slide" or len(order) < 4 or cols == 1 else 2
+    legend_cols = 1 if size == "slide" or len(order) < 4 else 2 if cols == 1 else 3
     band_text = _band_text(all_bands, all_seeds)
     legend_title = "Mean over nodes" + (f"; band: {band_text}" if band_text else "")
-    legend_title, legend_names, legend_lines = _fit_legend(size, legend_title, list(order), legend_cols)
-    fig, grid, legend_ax = _new_figure(size, len(metrics) * frows, cols, len(order), title, legend_cols,
+    legend_title, legend_names, legend_lines = _fit_legend(layout, legend_title, list(order), legend_cols)
+    fig, grid, legend_ax = _new_figure(layout, len(metrics) * frows, cols, len(order), title, legend_cols,
                                        legend_texts=legend_names + legend_title.split("\n"), legend_lines=legend_lines)
     panel_w = fig.get_size_inches()[0] / (cols + (1 if size == "slide" else 0)) - 0.3
     first = None
@@ -413,8 +417,20 @@ def describe(fig):
     labels (with the x label's box), scales and limits with its lines (label, colour, dash, marker,
     points) and bands, and the legend's title and entries."""
     fig.canvas.draw()  # the laid-out positions
+    renderer = fig.canvas.get_renderer()
+
+    def shown(texts):  # the boxes of the texts that draw something
+        return [_box_in(t.get_window_extent(renderer), fig) for t in texts if t.get_visible() and t.get_text().strip()]
+
+    def tick_labels(axis):  # the labels of the ticks drawn: those inside the view (matplotlib keeps others)
+        lo, hi = sorted(axis.get_view_interval())
+        span = (hi - lo) * 1e-9
+        ticks = [t for t in axis.get_major_ticks() + axis.get_minor_ticks() if lo - span <= t.get_loc() <= hi + span]
+        return [t.label1 for t in ticks]
+
     out = dict(size=[round(v, 3) for v in fig.get_size_inches()], title=fig._suptitle.get_text() if fig._suptitle else None,
-               panels=[], legend=None, notes=list(getattr(fig, "dtrun_notes", [])))
+               panels=[], legend=None, notes=list(getattr(fig, "dtrun_notes", [])),
+               texts_in=shown([fig._suptitle] if fig._suptitle else []))
     for ax in fig.axes:
         if ax.get_gid() == "legend":
             lg = ax.get_legend()
@@ -436,7 +452,11 @@ def describe(fig):
                                   width_in=round(pos.width * fig.get_size_inches()[0], 3),
                                   height_in=round(pos.height * fig.get_size_inches()[1], 3),
                                   xticklabels=[t.get_text() for t in ax.get_xticklabels()],
+                                  xticks_in=shown(tick_labels(ax.xaxis)), yticks_in=shown(tick_labels(ax.yaxis)),
                                   lines=lines, bands=len(ax.collections)))
+        out["texts_in"] += shown([ax.title, ax.xaxis.label, ax.yaxis.label] + tick_labels(ax.xaxis) + tick_labels(ax.yaxis))
+    if out["legend"] is not None:
+        out["texts_in"].append(out["legend"]["box_in"])
     return out
 
 
@@ -452,7 +472,7 @@ def save(fig, path):
     fd, tmp = tempfile.mkstemp(prefix=".dtrun_plot_", suffix=ext, dir=folder)
     os.close(fd)
     try:
-        dpi = 300 if fig.get_size_inches()[0] < 5 else 150
+        dpi = 300 if fig.get_size_inches()[0] < 8 else 150  # paper (3.4 or 7 in) at 300, a slide at 150
         fig.savefig(tmp, format=ext[1:], dpi=dpi, metadata={"Creator": "dtrun compare"} if ext != ".png" else None)
         # mkstemp makes the file 0600; a figure is shared like every other result file (0666 less
         # the umask, as open() would make it)

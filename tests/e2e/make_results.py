@@ -1,8 +1,9 @@
 """A sweep folder whose results.sqlite is written here, for the figure tests (tests/e2e/figures.sh):
 3 graphs (a labelled sweep axis) x 3 seeds, 9 problems of 9 algorithms (more than the palette's 8
 colours), 4 nodes, rounds 0..200 every 10. Problem `central` has a consensus error of exactly 0
-(a log axis cannot show it); problem `late` records nothing before round 50.
-usage: make_results.py FOLDER"""
+(a log axis cannot show it); problem `late` records nothing before round 50. With --sim-time,
+every evaluation has a simulated time (as under experiment.network), none otherwise.
+usage: make_results.py FOLDER [--sim-time]"""
 import math
 import os
 import sqlite3
@@ -35,7 +36,7 @@ def config(name, gtype, seed):
             f"problem_configs:\n{probs}")
 
 
-def main(folder):
+def main(folder, sim=False):
     os.makedirs(folder)
     db = sqlite3.connect(os.path.join(folder, "results.sqlite"))
     db.executescript(SCHEMA)
@@ -57,12 +58,12 @@ def main(folder):
                         acc = 1 - 0.9 * math.exp(-rate * r) + wobble
                         cons = 0.0 if pname == "central" else 0.1 * math.exp(-rate * r) * (1 + 0.1 * node)
                         db.execute("INSERT INTO evaluations (run, problem, round, node, forward_pass_count, validation_loss, "
-                                   "top1_accuracy, consensus_error, bytes_sent, time_compute, time_comm) "
-                                   "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                   "top1_accuracy, consensus_error, bytes_sent, time_compute, time_comm, sim_time) "
+                                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                                    (run, p, r, node, 32.0 * r, 2.3 * math.exp(-rate * r), min(acc, 1.0), cons,
-                                    1e3 * r, 0.001 * r, 0.0005 * r))
+                                    1e3 * r, 0.001 * r, 0.0005 * r, 0.02 * r * (1 + 0.1 * p) if sim else None))
     db.commit()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sim=sys.argv[2:] == ["--sim-time"])
