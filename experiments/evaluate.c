@@ -166,6 +166,7 @@ dt_status runner_evaluate(runner *r, problem_run *pr, int round, problem_result 
     goto cleanup;
   }
   dt_run_train_loss_reset(pr->run);
+  runner_tb_loss_reset(r);
   DT_TRY_GOTO(dt_comm_gather_rows(r->comm, r->n, r->rows, NCOL, r->all_rows));
   if (pr->pc->metrics & DT_METRIC_CONSENSUS_MATRIX) DT_TRY_GOTO(consensus_matrix(r, pr, round));
   if (r->rank == 0) {

@@ -196,6 +196,7 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
     st = scheduled ? runner_evaluate(r, pr, k + 1, res, !(end && f.stop == 1) && f.stop != 2) : DT_OK;
     if (st == DT_ERR_INTERRUPTED) return evaluation_stopped(r, p, k + 1, pr, res);
     DT_TRY(st);
+    if (!scheduled) DT_TRY(runner_tb_round(r, pr, k + 1));
     runner_progress(r, pc, k, start, pr->t_start, t_rounds);
     if (f.stop == 2) {
       if (!scheduled) DT_TRY(runner_evaluate(r, pr, k + 1, res, 0));
@@ -280,6 +281,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
     DT_TRY_GOTO(runner_checkpoint_load_nodes(r, rp, &pr));
     runner_say(r, "   continuing after round %d from %s\n", start, rp->dir);
   }
+  DT_TRY_GOTO(runner_tb_loss_mark(r, &pr)); /* train_loss_recent's window starts here (a resumed run's totals restored) */
   DT_TRY_GOTO(round_loop(r, p, &pr, def, state, res, start));
   DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   res->seconds = dt_time_now() - pr.t_start;
@@ -292,7 +294,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(runner_write_problem_files(r, &pr));
   if (pc->profile) DT_TRY_GOTO(runner_print_profile(r, &pr, res, start));
 cleanup:
-  runner_tb_end(r);
+  runner_tb_end(r, st == DT_OK ? 1 : st == DT_ERR_INTERRUPTED || st == DT_ERR_DIVERGED ? -1 : 0);
   dt_backend_profile(r->be, NULL);
   dt_optimizer_destroy(def, run, state);
   dt_task_set_trace(r->task, NULL);
@@ -326,6 +328,8 @@ static void runner_free(runner *r) {
     dt_be_free(r->be, r->mean_buf);
   }
   dt_free(r->theta0);
+  dt_free(r->tb_loss_sum);
+  dt_free(r->tb_loss_n);
   dt_free(r->eval_rank);
   dt_free(r->rows);
   dt_free(r->all_rows);

@@ -93,6 +93,8 @@ typedef struct runner {
   char db_error[1024];
   /* experiment.tensorboard (tensorboard.c; rank 0 of a writing run): the problem's event file */
   FILE *tb;
+  double *tb_loss_sum;     /* [count] each local node's training-loss totals at the last train_loss_recent */
+  long *tb_loss_n;
   char tb_path[DT_PATH_MAX + 512];
 } runner;
 
@@ -264,7 +266,16 @@ DT_MUST_USE dt_status runner_db_put_csv(runner *r, int p, const char *csv, size_
  * written again), each evaluation's scalars appended, the file closed. */
 void runner_tb_begin(runner *r, const problem_run *pr, int purge_from);
 void runner_tb_evaluation(runner *r, const problem_run *pr, int round);
-void runner_tb_end(runner *r);
+/* ok 1: the problem ran to its end, 0: it failed (the HParams session's status); -1: interrupted,
+ * to be resumed, so its session stays open */
+void runner_tb_end(runner *r, int ok);
+/* After round `round` (1-based, every rank: a collective when it writes): train_loss_recent every
+ * experiment.tensorboard_train_loss_every rounds; runner_tb_loss_reset when an evaluation reset
+ * the run's totals. */
+DT_MUST_USE dt_status runner_tb_round(runner *r, const problem_run *pr, int round);
+void runner_tb_loss_reset(runner *r);
+/* The run's totals as they are, where a problem's rounds (re)start. */
+DT_MUST_USE dt_status runner_tb_loss_mark(runner *r, const problem_run *pr);
 /* The evaluation just gathered in r->all_rows, committed. */
 void runner_db_evaluation(runner *r, int p, const problem_run *pr, int round);
 /* The run's status and the first `done` problems' results, committed. */

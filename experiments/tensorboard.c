@@ -14,11 +14,22 @@
  * again from round 0, over an earlier start's files, says so at step 0). Problems whose names
  * map to one folder name get their index appended.
  *
+ * A sweep's points write into the sweep's folder, <sweep>/tensorboard/<values>/<problem>/, the
+ * run named by its swept values ("graph=cycle,seed=1"), so one logdir compares the points. For
+ * TensorBoard's HParams tab (the hparams plugin: tensorboard/plugins/hparams/plugin_data.proto
+ * and api.proto), every problem's file starts its session with a SessionStartInfo (each swept
+ * value, the problem and its algorithm; sessions that differ only in their seeds form one group)
+ * and ends it with a SessionEndInfo, and the logdir's root holds the Experiment: those
+ * hyperparameters and the metrics' means. Per-rank quantities (time_compute, time_comm,
+ * time_eval: a rank's nodes share their batched calls) are written per rank, not per node.
+ *
  * The files mirror results.sqlite, which stays the source of truth: a write that fails is said
  * once on stderr and the mirror stops; the run goes on. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -61,6 +72,38 @@ static void put_float(strbuf *b, int field, float v) {
   sb_put(b, &v, 4);
 }
 
+/* A google.protobuf.Value: a number when the text is one, else a string. */
+static void put_pb_value(strbuf *b, int field, const char *text) {
+  strbuf v = {0};
+  char *end = NULL;
+  const double x = strtod(text, &end);
+  if (end != text && *end == '\0' && isfinite(x)) put_double(&v, 2, x);
+  else put_bytes(&v, 3, text, strlen(text));
+  put_bytes(b, field, v.data, v.len);
+  if (v.failed) b->failed = 1;
+  sb_free(&v);
+}
+
+/* A Summary.Value of the hparams plugin: tag, SummaryMetadata{plugin_data{"hparams", content}}
+ * and the plugin's null tensor (a float32 scalar 0), as tensorboard's hparams summaries write. */
+static void put_hparams_value(strbuf *summary, const char *tag, const strbuf *content) {
+  strbuf pd = {0}, md = {0}, t = {0}, val = {0};
+  put_bytes(&pd, 1, "hparams", 7);
+  put_bytes(&pd, 2, content->data, content->len);
+  put_bytes(&md, 1, pd.data, pd.len);
+  put_key(&t, 1, 0);
+  put_varint(&t, 1);      /* dtype DT_FLOAT */
+  put_bytes(&t, 2, "", 0); /* shape: a scalar */
+  const float zero = 0.0f;
+  put_bytes(&t, 5, &zero, 4); /* float_val, packed */
+  put_bytes(&val, 1, tag, strlen(tag));
+  put_bytes(&val, 9, md.data, md.len);
+  put_bytes(&val, 8, t.data, t.len);
+  put_bytes(summary, 1, val.data, val.len);
+  if (pd.failed || md.failed || t.failed || val.failed || content->failed) summary->failed = 1;
+  sb_free(&pd), sb_free(&md), sb_free(&t), sb_free(&val);
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -95,9 +138,120 @@ static void folder_name(const char *problem, char *name, size_t size) {
   if (name[0] == '.') name[0] = '_';
 }
 
+/* A swept key's short name: its last dotted part, or the whole key when another key of the point
+ * ends the same way. */
+static const char *short_key(const dt_run_options *o, int k) {
+  const char *dot = strrchr(o->swept_keys[k], '.'), *s = dot != NULL ? dot + 1 : o->swept_keys[k];
+  for (int j = 0; j < o->num_swept; j++) {
+    const char *d = strrchr(o->swept_keys[j], '.');
+    if (j != k && strcmp(d != NULL ? d + 1 : o->swept_keys[j], s) == 0) return o->swept_keys[k];
+  }
+  return s;
+}
+
+/* The point's run name ("graph=cycle,seed=1"; skip: a key left out, as the seeds when naming a
+ * group), made a folder name. */
+static void point_name(const dt_run_options *o, const char *skip, char *name, size_t size) {
+  size_t used = 0;
+  name[0] = '\0';
+  for (int k = 0; k < o->num_swept && used < size; k++) {
+    if (skip != NULL && strcmp(short_key(o, k), skip) == 0) continue;
+    const int n = snprintf(name + used, size - used, "%s%s=%s", used ? "," : "", short_key(o, k), o->swept_values[k]);
+    used += n > 0 ? (size_t)n : 0;
+  }
+  for (char *c = name; *c; c++)
+    if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+  if (name[0] == '.') name[0] = '_';
+}
+
+/* The logdir: the sweep's tensorboard/ for a point, the run's otherwise. */
+static int sweep_point(const runner *r) { return r->opt->db_dir != NULL && r->opt->num_swept > 0; }
+static void logdir(const runner *r, char *dir, size_t size) {
+  snprintf(dir, size, "%s/tensorboard", sweep_point(r) ? r->opt->db_dir : r->outdir);
+}
+
+/* The logdir's Experiment (once: a file of a fixed name, made exclusively): the hyperparameters
+ * (each swept key, the problem, the algorithm) and the metrics' means. */
+static void write_experiment(runner *r, const char *dir) {
+  char path[DT_PATH_MAX + 600];
+  snprintf(path, sizeof path, "%s/events.out.tfevents.0000000000.dtrun-hparams", dir);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+  if (fd < 0) return; /* written by an earlier point or start (or not writable: the scalars still go) */
+  FILE *keep = r->tb;
+  char keep_path[sizeof r->tb_path];
+  memcpy(keep_path, r->tb_path, sizeof keep_path);
+  r->tb = fdopen(fd, "wb");
+  snprintf(r->tb_path, sizeof r->tb_path, "%s", path);
+  if (r->tb == NULL) close(fd);
+  strbuf ev = {0}, exp = {0}, pd = {0}, summary = {0};
+  put_double(&ev, 1, now());
+  put_bytes(&ev, 3, "brain.Event:2", 13);
+  write_record(r, &ev);
+  const dt_run_options *o = r->opt;
+  for (int k = 0; k < o->num_swept + 2; k++) {
+    strbuf hi = {0};
+    const char *name = k < o->num_swept ? o->swept_keys[k] : k == o->num_swept ? "problem" : "algorithm";
+    put_bytes(&hi, 1, name, strlen(name));
+    if (k < o->num_swept) put_bytes(&hi, 2, short_key(o, k), strlen(short_key(o, k)));
+    put_bytes(&exp, 4, hi.data, hi.len);
+    sb_free(&hi);
+  }
+  static const int means[] = {COL_ACC, COL_VLOSS, COL_CONS, COL_TRAIN_LOSS};
+  for (size_t m = 0; m < sizeof means / sizeof means[0]; m++) {
+    strbuf mi = {0}, mn = {0};
+    char tag[64];
+    snprintf(tag, sizeof tag, "%s/mean", runner_col_names[means[m]]);
+    put_bytes(&mn, 2, tag, strlen(tag));
+    put_bytes(&mi, 1, mn.data, mn.len);
+    put_key(&mi, 5, 0);
+    put_varint(&mi, means[m] == COL_TRAIN_LOSS ? 1 : 2); /* DATASET_TRAINING, _VALIDATION */
+    put_bytes(&exp, 5, mi.data, mi.len);
+    sb_free(&mi), sb_free(&mn);
+  }
+  put_double(&exp, 3, now());
+  put_bytes(&pd, 2, exp.data, exp.len);
+  put_hparams_value(&summary, "_hparams_/experiment", &pd);
+  ev.len = 0;
+  put_double(&ev, 1, now());
+  put_bytes(&ev, 5, summary.data, summary.len);
+  if (summary.failed) ev.failed = 1;
+  write_record(r, &ev);
+  if (r->tb != NULL) fclose(r->tb);
+  r->tb = keep;
+  memcpy(r->tb_path, keep_path, sizeof keep_path);
+  sb_free(&ev), sb_free(&exp), sb_free(&pd), sb_free(&summary);
+}
+
+/* The problem's session: SessionStartInfo{hparams, group_name, start_time_secs}. */
+static void write_session_start(runner *r, const problem_run *pr) {
+  const dt_run_options *o = r->opt;
+  strbuf ssi = {0}, pd = {0}, summary = {0}, ev = {0};
+  for (int k = 0; k < o->num_swept + 2; k++) {
+    strbuf entry = {0};
+    const char *key = k < o->num_swept ? o->swept_keys[k] : k == o->num_swept ? "problem" : "algorithm";
+    const char *val = k < o->num_swept ? o->swept_values[k] : k == o->num_swept ? pr->pc->problem_name : pr->pc->alg_name;
+    put_bytes(&entry, 1, key, strlen(key));
+    put_pb_value(&entry, 2, val);
+    put_bytes(&ssi, 1, entry.data, entry.len);
+    sb_free(&entry);
+  }
+  char group[512], seedless[400];
+  point_name(o, "seed", seedless, sizeof seedless);
+  snprintf(group, sizeof group, "%s%s%s", seedless, seedless[0] ? "/" : "", pr->pc->problem_name);
+  put_bytes(&ssi, 4, group, strlen(group));
+  put_double(&ssi, 5, now());
+  put_bytes(&pd, 3, ssi.data, ssi.len);
+  put_hparams_value(&summary, "_hparams_/session_start_info", &pd);
+  put_double(&ev, 1, now());
+  put_bytes(&ev, 5, summary.data, summary.len);
+  if (summary.failed) ev.failed = 1;
+  write_record(r, &ev);
+  sb_free(&ssi), sb_free(&pd), sb_free(&summary), sb_free(&ev);
+}
+
 void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
   if (!r->cfg->experiment.tensorboard || r->rank != 0 || !r->write_ckpt) return;
-  char dir[sizeof r->tb_path], name[160], other[128], host[256];
+  char dir[sizeof r->tb_path], name[160], other[128], host[256], base[sizeof r->tb_path], point[256] = "";
   folder_name(pr->pc->problem_name, name, sizeof name);
   for (int q = 0; q < r->cfg->num_problems; q++) { /* two names that map to one folder: each gets its index */
     folder_name(r->cfg->problems[q].problem_name, other, sizeof other);
@@ -108,9 +262,15 @@ void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
     }
   }
   dt_comm_host(host, sizeof host);
-  snprintf(dir, sizeof dir, "%s/tensorboard", r->outdir);
-  int ok = mkdir_ok(dir);
-  snprintf(dir, sizeof dir, "%s/tensorboard/%s", r->outdir, name);
+  logdir(r, base, sizeof base);
+  int ok = mkdir_ok(base);
+  if (ok) write_experiment(r, base);
+  if (sweep_point(r)) {
+    point_name(r->opt, NULL, point, sizeof point);
+    snprintf(dir, sizeof dir, "%s/%s", base, point);
+    ok = ok && mkdir_ok(dir);
+  }
+  snprintf(dir, sizeof dir, "%s%s%s/%s", base, point[0] ? "/" : "", point, name);
   const int existed = access(dir, F_OK) == 0; /* an earlier start of this problem wrote here */
   ok = ok && mkdir_ok(dir);
   snprintf(r->tb_path, sizeof r->tb_path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
@@ -137,6 +297,7 @@ void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
     sb_free(&log);
   }
   sb_free(&ev);
+  write_session_start(r, pr);
 }
 
 /* One scalar value of the summary. */
@@ -157,11 +318,14 @@ void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
     if (!pr->cols[c]) continue;
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     int k = 0;
-    for (int i = 0; i < r->n; i++) {
-      const double v = r->all_rows[(size_t)i * NCOL + c];
+    const int per_rank = c == COL_T_COMPUTE || c == COL_T_COMM || c == COL_T_EVAL; /* a rank's nodes share them */
+    for (int q = 0, i = 0; per_rank ? q < r->size : i < r->n; q++, i++) {
+      const int node = per_rank ? dt_placement_first(r->n, r->size, q) : i;
+      if (per_rank && dt_placement_count(r->n, r->size, q) == 0) continue;
+      const double v = r->all_rows[(size_t)node * NCOL + c];
       if (isnan(v)) continue; /* not measured on this node */
       lo = fmin(lo, v), hi = fmax(hi, v), sum += v, k++;
-      snprintf(tag, sizeof tag, "%s/node_%d", runner_col_names[c], i);
+      snprintf(tag, sizeof tag, per_rank ? "%s/rank_%d" : "%s/node_%d", runner_col_names[c], per_rank ? q : i);
       put_value(&summary, tag, v);
     }
     if (k == 0) continue;
@@ -182,9 +346,79 @@ void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
   sb_free(&ev);
 }
 
-void runner_tb_end(runner *r) {
+static void write_session_end(runner *r, int ok);
+
+void runner_tb_end(runner *r, int ok) {
+  if (r->tb == NULL) return;
+  if (ok >= 0) write_session_end(r, ok);
   if (r->tb == NULL) return;
   if (fclose(r->tb) != 0)
     fprintf(stderr, "dtrun: warning: %s: %s (TensorBoard's copy; results.sqlite has everything)\n", r->tb_path, strerror(errno));
   r->tb = NULL;
+}
+
+/* SessionEndInfo{status, end_time_secs}. */
+static void write_session_end(runner *r, int ok) {
+  strbuf sei = {0}, pd = {0}, summary = {0}, ev = {0};
+  put_key(&sei, 1, 0);
+  put_varint(&sei, ok ? 1 : 2); /* STATUS_SUCCESS, STATUS_FAILURE */
+  put_double(&sei, 2, now());
+  put_bytes(&pd, 4, sei.data, sei.len);
+  put_hparams_value(&summary, "_hparams_/session_end_info", &pd);
+  put_double(&ev, 1, now());
+  put_bytes(&ev, 5, summary.data, summary.len);
+  if (summary.failed) ev.failed = 1;
+  write_record(r, &ev);
+  sb_free(&sei), sb_free(&pd), sb_free(&summary), sb_free(&ev);
+}
+
+void runner_tb_loss_reset(runner *r) {
+  for (int l = 0; r->tb_loss_sum != NULL && l < r->count; l++) r->tb_loss_sum[l] = 0, r->tb_loss_n[l] = 0;
+}
+
+dt_status runner_tb_loss_mark(runner *r, const problem_run *pr) {
+  if (!r->cfg->experiment.tensorboard || !r->write_ckpt || r->cfg->experiment.tensorboard_train_loss_every <= 0) return DT_OK;
+  if (r->tb_loss_sum == NULL) {
+    DT_ALLOC(r->tb_loss_sum, r->count + 1, "TensorBoard");
+    DT_ALLOC(r->tb_loss_n, r->count + 1, "TensorBoard");
+  }
+  for (int l = 0; l < r->count; l++) dt_run_train_loss_totals(pr->run, l, &r->tb_loss_sum[l], &r->tb_loss_n[l]);
+  return DT_OK;
+}
+
+dt_status runner_tb_round(runner *r, const problem_run *pr, int round) {
+  const int every = r->cfg->experiment.tensorboard_train_loss_every;
+  if (!r->cfg->experiment.tensorboard || !r->write_ckpt || every <= 0 || round % every != 0) return DT_OK;
+  double mine[r->count > 0 ? r->count : 1], *all = NULL;
+  for (int l = 0; l < r->count; l++) { /* the window's mean: the totals less those at the last write */
+    double sum;
+    long n;
+    dt_run_train_loss_totals(pr->run, l, &sum, &n);
+    mine[l] = n > r->tb_loss_n[l] ? (sum - r->tb_loss_sum[l]) / (double)(n - r->tb_loss_n[l]) : NAN;
+    r->tb_loss_sum[l] = sum, r->tb_loss_n[l] = n;
+  }
+  dt_status st = DT_OK;
+  if (r->rank == 0) DT_ALLOC(all, r->n + 1, "TensorBoard");
+  st = dt_comm_gather_rows(r->comm, r->n, mine, 1, all);
+  if (st == DT_OK && r->tb != NULL) {
+    double lo = INFINITY, hi = -INFINITY, total = 0;
+    int k = 0;
+    for (int i = 0; i < r->n; i++)
+      if (!isnan(all[i])) lo = fmin(lo, all[i]), hi = fmax(hi, all[i]), total += all[i], k++;
+    if (k > 0) {
+      strbuf summary = {0}, ev = {0};
+      put_value(&summary, "train_loss_recent/mean", total / k);
+      put_value(&summary, "train_loss_recent/min", lo);
+      put_value(&summary, "train_loss_recent/max", hi);
+      put_double(&ev, 1, now());
+      put_key(&ev, 2, 0);
+      put_varint(&ev, (uint64_t)round);
+      put_bytes(&ev, 5, summary.data, summary.len);
+      if (summary.failed) ev.failed = 1;
+      write_record(r, &ev);
+      sb_free(&summary), sb_free(&ev);
+    }
+  }
+  dt_free(all);
+  return st;
 }

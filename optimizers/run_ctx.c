@@ -102,6 +102,10 @@ void dt_run_set_times(dt_optimizer_run *run, double compute, double comm) {
 double dt_run_train_loss(const dt_optimizer_run *run, int l) {
   return run->train_loss_n[l] > 0 ? run->train_loss_sum[l] / run->train_loss_n[l] : NAN;
 }
+void dt_run_train_loss_totals(const dt_optimizer_run *run, int l, double *sum, long *n) {
+  *sum = run->train_loss_sum[l];
+  *n = run->train_loss_n[l];
+}
 void dt_run_train_loss_reset(dt_optimizer_run *run) {
   for (int l = 0; l < run->count; l++) run->train_loss_sum[l] = 0, run->train_loss_n[l] = 0;
 }

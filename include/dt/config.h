@@ -157,6 +157,7 @@ typedef struct dt_experiment_config {
   uint64_t seed;
   bool save_models;
   bool tensorboard;      /* stream TensorBoard event files under <run>/tensorboard/ */
+  int tensorboard_train_loss_every; /* rounds between TensorBoard's train_loss_recent (0: none) */
   dt_augment_config augment;
   dt_network_spec network; /* the simulated clock; speed 0 (default): none */
   dt_normalize_config normalize;

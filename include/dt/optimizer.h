@@ -128,6 +128,8 @@ void dt_run_set_times(dt_optimizer_run *run, double compute, double comm);
  * whether a local node's training loss is no longer finite. */
 double dt_run_train_loss(const dt_optimizer_run *run, int l);
 void dt_run_train_loss_reset(dt_optimizer_run *run);
+/* The sum of node l's minibatch losses and their number since that reset (TensorBoard's windows). */
+void dt_run_train_loss_totals(const dt_optimizer_run *run, int l, double *sum, long *n);
 int dt_run_diverged(const dt_optimizer_run *run);
 /* Node `node`'s simulated clock in seconds (a global id), or NaN without experiment.network's speed. */
 double dt_run_sim_time(const dt_optimizer_run *run, int node);

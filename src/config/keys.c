@@ -220,7 +220,11 @@ static const dt_key experiment_keys[] = {
              "with the manifest <problem_name>_models.tsv"},
     {.name = "tensorboard", .applies = "writeout=true", .type = DT_KEY_BOOL, .offset = OFF(tensorboard), .def = "false", .flags = DT_KEY_EMIT_IF_SET,
      .help = "stream every evaluation to TensorBoard event files, one folder per problem under <run>/tensorboard/ "
-             "(tensorboard --logdir <run>/tensorboard)"},
+             "(tensorboard --logdir <run>/tensorboard; a sweep's points under <sweep>/tensorboard/, named by their swept values)"},
+    {.name = "tensorboard_train_loss_every", .applies = "tensorboard=true", .type = DT_KEY_INT, .offset = OFF(tensorboard_train_loss_every),
+     .def = "1", .min = 0, .max = 1000000000, .flags = DT_KEY_EMIT_IF_SET,
+     .help = "with tensorboard: every this many rounds, train_loss_recent/mean, /min and /max: each node's mean minibatch "
+             "loss over those rounds, between evaluations too (0: only train_loss at evaluations)"},
     {.name = "augment", .type = DT_KEY_SECTION, .offset = OFF(augment), .sub = augment_keys, .flags = DT_KEY_EMIT_IF_SET,
      .help = "training-image augmentation, drawn per node and sample from the node's own stream"},
     {.name = "network", .type = DT_KEY_SECTION, .offset = OFF(network), .sub = network_keys, .flags = DT_KEY_EMIT_IF_SET,

@@ -23,7 +23,49 @@ for d in p1 p5; do
 done
 cmp -s <(/usr/bin/python3 $tb scalars "$tmp/p1" | grep -v ' time_') <(/usr/bin/python3 $tb scalars "$tmp/p5" | grep -v ' time_') \
   && ok || bad "TensorBoard's scalars differ between P=1 and P=5"
-[ "$(ls "$tmp/p1/tensorboard" | wc -l)" = "$(grep -c 'alg_name:' tests/e2e/small.yaml)" ] && ok || bad "not one event folder per problem"
+[ "$(ls -d "$tmp/p1/tensorboard"/*/ | wc -l)" = "$(grep -c 'alg_name:' tests/e2e/small.yaml)" ] && ok || bad "not one event folder per problem"
+# train_loss_recent every round between evaluations (dsgd: 60 rounds, evaluated every 20)
+[ "$(/usr/bin/python3 $tb scalars "$tmp/p1" | grep -c '^dsgd train_loss_recent/mean ')" = 57 ] && ok \
+  || bad "train_loss_recent: $(/usr/bin/python3 $tb scalars "$tmp/p1" | grep -c '^dsgd train_loss_recent/mean ') rounds of dsgd, expected 57"
+# A sweep's TensorBoard: one logdir in the sweep folder, each point's run named by its swept values,
+# the hparams plugin's experiment at its root and one session per point and problem (the swept
+# values, the problem and its algorithm; the seeds of one setting in one group; the status)
+cat > "$tmp/tbs.yaml" <<EOF
+experiment:
+  name: tbs
+  data_dir: $PWD/data/mnist
+  data_split_type: hetero
+  tensorboard: true
+  tensorboard_train_loss_every: 0
+  graph: {num_nodes: 4, type: cycle}
+problem_configs:
+  dsgd: {evaluate_frequency: 5, evaluation: {test_samples: 200}, optimizer_config: {alg_name: dsgd, outer_iterations: 10}}
+  dsgt: {evaluate_frequency: 5, evaluation: {test_samples: 200}, optimizer_config: {alg_name: dsgt, outer_iterations: 10}}
+sweep:
+  experiment.seed: [1, 2]
+  graph:
+    - {label: cycle, experiment.graph.type: cycle}
+    - {label: complete, experiment.graph.type: complete}
+EOF
+"$dtrun" "$tmp/tbs.yaml" --output-dir "$tmp/tbs" --quiet > "$tmp/tbs.log" 2>&1 || bad "the TensorBoard sweep failed: $(tail -3 "$tmp/tbs.log")"
+/usr/bin/python3 $tb hparams "$tmp/tbs/tensorboard" > "$tmp/tbs.json" 2> "$tmp/tbs.err" || bad "the sweep's hparams records: $(tail -2 "$tmp/tbs.err")"
+/usr/bin/python3 - "$tmp/tbs.json" "$tmp/tbs" <<'PY' && ok || bad "the sweep's TensorBoard layout or hparams"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+assert d["experiment"]["hparams"] == ["experiment.seed", "graph", "problem", "algorithm"], d["experiment"]
+assert "top1_accuracy/mean" in d["experiment"]["metrics"], d["experiment"]
+runs = sorted(d["sessions"])
+want = sorted(f"seed={s},graph={g}/{p}" for s in (1, 2) for g in ("cycle", "complete") for p in ("dsgd", "dsgt"))
+assert runs == want, runs
+for run, sess in d["sessions"].items():
+    point, prob = run.split("/")
+    seed, graph = point.split(",")
+    assert sess["hparams"] == {"experiment.seed": float(seed[5:]), "graph": graph[6:], "problem": prob, "algorithm": prob}, sess
+    assert sess["group"] == f"{graph}/{prob}" and sess["status"] == 1, sess
+assert not any(os.path.exists(os.path.join(sys.argv[2], p, "tensorboard")) for p in os.listdir(sys.argv[2])), "a point kept its own"
+PY
+! /usr/bin/python3 $tb scalars "$tmp/tbs/tensorboard/seed=1,graph=cycle" 2>/dev/null | grep -q train_loss_recent \
+  && ok || bad "tensorboard_train_loss_every: 0 still wrote train_loss_recent"
 for d in p1 p5; do
   python3 $db csv "$tmp/$d" > /dev/null && ok || bad "$d: the CSV files and results.sqlite differ"
 done
@@ -166,7 +208,7 @@ assert runs["killed"]["status"] == "killed", runs["killed"]
 # its problems are the 18 its config declares, not the one it had started
 assert runs["killed"]["problems"] == 18 and runs["killed"]["problems_completed"] < 18, runs["killed"]
 PY
-[ "$("$dtrun" runs "$tmp" --sort name | awk '{print $3}' | tr '\n' ' ')" = "k killed p1 p5 ref " ] && ok || bad "runs --sort name"
+[ "$("$dtrun" runs "$tmp" --sort name | awk '{print $3}' | tr '\n' ' ')" = "k killed p1 p5 ref tbs " ] && ok || bad "runs --sort name"
 "$dtrun" runs "$tmp" --where experiment.graph.num_nodes=7 | grep -q "^no run or sweep folders in .* that match --where$" && ok \
   || bad "runs --where with no match"
 "$dtrun" runs "$tmp" --where experiment.nokey=1 > "$tmp/runs.err" 2>&1; [ $? -eq 2 ] && grep -q "did you mean" "$tmp/runs.err" && ok \
