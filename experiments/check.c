@@ -394,3 +394,47 @@ cleanup:
   dt_data_free(&data);
   return st;
 }
+
+dt_status dt_experiment_time(dt_comm *comm, const dt_config *cfg, int points, FILE *out) {
+  enum { ROUNDS = 4 }; /* the first warms up; the rounds after it are timed */
+  static dt_config cal;
+  double seconds[DT_MAX_PROBLEMS][2];
+  cal = *cfg;
+  cal.experiment.writeout = false;
+  cal.experiment.tensorboard = false;
+  for (int p = 0; p < cal.num_problems; p++) {
+    dt_problem_config *pc = &cal.problems[p];
+    pc->outer_iterations = pc->outer_iterations < ROUNDS ? pc->outer_iterations : ROUNDS;
+    pc->evaluate_frequency = pc->outer_iterations; /* round 0 and the last */
+    seconds[p][0] = seconds[p][1] = 0;
+  }
+  fprintf(out, "# ---- time (check --time: %d rounds of every problem, measured here) ----\n", ROUNDS);
+  fflush(out);
+  const dt_run_options ro = {.quiet = 1, .progress = DT_PROGRESS_NEVER, .calibration = seconds, .watchdog = 0};
+  const double t0 = dt_time_now();
+  DT_TRY(dt_experiment_run(comm, &cal, &ro));
+  double used = 0, total = 0;
+  for (int p = 0; p < cfg->num_problems; p++) {
+    const dt_problem_config *pc = &cfg->problems[p];
+    const int evals = pc->outer_iterations / pc->evaluate_frequency + 1 + (pc->outer_iterations % pc->evaluate_frequency != 0);
+    const double t = pc->outer_iterations * seconds[p][0] + evals * seconds[p][1];
+    used += ROUNDS * seconds[p][0] + 2 * seconds[p][1];
+    total += t;
+    fprintf(out, "#   %-16s %6d rounds x %8.3g s + %4d evaluations x %7.3g s = %s\n", pc->problem_name, pc->outer_iterations,
+            seconds[p][0], evals, seconds[p][1], runner_clock_text(t));
+  }
+  const double setup = fmax(dt_time_now() - t0 - used, 0); /* data, graph, model: what a run does once */
+  char threads[64];
+  snprintf(threads, sizeof threads, "1 process, %d thread%s", dt_run_threads(NULL, INT_MAX), dt_run_threads(NULL, INT_MAX) > 1 ? "s" : "");
+  if (points > 1)
+  {
+    char per[32];
+    snprintf(per, sizeof per, "%s", runner_clock_text(total + setup));
+    fprintf(out, "#   about %s per point (setup %.2g s) and %s for the sweep's %d points, here (%s)\n", per, setup,
+            runner_clock_text(points * (total + setup)), points, threads);
+  }
+  else
+    fprintf(out, "#   about %s for the run (setup %.2g s), here (%s; mpirun's ranks divide the computation)\n",
+            runner_clock_text(total + setup), setup, threads);
+  return DT_OK;
+}

@@ -67,7 +67,7 @@ enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 enum opt_id {
   O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE, O_TRACE_TAGS,
   O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_BAND, O_CSV,
-  O_MARKDOWN, O_LATEX, O_SORT, O_JSON
+  O_MARKDOWN, O_LATEX, O_SORT, O_JSON, O_TIME
 };
 
 typedef struct cli_opt {
@@ -126,6 +126,8 @@ static const cli_opt cli_opts[] = {
      "--plot: the band over seeds: ci95 (95% t-interval, default), sd, sem, minmax or none"},
     {"sort", 0, O_SORT, C_RUNS, "KEY", "date name status metric", "date (default), name, status or metric (best first)"},
     {"json", 0, O_JSON, C_RUNS, NULL, NULL, "a JSON array instead of lines"},
+    {"time", 0, O_TIME, C_CHECK, NULL, NULL,
+     "also estimate the run's time here: a few rounds of every problem measured (a sweep: its first point, times the points)"},
 };
 enum { NOPTS = sizeof cli_opts / sizeof cli_opts[0] };
 
@@ -297,6 +299,7 @@ static dt_status apply(const cli_opt *o, const char *v, args *a) {
     case O_BAND: c->band = v; break;
     case O_SORT: a->runs.sort = v; break;
     case O_JSON: a->runs.json = 1; break;
+    case O_TIME: a->check_time = 1; break;
     default: break;
   }
   return DT_OK;

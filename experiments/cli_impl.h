@@ -35,6 +35,7 @@ typedef struct args {
   const char *point; /* --point K or slurm (SLURM_ARRAY_TASK_ID) */
   const char *problems; /* --problem NAME[,NAME...], or NULL */
   const char *log_level; /* --log-level, or NULL */
+  int check_time;        /* check --time */
 } args;
 
 /* Parses argv (a copy: argv itself is left in its order for MPI and the recorded command line)

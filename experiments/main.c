@@ -129,6 +129,19 @@ static dt_status check_command(const args *a, dt_config *cfg, dt_sweep *sweep) {
   else if (st == DT_OK) st = dt_config_load(a->file, &dt_builtin, a->sets, a->nsets, cfg);
   if (st == DT_OK && sweep->num_axes == 0 && a->problems != NULL) st = dt_config_keep_problems(cfg, a->problems);
   if (st == DT_OK && sweep->num_axes == 0) st = dt_experiment_check(cfg, stdout);
+  if (st == DT_OK && a->check_time) { /* the first point's config stands for every point of a sweep */
+    const int points = sweep->num_axes > 0 ? sweep->num_points : 1;
+    if (sweep->num_axes > 0) st = dt_sweep_point_config(sweep, 0, &dt_builtin, a->sets, a->nsets, cfg);
+    dt_comm *comm = NULL;
+    int argc = 1;
+    char *words[] = {(char *)"dtrun", NULL}, **argv = words;
+    if (st == DT_OK) st = dt_comm_init(&argc, &argv, &comm);
+    if (st == DT_OK) {
+      st = dt_experiment_time(comm, cfg, points, stdout);
+      const dt_status fst = dt_comm_finalize(comm);
+      if (st == DT_OK) st = fst;
+    }
+  }
   dt_sweep_free(sweep);
   return st;
 }

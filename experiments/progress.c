@@ -35,11 +35,37 @@ int runner_progress_wanted(int mode, int launched) {
 }
 
 /* "m:ss" or "h:mm:ss" */
+static const char *clock_text(double s, char *buf, size_t size);
+const char *runner_clock_text(double s) {
+  static char buf[32];
+  if (s < 59.5) { /* under a minute: seconds, as precise as they are worth */
+    snprintf(buf, sizeof buf, s < 0.095 ? "%.2f s" : s < 9.95 ? "%.1f s" : "%.0f s", s > 0 ? s : 0);
+    return buf;
+  }
+  return clock_text(s, buf, sizeof buf);
+}
 static const char *clock_text(double s, char *buf, size_t size) {
   const long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
   if (t >= 3600) snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
   else snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
   return buf;
+}
+
+double runner_eta(const runner *r, int p, int k, int start, double t_rounds) {
+  const dt_problem_config *pc = &r->cfg->problems[p];
+  const double now = dt_time_now(), here = (k + 1 - start) / fmax(now - t_rounds, 1e-9); /* this problem's rounds/s */
+  if (k + 1 - start <= 0) return -1;
+  double left = (pc->outer_iterations - k - 1) / here, later = 0;
+  for (int q = p + 1; q < r->cfg->num_problems; q++) later += r->cfg->problems[q].outer_iterations;
+  /* the rounds to come at the run's mean rate, setup and evaluations included (this problem's
+   * rounds alone until one has finished) */
+  left += later * (r->eta_rounds > 0 ? r->eta_seconds / r->eta_rounds : 1 / here);
+  if (r->opt->sweep_points_left > 0) {
+    double per_point = r->opt->sweep_seconds_per_point;
+    if (per_point <= 0) per_point = now - r->t_start + left; /* the first point: this one's estimate */
+    left += r->opt->sweep_points_left * per_point;
+  }
+  return left;
 }
 
 void runner_progress(const runner *r, const dt_problem_config *pc, int k, int start, double t_start, double t_rounds) {
@@ -52,11 +78,15 @@ void runner_progress(const runner *r, const dt_problem_config *pc, int k, int st
   /* the rate of the rounds run since the round loop began: the round-0 evaluation and a resumed
    * run's earlier rounds do not count */
   const double rate = (k + 1 - start) / fmax(now - t_rounds, 1e-9);
-  char el[32], eta[32];
+  char el[32], eta[32], all[32];
   printf("\r\033[K%-12.12s [", pc->problem_name);
   for (int i = 0; i < width; i++) putchar(i < done ? '=' : ' ');
   printf("] %d/%d  %s elapsed  %.3g rounds/s  ETA %s", k + 1, pc->outer_iterations, clock_text(now - t_start, el, sizeof el), rate,
          clock_text((pc->outer_iterations - k - 1) / rate, eta, sizeof eta));
+  const int p = (int)(pc - r->cfg->problems);
+  const double left = runner_eta(r, p, k, start, t_rounds);
+  if (left >= 0 && (p + 1 < r->cfg->num_problems || r->opt->sweep_points_left > 0))
+    printf(", %s %s", r->opt->sweep_points_left > 0 ? "sweep" : "run", clock_text(left, all, sizeof all));
   fflush(stdout);
 }
 
@@ -79,7 +109,7 @@ void runner_print_evaluation(const runner *r, const dt_problem_config *pc, int r
 }
 
 void runner_print_table(const runner *r, int done) {
-  if (r->rank != 0) return;
+  if (r->rank != 0 || r->opt->calibration != NULL) return; /* check --time prints its own */
   if (r->tty && !r->opt->quiet) fputs("\r\033[K", stdout);
   printf("%-16s %-12s %-11s %8s %10s %10s %12s %9s\n", "problem", "algorithm", "status", "rounds", "top1 mean", "val loss", "consensus",
          "seconds");

@@ -179,15 +179,23 @@ static dt_status round_loop(runner *r, int p, problem_run *pr, const dt_optimize
   int pending = start == 0;
   if (start > 0) DT_TRY(evaluation_pending(r, pr, start, &pending));
   runner_watchdog_at(r, "an evaluation", p, start);
+  const double t_eval0 = dt_time_now();
   dt_status st = pending ? runner_evaluate(r, pr, start, res, 1) : DT_OK;
   if (st == DT_ERR_INTERRUPTED) return evaluation_stopped(r, p, start, pr, res);
   DT_TRY(st);
   const double t_rounds = dt_time_now();
+  if (r->opt->calibration != NULL) r->opt->calibration[p][1] = t_rounds - t_eval0;
   for (int k = start; k < pc->outer_iterations; k++) {
     round_flags f = {0, 0};
     runner_watchdog_at(r, "a round", p, k + 1);
     DT_TRY(round_and_agree(r, def, state, pr, k, &f));
     pr->rounds_run = k + 1;
+    if (r->opt->calibration != NULL) {
+      if (k == start) pr->t_first = dt_time_now();
+      pr->t_last = dt_time_now();
+      const int after = k - start; /* the rounds after the first: warm caches, workspaces made */
+      r->opt->calibration[p][0] = after > 0 ? (pr->t_last - pr->t_first) / after : pr->t_first - t_rounds;
+    }
     const int end = k + 1 == pc->outer_iterations;
     const int scheduled = (k + 1) % pc->evaluate_frequency == 0 || end;
     runner_watchdog_at(r, "an evaluation", p, k + 1);
@@ -248,8 +256,15 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   const int scheduled = start > 0 && (start % pc->evaluate_frequency == 0 || start == pc->outer_iterations);
   runner_db_begin_problem(r, p, scheduled ? start : start - 1);
   runner_tb_begin(r, &pr, start > 0 ? (scheduled ? start + 1 : start) : 0);
-  runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
-             r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "");
+  char eta[64] = "";
+  if (r->eta_rounds > 0) { /* from the second problem on: what is left at the run's mean rate */
+    double rounds = 0;
+    for (int q = p; q < r->cfg->num_problems; q++) rounds += r->cfg->problems[q].outer_iterations - (q == p ? start : 0);
+    const double left = rounds * r->eta_seconds / r->eta_rounds + r->opt->sweep_points_left * r->opt->sweep_seconds_per_point;
+    snprintf(eta, sizeof eta, "; about %s left of the %s", runner_clock_text(left), r->opt->sweep_points_left > 0 ? "sweep" : "run");
+  }
+  runner_say(r, "== %s: %s, %d rounds on %d nodes (%d rank%s)%s%s\n", pc->problem_name, pc->alg_name, pc->outer_iterations, r->n,
+             r->size, r->size > 1 ? "s" : "", start > 0 ? ", resumed" : "", eta);
   if (def->graph_unused != NULL) runner_say(r, "   (%s does not use the graph: %s)\n", pc->alg_name, def->graph_unused);
   if (pc->verbose_evals) { /* the header names exactly the columns the evaluation lines print */
     char head[256] = "";
@@ -285,6 +300,7 @@ static dt_status run_problem(runner *r, int p, const resume_point *rp) {
   DT_TRY_GOTO(round_loop(r, p, &pr, def, state, res, start));
   DT_TRY_GOTO(dt_be_profile_mark(r->be, DT_PHASE_OTHER));
   res->seconds = dt_time_now() - pr.t_start;
+  if (pr.rounds_run > start) r->eta_rounds += pr.rounds_run - start, r->eta_seconds += res->seconds;
   dt_run_times(run, &res->t_compute, &res->t_comm);
   res->t_eval = pr.t_eval.total;
   double bytes = 0;

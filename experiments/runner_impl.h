@@ -92,6 +92,9 @@ typedef struct runner {
   int db_rebuilt;                /* resumed without this run's rows: rebuilt from its files */
   char db_error[1024];
   /* experiment.tensorboard (tensorboard.c; rank 0 of a writing run): the problem's event file */
+  /* the overall ETA: the rounds this process ran of finished problems and their seconds (rounds,
+   * evaluations and setup of each problem) */
+  double eta_rounds, eta_seconds;
   FILE *tb;
   double *tb_loss_sum;     /* [count] each local node's training-loss totals at the last train_loss_recent */
   long *tb_loss_n;
@@ -108,6 +111,7 @@ typedef struct problem_run {
   double *round_seconds; /* profile: each round's wall time on this rank */
   dt_profile prof;       /* profile: the phases of this problem's rounds on this rank */
   int rounds_run;        /* the rounds finished, counted from 0 (every rank) */
+  double t_first, t_last; /* calibration: the end of the first round and of the last (before its evaluation) */
   strbuf csv, consensus_csv;
   int cols[NCOL];
 } problem_run;
@@ -288,6 +292,13 @@ void runner_say(const runner *r, const char *fmt, ...) __attribute__((format(pri
 /* The progress bar after round k: elapsed time since t_start, the rate of the rounds since round
  * `start` began at t_rounds, and the ETA at that rate. */
 void runner_progress(const runner *r, const dt_problem_config *pc, int k, int start, double t_start, double t_rounds);
+/* Seconds left of the whole run (and of the sweep around it) after round k of problem p, from the
+ * rates measured so far: the current problem's, then the run's mean rate per round for the
+ * problems after it, then the sweep's mean seconds per point (dt_run_options.sweep_*); < 0 while
+ * nothing has been measured. */
+double runner_eta(const runner *r, int p, int k, int start, double t_rounds);
+/* "12 s" under a minute, else "m:ss" or "h:mm:ss" (a static buffer: one use per statement). */
+const char *runner_clock_text(double s);
 /* Whether to draw the progress bar (and its terminal control codes) for mode DT_PROGRESS_*: auto
  * wants stdout to be a terminal and, under a launcher, the launcher's own stdout too (mpirun
  * hands its ranks a pseudo-terminal even when its output goes to a file). */

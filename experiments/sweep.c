@@ -307,6 +307,8 @@ typedef struct sweep_run {
   char dir[DT_PATH_MAX + 64], folder[DT_PATH_MAX + 96];
   char json[4096];
   const char *keys[DT_SWEEP_MAX_AXES], *values[DT_SWEEP_MAX_AXES]; /* rank 0 */
+  int points_left;     /* to run after the current one (the ETA's; points found completed then are not skipped from it) */
+  double point_seconds; /* mean seconds of the points this process ran (0: none yet) */
 } sweep_run;
 
 /* Rank 0, one point of an array (--point): the sweep folder every job shares, made by the first
@@ -435,9 +437,13 @@ static void announce_point(const sweep_run *sr, int p, int action) {
   printf("\n== sweep point %d of %d (%s):", p + 1, sr->num_points, strrchr(sr->folder, '/') + 1);
   const dt_ynode *vals = dt_ynode_get(sr->ix.runs->items[p], "values");
   for (int k = 0; k < vals->n; k++) printf(" %s=%s", sr->keys[k], sr->values[k]);
-  printf("%s\n", action == POINT_RESUME ? " (resumed)" : "");
+  printf("%s", action == POINT_RESUME ? " (resumed)" : "");
+  if (sr->point_seconds > 0) printf("; about %s left of the sweep", runner_clock_text((sr->num_points - p) * sr->point_seconds));
+  printf("\n");
   fflush(stdout);
 }
+
+static int opt_single(const sweep_run *sr) { return sr->opt->single; }
 
 /* The run options of point p: its folder, recorded in the sweep's database with its values. */
 static dt_run_options point_options(const sweep_run *sr, int p, int action) {
@@ -451,6 +457,8 @@ static dt_run_options point_options(const sweep_run *sr, int p, int action) {
   ro.num_swept = sr->rank == 0 ? dt_ynode_get(sr->ix.runs->items[p], "values")->n : 0;
   ro.swept_keys = sr->keys;
   ro.swept_values = sr->values;
+  ro.sweep_points_left = opt_single(sr) ? 0 : sr->points_left;
+  ro.sweep_seconds_per_point = sr->point_seconds;
   return ro;
 }
 
@@ -501,8 +509,11 @@ dt_status dt_sweep_run(dt_comm *comm, const dt_sweep *sw, const char *const *set
       continue;
     }
     announce_point(&sr, p, action);
+    sr.points_left = sr.num_points - p - 1;
+    const double t0 = dt_time_now();
     DT_TRY_GOTO(run_point(&sr, p, action));
     done++;
+    sr.point_seconds += (dt_time_now() - t0 - sr.point_seconds) / done; /* the running mean */
   }
   if (sr.rank == 0)
     printf("\nsweep: %d point%s run%s%s in %s; tabulate with: dtrun compare %s\n", done, done == 1 ? "" : "s",

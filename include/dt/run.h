@@ -34,6 +34,13 @@ typedef struct dt_run_options {
    * every job shares; the sweep folder is made by whichever job comes first */
   int single;
   int single_point;
+  /* a sweep's point: the points left after this one and the mean seconds of those this process
+   * ran (0: none yet), for the overall ETA */
+  int sweep_points_left;
+  double sweep_seconds_per_point;
+  /* `dtrun check --time`'s calibration run: per problem, the seconds of a round (its rounds after
+   * the first) and of an evaluation (the first), or NULL */
+  double (*calibration)[2];
   /* seconds without progress (a frozen rank, a step that hangs) after which the job ends, the
    * last checkpoint kept (experiments/watchdog.c); 0: no watchdog */
   double watchdog;
@@ -78,6 +85,10 @@ int dt_run_checkpoint_describe(const char *dir, const dt_config *cfg, char *buf,
  * Builds the graph, loads and splits the data and makes the model, as run does before training,
  * so that it fails where run would. Not collective. */
 DT_MUST_USE dt_status dt_experiment_check(const dt_config *cfg, FILE *out);
+/* `dtrun check --time`: runs a few rounds of every problem of cfg (nothing written) on comm and
+ * prints the estimated time of the whole run (points times, for a sweep of that many points). */
+struct dt_comm;
+DT_MUST_USE dt_status dt_experiment_time(struct dt_comm *comm, const dt_config *cfg, int points, FILE *out);
 
 /* ---- memory (experiments/memory.c) ---- */
 

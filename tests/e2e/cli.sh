@@ -232,5 +232,23 @@ rc=$?
 rc=$?
 [ $rc = 2 ] && grep -q "is a sweep; --problem selects problems of one experiment" "$tmp/three_sweep.log" && ok || bad "--problem with a sweep: exit $rc"
 
+# check --time: a few rounds of every problem measured, the whole run estimated from them (its
+# rounds and evaluations counted from the config), nothing written; and the overall ETA that a run
+# prints from its second problem on, and a sweep from its second point on
+rm -rf outputs_time && "$dtrun" check tests/e2e/small.yaml --problem dinno,choco --time --set experiment.output_metadir=outputs_time \
+  > "$tmp/time.out" 2>&1
+[ $? -eq 0 ] && grep -Eq "^#   dinno +60 rounds x .* \+ +4 evaluations x .* = [0-9.]+ s$" "$tmp/time.out" \
+  && grep -Eq "^#   choco +60 rounds x .* \+ +3 evaluations x " "$tmp/time.out" && grep -q "^#   about .* for the run (setup" "$tmp/time.out" \
+  && ! grep -q "^problem " "$tmp/time.out" && [ ! -e outputs_time ] && ok || bad "check --time: $(tail -4 "$tmp/time.out")"
+rm -rf outputs_time
+"$dtrun" tests/e2e/small.yaml --problem dsgd,dsgt --set experiment.writeout=false > "$tmp/eta.out" 2>&1
+grep -q "^== dsgd: dsgd, 60 rounds on 5 nodes (1 rank)$" "$tmp/eta.out" && grep -Eq "^== dsgt: .*; about [0-9.]+ s left of the run$" "$tmp/eta.out" \
+  && ok || bad "no ETA of the run: $(grep '^==' "$tmp/eta.out")"
+"$dtrun" tests/e2e/small.yaml --set 'problem_configs.*.optimizer_config.outer_iterations=4' --sweep experiment.seed=1,2,3 \
+  --output-dir "$tmp/eta_sweep" > "$tmp/eta.out" 2>&1
+grep -q "^== sweep point 1 of 3 (000): experiment.seed=1$" "$tmp/eta.out" \
+  && grep -Eq "^== sweep point 2 of 3 \(001\): experiment.seed=2; about .* left of the sweep$" "$tmp/eta.out" && ok \
+  || bad "no ETA of the sweep: $(grep '^== sweep' "$tmp/eta.out")"
+
 echo "cli: $pass ok, $fail failed"
 [ $fail = 0 ]
