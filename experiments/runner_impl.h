@@ -99,6 +99,8 @@ typedef struct runner {
   double *tb_loss_sum;     /* [count] each local node's training-loss totals at the last train_loss_recent */
   long *tb_loss_n;
   char tb_path[DT_PATH_MAX + 512];
+  FILE *tb_train; /* the run <problem>/train: train_loss_recent */
+  char tb_train_path[DT_PATH_MAX + 512];
 } runner;
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */

@@ -127,6 +127,31 @@ fail:
   r->tb = NULL;
 }
 
+/* One Event{wall_time, step (none when < 0), summary} of the summary's values. */
+static void write_summary(runner *r, const strbuf *summary, long long step) {
+  strbuf ev = {0};
+  put_double(&ev, 1, now());
+  if (step >= 0) {
+    put_key(&ev, 2, 0);
+    put_varint(&ev, (uint64_t)step);
+  }
+  put_bytes(&ev, 5, summary->data, summary->len);
+  if (summary->failed) ev.failed = 1;
+  write_record(r, &ev);
+  sb_free(&ev);
+}
+
+/* An hparams plugin record: HParamsPluginData with msg as its field `field` (2 experiment,
+ * 3 session_start_info, 4 session_end_info) under tag. */
+static void write_hparams(runner *r, const char *tag, int field, const strbuf *msg) {
+  strbuf pd = {0}, summary = {0};
+  put_bytes(&pd, field, msg->data, msg->len);
+  if (msg->failed) pd.failed = 1;
+  put_hparams_value(&summary, tag, &pd);
+  write_summary(r, &summary, -1);
+  sb_free(&pd), sb_free(&summary);
+}
+
 static int mkdir_ok(const char *path) { return mkdir(path, 0777) == 0 || errno == EEXIST; }
 
 /* A problem's name as a folder name: what is not a letter, digit, '.', '-' or '_' becomes '_'. */
@@ -183,7 +208,7 @@ static void write_experiment(runner *r, const char *dir) {
   r->tb = fdopen(fd, "wb");
   snprintf(r->tb_path, sizeof r->tb_path, "%s", path);
   if (r->tb == NULL) close(fd);
-  strbuf ev = {0}, exp = {0}, pd = {0}, summary = {0};
+  strbuf ev = {0}, exp = {0};
   put_double(&ev, 1, now());
   put_bytes(&ev, 3, "brain.Event:2", 13);
   write_record(r, &ev);
@@ -209,23 +234,17 @@ static void write_experiment(runner *r, const char *dir) {
     sb_free(&mi), sb_free(&mn);
   }
   put_double(&exp, 3, now());
-  put_bytes(&pd, 2, exp.data, exp.len);
-  put_hparams_value(&summary, "_hparams_/experiment", &pd);
-  ev.len = 0;
-  put_double(&ev, 1, now());
-  put_bytes(&ev, 5, summary.data, summary.len);
-  if (summary.failed) ev.failed = 1;
-  write_record(r, &ev);
+  write_hparams(r, "_hparams_/experiment", 2, &exp);
   if (r->tb != NULL) fclose(r->tb);
   r->tb = keep;
   memcpy(r->tb_path, keep_path, sizeof keep_path);
-  sb_free(&ev), sb_free(&exp), sb_free(&pd), sb_free(&summary);
+  sb_free(&ev), sb_free(&exp);
 }
 
 /* The problem's session: SessionStartInfo{hparams, group_name, start_time_secs}. */
 static void write_session_start(runner *r, const problem_run *pr) {
   const dt_run_options *o = r->opt;
-  strbuf ssi = {0}, pd = {0}, summary = {0}, ev = {0};
+  strbuf ssi = {0};
   for (int k = 0; k < o->num_swept + 2; k++) {
     strbuf entry = {0};
     const char *key = k < o->num_swept ? o->swept_keys[k] : k == o->num_swept ? "problem" : "algorithm";
@@ -240,13 +259,34 @@ static void write_session_start(runner *r, const problem_run *pr) {
   snprintf(group, sizeof group, "%s%s%s", seedless, seedless[0] ? "/" : "", pr->pc->problem_name);
   put_bytes(&ssi, 4, group, strlen(group));
   put_double(&ssi, 5, now());
-  put_bytes(&pd, 3, ssi.data, ssi.len);
-  put_hparams_value(&summary, "_hparams_/session_start_info", &pd);
+  write_hparams(r, "_hparams_/session_start_info", 3, &ssi);
+  sb_free(&ssi);
+}
+
+/* A new event file in dir as r->tb: its file_version, and a SessionLog START at step purge when
+ * the run was resumed (purge > 0) or the folder held an earlier start's files (existed >= 0). */
+static int open_events(runner *r, const char *dir, const char *host, int existed, int purge) {
+  snprintf(r->tb_path, sizeof r->tb_path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
+  r->tb = fopen(r->tb_path, "wb");
+  if (r->tb == NULL) return 0;
+  strbuf ev = {0};
   put_double(&ev, 1, now());
-  put_bytes(&ev, 5, summary.data, summary.len);
-  if (summary.failed) ev.failed = 1;
+  put_bytes(&ev, 3, "brain.Event:2", 13);
   write_record(r, &ev);
-  sb_free(&ssi), sb_free(&pd), sb_free(&summary), sb_free(&ev);
+  if (purge > 0 || existed >= 0) { /* resumed or started again: what was written from here on is stale */
+    strbuf log = {0};
+    put_varint(&log, 1 << 3 | 0); /* SessionLog.status = START (1) */
+    put_varint(&log, 1);
+    ev.len = 0;
+    put_double(&ev, 1, now());
+    put_key(&ev, 2, 0);
+    put_varint(&ev, (uint64_t)purge);
+    put_bytes(&ev, 6, log.data, log.len);
+    write_record(r, &ev);
+    sb_free(&log);
+  }
+  sb_free(&ev);
+  return r->tb != NULL;
 }
 
 void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
@@ -272,31 +312,24 @@ void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
   }
   snprintf(dir, sizeof dir, "%s%s%s/%s", base, point[0] ? "/" : "", point, name);
   const int existed = access(dir, F_OK) == 0; /* an earlier start of this problem wrote here */
-  ok = ok && mkdir_ok(dir);
-  snprintf(r->tb_path, sizeof r->tb_path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
-  r->tb = ok ? fopen(r->tb_path, "wb") : NULL;
-  if (r->tb == NULL) {
+  if (!(ok && mkdir_ok(dir) && open_events(r, dir, host, existed ? purge_from : -1, purge_from))) {
     fprintf(stderr, "dtrun: warning: cannot write %s: %s; no TensorBoard copy of problem %s\n", ok ? r->tb_path : dir, strerror(errno),
             pr->pc->problem_name);
     return;
   }
-  strbuf ev = {0};
-  put_double(&ev, 1, now());
-  put_bytes(&ev, 3, "brain.Event:2", 13);
-  write_record(r, &ev);
-  if (purge_from > 0 || existed) { /* resumed or started again: what was written from here on is stale */
-    strbuf log = {0};
-    put_varint(&log, 1 << 3 | 0); /* SessionLog.status = START (1) */
-    put_varint(&log, 1);
-    ev.len = 0;
-    put_double(&ev, 1, now());
-    put_key(&ev, 2, 0);
-    put_varint(&ev, (uint64_t)purge_from);
-    put_bytes(&ev, 6, log.data, log.len);
-    write_record(r, &ev);
-    sb_free(&log);
-  }
-  sb_free(&ev);
+  /* train_loss_recent, in the run <problem>/train: its value at a resumed run's first round was
+   * measured before the checkpoint, so its purge starts a round later than the evaluations' */
+  FILE *main_file = r->tb;
+  char main_path[sizeof r->tb_path];
+  memcpy(main_path, r->tb_path, sizeof main_path);
+  snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/train");
+  r->tb = NULL;
+  if (r->cfg->experiment.tensorboard_train_loss_every > 0 && mkdir_ok(dir))
+    open_events(r, dir, host, existed ? purge_from : -1, purge_from > 0 ? purge_from + 1 : 0);
+  r->tb_train = r->tb;
+  memcpy(r->tb_train_path, r->tb_path, sizeof r->tb_train_path);
+  r->tb = main_file;
+  memcpy(r->tb_path, main_path, sizeof r->tb_path);
   write_session_start(r, pr);
 }
 
@@ -312,7 +345,7 @@ static void put_value(strbuf *summary, const char *tag, double v) {
 
 void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
   if (r->tb == NULL) return;
-  strbuf summary = {0}, ev = {0};
+  strbuf summary = {0};
   char tag[160];
   for (int c = 0; c < NCOL; c++) {
     if (!pr->cols[c]) continue;
@@ -336,19 +369,16 @@ void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
       put_value(&summary, tag, s[q]);
     }
   }
-  put_double(&ev, 1, now());
-  put_key(&ev, 2, 0);
-  put_varint(&ev, (uint64_t)round);
-  put_bytes(&ev, 5, summary.data, summary.len);
-  if (summary.failed) ev.failed = 1;
-  write_record(r, &ev);
+  write_summary(r, &summary, round);
   sb_free(&summary);
-  sb_free(&ev);
 }
 
 static void write_session_end(runner *r, int ok);
 
 void runner_tb_end(runner *r, int ok) {
+  if (r->tb_train != NULL && fclose(r->tb_train) != 0)
+    fprintf(stderr, "dtrun: warning: %s: %s (TensorBoard's copy; results.sqlite has everything)\n", r->tb_train_path, strerror(errno));
+  r->tb_train = NULL;
   if (r->tb == NULL) return;
   if (ok >= 0) write_session_end(r, ok);
   if (r->tb == NULL) return;
@@ -359,17 +389,12 @@ void runner_tb_end(runner *r, int ok) {
 
 /* SessionEndInfo{status, end_time_secs}. */
 static void write_session_end(runner *r, int ok) {
-  strbuf sei = {0}, pd = {0}, summary = {0}, ev = {0};
+  strbuf sei = {0};
   put_key(&sei, 1, 0);
   put_varint(&sei, ok ? 1 : 2); /* STATUS_SUCCESS, STATUS_FAILURE */
   put_double(&sei, 2, now());
-  put_bytes(&pd, 4, sei.data, sei.len);
-  put_hparams_value(&summary, "_hparams_/session_end_info", &pd);
-  put_double(&ev, 1, now());
-  put_bytes(&ev, 5, summary.data, summary.len);
-  if (summary.failed) ev.failed = 1;
-  write_record(r, &ev);
-  sb_free(&sei), sb_free(&pd), sb_free(&summary), sb_free(&ev);
+  write_hparams(r, "_hparams_/session_end_info", 4, &sei);
+  sb_free(&sei);
 }
 
 void runner_tb_loss_reset(runner *r) {
@@ -400,23 +425,26 @@ dt_status runner_tb_round(runner *r, const problem_run *pr, int round) {
   dt_status st = DT_OK;
   if (r->rank == 0) DT_ALLOC(all, r->n + 1, "TensorBoard");
   st = dt_comm_gather_rows(r->comm, r->n, mine, 1, all);
-  if (st == DT_OK && r->tb != NULL) {
+  if (st == DT_OK && r->tb_train != NULL) {
     double lo = INFINITY, hi = -INFINITY, total = 0;
     int k = 0;
     for (int i = 0; i < r->n; i++)
       if (!isnan(all[i])) lo = fmin(lo, all[i]), hi = fmax(hi, all[i]), total += all[i], k++;
     if (k > 0) {
-      strbuf summary = {0}, ev = {0};
+      strbuf summary = {0};
       put_value(&summary, "train_loss_recent/mean", total / k);
       put_value(&summary, "train_loss_recent/min", lo);
       put_value(&summary, "train_loss_recent/max", hi);
-      put_double(&ev, 1, now());
-      put_key(&ev, 2, 0);
-      put_varint(&ev, (uint64_t)round);
-      put_bytes(&ev, 5, summary.data, summary.len);
-      if (summary.failed) ev.failed = 1;
-      write_record(r, &ev);
-      sb_free(&summary), sb_free(&ev);
+      FILE *main_file = r->tb; /* write_record writes r->tb: the train run's file for this event */
+      char main_path[sizeof r->tb_path];
+      memcpy(main_path, r->tb_path, sizeof main_path);
+      r->tb = r->tb_train;
+      memcpy(r->tb_path, r->tb_train_path, sizeof r->tb_path);
+      write_summary(r, &summary, round);
+      r->tb_train = r->tb; /* NULL when the write failed */
+      r->tb = main_file;
+      memcpy(r->tb_path, main_path, sizeof r->tb_path);
+      sb_free(&summary);
     }
   }
   dt_free(all);

@@ -7,6 +7,10 @@ code"): dtrun and the reference code, each with its own random draws and with th
   dinno_exchange.py dtrun-other OUT SEED...   dtrun from the reference's draws
                                               (OUT/draws/ref_s<SEED>_{init,batches}.npz, which
                                               dinno_reference.py --dump-init/--dump-batches wrote)
+  dinno_exchange.py dtrun-swap  OUT SEED...   dtrun with one of the reference's draws and its own other:
+                                              the reference's initial weights with dtrun's minibatches
+                                              (draws "ref-init"), and dtrun's weights with the
+                                              reference's minibatches ("ref-batches")
   dinno_exchange.py ref-jobs    OUT SEED...   the reference's command lines with dtrun's draws
                                               (float32 and float64), one per line
 
@@ -44,7 +48,7 @@ def records(path):
 def dtrun(out, seed, name, extra):
     run = os.path.join(out, "runs", name)
     cmd = [DTRUN, "run", CONFIG, "--quiet", "--force", "--output-dir", run, "--set", "experiment.seed=%d" % seed] + extra
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, cwd=ROOT)  # a seed-layout config reads data_dir from the working directory
     return run
 
 
@@ -73,7 +77,7 @@ def own(out, seed):
     tr0 = tr + "_init"  # θ0: the parameters before round 0, from a one-round run
     subprocess.run([DTRUN, "run", CONFIG, "--quiet", "--set", "experiment.seed=%d" % seed, "--set",
                     "experiment.writeout=false", "--set", "problem_configs.*.optimizer_config.outer_iterations=1",
-                    "--dump-trace", tr0, "--trace-tags", "THET"], check=True)
+                    "--dump-trace", tr0, "--trace-tags", "THET"], check=True, cwd=ROOT)
     theta = next(v for tag, rnd, v in records(os.path.join(tr0, "dinno", "node_0.trace")) if tag == "THET" and rnd == -1)
     tensors = {}
     with open(os.path.join(tr0, "manifest.tsv")) as f:
@@ -95,6 +99,16 @@ def other(out, seed):
     rows(out, run, seed, "reference", 0)
 
 
+def swap(out, seed):
+    d = os.path.join(out, "draws")
+    for label, init, batches in (("ref-init", "ref_s%d_init.npz", "dtrun_s%d_batches.npz"),
+                                 ("ref-batches", "dtrun_s%d_init.npz", "ref_s%d_batches.npz")):
+        run = dtrun(out, seed, "%s_s%d" % (label, seed),
+                    ["--set", "experiment.model.init_file=%s" % os.path.join(d, init % seed),
+                     "--set", "experiment.batch_order=%s" % os.path.join(d, batches % seed)])
+        rows(out, run, seed, label, 0)
+
+
 def main():
     what, out, seeds = sys.argv[1], os.path.abspath(sys.argv[2]), [int(s) for s in sys.argv[3:]]
     os.makedirs(out, exist_ok=True)
@@ -103,6 +117,8 @@ def main():
             own(out, s)
         elif what == "dtrun-other":
             other(out, s)
+        elif what == "dtrun-swap":
+            swap(out, s)
         elif what == "ref-jobs":
             for dt in ("float32", "float64"):
                 print("dinno_cycle_%s_dtrun_s%d --seed %d --alg dinno --graph cycle --dtype %s --draws dtrun --marks %s "

@@ -109,23 +109,29 @@ refused() { # refused KEY=VALUE EXPECTED [more dtrun arguments]
   rm -rf "$tmp/refused"
 }
 I=experiment.model.init_file O=experiment.batch_order
-refused $I="$tmp/prefix.npz" "has no tensor '0.weight' but has 'seq.0.weight': drop the prefix 'seq.'"
-refused $I="$tmp/shape.npz" "tensor '4.weight' has shape 64x431; the model's is 64x432"
-refused $I="$tmp/extra.npz" "tensor '9.bias' is not one of the model's"
-refused $I="$tmp/missing.npz" "has no tensor '6.bias' (parameter 10)"
-refused $I="$tmp/nan.npz" "tensor '0.bias', value 1 is nan"
-refused $I="$tmp/ints.npz" "tensor '0.bias' holds integers"
-refused $I="$tmp/truncated.npz" "truncated"
-refused $I="$tmp/crc.npz" "CRC-32 does not match"
-refused $I="$tmp/nowhere.npz" "cannot read $tmp/nowhere.npz"
-refused $I="$tmp/base/dinno_models.npy" "experiment.model.init_row: 5, but $tmp/base/dinno_models.npy has 5 rows" --set experiment.model.init_row=5
-refused $O="$tmp/owner.npz" "node_1, step 3: sample"
-refused $O="$tmp/pad.npz" "node_3, step 2, column 11:"
-refused $O="$tmp/empty.npz" "node_2, step 4: no sample (the row is all -1)"
-refused $O="$tmp/range.npz" "node_4, step 0: sample 60000 is not a training sample (0 to 59999)"
-refused $O="$tmp/nonode.npz" "has no array node_4"
-refused $O="$tmp/stray.npz" "an array named 'foo'; expected node_0 to node_4"
-refused $O="$tmp/floats.npz" "node_0 holds float values; expected integers"
+# KEY=FILE | what the message says | more arguments ($tmp written as TMP)
+while IFS='|' read -r set want more; do
+  # shellcheck disable=SC2086 # more: options, split on spaces
+  refused "${set//TMP/$tmp}" "${want//TMP/$tmp}" $more
+done <<'CASES'
+experiment.model.init_file=TMP/prefix.npz|has no tensor '0.weight' but has 'seq.0.weight': drop the prefix 'seq.'|
+experiment.model.init_file=TMP/shape.npz|tensor '4.weight' has shape 64x431; the model's is 64x432|
+experiment.model.init_file=TMP/extra.npz|tensor '9.bias' is not one of the model's|
+experiment.model.init_file=TMP/missing.npz|has no tensor '6.bias' (parameter 10)|
+experiment.model.init_file=TMP/nan.npz|tensor '0.bias', value 1 is nan|
+experiment.model.init_file=TMP/ints.npz|tensor '0.bias' holds integers|
+experiment.model.init_file=TMP/truncated.npz|truncated|
+experiment.model.init_file=TMP/crc.npz|CRC-32 does not match|
+experiment.model.init_file=TMP/nowhere.npz|cannot read TMP/nowhere.npz|
+experiment.model.init_file=TMP/base/dinno_models.npy|experiment.model.init_row: 5, but TMP/base/dinno_models.npy has 5 rows|--set experiment.model.init_row=5
+experiment.batch_order=TMP/owner.npz|node_1, step 3: sample|
+experiment.batch_order=TMP/pad.npz|node_3, step 2, column 11:|
+experiment.batch_order=TMP/empty.npz|node_2, step 4: no sample (the row is all -1)|
+experiment.batch_order=TMP/range.npz|node_4, step 0: sample 60000 is not a training sample (0 to 59999)|
+experiment.batch_order=TMP/nonode.npz|has no array node_4|
+experiment.batch_order=TMP/stray.npz|an array named 'foo'; expected node_0 to node_4|
+experiment.batch_order=TMP/floats.npz|node_0 holds float values; expected integers|
+CASES
 refused $O="$tmp/order.npz" "holds minibatches of 64 samples; problem dsgd's train_batch_size is 32" \
   --set problem_configs.dsgd.train_batch_size=32
 refused $O="$tmp/order.npz" "an array named 'node_4'; expected node_0 to node_3" --sweep experiment.graph.num_nodes=5,4

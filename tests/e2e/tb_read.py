@@ -110,18 +110,25 @@ def events(path):
     return out
 
 
+def read_run(folder):
+    """(step, tag, value) of a TensorBoard run's files in reading order, purged as TensorBoard does."""
+    seen = []
+    for f in sorted(glob.glob(os.path.join(folder, "events.out.tfevents.*"))):
+        for ev in events(f):
+            if ev.HasField("session_log") and ev.session_log.status == 1:
+                seen = [s for s in seen if s[0] < ev.step]
+            for v in ev.summary.value:
+                if not v.tag.startswith("_hparams_/"):  # the hparams plugin's records: no scalar
+                    seen.append((ev.step, v.tag, v.simple_value))
+    return seen
+
+
 def scalars(run):
+    """Every problem's scalars: its run, and its train run (<problem>/train: train_loss_recent)."""
     got = {}
     for pdir in sorted(glob.glob(os.path.join(run, "tensorboard", "*"))):
-        seen = []  # (step, tag, value) in reading order, purged as TensorBoard does
-        for f in sorted(glob.glob(os.path.join(pdir, "events.out.tfevents.*"))):
-            for ev in events(f):
-                if ev.HasField("session_log") and ev.session_log.status == 1:
-                    seen = [s for s in seen if s[0] < ev.step]
-                for v in ev.summary.value:
-                    if not v.tag.startswith("_hparams_/"):  # the hparams plugin's records: no scalar
-                        seen.append((ev.step, v.tag, v.simple_value))
-        got[os.path.basename(pdir)] = seen
+        if os.path.isdir(pdir):
+            got[os.path.basename(pdir)] = read_run(pdir) + read_run(os.path.join(pdir, "train"))
     return got
 
 
