@@ -12,10 +12,13 @@ set -u
 e2e_begin "$@"
 py=/usr/bin/python3
 
-# (1) the run that draws, traced with only θ and the minibatches (--trace-tags)
+# (1) the run that draws, traced with only its minibatches (--trace-tags), and θ0 from a one-round
+# trace of only the parameters
 cp tests/e2e/inputs.yaml "$tmp/base.yaml"
-"$dtrun" "$tmp/base.yaml" --output-dir "$tmp/base" --quiet --dump-trace "$tmp/tr" --trace-tags THET,BIDX > "$tmp/base.log" 2>&1 \
+"$dtrun" "$tmp/base.yaml" --output-dir "$tmp/base" --quiet --dump-trace "$tmp/tr" --trace-tags BIDX > "$tmp/base.log" 2>&1 \
   || bad "the base run failed: $(tail -3 "$tmp/base.log")"
+"$dtrun" "$tmp/base.yaml" --set experiment.writeout=false --set 'problem_configs.*.optimizer_config.outer_iterations=1' --quiet \
+  --dump-trace "$tmp/tr0" --trace-tags THET > "$tmp/base0.log" 2>&1 || bad "the one-round run failed: $(tail -3 "$tmp/base0.log")"
 $py - "$tmp" <<'PY' && ok || bad "the trace or the files made from it"
 import struct, sys
 import numpy as np
@@ -26,18 +29,19 @@ def records(path):
         tag = d[p:p + 4].decode(); rnd, typ, n = struct.unpack_from("<iii", d, p + 4)
         yield tag, rnd, np.frombuffer(d, "<i4" if typ == 0 else "<f4", n, p + 16); p += 16 + 4 * n
 tags = {tag for i in range(5) for tag, _, _ in records(f"{t}/tr/dinno/node_{i}.trace")}
-assert tags == {"THET", "BIDX"}, tags  # --trace-tags kept only these
-theta = next(v for tag, r, v in records(f"{t}/tr/dinno/node_0.trace") if tag == "THET" and r == -1)
+assert tags == {"BIDX"}, tags  # --trace-tags kept only these
+assert {tag for tag, _, _ in records(f"{t}/tr0/dinno/node_0.trace")} == {"THET"}
+theta = next(v for tag, r, v in records(f"{t}/tr0/dinno/node_0.trace") if tag == "THET" and r == -1)
 init = {}
-for line in list(open(f"{t}/tr/manifest.tsv"))[1:]:
+for line in list(open(f"{t}/tr0/manifest.tsv"))[1:]:
     name, role, off, shape = line.rstrip("\n").split("\t")[:4]
     dims = [int(x) for x in shape.split("x")]
     init[name] = theta[int(off):int(off) + int(np.prod(dims))].reshape(dims).astype(np.float64)
 np.savez(f"{t}/init.npz", **init)
 order = {}
-for i in range(5):  # DiNNO's 40 steps: more than DSGD's 20 and DSGT's 21, which start from the same step 0
+for i in range(5):  # DiNNO's 160 steps: more than DSGD's 80 and DSGT's 81, which start from the same step 0
     steps = [v for tag, _, v in records(f"{t}/tr/dinno/node_{i}.trace") if tag == "BIDX"]
-    assert len(steps) == 40, len(steps)
+    assert len(steps) == 160, len(steps)
     w = max(len(s) for s in steps)
     order[f"node_{i}"] = np.array([list(s) + [-1] * (w - len(s)) for s in steps], np.int64)
 np.savez_compressed(f"{t}/order.npz", **order)
@@ -61,11 +65,11 @@ killed_resumed "$tmp/files.yaml" 1 "draws from files"
 
 # (3) a saved model's row: every node starts from base's node 3 after DiNNO
 "$dtrun" "$tmp/base.yaml" --output-dir "$tmp/row" --quiet --problem dinno --set experiment.model.init_file="$tmp/base/dinno_models.npy" \
-  --set experiment.model.init_row=3 > "$tmp/row.log" 2>&1 || bad "init from a models file failed: $(tail -3 "$tmp/row.log")"
+  --set experiment.model.init_row=3 --set 'problem_configs.*.optimizer_config.outer_iterations=1' > "$tmp/row.log" 2>&1 || bad "init from a models file failed: $(tail -3 "$tmp/row.log")"
 $py - "$tmp" <<'PY' && ok || bad "a models file's row is not where every node starts"
 import csv, sys
 t = sys.argv[1]
-base = [r for r in csv.DictReader(open(f"{t}/base/dinno_results.csv")) if r["round"] == "20" and r["node"] == "3"][0]
+base = [r for r in csv.DictReader(open(f"{t}/base/dinno_results.csv")) if r["round"] == "80" and r["node"] == "3"][0]
 start = [r for r in csv.DictReader(open(f"{t}/row/dinno_results.csv")) if r["round"] == "0"]
 assert len(start) == 5
 for r in start:
