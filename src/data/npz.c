@@ -156,12 +156,16 @@ static dt_status read_member(const char *path, const uint8_t *f, size_t n, const
   const uint64_t data = off + 30 + u16(f + off + 26) + u16(f + off + 28);
   DT_CHECK(data <= n && csize <= n - data, DT_ERR_DATA, "%s: truncated: its header says %llu bytes, %llu follow", where,
            (unsigned long long)csize, (unsigned long long)(data <= n ? n - data : 0));
+  /* before any allocation: what the header claims must fit what follows (deflate packs at most
+   * 1032 bytes into one) */
+  DT_CHECK(method == 8 || csize == usize, DT_ERR_DATA, "%s: stored with %llu bytes, unpacked %llu", where, (unsigned long long)csize,
+           (unsigned long long)usize);
+  DT_CHECK(method == 0 || usize / 1032 <= csize, DT_ERR_DATA, "%s: %llu compressed bytes cannot unpack to the %llu its header says",
+           where, (unsigned long long)csize, (unsigned long long)usize);
   uint8_t *buf = NULL;
   dt_status st = DT_OK;
   DT_ALLOC(buf, usize + 1, "archive member");
   if (method == 0) {
-    DT_CHECK_GOTO(csize == usize, DT_ERR_DATA, "%s: stored with %llu bytes, unpacked %llu", where, (unsigned long long)csize,
-                  (unsigned long long)usize);
     memcpy(buf, f + data, usize);
   } else {
     z_stream z;
