@@ -65,7 +65,8 @@ static const cli_cmd cli_cmds[] = {
 enum { NCMDS = sizeof cli_cmds / sizeof cli_cmds[0] };
 
 enum opt_id {
-  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE, O_TRACE_TAGS,
+  O_HELP = 1000, O_LOG_LEVEL, O_SET, O_SWEEP, O_PROBLEM, O_OUTPUT_DIR, O_QUIET, O_PROGRESS, O_WATCHDOG, O_FORCE, O_POINT, O_DUMP_TRACE,
+  O_TRACE_TAGS,
   O_METRIC, O_TARGET, O_AGAINST, O_WHERE, O_X, O_PLOT, O_SIZE, O_FACET, O_LABEL, O_TITLE, O_XLIM, O_YLIM, O_LOG, O_BAND, O_CSV,
   O_MARKDOWN, O_LATEX, O_SORT, O_JSON, O_TIME
 };
@@ -115,7 +116,8 @@ static const cli_opt cli_opts[] = {
     {"markdown", 0, O_MARKDOWN, C_COMPARE, NULL, NULL, "the table as Markdown"},
     {"latex", 0, O_LATEX, C_COMPARE, NULL, NULL, "the table as LaTeX"},
     {"plot", 0, O_PLOT, C_COMPARE, "FILE", "@file", "a figure (.pdf, .svg or .png): a panel per metric (and --facet value)"},
-    {"size", 0, O_SIZE, C_COMPARE, "SIZE", "paper slide", "--plot: paper (a 3.4 in column, the page's 7 in with --facet; default) or slide (16:9)"},
+    {"size", 0, O_SIZE, C_COMPARE, "SIZE", "paper slide",
+     "--plot: paper (a 3.4 in column, the page's 7 in with --facet; default) or slide (16:9)"},
     {"facet", 0, O_FACET, C_COMPARE, "KEY", "@keys", "--plot: a panel per value of a swept key, sweep axis or config key"},
     {"label", 0, O_LABEL, C_COMPARE, "KEY=TEXT", NULL, "--plot: show TEXT for a metric, problem, key or value (dinno=DiNNO)"},
     {"title", 0, O_TITLE, C_COMPARE, "TEXT", NULL, "--plot: the figure's title"},
@@ -371,7 +373,8 @@ static dt_status check_args(const args *a) {
   else DT_CHECK(a->file != NULL, DT_ERR_USAGE, "%s needs an experiment file (dtrun help %s)", a->cmd, a->cmd);
   DT_CHECK(!a->force || a->output_dir != NULL, DT_ERR_USAGE, "--force only goes with run --output-dir DIR");
   DT_CHECK(a->dump_trace == NULL || a->nsweeps == 0, DT_ERR_USAGE, "--dump-trace goes with run (one experiment, not a sweep)");
-  DT_CHECK(a->trace_tags == NULL || a->dump_trace != NULL, DT_ERR_USAGE, "--trace-tags chooses what --dump-trace records; give --dump-trace DIR too");
+  DT_CHECK(a->trace_tags == NULL || a->dump_trace != NULL, DT_ERR_USAGE,
+           "--trace-tags chooses what --dump-trace records; give --dump-trace DIR too");
   DT_CHECK(a->point == NULL || a->output_dir != NULL, DT_ERR_USAGE,
            "--point goes with run and --output-dir SWEEP_DIR: every job of an array runs its point into the same sweep folder");
   return DT_OK;

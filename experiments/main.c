@@ -201,7 +201,8 @@ static dt_status run_loaded(dt_comm *comm, const args *a, int resume, double mod
   char cmdline[4096];
   command_line(argc, argv, cmdline, sizeof cmdline);
   dt_run_options ro = {.output_dir = a->output_dir, .quiet = a->quiet, .progress = a->progress, .command_line = cmdline, .force = a->force,
-                       .resume = resume, .dump_trace = a->dump_trace, .trace_tags = a->trace_tags, .watchdog = a->watchdog >= 0 ? a->watchdog : 600};
+                       .resume = resume, .dump_trace = a->dump_trace, .trace_tags = a->trace_tags,
+                       .watchdog = a->watchdog >= 0 ? a->watchdog : 600};
   if (a->point != NULL) { /* one point of a sweep: --point K, or slurm's array index */
     DT_CHECK(mode == SWEEP, DT_ERR_USAGE, "--point runs one point of a sweep; %s has no sweep (a sweep: key or --sweep)", a->file);
     const char *k = a->point;

@@ -662,7 +662,8 @@ dt_status dt_task_node_state_load(dt_task *t, int l, const void *buf, size_t siz
   memcpy(&seen, p, 8), p += 8;
   memcpy(&t->dropout[l], p, sizeof(dt_rng)), p += sizeof(dt_rng);
   memcpy(ns->perm, p, sizeof(uint32_t) * m);
-  DT_CHECK((t->order != NULL ? cursor <= t->order->steps[t->first + l] : cursor <= m) && ns->rng.used >= 0 && ns->rng.used <= 4 && t->dropout[l].used >= 0 && t->dropout[l].used <= 4,
+  const size_t most = t->order != NULL ? t->order->steps[t->first + l] : m; /* a batch order's cursor counts steps */
+  DT_CHECK(cursor <= most && ns->rng.used >= 0 && ns->rng.used <= 4 && t->dropout[l].used >= 0 && t->dropout[l].used <= 4,
            DT_ERR_DATA, "node %d: the checkpoint's minibatch state is corrupt", t->first + l);
   for (size_t j = 0; j < m; j++)
     DT_CHECK(ns->perm[j] < t->train->count, DT_ERR_DATA, "node %d: the checkpoint's minibatch order is corrupt", t->first + l);

@@ -92,7 +92,8 @@ dt_status dt_batch_order_read(const char *path, const dt_split *split, size_t tr
     char name[32];
     snprintf(name, sizeof name, "node_%d", i);
     const dt_array *arr = dt_arrays_find(&a, name);
-    DT_CHECK_KEY_GOTO(arr != NULL, DT_ERR_CONFIG, key, "%s: %s has no array node_%d (one per node: node_0 to node_%d)", key, path, i, n - 1);
+    DT_CHECK_KEY_GOTO(arr != NULL, DT_ERR_CONFIG, key, "%s: %s has no array node_%d (one per node: node_0 to node_%d)", key, path,
+                      i, n - 1);
     DT_TRY_GOTO(take_node(path, key, arr, i, owner, train_count, out));
   }
   memcpy(out->sha256, a.sha256, sizeof out->sha256);

@@ -30,7 +30,8 @@ static dt_status read_models_file(const char *path, int row, const char *key, dt
   DT_CHECK_KEY_GOTO((size_t)row < nrows, DT_ERR_CONFIG, "experiment.model.init_row", "experiment.model.init_row: %d, but %s has %zu row%s",
                     row, path, nrows, nrows == 1 ? "" : "s");
   f = fopen(tsv, "r");
-  DT_CHECK_KEY_GOTO(f != NULL, DT_ERR_CONFIG, key, "%s: %s: a .npy needs its manifest %s beside it (save_models writes both)", key, path, tsv);
+  DT_CHECK_KEY_GOTO(f != NULL, DT_ERR_CONFIG, key, "%s: %s: a .npy needs its manifest %s beside it (save_models writes both)", key,
+                    path, tsv);
   char line[1024];
   DT_CHECK_KEY_GOTO(fgets(line, sizeof line, f) != NULL && strncmp(line, "name\trole\toffset\tshape", 22) == 0, DT_ERR_CONFIG, key,
                     "%s: %s: not a models manifest (expected the header name, role, offset, shape)", key, tsv);
