@@ -11,6 +11,10 @@ code"): dtrun and the reference code, each with its own random draws and with th
                                               the reference's initial weights with dtrun's minibatches
                                               (draws "ref-init"), and dtrun's weights with the
                                               reference's minibatches ("ref-batches")
+  dinno_exchange.py dtrun-layer OUT SEED...   dtrun with its own minibatches and the initial weights of
+                                              one side's convolution and the other's linear layers
+                                              (draws "convref": the reference's convolution;
+                                              "convdt": dtrun's)
   dinno_exchange.py ref-jobs    OUT SEED...   the reference's command lines with dtrun's draws
                                               (float32 and float64), one per line
 
@@ -109,6 +113,17 @@ def swap(out, seed):
         rows(out, run, seed, label, 0)
 
 
+def layer(out, seed):
+    d = os.path.join(out, "draws")
+    mine, ref = np.load(os.path.join(d, "dtrun_s%d_init.npz" % seed)), np.load(os.path.join(d, "ref_s%d_init.npz" % seed))
+    for label, conv, rest in (("convref", ref, mine), ("convdt", mine, ref)):
+        path = os.path.join(d, "%s_s%d.npz" % (label, seed))
+        np.savez(path, **{k: (conv[k] if k.startswith("0.") else rest[k]) for k in mine.files})
+        run = dtrun(out, seed, "%s_s%d" % (label, seed), ["--set", "experiment.model.init_file=%s" % path, "--set",
+                                                          "experiment.batch_order=%s" % os.path.join(d, "dtrun_s%d_batches.npz" % seed)])
+        rows(out, run, seed, label, 0)
+
+
 def main():
     what, out, seeds = sys.argv[1], os.path.abspath(sys.argv[2]), [int(s) for s in sys.argv[3:]]
     os.makedirs(out, exist_ok=True)
@@ -119,6 +134,8 @@ def main():
             other(out, s)
         elif what == "dtrun-swap":
             swap(out, s)
+        elif what == "dtrun-layer":
+            layer(out, s)
         elif what == "ref-jobs":
             for dt in ("float32", "float64"):
                 print("dinno_cycle_%s_dtrun_s%d --seed %d --alg dinno --graph cycle --dtype %s --draws dtrun --marks %s "
