@@ -39,6 +39,12 @@ typedef struct problem_result {
   double bytes;         /* all nodes */
 } problem_result;
 
+/* A TensorBoard event file being written (rank 0): NULL f when there is none, or it failed. */
+typedef struct tb_file {
+  FILE *f;
+  char path[DT_PATH_MAX + 512];
+} tb_file;
+
 typedef struct runner {
   dt_comm *comm;
   const dt_config *cfg;
@@ -95,12 +101,9 @@ typedef struct runner {
   /* the overall ETA: the rounds this process ran of finished problems and their seconds (rounds,
    * evaluations and setup of each problem) */
   double eta_rounds, eta_seconds;
-  FILE *tb;
+  tb_file tb, tb_train;     /* the problem's TensorBoard run, and its <problem>/train run (train_loss_recent) */
   double *tb_loss_sum;     /* [count] each local node's training-loss totals at the last train_loss_recent */
   long *tb_loss_n;
-  char tb_path[DT_PATH_MAX + 512];
-  FILE *tb_train; /* the run <problem>/train: train_loss_recent */
-  char tb_train_path[DT_PATH_MAX + 512];
 } runner;
 
 /* One problem in progress: the optimizer's run context and the result text being collected. */

@@ -111,24 +111,24 @@ static double now(void) {
 }
 
 /* Writes one record of the event in ev; on failure says why once and stops the mirror. */
-static void write_record(runner *r, const strbuf *ev) {
-  if (r->tb == NULL) return;
+static void write_record(tb_file *t, const strbuf *ev) {
+  if (t->f == NULL) return;
   if (ev->failed) goto fail;
   const uint64_t len = ev->len;
   const uint32_t lcrc = masked(&len, 8), dcrc = masked(ev->data, ev->len);
-  if (fwrite(&len, 8, 1, r->tb) != 1 || fwrite(&lcrc, 4, 1, r->tb) != 1 || fwrite(ev->data, 1, ev->len, r->tb) != ev->len ||
-      fwrite(&dcrc, 4, 1, r->tb) != 1 || fflush(r->tb) != 0)
+  if (fwrite(&len, 8, 1, t->f) != 1 || fwrite(&lcrc, 4, 1, t->f) != 1 || fwrite(ev->data, 1, ev->len, t->f) != ev->len ||
+      fwrite(&dcrc, 4, 1, t->f) != 1 || fflush(t->f) != 0)
     goto fail;
   return;
 fail:
   fprintf(stderr, "dtrun: warning: %s: %s; TensorBoard's copy of this problem stops here (results.sqlite has everything)\n",
-          r->tb_path, ev->failed ? "out of memory" : strerror(errno));
-  fclose(r->tb);
-  r->tb = NULL;
+          t->path, ev->failed ? "out of memory" : strerror(errno));
+  fclose(t->f);
+  t->f = NULL;
 }
 
 /* One Event{wall_time, step (none when < 0), summary} of the summary's values. */
-static void write_summary(runner *r, const strbuf *summary, long long step) {
+static void write_summary(tb_file *t, const strbuf *summary, long long step) {
   strbuf ev = {0};
   put_double(&ev, 1, now());
   if (step >= 0) {
@@ -137,18 +137,18 @@ static void write_summary(runner *r, const strbuf *summary, long long step) {
   }
   put_bytes(&ev, 5, summary->data, summary->len);
   if (summary->failed) ev.failed = 1;
-  write_record(r, &ev);
+  write_record(t, &ev);
   sb_free(&ev);
 }
 
 /* An hparams plugin record: HParamsPluginData with msg as its field `field` (2 experiment,
  * 3 session_start_info, 4 session_end_info) under tag. */
-static void write_hparams(runner *r, const char *tag, int field, const strbuf *msg) {
+static void write_hparams(tb_file *t, const char *tag, int field, const strbuf *msg) {
   strbuf pd = {0}, summary = {0};
   put_bytes(&pd, field, msg->data, msg->len);
   if (msg->failed) pd.failed = 1;
   put_hparams_value(&summary, tag, &pd);
-  write_summary(r, &summary, -1);
+  write_summary(t, &summary, -1);
   sb_free(&pd), sb_free(&summary);
 }
 
@@ -202,16 +202,13 @@ static void write_experiment(runner *r, const char *dir) {
   snprintf(path, sizeof path, "%s/events.out.tfevents.0000000000.dtrun-hparams", dir);
   const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
   if (fd < 0) return; /* written by an earlier point or start (or not writable: the scalars still go) */
-  FILE *keep = r->tb;
-  char keep_path[sizeof r->tb_path];
-  memcpy(keep_path, r->tb_path, sizeof keep_path);
-  r->tb = fdopen(fd, "wb");
-  snprintf(r->tb_path, sizeof r->tb_path, "%s", path);
-  if (r->tb == NULL) close(fd);
+  tb_file t = {.f = fdopen(fd, "wb")};
+  snprintf(t.path, sizeof t.path, "%s", path);
+  if (t.f == NULL) close(fd);
   strbuf ev = {0}, exp = {0};
   put_double(&ev, 1, now());
   put_bytes(&ev, 3, "brain.Event:2", 13);
-  write_record(r, &ev);
+  write_record(&t, &ev);
   const dt_run_options *o = r->opt;
   for (int k = 0; k < o->num_swept + 2; k++) {
     strbuf hi = {0};
@@ -234,10 +231,8 @@ static void write_experiment(runner *r, const char *dir) {
     sb_free(&mi), sb_free(&mn);
   }
   put_double(&exp, 3, now());
-  write_hparams(r, "_hparams_/experiment", 2, &exp);
-  if (r->tb != NULL) fclose(r->tb);
-  r->tb = keep;
-  memcpy(r->tb_path, keep_path, sizeof keep_path);
+  write_hparams(&t, "_hparams_/experiment", 2, &exp);
+  if (t.f != NULL) fclose(t.f);
   sb_free(&ev), sb_free(&exp);
 }
 
@@ -259,20 +254,20 @@ static void write_session_start(runner *r, const problem_run *pr) {
   snprintf(group, sizeof group, "%s%s%s", seedless, seedless[0] ? "/" : "", pr->pc->problem_name);
   put_bytes(&ssi, 4, group, strlen(group));
   put_double(&ssi, 5, now());
-  write_hparams(r, "_hparams_/session_start_info", 3, &ssi);
+  write_hparams(&r->tb, "_hparams_/session_start_info", 3, &ssi);
   sb_free(&ssi);
 }
 
-/* A new event file in dir as r->tb: its file_version, and a SessionLog START at step purge when
+/* A new event file in dir as t: its file_version, and a SessionLog START at step purge when
  * the run was resumed (purge > 0) or the folder held an earlier start's files (existed >= 0). */
-static int open_events(runner *r, const char *dir, const char *host, int existed, int purge) {
-  snprintf(r->tb_path, sizeof r->tb_path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
-  r->tb = fopen(r->tb_path, "wb");
-  if (r->tb == NULL) return 0;
+static int open_events(tb_file *t, const char *dir, const char *host, int existed, int purge) {
+  snprintf(t->path, sizeof t->path, "%s/events.out.tfevents.%010lld.%s.%d", dir, (long long)time(NULL), host, (int)getpid());
+  t->f = fopen(t->path, "wb");
+  if (t->f == NULL) return 0;
   strbuf ev = {0};
   put_double(&ev, 1, now());
   put_bytes(&ev, 3, "brain.Event:2", 13);
-  write_record(r, &ev);
+  write_record(t, &ev);
   if (purge > 0 || existed >= 0) { /* resumed or started again: what was written from here on is stale */
     strbuf log = {0};
     put_varint(&log, 1 << 3 | 0); /* SessionLog.status = START (1) */
@@ -282,16 +277,16 @@ static int open_events(runner *r, const char *dir, const char *host, int existed
     put_key(&ev, 2, 0);
     put_varint(&ev, (uint64_t)purge);
     put_bytes(&ev, 6, log.data, log.len);
-    write_record(r, &ev);
+    write_record(t, &ev);
     sb_free(&log);
   }
   sb_free(&ev);
-  return r->tb != NULL;
+  return t->f != NULL;
 }
 
 void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
   if (!r->cfg->experiment.tensorboard || r->rank != 0 || !r->write_ckpt) return;
-  char dir[sizeof r->tb_path], name[160], other[128], host[256], base[sizeof r->tb_path], point[256] = "";
+  char dir[sizeof r->tb.path], name[160], other[128], host[256], base[sizeof r->tb.path], point[256] = "";
   folder_name(pr->pc->problem_name, name, sizeof name);
   for (int q = 0; q < r->cfg->num_problems; q++) { /* two names that map to one folder: each gets its index */
     folder_name(r->cfg->problems[q].problem_name, other, sizeof other);
@@ -312,24 +307,16 @@ void runner_tb_begin(runner *r, const problem_run *pr, int purge_from) {
   }
   snprintf(dir, sizeof dir, "%s%s%s/%s", base, point[0] ? "/" : "", point, name);
   const int existed = access(dir, F_OK) == 0; /* an earlier start of this problem wrote here */
-  if (!(ok && mkdir_ok(dir) && open_events(r, dir, host, existed ? purge_from : -1, purge_from))) {
-    fprintf(stderr, "dtrun: warning: cannot write %s: %s; no TensorBoard copy of problem %s\n", ok ? r->tb_path : dir, strerror(errno),
+  if (!(ok && mkdir_ok(dir) && open_events(&r->tb, dir, host, existed ? purge_from : -1, purge_from))) {
+    fprintf(stderr, "dtrun: warning: cannot write %s: %s; no TensorBoard copy of problem %s\n", ok ? r->tb.path : dir, strerror(errno),
             pr->pc->problem_name);
     return;
   }
   /* train_loss_recent, in the run <problem>/train: its value at a resumed run's first round was
    * measured before the checkpoint, so its purge starts a round later than the evaluations' */
-  FILE *main_file = r->tb;
-  char main_path[sizeof r->tb_path];
-  memcpy(main_path, r->tb_path, sizeof main_path);
   snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/train");
-  r->tb = NULL;
   if (r->cfg->experiment.tensorboard_train_loss_every > 0 && mkdir_ok(dir))
-    open_events(r, dir, host, existed ? purge_from : -1, purge_from > 0 ? purge_from + 1 : 0);
-  r->tb_train = r->tb;
-  memcpy(r->tb_train_path, r->tb_path, sizeof r->tb_train_path);
-  r->tb = main_file;
-  memcpy(r->tb_path, main_path, sizeof r->tb_path);
+    open_events(&r->tb_train, dir, host, existed ? purge_from : -1, purge_from > 0 ? purge_from + 1 : 0);
   write_session_start(r, pr);
 }
 
@@ -344,7 +331,7 @@ static void put_value(strbuf *summary, const char *tag, double v) {
 }
 
 void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
-  if (r->tb == NULL) return;
+  if (r->tb.f == NULL) return;
   strbuf summary = {0};
   char tag[160];
   for (int c = 0; c < NCOL; c++) {
@@ -369,22 +356,22 @@ void runner_tb_evaluation(runner *r, const problem_run *pr, int round) {
       put_value(&summary, tag, s[q]);
     }
   }
-  write_summary(r, &summary, round);
+  write_summary(&r->tb, &summary, round);
   sb_free(&summary);
 }
 
 static void write_session_end(runner *r, int ok);
 
+static void close_file(tb_file *t) {
+  if (t->f != NULL && fclose(t->f) != 0)
+    fprintf(stderr, "dtrun: warning: %s: %s (TensorBoard's copy; results.sqlite has everything)\n", t->path, strerror(errno));
+  t->f = NULL;
+}
+
 void runner_tb_end(runner *r, int ok) {
-  if (r->tb_train != NULL && fclose(r->tb_train) != 0)
-    fprintf(stderr, "dtrun: warning: %s: %s (TensorBoard's copy; results.sqlite has everything)\n", r->tb_train_path, strerror(errno));
-  r->tb_train = NULL;
-  if (r->tb == NULL) return;
-  if (ok >= 0) write_session_end(r, ok);
-  if (r->tb == NULL) return;
-  if (fclose(r->tb) != 0)
-    fprintf(stderr, "dtrun: warning: %s: %s (TensorBoard's copy; results.sqlite has everything)\n", r->tb_path, strerror(errno));
-  r->tb = NULL;
+  close_file(&r->tb_train);
+  if (r->tb.f != NULL && ok >= 0) write_session_end(r, ok);
+  close_file(&r->tb);
 }
 
 /* SessionEndInfo{status, end_time_secs}. */
@@ -393,7 +380,7 @@ static void write_session_end(runner *r, int ok) {
   put_key(&sei, 1, 0);
   put_varint(&sei, ok ? 1 : 2); /* STATUS_SUCCESS, STATUS_FAILURE */
   put_double(&sei, 2, now());
-  write_hparams(r, "_hparams_/session_end_info", 4, &sei);
+  write_hparams(&r->tb, "_hparams_/session_end_info", 4, &sei);
   sb_free(&sei);
 }
 
@@ -425,7 +412,7 @@ dt_status runner_tb_round(runner *r, const problem_run *pr, int round) {
   dt_status st = DT_OK;
   if (r->rank == 0) DT_ALLOC(all, r->n + 1, "TensorBoard");
   st = dt_comm_gather_rows(r->comm, r->n, mine, 1, all);
-  if (st == DT_OK && r->tb_train != NULL) {
+  if (st == DT_OK && r->tb_train.f != NULL) {
     double lo = INFINITY, hi = -INFINITY, total = 0;
     int k = 0;
     for (int i = 0; i < r->n; i++)
@@ -435,15 +422,7 @@ dt_status runner_tb_round(runner *r, const problem_run *pr, int round) {
       put_value(&summary, "train_loss_recent/mean", total / k);
       put_value(&summary, "train_loss_recent/min", lo);
       put_value(&summary, "train_loss_recent/max", hi);
-      FILE *main_file = r->tb; /* write_record writes r->tb: the train run's file for this event */
-      char main_path[sizeof r->tb_path];
-      memcpy(main_path, r->tb_path, sizeof main_path);
-      r->tb = r->tb_train;
-      memcpy(r->tb_path, r->tb_train_path, sizeof r->tb_path);
-      write_summary(r, &summary, round);
-      r->tb_train = r->tb; /* NULL when the write failed */
-      r->tb = main_file;
-      memcpy(r->tb_path, main_path, sizeof r->tb_path);
+      write_summary(&r->tb_train, &summary, round);
       sb_free(&summary);
     }
   }
